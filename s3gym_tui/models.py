@@ -1,0 +1,160 @@
+"""The one vocabulary shared by engine, store and UI: runs, episodes, steps, summaries, checkpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Pathway = Literal["none", "history", "summary", "trained"]
+Phase = Literal["explore", "eval"]
+Actor = Literal["model", "human", "human-edit"]
+PATHWAYS: tuple[str, ...] = ("none", "history", "summary", "trained")
+
+EXPLORE_SEED_BASE = 0
+EVAL_SEED_BASE = 1_000_000  # evaluation seeds are >= this, exploration seeds below it
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def phase_of_seed(seed: int) -> Phase:
+    """The phase a seed belongs to: the two ranges are disjoint and fixed for the project."""
+    return "eval" if seed >= EVAL_SEED_BASE else "explore"
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunConfig(Frozen):
+    """Everything that defines a run (all pathways of a comparison share all but `pathway`)."""
+
+    model: str
+    game: str
+    pathway: Pathway = "none"
+    explore_episodes: int = Field(30, ge=0, le=10_000)
+    eval_every: int = Field(3, ge=1)
+    eval_episodes: int = Field(3, ge=0, le=100)
+    explore_seed_base: int = Field(EXPLORE_SEED_BASE, ge=0, lt=EVAL_SEED_BASE)
+    eval_seed_base: int = Field(EVAL_SEED_BASE, ge=EVAL_SEED_BASE)
+    history_budget: int = Field(100_000, ge=0)
+    max_tokens: int = Field(14_000, ge=1)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    decoding_seed: Optional[int] = None
+    api_base: Optional[str] = None
+    step_cap: int = Field(64, ge=1, le=64)
+    oracle_feedback: bool = False  # ablation: show verifier rewards to the agent (recorded on the run)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(4, ge=0, le=20)
+
+    @field_validator("game")
+    @classmethod
+    def _known_game(cls, value: str) -> str:
+        from games import canonical
+
+        return canonical(value)
+
+    def checkpoints(self) -> list[int]:
+        """Exploration counts at which evaluation happens: 0, every, 2*every, ..., explore_episodes."""
+        xs = list(range(0, self.explore_episodes + 1, self.eval_every))
+        if xs[-1] != self.explore_episodes:
+            xs.append(self.explore_episodes)
+        return xs
+
+    def explore_seed(self, index: int) -> int:
+        return self.explore_seed_base + index
+
+    def eval_seed(self, index: int) -> int:
+        return self.eval_seed_base + index
+
+
+class Run(Frozen):
+    id: str
+    config: RunConfig
+    status: Literal["created", "running", "finished", "failed", "stopped"] = "created"
+    created_at: str = Field(default_factory=utcnow)
+    note: str = ""
+
+
+class Episode(Frozen):
+    id: str
+    run_id: Optional[str]
+    game: str
+    mode: Phase
+    phase: Phase
+    seed: int
+    index: int  # exploration episode index, or eval episode index within its checkpoint
+    checkpoint: Optional[int] = None  # x for evaluation episodes
+    model: str
+    pathway: Pathway
+    status: Literal["running", "finished", "failed", "stopped"] = "running"
+    score: Optional[float] = None  # verifier score y (benchmark side)
+    n_steps: int = 0
+    summary_id: Optional[str] = None  # summary version the agent saw
+    history_episode_ids: tuple[str, ...] = ()  # previous episodes fed as history (after the cut)
+    history_cut: int = 0  # how many oldest previous episodes were dropped for the budget
+    fork_of: Optional[str] = None  # episode id this one was forked from
+    fork_step: Optional[int] = None  # number of source steps replayed before the fork
+    started_at: str = Field(default_factory=utcnow)
+    finished_at: Optional[str] = None
+
+
+class Step(Frozen):
+    episode_id: str
+    index: int
+    observation: str  # what the agent saw before acting
+    prompt: str  # the messages as sent, JSON
+    reply: str
+    action: str
+    self_score: Optional[float]  # None = missing in the reply (not 0)
+    reward: float  # verifier reward r (never shown to the agent in the main setting)
+    feedback: str
+    valid: bool
+    terminated: bool
+    truncated: bool
+    actor: Actor = "model"
+    proposed_action: Optional[str] = None  # the model's action when a human edited or vetoed it
+    fault: Optional[str] = None  # what went wrong with the model call, if anything
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    cost: Optional[float] = None
+    created_at: str = Field(default_factory=utcnow)
+
+
+class Summary(Frozen):
+    """One version of a run's summary memory (three parts, conditioned on self-scores)."""
+
+    id: str
+    run_id: str
+    game: str
+    version: int
+    retain: str
+    avoid: str
+    next: str
+    source_episode_ids: tuple[str, ...] = ()
+    status: Literal["active", "vetoed"] = "active"
+    pinned: bool = False
+    author: str = "model"  # "model:<name>" or "human:<user>"
+    parent_version: Optional[int] = None
+    created_at: str = Field(default_factory=utcnow)
+    for_episode_id: Optional[str] = None  # the exploration episode whose step 0 produced it
+
+    def as_tips(self) -> str:
+        return (f"Strategies to retain:\n{self.retain.strip()}\n\n"
+                f"Mistakes to avoid:\n{self.avoid.strip()}\n\n"
+                f"Directions for the next episode:\n{self.next.strip()}")
+
+
+class Checkpoint(Frozen):
+    run_id: str
+    x: int
+    episode_ids: tuple[str, ...]
+    scores: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        return sum(self.scores) / len(self.scores) if self.scores else 0.0
