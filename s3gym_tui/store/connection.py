@@ -1,0 +1,319 @@
+"""Opening an s3gym store file safely, its transactions and one-line errors (base of Store).
+
+Threads: a Store wraps one sqlite3 connection, and a connection belongs to the thread that opened
+it. Each thread (a Textual thread worker, a CLI worker) opens its own Store on the same file:
+`Store(path)` (the full-file integrity check runs once per file per process), or
+`store.for_thread()`. Opening is cheap (under a millisecond); close it with `close()` (or use it as
+a context manager). Writers in different threads or processes serialise on SQLite's write lock:
+each write is one short `BEGIN IMMEDIATE` transaction and a blocked writer waits up to
+`busy_timeout` seconds instead of failing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import threading
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping, Optional, Self, Sequence
+
+import platformdirs
+from pydantic import ValidationError
+from sqlite_utils import Database
+
+from s3gym_tui.models import EVAL_SEED_BASE
+from s3gym_tui.store import schema
+from s3gym_tui.store.errors import LeakageError, StoreError, one_line
+
+ENV_VAR = "S3GYM_DB"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def default_db_path() -> Path:
+    """$S3GYM_DB if set, else `s3gym.db` in the platform's user data directory."""
+    override = os.environ.get(ENV_VAR, "").strip()
+    if override:
+        return Path(override).expanduser()
+    return platformdirs.user_data_path("s3gym", appauthor=False) / "s3gym.db"
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _insert_sql(table: str, cols: Sequence[str]) -> str:
+    return (f"INSERT INTO {_q(table)} ({', '.join(_q(c) for c in cols)}) "
+            f"VALUES ({', '.join('?' for _ in cols)})")
+
+
+def _is_eval(phase: Any, mode: Any, seed: Any) -> bool:
+    """Conservative: an episode is evaluation data if its phase, mode or seed says so."""
+    return phase == "eval" or mode == "eval" or (isinstance(seed, int) and seed >= EVAL_SEED_BASE)
+
+
+def _writable(path: Path) -> bool:
+    """False when the file has no write permission bits or this process cannot write it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) and os.access(path, os.W_OK)
+
+
+# Files this process has already integrity-checked, by (path, device, inode): PRAGMA quick_check
+# reads the whole file (about 0.2 s for 200 MB), so it runs once per file per process, not per
+# thread. A damaged page met later still surfaces as a StoreError ("... is corrupt").
+_CHECKED: set[tuple[str, int, int]] = set()
+_CHECKED_LOCK = threading.Lock()
+
+
+def _file_key(path: Path) -> Optional[tuple[str, int, int]]:
+    try:
+        st = path.stat()
+        return (str(path.resolve()), st.st_dev, st.st_ino)
+    except OSError:
+        return None
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+class Connection:
+    """One connection to a store file: safe opening, transactions, error wrapping and
+    the leakage look-ups shared by the record methods of DerivedStore and Store."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
+                 check: bool = True, busy_timeout: float = 10.0) -> None:
+        """Open (or create) the store at `path` (default: default_db_path()).
+
+        read_only: open for reading only (also chosen when the file is not writable).
+        check: run PRAGMA quick_check on an existing file, once per file per process.
+        busy_timeout: seconds a writer waits for another writer's lock before StoreError.
+        Raises StoreError, leaving the file untouched, if it is not SQLite, is corrupt, is not
+        an s3gym store, or was written by a newer s3gym.
+        """
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self.busy_timeout = float(busy_timeout)
+        self.conn: Optional[sqlite3.Connection] = None
+        existing = self._inspect_file()
+        self.read_only = bool(read_only) or (existing and not _writable(self.path))
+        if not existing:
+            if self.read_only:
+                raise StoreError(f"no s3gym database at {self.path} (opened read-only)")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as err:
+                raise StoreError(f"cannot create {self.path.parent}: {err.strerror or err}") from err
+        try:
+            self.conn = self._connect()
+            if existing:
+                self._check_file(check)  # reads only: a refused file is left byte-identical
+            self.conn.execute("PRAGMA foreign_keys = ON")
+            self.db = Database(self.conn, execute_plugins=False)
+            if not self.read_only:
+                self.db.enable_wal()
+                self.conn.execute("PRAGMA synchronous = NORMAL")  # durable in WAL across app crashes
+                self.schema_version = schema.migrate(self.db, self.path)
+        except StoreError:
+            self._close_quietly()
+            raise
+        except sqlite3.Error as err:
+            self._close_quietly()
+            raise self._wrap(err, f"open {self.path}") from err
+        except BaseException:
+            self._close_quietly()
+            raise
+
+    # ------------------------------------------------------------------ opening and closing
+
+    def _inspect_file(self) -> bool:
+        """True if a non-empty file exists; refuse at once anything that is not SQLite."""
+        if not self.path.exists():
+            return False
+        if self.path.is_dir():
+            raise StoreError(f"{self.path} is a directory, not an s3gym database")
+        try:
+            with open(self.path, "rb") as handle:
+                head = handle.read(len(SQLITE_MAGIC))
+        except OSError as err:
+            raise StoreError(f"cannot read {self.path}: {err.strerror or err}") from err
+        if not head:
+            return False  # an empty file is an empty database
+        if head != SQLITE_MAGIC:
+            raise StoreError(f"{self.path} is not an SQLite database (left untouched)")
+        return True
+
+    def _connect(self) -> sqlite3.Connection:
+        if self.read_only:
+            target, uri = self.path.resolve().as_uri() + "?mode=ro", True
+        else:
+            target, uri = str(self.path), False
+        # isolation_level=None: no implicit transactions; every write below says BEGIN IMMEDIATE.
+        return sqlite3.connect(target, uri=uri, timeout=self.busy_timeout, isolation_level=None)
+
+    def _check_file(self, integrity: bool) -> None:
+        assert self.conn is not None
+        key = _file_key(self.path)
+        try:
+            if integrity and key not in _CHECKED:
+                rows = self.conn.execute("PRAGMA quick_check").fetchall()
+                if rows != [("ok",)]:
+                    raise StoreError(f"{self.path} is corrupt (quick_check: {rows[0][0]}); "
+                                     f"left untouched")
+                if key is not None:
+                    with _CHECKED_LOCK:
+                        _CHECKED.add(key)
+            found = schema.stored_version(self.conn)
+        except sqlite3.OperationalError:
+            raise  # locked, cannot open, ...: not a verdict on the file's content
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"{self.path} is corrupt ({one_line(err)}); left untouched") from err
+        if found is None:
+            raise StoreError(f"{self.path} is an SQLite database but not an s3gym store")
+        if found > schema.current_version():
+            raise StoreError(schema.newer_message(self.path, found))
+        if self.read_only:
+            if found < schema.current_version():
+                raise StoreError(f"{self.path} has an older schema ({found} < "
+                                 f"{schema.current_version()}) and is read-only; open it once "
+                                 f"writable to upgrade")
+            self.schema_version = found
+
+    def for_thread(self) -> Self:
+        """A new Store on the same file for another thread (its own connection, no re-check)."""
+        return type(self)(self.path, read_only=self.read_only, check=False,
+                     busy_timeout=self.busy_timeout)
+
+    def _close_quietly(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except sqlite3.Error:
+                pass
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self.conn is not None:
+            self._close_quietly()
+            self.conn = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.path)!r}{', read_only=True' if self.read_only else ''})"
+
+    # ------------------------------------------------------------------ transactions and errors
+
+    def _wrap(self, err: BaseException, what: str) -> StoreError:
+        msg = one_line(err)
+        low = msg.lower()
+        if "locked" in low or "busy" in low:
+            text = (f"database {self.path} is locked by another writer (waited "
+                    f"{self.busy_timeout:g} s); cannot {what}")
+        elif "disk is full" in low or "database or disk is full" in low:
+            text = f"disk full: cannot {what} in {self.path}"
+        elif "readonly" in low or "read-only" in low:
+            text = f"database {self.path} is read-only: cannot {what}"
+        elif "closed database" in low:
+            text = f"store {self.path} is closed: cannot {what}"
+        elif "thread" in low and isinstance(err, sqlite3.ProgrammingError):
+            text = (f"store {self.path} was opened in another thread: open one Store per thread "
+                    f"(Store.for_thread()); cannot {what}")
+        elif "malformed" in low or "not a database" in low:
+            text = f"database {self.path} is corrupt ({msg}): cannot {what}"
+        elif "i/o error" in low:
+            text = f"disk I/O error on {self.path}: cannot {what}"
+        else:
+            text = f"cannot {what}: {msg}"
+        return StoreError(text)
+
+    def _live(self, what: str) -> sqlite3.Connection:
+        if self.conn is None:
+            raise StoreError(f"store {self.path} is closed: cannot {what}")
+        return self.conn
+
+    @contextmanager
+    def _tx(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE: take the write lock first, wait if busy)."""
+        conn = self._live(what)
+        if self.read_only:
+            raise StoreError(f"database {self.path} is open read-only: cannot {what}")
+        if conn.in_transaction:  # nested: part of the caller's transaction
+            yield conn
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as err:
+            raise self._wrap(err, what) from err
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as err:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            if isinstance(err, sqlite3.Error):
+                raise self._wrap(err, what) from err
+            raise
+
+    @contextmanager
+    def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
+        conn = self._live(what)
+        try:
+            yield conn
+        except sqlite3.Error as err:
+            raise self._wrap(err, what) from err
+
+    @staticmethod
+    def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
+        keys = [d[0] for d in cursor.description]
+        return [dict(zip(keys, row)) for row in cursor.fetchall()]
+
+    def _one(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> Optional[dict]:
+        cursor = conn.execute(sql, params)
+        row = cursor.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+
+    @staticmethod
+    def _model(cls: type, row: Mapping[str, Any], what: str) -> Any:
+        try:
+            return cls.model_validate(row)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(p) for p in first.get("loc", ()))
+            raise StoreError(f"stored {what} does not validate ({loc}: {first.get('msg')})") from err
+
+    # ------------------------------------------------------------------ held-out guard
+
+    def _phases(self, conn: sqlite3.Connection, ids: Iterable[str]) -> dict[str, tuple]:
+        """id -> (phase, mode, seed) for the given episode ids that exist."""
+        ids = list(dict.fromkeys(ids))
+        if not ids:
+            return {}
+        cursor = conn.execute(
+            "SELECT id, phase, mode, seed FROM episodes WHERE id IN "
+            "(SELECT value FROM json_each(?))", (json.dumps(ids),))
+        return {r[0]: (r[1], r[2], r[3]) for r in cursor.fetchall()}
+
+    def _require_experience(self, conn: sqlite3.Connection, ids: Sequence[str], role: str,
+                            user: str) -> None:
+        """Every id must exist and be exploration data, else StoreError / LeakageError."""
+        found = self._phases(conn, ids)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise StoreError(f"{user}: unknown {role} episode {missing[0]!r}")
+        leaked = [i for i in ids if _is_eval(*found[i])]
+        if leaked:
+            raise LeakageError(f"{user}: evaluation episode {leaked[0]!r} cannot be a {role} "
+                               f"(held-out data never becomes experience)")

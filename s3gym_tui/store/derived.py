@@ -1,0 +1,236 @@
+"""Records derived from episodes: versioned summaries, checkpoints, training datasets."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, get_args
+
+from pydantic import ValidationError
+
+from s3gym_tui.models import Checkpoint, Summary
+from s3gym_tui.store.connection import Connection, _insert_sql, _is_eval, _new_id, _q
+from s3gym_tui.store.errors import LeakageError, StoreError, one_line
+from s3gym_tui.store.records import ROW_KINDS, Dataset, DatasetRow
+
+SUMMARY_STATUSES: tuple[str, ...] = get_args(Summary.model_fields["status"].annotation)
+_SUMMARY_COLS = tuple(Summary.model_fields)
+_INSERT_SUMMARY = _insert_sql("summaries", _SUMMARY_COLS)
+_SELECT_SUMMARY = f"SELECT {', '.join(_q(c) for c in _SUMMARY_COLS)} FROM summaries"
+
+
+class DerivedStore(Connection):
+    """Summaries (versioned; veto, pin, human edits), checkpoints and training datasets."""
+
+    # ------------------------------------------------------------------ summaries
+
+    def _summary_from_row(self, row: Mapping[str, Any]) -> Summary:
+        data = dict(row)
+        data["source_episode_ids"] = json.loads(data["source_episode_ids"] or "[]")
+        return self._model(Summary, data, f"summary {row['id']!r}")
+
+    def _insert_summary(self, conn: sqlite3.Connection, summary: Summary) -> None:
+        data = summary.model_dump()
+        data["source_episode_ids"] = json.dumps(list(summary.source_episode_ids))
+        conn.execute(_INSERT_SUMMARY, tuple(data[c] for c in _SUMMARY_COLS))
+
+    def add_summary(self, run_id: str, retain: str, avoid: str, next: str, *,
+                    source_episode_ids: Sequence[str] = (), author: str = "model",
+                    for_episode_id: Optional[str] = None, parent_version: Optional[int] = None,
+                    summary_id: Optional[str] = None, game: Optional[str] = None) -> Summary:
+        """Store the run's next summary version (1, 2, ...), refusing evaluation sources.
+
+        Sources must be stored exploration episodes. `for_episode_id` names the exploration
+        episode whose step 0 it is written for; that episode may not be stored yet (it is added
+        after its summary), but it must not be an evaluation episode, now or later.
+        `game` defaults to the run's game (and must match it if given)."""
+        sources = tuple(source_episode_ids)
+        with self._tx(f"add a summary to run {run_id!r}") as conn:
+            run = conn.execute("SELECT game FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if run is None:
+                raise StoreError(f"no run {run_id!r}")
+            if game is not None and game != run[0]:
+                raise StoreError(f"summary for run {run_id!r} is for {game!r} but the run is "
+                                 f"{run[0]!r}")
+            user = f"summary for run {run_id!r}"
+            self._require_experience(conn, sources, "summary source", user)
+            if for_episode_id is not None:
+                producer = self._phases(conn, [for_episode_id]).get(for_episode_id)
+                if producer is not None and _is_eval(*producer):
+                    raise LeakageError(f"{user}: evaluation episode {for_episode_id!r} cannot be "
+                                       f"a summary producer (held-out data never becomes "
+                                       f"experience)")
+            version = conn.execute("SELECT coalesce(max(version), 0) + 1 FROM summaries "
+                                   "WHERE run_id = ?", (run_id,)).fetchone()[0]
+            summary = Summary(id=summary_id or _new_id("sum"), run_id=run_id, game=run[0],
+                              version=version, retain=retain, avoid=avoid, next=next,
+                              source_episode_ids=sources, author=author,
+                              parent_version=parent_version, for_episode_id=for_episode_id)
+            try:
+                self._insert_summary(conn, summary)
+            except sqlite3.IntegrityError as err:
+                raise StoreError(f"summary {summary.id!r} already exists") from err
+        return summary
+
+    def get_summary(self, summary_id: str) -> Summary:
+        with self._reading("read a summary") as conn:
+            row = self._one(conn, _SELECT_SUMMARY + " WHERE id = ?", (summary_id,))
+        if row is None:
+            raise StoreError(f"no summary {summary_id!r}")
+        return self._summary_from_row(row)
+
+    def summaries(self, run_id: str) -> list[Summary]:
+        """All versions of the run's summary, oldest first."""
+        with self._reading("list summaries") as conn:
+            rows = self._dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
+                                            (run_id,)))
+        return [self._summary_from_row(r) for r in rows]
+
+    def update_summary_status(self, summary_id: str, status: Literal["active", "vetoed"]) -> Summary:
+        """Veto a version (the agent falls back to the previous active one) or restore it."""
+        if status not in SUMMARY_STATUSES:
+            raise StoreError(f"bad summary status {status!r}: active or vetoed")
+        with self._tx(f"set the status of summary {summary_id!r}") as conn:
+            cur = conn.execute("UPDATE summaries SET status = ? WHERE id = ?", (status, summary_id))
+            if cur.rowcount == 0:
+                raise StoreError(f"no summary {summary_id!r}")
+        return self.get_summary(summary_id)
+
+    def set_pinned(self, summary_id: str, pinned: bool) -> Summary:
+        """Pin a version (at most one per run: pinning unpins the others) or unpin it."""
+        with self._tx(f"pin summary {summary_id!r}") as conn:
+            row = conn.execute("SELECT run_id FROM summaries WHERE id = ?", (summary_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"no summary {summary_id!r}")
+            if pinned:
+                conn.execute("UPDATE summaries SET pinned = 0 WHERE run_id = ? AND id != ?",
+                             (row[0], summary_id))
+            conn.execute("UPDATE summaries SET pinned = ? WHERE id = ?", (int(bool(pinned)),
+                                                                         summary_id))
+        return self.get_summary(summary_id)
+
+    def edit_summary(self, summary_id: str, retain: str, avoid: str, next: str,
+                     author: str) -> Summary:
+        """A human edit: a new active version with parent_version, the editor and the time.
+        Same sources as the parent; if the parent was pinned, the pin moves to the edit."""
+        if not author.strip():
+            raise StoreError("an edit needs an author (e.g. 'human:alice')")
+        with self._tx(f"edit summary {summary_id!r}"):
+            parent = self.get_summary(summary_id)
+            new = self.add_summary(parent.run_id, retain, avoid, next,
+                                   source_episode_ids=parent.source_episode_ids, author=author,
+                                   parent_version=parent.version)
+            if parent.pinned:
+                new = self.set_pinned(new.id, True)
+        return new
+
+    def current_summary(self, run_id: str) -> Optional[Summary]:
+        """The version the agent uses next: the pinned active one, else the latest active one."""
+        with self._reading("read the current summary") as conn:
+            row = self._one(conn, _SELECT_SUMMARY + " WHERE run_id = ? AND status = 'active' "
+                            "ORDER BY pinned DESC, version DESC LIMIT 1", (run_id,))
+        return None if row is None else self._summary_from_row(row)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def add_checkpoint(self, checkpoint: Checkpoint, *, replace: bool = False) -> Checkpoint:
+        """Record the evaluation at x; its episodes must be this run's evaluation episodes."""
+        cp = checkpoint
+        what = f"checkpoint x={cp.x} of run {cp.run_id!r}"
+        with self._tx(f"add {what}") as conn:
+            if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (cp.run_id,)).fetchone():
+                raise StoreError(f"no run {cp.run_id!r}")
+            rows = {r[0]: r[1:] for r in conn.execute(
+                "SELECT id, run_id, phase FROM episodes WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(cp.episode_ids)),)).fetchall()}
+            for episode_id in cp.episode_ids:
+                if episode_id not in rows:
+                    raise StoreError(f"{what}: no episode {episode_id!r}")
+                if rows[episode_id] != (cp.run_id, "eval"):
+                    raise StoreError(f"{what}: episode {episode_id!r} is not an evaluation "
+                                     f"episode of this run")
+            exists = conn.execute("SELECT 1 FROM checkpoints WHERE run_id = ? AND x = ?",
+                                  (cp.run_id, cp.x)).fetchone()
+            if exists and not replace:
+                raise StoreError(f"{what} already exists")
+            conn.execute("INSERT OR REPLACE INTO checkpoints (run_id, x, episode_ids, scores) "
+                         "VALUES (?, ?, ?, ?)", (cp.run_id, cp.x, json.dumps(list(cp.episode_ids)),
+                                                 json.dumps(list(cp.scores))))
+        return cp
+
+    def checkpoints(self, run_id: str) -> list[Checkpoint]:
+        with self._reading("list checkpoints") as conn:
+            rows = self._dicts(conn.execute("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY x",
+                                            (run_id,)))
+        return [self._model(Checkpoint, {"run_id": r["run_id"], "x": r["x"],
+                                         "episode_ids": json.loads(r["episode_ids"]),
+                                         "scores": json.loads(r["scores"])},
+                            f"checkpoint x={r['x']}") for r in rows]
+
+    # ------------------------------------------------------------------ training datasets
+
+    def add_dataset(self, run_id: Optional[str], rule: Mapping[str, Any],
+                    rows: Iterable[DatasetRow | Mapping[str, Any]], *,
+                    dataset_id: Optional[str] = None) -> Dataset:
+        """Store a training set and its rows; every row must be an existing exploration step."""
+        try:
+            items = [r if isinstance(r, DatasetRow) else DatasetRow.model_validate(r) for r in rows]
+        except ValidationError as err:
+            raise StoreError(f"invalid dataset row: {err.errors()[0].get('msg')}") from err
+        counts = {kind: sum(1 for r in items if r.kind == kind) for kind in ROW_KINDS}
+        dataset = Dataset(id=dataset_id or _new_id("ds"), run_id=run_id, rule=dict(rule),
+                          counts=counts)
+        with self._tx("add a dataset") as conn:
+            if run_id is not None and not conn.execute("SELECT 1 FROM runs WHERE id = ?",
+                                                       (run_id,)).fetchone():
+                raise StoreError(f"no run {run_id!r}")
+            self._require_experience(conn, [r.episode_id for r in items], "training row",
+                                     f"dataset {dataset.id!r}")
+            pairs = json.dumps([[r.episode_id, r.step_index] for r in items])
+            missing = conn.execute(
+                "SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') "
+                "FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE "
+                "s.episode_id = json_extract(j.value, '$[0]') AND "
+                "s.\"index\" = json_extract(j.value, '$[1]')) LIMIT 1", (pairs,)).fetchone()
+            if missing:
+                raise StoreError(f"dataset {dataset.id!r}: no step {missing[1]} in episode "
+                                 f"{missing[0]!r}")
+            try:
+                conn.execute("INSERT INTO datasets (id, run_id, rule, created_at, counts) "
+                             "VALUES (?, ?, ?, ?, ?)", (dataset.id, run_id, json.dumps(dataset.rule),
+                                                        dataset.created_at, json.dumps(counts)))
+                self.db["dataset_rows"].insert_all(
+                    ({"dataset_id": dataset.id, "episode_id": r.episode_id,
+                      "step_index": r.step_index, "kind": r.kind,
+                      "messages": json.dumps(list(r.messages))} for r in items),
+                    batch_size=500)
+            except sqlite3.IntegrityError as err:
+                raise StoreError(f"dataset {dataset.id!r}: {one_line(err)} (duplicate id or "
+                                 f"row)") from err
+        return dataset
+
+    def get_dataset(self, dataset_id: str) -> Dataset:
+        with self._reading("read a dataset") as conn:
+            row = self._one(conn, "SELECT * FROM datasets WHERE id = ?", (dataset_id,))
+        if row is None:
+            raise StoreError(f"no dataset {dataset_id!r}")
+        return self._model(Dataset, {**row, "rule": json.loads(row["rule"]),
+                                     "counts": json.loads(row["counts"])}, f"dataset {dataset_id!r}")
+
+    def datasets(self, run_id: Optional[str] = None) -> list[Dataset]:
+        with self._reading("list datasets") as conn:
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM datasets" + (" WHERE run_id = ?" if run_id else "") +
+                " ORDER BY created_at, rowid", (run_id,) if run_id else ()).fetchall()]
+        return [self.get_dataset(i) for i in ids]
+
+    def dataset_rows(self, dataset_id: str, kind: Optional[str] = None) -> list[DatasetRow]:
+        sql = "SELECT episode_id, step_index, kind, messages FROM dataset_rows WHERE dataset_id = ?"
+        params: list[Any] = [dataset_id]
+        if kind is not None:
+            sql += " AND kind = ?"
+            params.append(kind)
+        with self._reading("read dataset rows") as conn:
+            rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
+        return [DatasetRow(episode_id=r[0], step_index=r[1], kind=r[2],
+                           messages=json.loads(r[3])) for r in rows]

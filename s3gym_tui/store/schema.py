@@ -1,0 +1,157 @@
+"""Schema of the s3gym store: plain tables (JSON as text), indexes, ordered migrations, version."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Callable
+
+from sqlite_utils import Database
+
+from s3gym_tui.store.errors import StoreError
+
+META_TABLE = "meta"
+VERSION_KEY = "schema_version"
+
+Migration = Callable[[Database], None]
+
+
+def _v1(db: Database) -> None:
+    """Version 1: runs, episodes, steps, summaries, checkpoints, datasets, dataset_rows."""
+    db[META_TABLE].create({"key": str, "value": str}, pk="key", not_null={"value"})
+    db["runs"].create(
+        {"id": str, "config": str, "game": str, "model": str, "pathway": str, "status": str,
+         "created_at": str, "note": str},
+        pk="id", not_null={"config", "game", "model", "pathway", "status", "created_at", "note"},
+        defaults={"status": "created", "note": ""},
+    )
+    db["episodes"].create(
+        {"id": str, "run_id": str, "game": str, "mode": str, "phase": str, "seed": int, "index": int,
+         "checkpoint": int, "model": str, "pathway": str, "status": str, "score": float,
+         "n_steps": int, "summary_id": str, "history_episode_ids": str, "history_cut": int,
+         "fork_of": str, "fork_step": int, "started_at": str, "finished_at": str},
+        pk="id",
+        not_null={"game", "mode", "phase", "seed", "index", "model", "pathway", "status", "n_steps",
+                  "history_episode_ids", "history_cut", "started_at"},
+        defaults={"n_steps": 0, "history_episode_ids": "[]", "history_cut": 0, "status": "running"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    # Large text last (prompt can be ~100 kB with History ICL): reading the small columns of a
+    # row then never walks the prompt's overflow pages.
+    db["steps"].create(
+        {"episode_id": str, "index": int, "action": str, "self_score": float, "reward": float,
+         "valid": bool, "terminated": bool, "truncated": bool, "actor": str,
+         "proposed_action": str, "fault": str, "tokens_in": int, "tokens_out": int,
+         "latency_ms": float, "cost": float, "created_at": str, "feedback": str,
+         "observation": str, "reply": str, "prompt": str},
+        not_null={"episode_id", "index", "observation", "prompt", "reply", "action", "reward",
+                  "feedback", "valid", "terminated", "truncated", "actor", "tokens_in",
+                  "tokens_out", "latency_ms", "created_at"},
+        foreign_keys=[("episode_id", "episodes", "id")],
+    )
+    db["summaries"].create(
+        {"id": str, "run_id": str, "game": str, "version": int, "retain": str, "avoid": str,
+         "next": str, "source_episode_ids": str, "status": str, "pinned": bool, "author": str,
+         "parent_version": int, "created_at": str, "for_episode_id": str},
+        pk="id",
+        not_null={"run_id", "game", "version", "retain", "avoid", "next", "source_episode_ids",
+                  "status", "pinned", "author", "created_at"},
+        defaults={"source_episode_ids": "[]", "status": "active", "pinned": 0},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["checkpoints"].create(
+        {"run_id": str, "x": int, "episode_ids": str, "scores": str},
+        pk=("run_id", "x"), not_null={"run_id", "x", "episode_ids", "scores"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["datasets"].create(
+        {"id": str, "run_id": str, "rule": str, "created_at": str, "counts": str},
+        pk="id", not_null={"rule", "created_at", "counts"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["dataset_rows"].create(
+        {"dataset_id": str, "episode_id": str, "step_index": int, "kind": str, "messages": str},
+        not_null={"dataset_id", "episode_id", "step_index", "kind", "messages"},
+        foreign_keys=[("dataset_id", "datasets", "id"), ("episode_id", "episodes", "id")],
+    )
+    db["runs"].create_index(["created_at"], index_name="idx_runs_created_at")
+    db["episodes"].create_index(["run_id", "phase", "checkpoint"],
+                                index_name="idx_episodes_run_phase_checkpoint")
+    db["steps"].create_index(["episode_id", "index"], index_name="idx_steps_episode_index",
+                             unique=True)
+    db["summaries"].create_index(["run_id", "version"], index_name="idx_summaries_run_version",
+                                 unique=True)
+    db["datasets"].create_index(["run_id"], index_name="idx_datasets_run")
+    db["dataset_rows"].create_index(["dataset_id", "episode_id", "step_index"],
+                                    index_name="idx_dataset_rows_unique", unique=True)
+    db["dataset_rows"].create_index(["episode_id"], index_name="idx_dataset_rows_episode")
+
+
+def _v2(db: Database) -> None:
+    """Version 2: shared prompt parts. A step's prompt stores `[[text:<key>]]` in place of a large
+    block that many steps share (the Hint Messages of an episode), stored once in `texts`."""
+    db["texts"].create({"key": str, "text": str}, pk="key", not_null={"text"})
+
+
+# Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
+# A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
+# failing migration leaves the file at the previous version. (A future migration that rebuilds a
+# table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
+MIGRATIONS: list[Migration] = [_v1, _v2]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def current_version() -> int:
+    """The schema version this code writes (read at call time, so tests can extend MIGRATIONS)."""
+    return len(MIGRATIONS)
+
+
+def stored_version(conn: sqlite3.Connection) -> int | None:
+    """The version recorded in the file: 0 for an empty database, None if it is not an s3gym store."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not names:
+        return 0
+    if META_TABLE not in names:
+        return None
+    row = conn.execute(f"SELECT value FROM {META_TABLE} WHERE key = ?", (VERSION_KEY,)).fetchone()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def newer_message(path: object, found: int) -> str:
+    return (f"{path} was written by a newer s3gym (schema {found} > {current_version()}); "
+            f"upgrade s3gym")
+
+
+def migrate(db: Database, path: object = "database") -> int:
+    """Bring the schema up to date, one migration per transaction; return the resulting version.
+
+    Safe against a concurrent opener: each step re-reads the version inside its write lock.
+    """
+    conn = db.conn
+    target = current_version()
+    if stored_version(conn) == target:  # the usual case: no write lock needed to open
+        return target
+    while True:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = stored_version(conn)
+            if found is None:
+                raise StoreError(f"{path} is an SQLite database but not an s3gym store")
+            if found > target:
+                raise StoreError(newer_message(path, found))
+            if found == target:
+                conn.execute("COMMIT")
+                return found
+            MIGRATIONS[found](db)
+            conn.execute(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)",
+                         (VERSION_KEY, str(found + 1)))
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise

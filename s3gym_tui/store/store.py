@@ -1,0 +1,308 @@
+"""The s3gym store: one SQLite file (WAL) of runs, episodes, steps, versioned summaries,
+checkpoints and training datasets. One Store per thread (see connection.py).
+
+The held-out line is enforced here (see LeakageError): an evaluation episode never becomes history,
+a summary source or a training row, and an episode's phase always matches its seed range.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sqlite3
+from typing import Any, Iterable, Mapping, Optional, get_args
+
+from pydantic import ValidationError
+
+from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, phase_of_seed,
+                              utcnow)
+from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
+from s3gym_tui.store.derived import DerivedStore
+from s3gym_tui.store.errors import LeakageError, StoreError
+
+TEXT_REF_PREFIX = "[[text:"
+TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
+
+
+def text_key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+
+
+def compact_prompt(prompt_json: str, key: str, text: str) -> str:
+    """Replace the JSON-escaped `text` inside a prompt (messages JSON) by a `[[text:key]]` reference."""
+    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+    return prompt_json.replace(escaped, f"{TEXT_REF_PREFIX}{key}]]") if escaped else prompt_json
+
+RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
+EPISODE_STATUSES: tuple[str, ...] = get_args(Episode.model_fields["status"].annotation)
+_EPISODE_COLS = tuple(Episode.model_fields)
+_STEP_COLS = tuple(Step.model_fields)
+_INSERT_EPISODE = _insert_sql("episodes", _EPISODE_COLS)
+_INSERT_STEP = _insert_sql("steps", _STEP_COLS)
+_SELECT_EPISODE = f"SELECT {', '.join(_q(c) for c in _EPISODE_COLS)} FROM episodes"
+_SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
+
+__all__ = ["Store", "default_db_path"]
+
+
+class Store(DerivedStore):
+    """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
+
+    Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
+    """
+
+    # ------------------------------------------------------------------ runs
+
+    def _run_from_row(self, row: Mapping[str, Any]) -> Run:
+        data = {"id": row["id"], "config": json.loads(row["config"]), "status": row["status"],
+                "created_at": row["created_at"], "note": row["note"]}
+        return self._model(Run, data, f"run {row['id']!r}")
+
+    def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
+                   note: str = "") -> Run:
+        """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'."""
+        if not isinstance(config, RunConfig):
+            try:
+                config = RunConfig.model_validate(config)
+            except ValidationError as err:
+                raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
+        run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note)
+        with self._tx("create a run") as conn:
+            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
+                raise StoreError(f"run {run.id!r} already exists")
+            conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
+                                              "created_at", "note")),
+                         (run.id, config.model_dump_json(), config.game, config.model,
+                          config.pathway, run.status, run.created_at, run.note))
+        return run
+
+    def get_run(self, run_id: str) -> Run:
+        with self._reading("read a run") as conn:
+            row = self._one(conn, "SELECT * FROM runs WHERE id = ?", (run_id,))
+        if row is None:
+            raise StoreError(f"no run {run_id!r}")
+        return self._run_from_row(row)
+
+    def list_runs(self, limit: int = 100, offset: int = 0) -> list[Run]:
+        """Newest first (index on created_at)."""
+        with self._reading("list runs") as conn:
+            rows = self._dicts(conn.execute(
+                "SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+                (int(limit), int(offset))))
+        return [self._run_from_row(r) for r in rows]
+
+    def set_run_status(self, run_id: str, status: str) -> Run:
+        if status not in RUN_STATUSES:
+            raise StoreError(f"bad run status {status!r}: one of {', '.join(RUN_STATUSES)}")
+        with self._tx("set a run's status") as conn:
+            if conn.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id)).rowcount == 0:
+                raise StoreError(f"no run {run_id!r}")
+        return self.get_run(run_id)
+
+    def set_run_note(self, run_id: str, note: str) -> Run:
+        with self._tx("set a run's note") as conn:
+            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (note, run_id)).rowcount == 0:
+                raise StoreError(f"no run {run_id!r}")
+        return self.get_run(run_id)
+
+    # ------------------------------------------------------------------ episodes
+
+    def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
+        data = dict(row)
+        data["history_episode_ids"] = json.loads(data["history_episode_ids"] or "[]")
+        return self._model(Episode, data, f"episode {row['id']!r}")
+
+    def add_episode(self, episode: Episode) -> Episode:
+        """Insert a new episode, enforcing the seed/phase split and the history guard."""
+        ep = episode
+        what = f"episode {ep.id!r}"
+        seed_phase = phase_of_seed(ep.seed)
+        if ep.phase != seed_phase:
+            raise LeakageError(f"{what} is phase {ep.phase!r} but seed {ep.seed} is an "
+                               f"{seed_phase} seed (evaluation seeds are >= {EVAL_SEED_BASE})")
+        if ep.run_id is not None and ep.mode != ep.phase:
+            raise LeakageError(f"{what} of run {ep.run_id!r} has mode {ep.mode!r} but phase "
+                               f"{ep.phase!r}")
+        if ep.fork_step is not None and ep.fork_of is None:
+            raise StoreError(f"{what} has fork_step but no fork_of")
+        with self._tx(f"add {what}") as conn:
+            if conn.execute("SELECT 1 FROM episodes WHERE id = ?", (ep.id,)).fetchone():
+                raise StoreError(f"{what} already exists")
+            if ep.run_id is not None:
+                run = conn.execute("SELECT game FROM runs WHERE id = ?", (ep.run_id,)).fetchone()
+                if run is None:
+                    raise StoreError(f"{what}: no run {ep.run_id!r}")
+                if run[0] != ep.game:
+                    raise StoreError(f"{what} is {ep.game!r} but run {ep.run_id!r} is {run[0]!r}")
+                if ep.phase == "eval" and ep.checkpoint is None:
+                    raise StoreError(f"{what} is an evaluation episode of a run without a "
+                                     f"checkpoint x")
+                if ep.phase == "explore" and ep.checkpoint is not None:
+                    raise StoreError(f"{what} is an exploration episode with checkpoint "
+                                     f"{ep.checkpoint}")
+            self._require_experience(conn, ep.history_episode_ids, "history source", what)
+            if ep.phase == "eval" or ep.mode == "eval":
+                produced = conn.execute("SELECT id FROM summaries WHERE for_episode_id = ? "
+                                        "LIMIT 1", (ep.id,)).fetchone()
+                if produced:
+                    raise LeakageError(f"{what} is an evaluation episode but summary "
+                                       f"{produced[0]!r} was written for it")
+            if ep.fork_of is not None and ep.fork_of not in self._phases(conn, [ep.fork_of]):
+                raise StoreError(f"{what}: fork source {ep.fork_of!r} does not exist")
+            if ep.summary_id is not None and not conn.execute(
+                    "SELECT 1 FROM summaries WHERE id = ?", (ep.summary_id,)).fetchone():
+                raise StoreError(f"{what}: no summary {ep.summary_id!r}")
+            conn.execute(_INSERT_EPISODE, self._episode_values(ep))
+        return ep
+
+    @staticmethod
+    def _episode_values(ep: Episode) -> tuple:
+        data = ep.model_dump()
+        data["history_episode_ids"] = json.dumps(list(ep.history_episode_ids))
+        return tuple(data[c] for c in _EPISODE_COLS)
+
+    def get_episode(self, episode_id: str) -> Episode:
+        episode = self.find_episode(episode_id)
+        if episode is None:
+            raise StoreError(f"no episode {episode_id!r}")
+        return episode
+
+    def find_episode(self, episode_id: str) -> Optional[Episode]:
+        """The episode, or None if there is none with this id."""
+        with self._reading("read an episode") as conn:
+            row = self._one(conn, _SELECT_EPISODE + " WHERE id = ?", (episode_id,))
+        return None if row is None else self._episode_from_row(row)
+
+    def episodes(self, run_id: Optional[str] = None, phase: Optional[str] = None,
+                 checkpoint: Optional[int] = None, limit: Optional[int] = None) -> list[Episode]:
+        """Episodes in insertion order, filtered by run, phase and checkpoint x."""
+        where, params = [], []
+        for col, value in (("run_id", run_id), ("phase", phase), ("checkpoint", checkpoint)):
+            if value is not None:
+                where.append(f"{col} = ?")
+                params.append(value)
+        sql = _SELECT_EPISODE + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY rowid"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._reading("list episodes") as conn:
+            rows = self._dicts(conn.execute(sql, params))
+        return [self._episode_from_row(r) for r in rows]
+
+    def finish_episode(self, episode_id: str, score: Optional[float],
+                       status: str = "finished") -> Episode:
+        if status not in EPISODE_STATUSES or status == "running":
+            raise StoreError(f"bad final status {status!r}: finished, failed or stopped")
+        with self._tx(f"finish episode {episode_id!r}") as conn:
+            cur = conn.execute("UPDATE episodes SET score = ?, status = ?, finished_at = ? "
+                               "WHERE id = ?", (score, status, utcnow(), episode_id))
+            if cur.rowcount == 0:
+                raise StoreError(f"no episode {episode_id!r}")
+        return self.get_episode(episode_id)
+
+    def set_episode_summary(self, episode_id: str, summary_id: Optional[str]) -> Episode:
+        """Record which summary version the agent saw (written after the episode row exists)."""
+        with self._tx(f"set the summary of episode {episode_id!r}") as conn:
+            if summary_id is not None and not conn.execute(
+                    "SELECT 1 FROM summaries WHERE id = ?", (summary_id,)).fetchone():
+                raise StoreError(f"no summary {summary_id!r}")
+            cur = conn.execute("UPDATE episodes SET summary_id = ? WHERE id = ?",
+                               (summary_id, episode_id))
+            if cur.rowcount == 0:
+                raise StoreError(f"no episode {episode_id!r}")
+        return self.get_episode(episode_id)
+
+    # ------------------------------------------------------------------ steps
+
+    @staticmethod
+    def _step_values(step: Step) -> tuple:
+        data = step.model_dump()
+        return tuple(data[c] for c in _STEP_COLS)
+
+    def add_step(self, step: Step) -> Step:
+        """Store one step and bump its episode's n_steps, in one transaction."""
+        self.add_steps([step])
+        return step
+
+    def add_steps(self, steps: Iterable[Step]) -> int:
+        """Store steps (e.g. a fork's replayed prefix) in one transaction; refuse duplicates."""
+        steps = list(steps)
+        if not steps:
+            return 0
+        what = (f"add step {steps[0].index} of episode {steps[0].episode_id!r}" if len(steps) == 1
+                else f"add {len(steps)} steps")
+        with self._tx(what) as conn:
+            counts: dict[str, int] = {}
+            for step in steps:
+                if step.episode_id not in counts:
+                    if not conn.execute("SELECT 1 FROM episodes WHERE id = ?",
+                                        (step.episode_id,)).fetchone():
+                        raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
+                    counts[step.episode_id] = 0
+                try:
+                    conn.execute(_INSERT_STEP, self._step_values(step))
+                except sqlite3.IntegrityError as err:
+                    if "UNIQUE" in str(err):
+                        raise StoreError(f"step {step.index} of episode {step.episode_id!r} is "
+                                         f"already stored") from err
+                    raise
+                counts[step.episode_id] += 1
+            for episode_id, n in counts.items():
+                conn.execute("UPDATE episodes SET n_steps = n_steps + ? WHERE id = ?",
+                             (n, episode_id))
+        return len(steps)
+
+    def steps(self, episode_id: str, *, include_prompt: bool = True) -> list[Step]:
+        """An episode's steps in order (one index range scan). include_prompt=False leaves
+        `prompt` empty, for views that do not need the (possibly large) prompts; see step_prompt."""
+        sql = _SELECT_STEPS if include_prompt else _SELECT_STEPS.replace('"prompt"', "'' AS prompt")
+        with self._reading(f"read steps of episode {episode_id!r}") as conn:
+            cursor = conn.execute(sql + ' WHERE episode_id = ? ORDER BY "index"', (episode_id,))
+            rows = cursor.fetchall()
+        try:
+            return [Step.model_validate(dict(zip(_STEP_COLS, r))) for r in rows]
+        except ValidationError as err:
+            raise StoreError(f"stored step of episode {episode_id!r} does not validate "
+                             f"({err.errors()[0].get('msg')})") from err
+
+    def step_prompt(self, episode_id: str, index: int) -> str:
+        """The prompt exactly as sent (shared parts expanded)."""
+        with self._reading("read a prompt") as conn:
+            row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
+                               (episode_id, index)).fetchone()
+        if row is None:
+            raise StoreError(f"no step {index} in episode {episode_id!r}")
+        return self.expand_prompt(row[0])
+
+    # ------------------------------------------------------------------ shared prompt parts
+
+    def put_text(self, text: str) -> str:
+        """Store a large shared prompt part once; returns its key (a content hash)."""
+        key = text_key(text)
+        with self._tx("store a shared prompt part") as conn:
+            conn.execute("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", (key, text))
+        return key
+
+    def get_text(self, key: str) -> Optional[str]:
+        with self._reading("read a shared prompt part") as conn:
+            row = conn.execute("SELECT text FROM texts WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def expand_prompt(self, prompt: str) -> str:
+        """Replace `[[text:<key>]]` references in a stored prompt (JSON) by the JSON-escaped part."""
+        if TEXT_REF_PREFIX not in prompt:
+            return prompt
+
+        def sub(match: "re.Match[str]") -> str:
+            text = self.get_text(match.group(1))
+            return match.group(0) if text is None else json.dumps(text, ensure_ascii=False)[1:-1]
+
+        return TEXT_REF.sub(sub, prompt)
+
+    def last_step_index(self, episode_id: str) -> Optional[int]:
+        """Highest stored step index of the episode, or None if it has no steps."""
+        with self._reading("read steps") as conn:
+            row = conn.execute('SELECT max("index") FROM steps WHERE episode_id = ?',
+                               (episode_id,)).fetchone()
+        return row[0]
