@@ -1,0 +1,288 @@
+"""The headless command line: run, resume, runs, report, audit, export, play, models, games."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+console = Console()
+err = Console(stderr=True)
+cli = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
+                  help="s3gym: watch, judge and steer LLM agents on the seven S3Gym games.")
+
+DbOption = typer.Option(None, "--db", help="SQLite file (default: $S3GYM_DB or the user data dir).")
+
+
+class UserError(Exception):
+    """An error to show the user as one line (exit code 2)."""
+
+
+def _store(db: Optional[Path]):
+    from s3gym_tui.store import Store, default_db_path
+
+    return Store(db or default_db_path())
+
+
+def _fmt(value: Optional[float], digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+@cli.command()
+def run(
+    game: str = typer.Argument(..., help="Game name (see `s3gym games`)."),
+    model: str = typer.Option("local/smollm2-135m", "--model", "-m", help="Any litellm model string."),
+    pathway: str = typer.Option("none", "--pathway", "-p", help="none | history | summary"),
+    episodes: int = typer.Option(30, "--episodes", help="Exploration episodes."),
+    eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
+    eval_episodes: int = typer.Option(3, "--eval-episodes", help="Evaluation episodes per checkpoint."),
+    history_budget: int = typer.Option(100_000, "--history-budget", help="Tokens of previous-episode history."),
+    max_tokens: int = typer.Option(14_000, "--max-tokens", help="Output cap per response."),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
+    api_base: Optional[str] = typer.Option(None, "--api-base"),
+    oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Start a run of the explore/evaluate protocol and follow it with progress bars."""
+    from s3gym_tui.models import RunConfig
+
+    if pathway == "trained":
+        raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
+    config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
+                       eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
+                       max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
+                       api_base=api_base, oracle_feedback=oracle_feedback)
+    store = _store(db)
+    new_run = store.create_run(config)
+    console.print(f"run [bold]{new_run.id}[/] · {config.game} · {config.model} · pathway {config.pathway}")
+    _follow(store, new_run)
+
+
+@cli.command()
+def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
+    """Continue an interrupted run where it stopped."""
+    store = _store(db)
+    _follow(store, store.get_run(run_id))
+
+
+def _follow(store, run) -> None:
+    from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
+    from s3gym_tui.engine.runner import ProtocolRunner
+
+    cfg = run.config
+    done_explore = sum(1 for e in store.episodes(run.id, phase="explore") if e.status == "finished")
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
+    explore_task = progress.add_task("exploration", total=cfg.explore_episodes, completed=done_explore, info="")
+    cps = cfg.checkpoints()
+    cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints(run.id)), info="")
+    step_task = progress.add_task("episode steps", total=None, info="")
+    outcome: dict = {}
+
+    def on_event(event) -> None:
+        if isinstance(event, StepDone) and event.episode.phase == "explore":
+            progress.update(step_task, completed=event.step.index + 1,
+                            info=f"last: {event.step.action[:30]!s} self {event.step.self_score}")
+        elif isinstance(event, EpisodeDone) and event.episode.phase == "explore":
+            progress.advance(explore_task)
+            progress.update(explore_task, info=f"last score {_fmt(event.episode.score, 2)}")
+        elif isinstance(event, CheckpointScored):
+            progress.advance(cp_task)
+            progress.update(cp_task, info=f"x={event.checkpoint.x}: {event.checkpoint.mean:.3f}")
+        elif isinstance(event, RunFinished):
+            outcome["error"] = event.error
+
+    with progress:
+        final = asyncio.run(ProtocolRunner(store, run, on_event).run_protocol())
+    if outcome.get("error"):
+        raise UserError(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
+    _print_reports(store, [final])
+
+
+@cli.command("runs")
+def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
+    """List stored runs, newest first."""
+    store = _store(db)
+    table = Table(title="runs")
+    for col in ("id", "game", "model", "pathway", "status", "created"):
+        table.add_column(col)
+    for r in store.list_runs(limit=limit):
+        table.add_row(r.id, r.config.game, r.config.model, r.config.pathway, r.status, r.created_at[:19])
+    console.print(table)
+
+
+def _print_reports(store, runs) -> None:
+    from s3gym_tui.engine.report import run_report, summary_vs_history
+
+    reports = [run_report(store, r) for r in runs]
+    table = Table(title="checkpoint metrics (eval, verifier scores)")
+    for col in ("run", "game", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "agree", "NMAE", "over", "under"):
+        table.add_column(col, justify="right" if col not in ("run", "game", "pathway") else "left")
+    for rep in reports:
+        c, j = rep.curve, rep.judging
+        table.add_row(rep.run.id, rep.run.config.game, rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg),
+                      _fmt(c.max), _fmt(c.auc_plus), _fmt(c.naba), _fmt(j.agreement), _fmt(j.nmae),
+                      _fmt(j.over), _fmt(j.under))
+    console.print(table)
+    for rep in reports:
+        console.print(f"{rep.run.id}: curve " + "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points))
+    rows = summary_vs_history(reports)
+    if rows:
+        delta = Table(title="Summary vs History (Delta NABA)")
+        for col in ("game", "n", "wins", "losses", "ties", "mean"):
+            delta.add_column(col)
+        for row in rows:
+            delta.add_row(row.game, str(row.n), str(row.wins), str(row.losses), str(row.ties),
+                          _fmt(row.mean_delta))
+        console.print(delta)
+
+
+@cli.command()
+def report(run_ids: List[str] = typer.Argument(None), db: Optional[Path] = DbOption) -> None:
+    """The paper's tables for the chosen runs (default: all finished runs)."""
+    store = _store(db)
+    runs = [store.get_run(r) for r in run_ids] if run_ids else \
+        [r for r in store.list_runs(limit=10_000) if r.status == "finished"]
+    if not runs:
+        raise UserError("no finished runs to report on")
+    _print_reports(store, runs)
+
+
+@cli.command()
+def audit(db: Optional[Path] = DbOption) -> None:
+    """Leakage audit: evaluation steps used as experience, seeds reused across phases."""
+    from s3gym_tui.store import audit as run_audit
+
+    result = run_audit(_store(db))
+    if result.ok:
+        console.print("[green]audit clean[/]: no evaluation step feeds history, summaries or datasets; "
+                      "no seed crosses phases")
+        return
+    for problem in result.problems:
+        console.print(f"[red]leak[/] {problem}")
+    raise typer.Exit(1)
+
+
+@cli.command()
+def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option(None, "--out", "-o"),
+           db: Optional[Path] = DbOption) -> None:
+    """Export a run's episodes and steps as JSONL (one object a line)."""
+    from s3gym_tui.engine.export import export_run
+
+    store = _store(db)
+    handle = open(out, "w", encoding="utf-8") if out else sys.stdout
+    try:
+        count = export_run(store, store.get_run(run_id), handle)
+    finally:
+        if out:
+            handle.close()
+    if out:
+        console.print(f"wrote {count} lines to {out}")
+
+
+@cli.command()
+def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "--mode"),
+         seed: int = typer.Option(0, "--seed"), delay: float = typer.Option(0.0, "--delay")) -> None:
+    """Watch the game's reference policy play one episode in the terminal (no model, no store)."""
+    import time
+
+    import games
+
+    g = games.make(game, mode)
+    g.reset(seed)
+    policy = games.reference_policy(game)
+    console.print(g.render())
+    while not g.done:
+        move = policy.act(g.view())
+        result = g.step(move.action)
+        console.rule(f"step {g.steps}: {move.action}  (self-score {move.expected_reward:g}, reward {result.reward:g})")
+        console.print(result.feedback)
+        console.print(g.render())
+        if delay:
+            time.sleep(delay)
+    console.print(f"[bold]final score {g.score():g}[/]")
+
+
+@cli.command()
+def models() -> None:
+    """The built-in models (no key, no network); any litellm model string works too."""
+    from s3gym_tui.providers import BUILTIN_MODELS
+
+    table = Table(title="built-in models")
+    table.add_column("model")
+    table.add_column("what it is")
+    for name, description in BUILTIN_MODELS:
+        table.add_row(name, description)
+    console.print(table)
+
+
+@cli.command("games")
+def list_games() -> None:
+    """The seven games."""
+    import games
+
+    table = Table(title="games")
+    table.add_column("name")
+    table.add_column("title")
+    table.add_column("description")
+    for name in games.names():
+        cls = games.game_class(name)
+        table.add_row(name, cls.title, cls.description)
+    console.print(table)
+
+
+@cli.command()
+def tui(db: Optional[Path] = DbOption, model: str = typer.Option("local/smollm2-135m", "--model")) -> None:
+    """Open the terminal app (the default when s3gym is run with no command)."""
+    from s3gym_tui.app import S3GymApp
+
+    S3GymApp(db_path=db, default_model=model).run()
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point: one clear line and a non-zero exit for every user error, never a traceback."""
+    from pydantic import ValidationError
+
+    from games import GameError
+    from s3gym_tui.engine.llm import ModelUnavailable
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        args = ["tui"]
+    try:
+        from s3gym_tui.store import StoreError
+    except ImportError:  # pragma: no cover
+        StoreError = RuntimeError  # type: ignore[misc,assignment]
+    try:
+        cli(args=args, standalone_mode=False)
+    except (UserError, GameError, StoreError, ModelUnavailable) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        return 2
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
+        err.print(f"[red]error:[/] {where}: {first.get('msg')}")
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted: stored data is intact; `s3gym resume RUN` continues a run")
+        return 130
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except Exception as exc:  # click usage errors and friends
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            err.print(f"[red]error:[/] {exc.format_message()}")
+            return 2
+        if isinstance(exc, click.exceptions.Abort):
+            return 130
+        raise
+    return 0

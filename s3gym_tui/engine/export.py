@@ -1,0 +1,29 @@
+"""JSONL export of a run: one `run` line, then each episode followed by its steps."""
+
+from __future__ import annotations
+
+import json
+from typing import TextIO
+
+from s3gym_tui.models import Run
+
+
+def export_run(store, run: Run, out: TextIO) -> int:
+    """Write the run as JSONL; returns the number of lines written."""
+    lines = 0
+
+    def emit(kind: str, payload: dict) -> None:
+        nonlocal lines
+        out.write(json.dumps({"type": kind, **payload}, ensure_ascii=False) + "\n")
+        lines += 1
+
+    emit("run", run.model_dump(mode="json"))
+    for episode in sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
+        emit("episode", episode.model_dump(mode="json"))
+        for step in store.steps(episode.id):
+            emit("step", step.model_dump(mode="json"))
+    for summary in store.summaries(run.id):
+        emit("summary", summary.model_dump(mode="json"))
+    for checkpoint in store.checkpoints(run.id):
+        emit("checkpoint", {**checkpoint.model_dump(mode="json"), "mean": checkpoint.mean})
+    return lines

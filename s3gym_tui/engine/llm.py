@@ -1,0 +1,130 @@
+"""One model call through litellm.acompletion, with retries, backoff and per-call accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+class ModelUnavailable(RuntimeError):
+    """The model could not be reached (after retries) or refused the request. One-line message."""
+
+
+@dataclass(frozen=True)
+class CallSettings:
+    model: str
+    api_base: Optional[str] = None
+    temperature: float = 0.0
+    max_tokens: int = 14_000
+    seed: Optional[int] = None
+    timeout_s: float = 120.0
+    max_retries: int = 4
+    backoff_base_s: float = 0.5
+    backoff_cap_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class CallResult:
+    reply: str
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    cost: Optional[float] = None
+    faults: tuple[str, ...] = field(default_factory=tuple)  # transient faults survived by retrying
+
+
+def _litellm():
+    import litellm  # imported lazily: ~2-3 s
+
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True
+    from s3gym_tui.providers import register
+
+    register()
+    return litellm
+
+
+def _transient_types(litellm) -> tuple[type, ...]:
+    return (litellm.RateLimitError, litellm.Timeout, litellm.InternalServerError,
+            litellm.APIConnectionError, litellm.ServiceUnavailableError, asyncio.TimeoutError)
+
+
+def _fault_name(exc: BaseException) -> str:
+    name = type(exc).__name__
+    return {"RateLimitError": "rate_limit", "Timeout": "timeout", "InternalServerError": "server_error",
+            "APIConnectionError": "connection", "ServiceUnavailableError": "unavailable",
+            "TimeoutError": "timeout"}.get(name, name)
+
+
+def _retry_after(exc: BaseException) -> Optional[float]:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        value = headers.get("retry-after") or headers.get("Retry-After")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300] if text else type(exc).__name__
+
+
+async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None) -> CallResult:
+    """Call the model; retry transient faults with exponential backoff (honouring retry-after)."""
+    litellm = _litellm()
+    from s3gym_tui.providers import is_builtin
+
+    kwargs: dict[str, Any] = {
+        "model": settings.model, "messages": messages, "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens, "timeout": settings.timeout_s, "num_retries": 0,
+    }
+    if settings.api_base:
+        kwargs["api_base"] = settings.api_base
+    if settings.seed is not None:
+        kwargs["seed"] = settings.seed
+    if context is not None and is_builtin(settings.model):
+        kwargs["extra_body"] = {"s3gym": context}
+    transient = _transient_types(litellm)
+    faults: list[str] = []
+    for attempt in range(settings.max_retries + 1):
+        started = time.perf_counter()
+        try:
+            response = await asyncio.wait_for(litellm.acompletion(**kwargs), settings.timeout_s + 5)
+        except transient as exc:
+            faults.append(_fault_name(exc))
+            if attempt >= settings.max_retries:
+                raise ModelUnavailable(f"{settings.model}: {one_line(exc)} (after {attempt + 1} attempts)") from exc
+            delay = _retry_after(exc)
+            if delay is None:
+                delay = min(settings.backoff_cap_s, settings.backoff_base_s * (2 ** attempt))
+            await asyncio.sleep(min(delay, settings.backoff_cap_s))
+            continue
+        except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
+            raise ModelUnavailable(f"{settings.model}: {one_line(exc)}") from exc
+        latency = (time.perf_counter() - started) * 1000
+        return _result(litellm, response, latency, tuple(faults))
+    raise ModelUnavailable(f"{settings.model}: no attempt was made")  # pragma: no cover
+
+
+def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) -> CallResult:
+    try:
+        content = response.choices[0].message.content
+    except (AttributeError, IndexError, KeyError):
+        content = None
+    reply = content if isinstance(content, str) else ""
+    reply = reply.encode("utf-8", errors="replace").decode("utf-8", errors="replace")
+    usage = getattr(response, "usage", None)
+    tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
+    tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+    try:
+        cost = float(litellm.completion_cost(completion_response=response))
+    except Exception:
+        cost = None
+    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults)

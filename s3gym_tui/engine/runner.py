@@ -1,0 +1,181 @@
+"""The protocol runner: exploration episodes, frozen experience states, concurrent checkpoint evals."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Optional
+
+import games
+from s3gym_tui.engine.events import CheckpointScored, EventSink, RunFinished, SummaryWritten, ignore
+from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
+from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
+from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
+from s3gym_tui.engine.session import EpisodeSession
+from s3gym_tui.models import Checkpoint, Episode, Run, RunConfig, Summary
+
+
+def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSettings:
+    return CallSettings(model=config.model, api_base=config.api_base, temperature=config.temperature,
+                        max_tokens=config.max_tokens, seed=config.decoding_seed, timeout_s=config.timeout_s,
+                        max_retries=config.max_retries, backoff_base_s=backoff_base_s)
+
+
+def _current_as_of(versions: list[Summary], version: int) -> Optional[Summary]:
+    """The version the agent used when `version` was the newest (pinned first, vetoes skipped)."""
+    seen = [s for s in versions if s.version <= version and s.status == "active"]
+    pinned = [s for s in seen if s.pinned]
+    if pinned:
+        return max(pinned, key=lambda s: s.version)
+    return max(seen, key=lambda s: s.version) if seen else None
+
+
+def explore_episode_id(run_id: str, index: int) -> str:
+    return f"{run_id}-x{index:03d}"
+
+
+def eval_episode_id(run_id: str, x: int, j: int) -> str:
+    return f"{run_id}-c{x:03d}-e{j}"
+
+
+class ProtocolRunner:
+    """Runs (or resumes) one run: explore in order, evaluate each checkpoint concurrently."""
+
+    def __init__(self, store, run: Run, on_event: EventSink = ignore, backoff_base_s: float = 0.5) -> None:
+        self.store = store
+        self.run = run
+        self.config = run.config
+        self.on_event = on_event
+        self.settings = call_settings(self.config, backoff_base_s)
+        self.summary_author = f"model:{self.config.model}"
+
+    # ----- experience -----------------------------------------------------------------
+    def _finished_explore(self, x: int) -> list[tuple[Episode, list]]:
+        """Exploration episodes 0..x-1 of this run with their steps (finished ones only)."""
+        pairs = []
+        for episode in self.store.episodes(self.run.id, phase="explore"):
+            if episode.index < x and episode.status == "finished":
+                pairs.append((episode, self.store.steps(episode.id)))
+        pairs.sort(key=lambda p: p[0].index)
+        return pairs
+
+    async def experience_state(self, x: int) -> ExperienceState:
+        """The agent's experience after x exploration episodes (what eval at x and episode x see)."""
+        pathway = self.config.pathway
+        if pathway == "history":
+            budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens)
+            window = history_window(self.config.model, self._finished_explore(x), budget,
+                                    self.config.oracle_feedback)
+            return ExperienceState(x, pathway, history=window)
+        if pathway == "summary":
+            return ExperienceState(x, pathway, summary=await self.summary_for(x))
+        return ExperienceState(x, pathway)
+
+    async def summary_for(self, x: int) -> Optional[Summary]:
+        """Write the summary version for state x (once; reused on resume), unless one is pinned."""
+        state_key = explore_episode_id(self.run.id, x)
+        current = self.store.current_summary(self.run.id)
+        if current is not None and current.pinned:
+            return current
+        if x == 0:
+            return current
+        versions = self.store.summaries(self.run.id)
+        keyed = [s for s in versions if s.for_episode_id == state_key and s.author.startswith("model")]
+        if keyed:  # written before an interruption: the agent's version as of that state
+            return _current_as_of(versions, keyed[-1].version)
+        budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens)
+        sources = self._finished_explore(x)
+        window = history_window(self.config.model, sources, budget, self.config.oracle_feedback)
+        game = games.make(self.config.game, "explore")
+        messages = build_summary_messages(game, current.as_tips() if current else None, window.text)
+        context = {"task": "summary", "game": self.config.game, "mode": "explore", "seed": -1, "actions": []}
+        result = await complete(self.settings, messages, context)
+        retain, avoid, nxt = parse_summary(result.reply)
+        summary = self.store.add_summary(
+            run_id=self.run.id, game=self.config.game, retain=retain, avoid=avoid, next=nxt,
+            source_episode_ids=window.episode_ids, author=self.summary_author,
+            for_episode_id=state_key)
+        self.on_event(SummaryWritten(summary))
+        return self.store.current_summary(self.run.id)
+
+    # ----- episodes ---------------------------------------------------------------------
+    def _episode(self, phase: str, index: int, seed: int, checkpoint: Optional[int],
+                 state: ExperienceState, episode_id: str) -> Episode:
+        return Episode(
+            id=episode_id, run_id=self.run.id, game=self.config.game, mode=phase, phase=phase, seed=seed,
+            index=index, checkpoint=checkpoint, model=self.config.model, pathway=self.config.pathway,
+            summary_id=state.summary.id if state.summary else None,
+            history_episode_ids=state.history.episode_ids if state.history else (),
+            history_cut=state.history.dropped if state.history else 0,
+        )
+
+    async def play(self, episode: Episode, state: ExperienceState) -> Episode:
+        existing = self.store.find_episode(episode.id)
+        if existing is not None and existing.status == "finished":
+            return existing
+        if existing is not None:  # resume with the experience recorded when it started
+            state = await self._recorded_state(existing, state)
+        session = EpisodeSession(self.store, existing or episode, self.settings, state, self.on_event,
+                                 self.config.oracle_feedback, self.config.step_cap)
+        if session.done and session.episode.status == "running":
+            return session.finish("finished")
+        return await session.play()
+
+    async def _recorded_state(self, episode: Episode, fallback: ExperienceState) -> ExperienceState:
+        if episode.summary_id:
+            for summary in self.store.summaries(self.run.id):
+                if summary.id == episode.summary_id:
+                    return ExperienceState(fallback.x, fallback.pathway, fallback.history, summary)
+        return fallback
+
+    async def evaluate(self, x: int, state: ExperienceState) -> Checkpoint:
+        tasks = []
+        for j in range(self.config.eval_episodes):
+            episode = self._episode("eval", j, self.config.eval_seed(j), x, state,
+                                    eval_episode_id(self.run.id, x, j))
+            tasks.append(self.play(episode, state))
+        finished = await asyncio.gather(*tasks)
+        checkpoint = Checkpoint(run_id=self.run.id, x=x, episode_ids=tuple(e.id for e in finished),
+                                scores=tuple(float(e.score or 0.0) for e in finished))
+        self.store.add_checkpoint(checkpoint)
+        self.on_event(CheckpointScored(checkpoint))
+        return checkpoint
+
+    async def run_protocol(self) -> Run:
+        """Run or resume the whole protocol. Returns the run with its final status."""
+        self.store.set_run_status(self.run.id, "running")
+        done_checkpoints = {c.x for c in self.store.checkpoints(self.run.id)}
+        evals: list[asyncio.Task] = []
+        error: Optional[str] = None
+        try:
+            xs = set(self.config.checkpoints())
+            for i in range(self.config.explore_episodes + 1):
+                state: Optional[ExperienceState] = None
+                if i in xs and i not in done_checkpoints:
+                    state = await self.experience_state(i)
+                    evals.append(asyncio.create_task(self.evaluate(i, state)))
+                if i == self.config.explore_episodes:
+                    break
+                if state is None:
+                    state = await self.experience_state(i)
+                episode = self._episode("explore", i, self.config.explore_seed(i), None, state,
+                                        explore_episode_id(self.run.id, i))
+                await self.play(episode, state)
+            await asyncio.gather(*evals)
+            status = "finished"
+        except (ModelUnavailable, HeldOutViolation) as exc:
+            error, status = str(exc), "stopped"
+        except asyncio.CancelledError:
+            for task in evals:
+                task.cancel()
+            self.store.set_run_status(self.run.id, "stopped")
+            raise
+        finally:
+            for task in evals:
+                if not task.done():
+                    task.cancel()
+        if error is not None:
+            await asyncio.gather(*evals, return_exceptions=True)
+        self.store.set_run_status(self.run.id, status)
+        self.run = self.store.get_run(self.run.id)
+        self.on_event(RunFinished(self.run, error))
+        return self.run

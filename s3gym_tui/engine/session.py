@@ -1,0 +1,148 @@
+"""One episode driven step by step: propose (model call), then commit (game step + stored step)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import games
+from games import Game
+from s3gym_tui.engine.events import EpisodeDone, EpisodeStarted, EventSink, StepDone, StepStarted, ignore
+from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
+from s3gym_tui.engine.llm import CallResult, CallSettings, complete
+from s3gym_tui.engine.parsing import ParsedReply, parse_reply
+from s3gym_tui.engine.prompts import build_messages, messages_json
+from s3gym_tui.store.store import compact_prompt
+from s3gym_tui.models import Actor, Episode, Step, utcnow
+
+NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """The model's proposed next action, before it is executed."""
+
+    messages: list
+    call: CallResult
+    parsed: ParsedReply
+
+    @property
+    def action(self) -> str:
+        return self.parsed.action if self.parsed.action is not None else NO_ANSWER
+
+
+class EpisodeSession:
+    """Owns the game of one episode and its stored record. Restartable from the store."""
+
+    def __init__(self, store, episode: Episode, settings: CallSettings, experience: ExperienceState,
+                 on_event: EventSink = ignore, oracle: bool = False, step_cap: int = 64) -> None:
+        self.store = store
+        self.settings = settings
+        self.experience = experience
+        self.on_event = on_event
+        self.oracle = oracle
+        self.step_cap = step_cap  # the run's cap; the game's own (smaller) cap applies too
+        self.game: Game = games.make(episode.game, episode.mode)
+        self.game.reset(episode.seed)
+        existing = store.find_episode(episode.id)
+        if existing is None:
+            store.add_episode(episode)
+            existing = episode
+            on_event(EpisodeStarted(existing))
+        self.episode = existing
+        self.steps: list[Step] = list(store.steps(existing.id))
+        self.feedback = ""
+        self._hint_key: Optional[str] = None
+        for step in self.steps:  # rebuild the exact state after the stored steps
+            result = self.game.step(step.action)
+            self.feedback = result.feedback
+
+    # ----- state ------------------------------------------------------------------------
+    @property
+    def done(self) -> bool:
+        return self.game.done or self.episode.status != "running" or len(self.steps) >= self.step_cap
+
+    def messages(self) -> list[dict]:
+        return build_messages(self.game, self.experience.hint_text(),
+                              turns_from_steps(self.steps, self.oracle), self.feedback)
+
+    def context(self) -> dict:
+        return {"task": "act", "game": self.episode.game, "mode": self.episode.mode,
+                "seed": self.episode.seed, "actions": [s.action for s in self.steps],
+                "grammar": self.game.action_grammar()}
+
+    # ----- acting -----------------------------------------------------------------------
+    async def propose(self) -> Proposal:
+        """Ask the model for its next action (may raise ModelUnavailable)."""
+        self.on_event(StepStarted(self.episode.id, len(self.steps)))
+        messages = self.messages()
+        call = await complete(self.settings, messages, self.context())
+        return Proposal(messages, call, parse_reply(call.reply))
+
+    def commit(self, proposal: Optional[Proposal], action: Optional[str] = None, actor: Actor = "model",
+               self_score: Optional[float] = None) -> Step:
+        """Execute an action and store the step in one transaction.
+
+        With a proposal and no action: the model's action. With an action: a human's (actor
+        'human' when typed from scratch, 'human-edit' when it replaces a proposal)."""
+        if self.done:
+            raise RuntimeError("the episode is over")
+        observation = self.game.observation()
+        if action is None:
+            if proposal is None:
+                raise ValueError("commit needs a proposal or an action")
+            action = proposal.action
+            score = proposal.parsed.self_score
+        else:
+            score = self_score if self_score is not None else (proposal.parsed.self_score if proposal else None)
+        result = self.game.step(action)
+        call = proposal.call if proposal else None
+        faults = list(call.faults) if call else []
+        if proposal and proposal.parsed.problem:
+            faults.append(proposal.parsed.problem)
+        step = Step(
+            episode_id=self.episode.id, index=len(self.steps), observation=observation,
+            prompt=self._stored_prompt(proposal.messages) if proposal else "",
+            reply=call.reply if call else "", action=action, self_score=score,
+            reward=result.reward, feedback=result.feedback, valid=result.valid,
+            terminated=result.terminated,
+            truncated=result.truncated or (not result.terminated and len(self.steps) + 1 >= self.step_cap),
+            actor=actor,
+            proposed_action=(proposal.parsed.action if proposal and actor != "model" else None),
+            fault="; ".join(faults) or None,
+            tokens_in=call.tokens_in if call else 0, tokens_out=call.tokens_out if call else 0,
+            latency_ms=call.latency_ms if call else 0.0, cost=call.cost if call else None,
+        )
+        self.store.add_step(step)
+        self.steps.append(step)
+        self.feedback = result.feedback
+        self.episode = self.episode.model_copy(update={"n_steps": len(self.steps)})
+        self.on_event(StepDone(self.episode, step))
+        if self.game.done or len(self.steps) >= self.step_cap:
+            self.finish("finished")
+        return step
+
+    def _stored_prompt(self, messages: list) -> str:
+        """The prompt as sent, with the episode's Hint Messages block stored once and referenced."""
+        text = messages_json(messages)
+        hint = self.experience.hint_text()
+        if not hint or len(hint) < 512:
+            return text
+        if self._hint_key is None:
+            self._hint_key = self.store.put_text(hint)
+        return compact_prompt(text, self._hint_key, hint)
+
+    def finish(self, status: str = "finished") -> Episode:
+        score = self.game.score()
+        self.store.finish_episode(self.episode.id, score, status)
+        self.episode = self.episode.model_copy(update={"status": status, "score": score,
+                                                       "finished_at": utcnow(),
+                                                       "n_steps": len(self.steps)})
+        self.on_event(EpisodeDone(self.episode))
+        return self.episode
+
+    async def play(self) -> Episode:
+        """Run the model to the end of the episode."""
+        while not self.done:
+            self.commit(await self.propose())
+        return self.episode

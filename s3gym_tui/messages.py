@@ -1,0 +1,86 @@
+"""Past-tense UI messages posted by workers; screens handle them and own their UI state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from textual.message import Message
+
+from s3gym_tui.models import Checkpoint, Episode, Run, Step, Summary
+
+
+@dataclass
+class ProposalReady(Message):
+    """The model proposed an action (not yet executed)."""
+
+    episode_id: str
+    action: str
+    self_score: Optional[float]
+    reply: str
+
+
+@dataclass
+class StepCompleted(Message):
+    episode: Episode
+    step: Step
+
+
+@dataclass
+class EpisodeFinished(Message):
+    episode: Episode
+
+
+@dataclass
+class SummaryWritten(Message):
+    summary: Summary
+
+
+@dataclass
+class SummaryEdited(Message):
+    summary: Summary
+
+
+@dataclass
+class CheckpointScored(Message):
+    checkpoint: Checkpoint
+
+
+@dataclass
+class RunEnded(Message):
+    run: Run
+    error: Optional[str] = None
+
+
+@dataclass
+class ModelFailed(Message):
+    """A model call failed after retries; the episode is intact and can continue."""
+
+    error: str
+
+
+@dataclass
+class SummaryTested(Message):
+    """Test-this-summary finished: the mean verifier score of the run's eval seeds with it."""
+
+    summary_id: str
+    scores: tuple[float, ...] = ()
+    mean: Optional[float] = None
+    error: Optional[str] = None
+
+
+@dataclass
+class ReportBuilt(Message):
+    """Run reports (engine.report.RunReport) and the Summary-vs-History rows are ready."""
+
+    reports: list
+    deltas: list
+    error: Optional[str] = None
+
+
+@dataclass
+class PairsListed(Message):
+    """History-vs-Summary evaluation pairs (engine.compare.EpisodePair), best first."""
+
+    pairs: list
+    error: Optional[str] = None
