@@ -13,8 +13,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-console = Console()
-err = Console(stderr=True)
+# Piped output is not wrapped at 80 columns: tables stay whole for files and other programs.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
 cli = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
                   help="s3gym: watch, judge and steer LLM agents on the seven S3Gym games.")
 
@@ -123,17 +124,23 @@ def _print_reports(store, runs) -> None:
     from s3gym_tui.engine.report import run_report, summary_vs_history
 
     reports = [run_report(store, r) for r in runs]
-    table = Table(title="checkpoint metrics (eval, verifier scores)")
-    for col in ("run", "game", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "agree", "NMAE", "over", "under"):
-        table.add_column(col, justify="right" if col not in ("run", "game", "pathway") else "left")
+    curve = Table(title="checkpoint curve (eval episodes, verifier scores)")
+    for col in ("run", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "final"):
+        curve.add_column(col, justify="left" if col in ("run", "pathway") else "right", no_wrap=True)
+    judging = Table(title="self-judging (exploration steps)")
+    for col in ("run", "steps", "missing", "agree", "NMAE", "over", "under", "corr(A,g)"):
+        judging.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     for rep in reports:
         c, j = rep.curve, rep.judging
-        table.add_row(rep.run.id, rep.run.config.game, rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg),
-                      _fmt(c.max), _fmt(c.auc_plus), _fmt(c.naba), _fmt(j.agreement), _fmt(j.nmae),
-                      _fmt(j.over), _fmt(j.under))
-    console.print(table)
+        curve.add_row(rep.run.id, rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg), _fmt(c.max),
+                      _fmt(c.auc_plus), _fmt(c.naba), _fmt(c.final))
+        judging.add_row(rep.run.id, str(j.n), str(j.missing), _fmt(j.agreement), _fmt(j.nmae), _fmt(j.over),
+                        _fmt(j.under), _fmt(rep.coupling.corr_agreement))
+    console.print(curve)
+    console.print(judging)
     for rep in reports:
-        console.print(f"{rep.run.id}: curve " + "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points))
+        console.print(f"{rep.run.id} ({rep.run.config.game}): " +
+                      "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points), soft_wrap=True)
     rows = summary_vs_history(reports)
     if rows:
         delta = Table(title="Summary vs History (Delta NABA)")
@@ -264,25 +271,24 @@ def main(argv: Optional[list[str]] = None) -> int:
     try:
         cli(args=args, standalone_mode=False)
     except (UserError, GameError, StoreError, ModelUnavailable) as exc:
-        err.print(f"[red]error:[/] {exc}")
+        err.print(f"[red]error:[/] {exc}", soft_wrap=True, markup=True, highlight=False)
         return 2
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
-        err.print(f"[red]error:[/] {where}: {first.get('msg')}")
+        message = str(first.get("msg", "")).removeprefix("Value error, ")
+        err.print(f"[red]error:[/] {where}: {message}", soft_wrap=True, highlight=False)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted: stored data is intact; `s3gym resume RUN` continues a run")
         return 130
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
-    except Exception as exc:  # click usage errors and friends
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            err.print(f"[red]error:[/] {exc.format_message()}")
-            return 2
-        if isinstance(exc, click.exceptions.Abort):
+    except Exception as exc:  # usage errors of typer's (vendored) click, and aborts
+        if hasattr(exc, "format_message"):
+            err.print(f"[red]error:[/] {exc.format_message()}", soft_wrap=True, highlight=False)
+            return int(getattr(exc, "exit_code", 2) or 2)
+        if type(exc).__name__ == "Abort":
             return 130
         raise
     return 0
