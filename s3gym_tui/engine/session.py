@@ -12,7 +12,7 @@ from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete
 from s3gym_tui.engine.parsing import ParsedReply, parse_reply
 from s3gym_tui.engine.prompts import build_messages, messages_json
-from s3gym_tui.store.store import compact_prompt
+from s3gym_tui.store.store import TEXT_REF_PREFIX
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
 NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
@@ -123,14 +123,16 @@ class EpisodeSession:
         return step
 
     def _stored_prompt(self, messages: list) -> str:
-        """The prompt as sent, with the episode's Hint Messages block stored once and referenced."""
-        text = messages_json(messages)
+        """The prompt as sent, with the episode's Hint Messages block stored once and referenced
+        (`[[text:<key>]]`, expanded by Store.step_prompt); replaced before JSON encoding, so the
+        per-step cost does not grow with the history."""
         hint = self.experience.hint_text()
         if not hint or len(hint) < 512:
-            return text
+            return messages_json(messages)
         if self._hint_key is None:
             self._hint_key = self.store.put_text(hint)
-        return compact_prompt(text, self._hint_key, hint)
+        marker = f"{TEXT_REF_PREFIX}{self._hint_key}]]"
+        return messages_json([{**m, "content": m["content"].replace(hint, marker)} for m in messages])
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()
