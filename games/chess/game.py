@@ -692,7 +692,8 @@ class ChessGame(Game[ChessConfig]):
         letters = "(" + " | ".join(f'"{p}"' for p in pieces) + ")"
         num = "(" + " | ".join(f'"{i}"' for i in range(self.config.size)) + ")"
         pair = f'{letters} ":(" {num} "," {num} ")"'
-        return f'{pair} ("," " "? {pair})*'
+        # bounded: a tiny model otherwise repeats entries until its token cap
+        return f'{pair} ("," " "? {pair}){{0,{len(pieces) - 1}}}'
 
     def score(self) -> float:
         return sum(self.rewards) / self.max_steps

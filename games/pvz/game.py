@@ -441,7 +441,8 @@ class PvzGame(Game[PvzConfig]):
         plant = "(" + " | ".join(f'"{k}"' for k in affordable) + ")"
         cell = "(" + " | ".join(empty) + ")"
         placement = f'{plant} " " {cell}'
-        return f'"NONE" | {placement} ( "; " {placement} )*'
+        # bounded (at most 3 placements a turn): a tiny model otherwise repeats until its token cap
+        return f'"NONE" | {placement} ( "; " {placement} ){{0,2}}'
 
     def score(self) -> float:
         return float(self.turn)

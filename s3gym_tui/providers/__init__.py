@@ -1,0 +1,143 @@
+"""Built-in litellm models: the embedded local model, the games' scripted policies, a fault injector.
+
+Importing this package is cheap (no litellm, no llama.cpp); `register()` imports litellm and the handlers.
+The engine passes per-request facts to built-in models as `extra_body={"s3gym": ctx}` (see `make_context`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import games
+
+# litellm fetches its price list from the network at import unless told otherwise: stay offline by default
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+DEFAULT_MODEL = "local/smollm2-135m"
+PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault")
+LOCAL_MODELS = {"smollm2-135m": "SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp), embedded; the default"}
+LOCAL_CONTEXT_WINDOW = 8192  # must match local.N_CTX (kept here so this module needs no llama.cpp import)
+
+
+def _builtin_models() -> list[tuple[str, str]]:
+    models = [(f"local/{name}", text) for name, text in LOCAL_MODELS.items()]
+    models += [(f"scripted/{g}", f"the {g} reference policy (deterministic, instant)") for g in games.names()]
+    models += [(f"fault/{g}", f"the {g} reference policy with injected faults (for tests)") for g in games.names()]
+    return models
+
+
+BUILTIN_MODELS: list[tuple[str, str]] = _builtin_models()
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """('provider', 'name') of a litellm model string ('' provider when there is no slash)."""
+    provider, sep, name = str(model).partition("/")
+    return (provider, name) if sep else ("", provider)
+
+
+def is_builtin(model: str) -> bool:
+    """True for `local/<known>`, `scripted/<game>` and `fault/<game>` (game aliases accepted)."""
+    provider, name = split_model(model)
+    if provider == "local":
+        return name in LOCAL_MODELS
+    if provider in ("scripted", "fault"):
+        try:
+            games.canonical(name)
+        except games.GameError:
+            return False
+        return True
+    return False
+
+
+def register() -> None:
+    """Add our handlers to `litellm.custom_provider_map` (idempotent; other providers' entries are kept)."""
+    import litellm
+
+    from s3gym_tui.providers.fault import FaultLLM
+    from s3gym_tui.providers.local import HANDLER as local_handler
+    from s3gym_tui.providers.scripted import ScriptedLLM
+
+    global _scripted, _fault, _models_registered
+    if _scripted is None:
+        _scripted, _fault = ScriptedLLM(), FaultLLM()
+    ours = {"local": local_handler, "scripted": _scripted, "fault": _fault}
+    current = list(litellm.custom_provider_map or [])
+    if not all(sum(1 for e in current if e.get("provider") == p and e.get("custom_handler") is h) == 1
+               for p, h in ours.items()):
+        kept = [e for e in current if e.get("provider") not in ours]
+        litellm.custom_provider_map = kept + [{"provider": p, "custom_handler": h} for p, h in ours.items()]
+    if not _models_registered:
+        litellm.utils.custom_llm_setup()  # litellm learns the provider names (else register_model prints errors)
+        # zero prices and known windows: litellm.completion_cost() returns 0.0 instead of raising
+        # ModelNotMappedError, and get_model_info() knows the local model's context window
+        litellm.register_model({model: {
+            "max_input_tokens": LOCAL_CONTEXT_WINDOW if model.startswith("local/") else None,
+            "max_output_tokens": LOCAL_CONTEXT_WINDOW if model.startswith("local/") else None,
+            "input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+            "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
+            "litellm_provider": split_model(model)[0], "mode": "chat"} for model, _ in BUILTIN_MODELS})
+        _models_registered = True
+
+
+_models_registered = False
+_scripted: Any = None
+_fault: Any = None
+
+
+def context_window(model: str) -> int | None:
+    """Input tokens the model accepts: local -> its n_ctx; scripted/fault -> None (unlimited);
+    others -> litellm's model info when known, else None."""
+    provider, name = split_model(model)
+    if provider == "local":
+        return LOCAL_CONTEXT_WINDOW if name in LOCAL_MODELS else None
+    if provider in ("scripted", "fault"):
+        return None
+    import litellm
+
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - litellm raises plain Exception for unknown models
+        return None
+    value = info.get("max_input_tokens") or info.get("max_tokens")
+    return int(value) if value else None
+
+
+def count_tokens(model: str, text: str) -> int:
+    """Tokens of `text` for `model`: the embedded tokenizer for local, 4 chars a token for scripted/fault
+    (what their usage reports), litellm's token_counter otherwise."""
+    provider, _ = split_model(model)
+    if provider == "local":
+        from s3gym_tui.providers.local import count_tokens as local_count
+
+        return local_count(text)
+    if provider in ("scripted", "fault"):
+        from s3gym_tui.providers._common import estimate_tokens
+
+        return estimate_tokens(text)
+    import litellm
+
+    return int(litellm.token_counter(model=model, text=text))
+
+
+def s3gym_context(optional_params: Any, kwargs: Any = None) -> dict | None:
+    """Find the s3gym context in a custom handler's arguments (see `_common.s3gym_context`)."""
+    from s3gym_tui.providers._common import s3gym_context as find
+
+    return find(optional_params, kwargs)
+
+
+def make_context(task: str, game: str, mode: str, seed: int, actions: Any = (), grammar: str | None = None,
+                 **extra: Any) -> dict:
+    """The dict to send as `extra_body={"s3gym": make_context(...)}` to a built-in model."""
+    if task not in ("act", "summary"):
+        raise ValueError(f"unknown task {task!r}: choose act or summary")
+    ctx: dict[str, Any] = {"task": task, "game": game, "mode": mode, "seed": int(seed), "actions": list(actions)}
+    if grammar is not None:
+        ctx["grammar"] = grammar
+    ctx.update(extra)
+    return ctx
+
+
+__all__ = ["BUILTIN_MODELS", "DEFAULT_MODEL", "PROVIDERS", "context_window", "count_tokens", "is_builtin",
+           "make_context", "register", "s3gym_context", "split_model"]

