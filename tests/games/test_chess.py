@@ -450,7 +450,7 @@ def test_episode_lasts_max_steps_and_truth_scores_one():
 
 def gbnf_to_regex(body: str) -> str:
     out = []
-    for tok in re.findall(r'"(?:[^"\\]|\\.)*"|[()|*+?]|\s+', body):
+    for tok in re.findall(r'"(?:[^"\\]|\\.)*"|\{\d+,\d*\}|[()|*+?]|\s+', body):
         if tok.startswith('"'):
             out.append(re.escape(tok[1:-1]))
         elif not tok.isspace():
