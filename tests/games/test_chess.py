@@ -469,12 +469,13 @@ def test_grammar_matches_policy_and_truth_answers():
     missing = next(ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if ch not in game.pieces)
     assert not pattern.fullmatch(f"{missing}:(1,1)")
     assert not pattern.fullmatch(f"{game.pieces[0]}:(15,1)")
+    assert not pattern.fullmatch(", ".join(reversed(truth_answer(game).split(", "))))  # one canonical order
     rng = random.Random(4)
-    for _ in range(50):
-        action = game.sample_action(rng)
-        preds, _ = parse_prediction(action, game.pieces, N)
-        if preds is not None:
-            assert pattern.fullmatch(action)
+    for _ in range(50):  # every complete valid answer, written in piece order, is in the grammar
+        preds, _ = parse_prediction(game.sample_action(rng), game.pieces, N)
+        if preds is not None and len(preds) == len(game.pieces):
+            ordered = ", ".join(f"{p}:({preds[p][0]},{preds[p][1]})" for p in game.pieces)
+            assert pattern.fullmatch(ordered)
 
 
 # ----- snapshot / restore --------------------------------------------------------------------------
