@@ -93,6 +93,12 @@ class S3GymApp(App):
 
         self.push_screen(ReportScreen(run_ids))
 
+    def open_training(self, run_id: str) -> None:
+        """A run's SFT datasets and the checkpoint curves of the trainings made from it."""
+        from s3gym_tui.screens.training import TrainingScreen
+
+        self.push_screen(TrainingScreen(run_id))
+
     # ----- global actions -----------------------------------------------------------------
     def action_help(self) -> None:
         from s3gym_tui.screens.help import HelpScreen

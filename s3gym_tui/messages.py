@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from textual.message import Message
 
@@ -18,6 +18,7 @@ class ProposalReady(Message):
     action: str
     self_score: Optional[float]
     reply: str
+    proposal: Any = None  # the engine's Proposal, handed back to EpisodeSession.commit()
 
 
 @dataclass
@@ -83,4 +84,19 @@ class PairsListed(Message):
     """History-vs-Summary evaluation pairs (engine.compare.EpisodePair), best first."""
 
     pairs: list
+    error: Optional[str] = None
+
+
+@dataclass
+class StepFailed(Message):
+    """An action could not be executed or stored; the episode is intact."""
+
+    error: str
+
+
+@dataclass
+class TrainingViewBuilt(Message):
+    """A run's datasets and training checkpoints are ready (training.view.TrainingView)."""
+
+    view: Any = None
     error: Optional[str] = None

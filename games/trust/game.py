@@ -116,7 +116,10 @@ class TrustGame(Game[TrustConfig]):
                          tuple(self.agent_moves), tuple(self.opponent_moves))
 
     def observation(self) -> str:
-        lines = [f"Round: {len(self.agent_moves) + 1} of {self.max_steps}", "History (you / opponent):"]
+        played = len(self.agent_moves)
+        header = (f"Game over after {played} round(s)." if self.done
+                  else f"Round: {played + 1} of {self.max_steps}")
+        lines = [header, "History (you / opponent):"]
         if not self.agent_moves:
             lines.append("  (no rounds played yet)")
         for i, (a, o) in enumerate(zip(self.agent_moves, self.opponent_moves), start=1):
@@ -124,7 +127,9 @@ class TrustGame(Game[TrustConfig]):
         return "\n".join(lines)
 
     def render(self) -> Table:
-        table = Table(title=f"Round {len(self.agent_moves) + 1} of {self.max_steps}", expand=False)
+        played = len(self.agent_moves)
+        title = f"Game over after {played} rounds" if self.done else f"Round {played + 1} of {self.max_steps}"
+        table = Table(title=title, expand=False)
         table.add_column("#", justify="right")
         table.add_column("you")
         table.add_column("opponent")

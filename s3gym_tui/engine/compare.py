@@ -170,14 +170,17 @@ def _excerpt(kind: str, text: str, max_chars: int) -> tuple[str, int]:
     return f"{head}\n[... {omitted:,} more characters ...]", omitted
 
 
-def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHARS) -> StepContext:
+def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHARS,
+               steps: Optional[Sequence[Step]] = None) -> StepContext:
     """What the agent had under Hint Messages when it chose step `index` of `episode`.
 
     Read from the stored prompt of that step; a step with no stored prompt (a human action) uses
     the nearest earlier (else later) step of the episode that has one: the block is fixed for the
-    whole episode. A summary episode without any stored prompt falls back to its summary version."""
+    whole episode. A summary episode without any stored prompt falls back to its summary version.
+    `steps` (the episode's steps, prompts not needed) saves reading them again."""
     kind = episode.pathway if episode.pathway in ("history", "summary") else "none"
-    steps = store.steps(episode.id, include_prompt=False)
+    if steps is None:
+        steps = store.steps(episode.id, include_prompt=False)
     if not steps:
         return StepContext("none", "", None, note="no steps stored")
     index = max(0, min(index, len(steps) - 1))

@@ -1,0 +1,249 @@
+"""The terminal app's responsiveness: key press to updated screen, and opening things in a big database.
+
+    python benchmarks/ui_step.py                     # ~100 steps, 100,000-episode database
+    python benchmarks/ui_step.py --steps 50 --episodes 20000
+
+Figures:
+- step key (n) -> StepCompleted handled and the steps table updated, scripted model (median, p95);
+- accept key (a) in propose-then-wait -> step stored and the table updated (no model call);
+- with a 100,000-episode database (benchmarks/store.py's generator, plus real 64-step Snake episodes):
+  app start to the Home screen ready (recent runs listed), opening a stored 64-step episode in the
+  PlayScreen (replay), and opening the compare screen on two 64-step episodes.
+All timings go through the real app driven by Textual's Pilot (headless), so they include Pilot's own
+message-queue round trips: a real terminal is no slower.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._util import print_table, stats_ms  # noqa: E402
+
+import games  # noqa: E402
+from s3gym_tui.config import Settings  # noqa: E402
+from s3gym_tui.models import EVAL_SEED_BASE, Episode, RunConfig, Step  # noqa: E402
+from s3gym_tui.store import Store  # noqa: E402
+
+SETTINGS = Settings(default_model="scripted/snake", theme="dark", human_name="bench")
+SIZE = (120, 40)
+
+
+async def until(pilot, condition, limit: int = 10_000) -> None:
+    for _ in range(limit):
+        if condition():
+            return
+        await pilot.pause()
+    raise RuntimeError("condition never became true")
+
+
+# ----- key to updated screen --------------------------------------------------------------------
+async def step_latencies(db: Path, n_steps: int) -> tuple[list[float], list[float], list[float], list[float]]:
+    from s3gym_tui.app import S3GymApp
+    from s3gym_tui.screens.play import PlayScreen
+    from s3gym_tui.widgets.steps_table import StepsTable
+
+    step_times: list[float] = []
+    accept_times: list[float] = []
+    step_cpu: list[float] = []
+    accept_cpu: list[float] = []
+    app = S3GymApp(db_path=db, settings=SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        seed = 0
+        app.open_play(game="snake", mode="explore", seed=seed, model="scripted/snake")
+        await pilot.pause()
+        screen: PlayScreen = app.screen
+        await pilot.press("n")  # warm-up: litellm import and provider registration
+        await app.workers.wait_for_complete()
+        await until(pilot, lambda: not screen.thinking)
+        table = screen.query_one(StepsTable)
+        while len(step_times) < n_steps:
+            if screen.session.done:
+                await pilot.press("R")
+                await pilot.pause()
+                table = screen.query_one(StepsTable)
+            before = table.row_count
+            t0, c0 = time.perf_counter(), time.process_time()
+            await pilot.press("n")
+            await until(pilot, lambda: table.row_count > before)
+            step_times.append(time.perf_counter() - t0)
+            step_cpu.append(time.process_time() - c0)
+        # propose-then-wait: the accept key (no model call in the timed part)
+        await pilot.press("R")
+        await pilot.pause()
+        table = screen.query_one(StepsTable)
+        await pilot.press("p")
+        while len(accept_times) < max(20, n_steps // 4):
+            if screen.session.done:
+                await pilot.press("R")
+                await pilot.pause()
+                table = screen.query_one(StepsTable)
+            await pilot.press("n")
+            await until(pilot, lambda: screen.proposal is not None)
+            before = table.row_count
+            t0, c0 = time.perf_counter(), time.process_time()
+            await pilot.press("a")
+            await until(pilot, lambda: table.row_count > before)
+            accept_times.append(time.perf_counter() - t0)
+            accept_cpu.append(time.process_time() - c0)
+    return step_times, accept_times, step_cpu, accept_cpu
+
+
+# ----- a big database -----------------------------------------------------------------------------
+def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple[str, str]]:
+    """Real 64-step Snake evaluation episodes (reference policy), History and Summary runs on the same
+    seeds, with prompts of realistic size. Returns (history episode, summary episode) id pairs."""
+    rng = random.Random(7)
+    runs = {}
+    for pathway in ("history", "summary"):
+        runs[pathway] = store.create_run(RunConfig(model="scripted/snake", game="snake", pathway=pathway),
+                                         run_id=f"bench-snake-{pathway}")
+    out = []
+    for j in range(pairs):
+        seed = EVAL_SEED_BASE + j
+        ids = []
+        for pathway, run in runs.items():
+            episode = Episode(id=f"{run.id}-e{j}", run_id=run.id, game="snake", mode="eval", phase="eval",
+                              seed=seed, index=j, checkpoint=0, model=run.config.model, pathway=pathway)
+            store.add_episode(episode)
+            game = games.make("snake", "eval")
+            game.reset(seed)
+            policy = games.reference_policy("snake")
+            steps = []
+            while not game.done:
+                observation = game.observation()
+                action = policy.act(game.view()).action
+                result = game.step(action)
+                score = float(rng.choice([-1, 0, 1, 1, 2]))
+                filler = "x" * prompt_bytes
+                steps.append(Step(episode_id=episode.id, index=len(steps), observation=observation,
+                                  prompt=json.dumps([{"role": "user", "content": observation + filler}]),
+                                  reply=f"Thinking.\nAnswer: {action}, Score: {score:g}", action=action,
+                                  self_score=score, reward=result.reward, feedback=result.feedback,
+                                  valid=True, terminated=result.terminated, truncated=result.truncated,
+                                  tokens_in=prompt_bytes // 4, tokens_out=20, latency_ms=800.0, cost=0.0))
+            store.add_steps(steps)
+            store.finish_episode(episode.id, game.score())
+            ids.append(episode.id)
+        out.append((ids[0], ids[1]))
+    return out
+
+
+def build_big_db(path: Path, n_episodes: int, prompt_bytes: int) -> tuple[list[tuple[str, str]], float]:
+    from benchmarks.store import build
+
+    t0 = time.perf_counter()
+    with Store(path) as store:
+        build(store, n_episodes, 50, prompt_bytes, random.Random(0))
+        pairs = add_real_episodes(store, 12, prompt_bytes)
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return pairs, time.perf_counter() - t0
+
+
+async def start_time(db: Path) -> tuple[float, float]:
+    from textual.widgets import DataTable
+
+    from s3gym_tui.app import S3GymApp
+    from s3gym_tui.screens.home import HomeScreen
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    app = S3GymApp(db_path=db, settings=SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: isinstance(app.screen, HomeScreen)
+                    and app.screen.query_one("#runs", DataTable).row_count > 0)
+        return time.perf_counter() - t0, time.process_time() - c0
+
+
+async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> tuple[list, list]:
+    from s3gym_tui.app import S3GymApp
+    from s3gym_tui.screens.play import PlayScreen
+    from s3gym_tui.widgets.steps_table import StepsTable
+
+    play: list[float] = []
+    compare: list[float] = []
+    have_compare = True
+    try:
+        from s3gym_tui.screens.compare import CompareScreen
+    except ImportError:
+        have_compare = False
+    app = S3GymApp(db_path=db, settings=SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        for n in range(rounds):
+            a, b = pairs[n % len(pairs)]
+            t0, c0 = time.perf_counter(), time.process_time()
+            app.open_episode(a)
+            await until(pilot, lambda: isinstance(app.screen, PlayScreen)
+                        and app.screen.is_mounted and app.screen.query_one(StepsTable).row_count == 64)
+            await pilot.pause()
+            play.append((time.perf_counter() - t0, time.process_time() - c0))
+            assert app.screen.query_one("#board").border_subtitle  # the board is drawn
+            app.pop_screen()
+            await pilot.pause()
+            if have_compare:
+                t0, c0 = time.perf_counter(), time.process_time()
+                app.open_compare(a, b)
+                await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.is_mounted
+                            and len(app.screen.rows) >= 64)
+                await pilot.pause()
+                compare.append((time.perf_counter() - t0, time.process_time() - c0))
+                app.pop_screen()
+                await pilot.pause()
+    return play, compare
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--steps", type=int, default=100, help="timed step key presses")
+    ap.add_argument("--episodes", type=int, default=100_000, help="episodes in the big database")
+    ap.add_argument("--prompt-bytes", type=int, default=6000)
+    ap.add_argument("--opens", type=int, default=20, help="timed episode / compare opens")
+    ap.add_argument("--starts", type=int, default=5, help="timed app starts")
+    args = ap.parse_args(argv)
+    rows: list[list] = []
+    with tempfile.TemporaryDirectory(prefix="s3gym-uibench-") as tmp:
+        small = Path(tmp) / "small.db"
+        steps, accepts, step_cpu, accept_cpu = asyncio.run(step_latencies(small, args.steps))
+        med, p95 = stats_ms(steps)
+        rows.append([f"step key -> table updated (scripted/snake, {len(steps)} steps)", med, p95, len(steps)])
+        med, p95 = stats_ms(step_cpu)
+        rows.append(["  same, CPU time of the process", med, p95, len(step_cpu)])
+        med, p95 = stats_ms(accepts)
+        rows.append(["accept key (propose-then-wait) -> table updated", med, p95, len(accepts)])
+        med, p95 = stats_ms(accept_cpu)
+        rows.append(["  same, CPU time of the process", med, p95, len(accept_cpu)])
+
+        big = Path(tmp) / "big.db"
+        pairs, build_s = build_big_db(big, args.episodes, args.prompt_bytes)
+        starts = [asyncio.run(start_time(big)) for _ in range(args.starts)]
+
+        def both(label: str, samples: list[tuple[float, float]]) -> None:
+            med, p95 = stats_ms([w for w, _ in samples])
+            rows.append([label, med, p95, len(samples)])
+            med, p95 = stats_ms([c for _, c in samples])
+            rows.append(["  same, CPU time of the process", med, p95, len(samples)])
+
+        both(f"app start -> Home ready ({args.episodes:,} episodes; first {starts[0][0] * 1000:.0f} ms, "
+             f"includes the once-per-process file check)", starts)
+        play, compare = asyncio.run(open_times(big, pairs, args.opens))
+        both("open a stored 64-step episode (PlayScreen replay)", play)
+        if compare:
+            both("open the compare screen (two 64-step episodes)", compare)
+        else:
+            rows.append(["open the compare screen", "n/a (no compare screen yet)", "", 0])
+    load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    print_table(f"UI responsiveness (big database built in {build_s:.0f} s; load average {load}, "
+                f"{os.cpu_count()} CPUs)", ["measure", "median ms", "p95 ms", "n"], rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,240 @@
+"""Compare two stored episodes side by side, stepped together: boards, actions, self-scores and
+rewards aligned step by step, the first divergence, cumulative reward curves, and what each agent
+had in context (raw history vs summary tips)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Footer, Header, Static
+
+from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
+                                      state_at)
+from s3gym_tui.models import Episode, Step
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
+from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.widgets.compare_side import CompareSide
+
+END_KEY = "end"
+DIVERGENCE_STYLE = "bold red"
+CONTEXT_CHARS = 20_000  # of a Hint Messages block shown per side (the newest part of a long history)
+
+
+def side_label(episode: Episode) -> str:
+    where = (f"eval x={episode.checkpoint}" if episode.phase == "eval" and episode.checkpoint is not None
+             else episode.phase)
+    return f"{episode.pathway} · {where} · seed {episode.seed}"
+
+
+class CompareScreen(AnalysisScreen):
+    """Two episodes stepped together with one key."""
+
+    DEFAULT_CSS = """
+    CompareScreen #cmp-status { height: auto; padding: 0 1; background: $boost; }
+    CompareScreen #cmp-sides { height: 3fr; min-height: 12; }
+    CompareScreen #cmp-bottom { height: 2fr; min-height: 8; }
+    CompareScreen #cmp-table { width: 3fr; border: round $primary-darken-2; }
+    CompareScreen #cmp-curves { width: 2fr; border: round $primary-darken-2; min-height: 8; }
+    CompareScreen.-narrow #cmp-curves { display: none; }
+    """
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+
+    BINDINGS = [
+        Binding("n,right", "next", "Next step", id="compare_next", priority=True),
+        Binding("p,left", "previous", "Previous", id="compare_previous", priority=True),
+        Binding("g", "divergence", "First divergence", id="compare_divergence", priority=True),
+        Binding("home", "first", "First step", id="compare_first", show=False, priority=True),
+        Binding("end", "last", "Last step", id="compare_last", show=False, priority=True),
+    ]
+
+    def __init__(self, episode_a: str, episode_b: str) -> None:
+        super().__init__()
+        self.episode_ids = (episode_a, episode_b)
+        self.episodes: tuple[Optional[Episode], Optional[Episode]] = (None, None)
+        self.steps: tuple[list[Step], list[Step]] = ([], [])
+        self.rows: list[AlignedRow] = []
+        self.divergence: Optional[int] = None
+        self.position = 0  # 0..len(rows); len(rows) is the end (final boards)
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="●")
+        yield Static(id="cmp-status")
+        with Horizontal(id="cmp-sides"):
+            yield CompareSide("A", id="cmp-a")
+            yield CompareSide("B", id="cmp-b")
+        with Horizontal(id="cmp-bottom"):
+            yield DataTable(id="cmp-table", cursor_type="row", zebra_stripes=True)
+            yield CurvePlot("Cumulative reward", "step", "", id="cmp-curves")
+        yield Footer()
+
+    # ----- loading ------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self.sub_title = "compare"
+        table = self.query_one("#cmp-table", DataTable)
+        table.border_title = "Aligned steps"
+        for label, key in (("#", "i"), ("A action", "a"), ("A self", "sa"), ("A reward", "ra"),
+                           ("B action", "b"), ("B self", "sb"), ("B reward", "rb"), ("≠", "eq")):
+            table.add_column(label, key=key)
+        self.query_one("#cmp-curves").border_title = "Cumulative reward (A vs B)"
+        store = self.app.store
+        loaded = []
+        for episode_id in self.episode_ids:
+            try:
+                episode = store.get_episode(episode_id)
+                loaded.append((episode, list(store.steps(episode_id, include_prompt=False))))
+            except Exception as exc:  # noqa: BLE001 - a missing episode is a message
+                self.notify(f"Cannot open episode {episode_id}: {exc}", severity="error")
+                loaded.append((None, []))
+        self.episodes = (loaded[0][0], loaded[1][0])
+        self.steps = (loaded[0][1], loaded[1][1])
+        self.rows = align(*self.steps)
+        self.divergence = first_divergence(*self.steps)
+        self._fill_table()
+        self._draw_curves()
+        table.focus()
+        self.go(0)
+
+    def _fill_table(self) -> None:
+        table = self.query_one("#cmp-table", DataTable)
+        table.clear()
+        for row in self.rows:
+            first = row.index == self.divergence
+            style = DIVERGENCE_STYLE if first else ""
+
+            def cell(value: str, base: str = "") -> Text:
+                return Text(value, style=style or base)
+
+            mark = "" if row.equal else ("◆" if first else "≠")
+            table.add_row(
+                cell(str(row.index + 1)),
+                cell(row.action_a if row.action_a is not None else "—"),
+                cell(fmt_score(row.self_a) if row.action_a is not None else ""),
+                cell(fmt_score(row.reward_a) if row.action_a is not None else ""),
+                cell(row.action_b if row.action_b is not None else "—"),
+                cell(fmt_score(row.self_b) if row.action_b is not None else ""),
+                cell(fmt_score(row.reward_b) if row.action_b is not None else ""),
+                cell(mark, "yellow"),
+                key=f"s{row.index}")
+        scores = [e.score if e else None for e in self.episodes]
+        table.add_row(Text("end", style="bold"), Text("final score", style="dim"), "",
+                      Text(fmt(scores[0]), style="bold"), Text("final score", style="dim"), "",
+                      Text(fmt(scores[1]), style="bold"), "", key=END_KEY)
+
+    def _draw_curves(self) -> None:
+        curves = []
+        for name, episode, steps in zip("AB", self.episodes, self.steps):
+            if episode is None:
+                continue
+            ys = cumulative_rewards(steps)
+            points = ((0, 0.0),) + tuple((i + 1, y) for i, y in enumerate(ys))
+            curves.append(Curve(f"{name}: {episode.pathway}", points))
+        self._curves = curves
+        self.query_one(CurvePlot).show(curves, empty_text="no steps")
+
+    # ----- stepping -----------------------------------------------------------------------
+    @property
+    def last_position(self) -> int:
+        return len(self.rows)
+
+    def go(self, position: int) -> None:
+        """Show aligned step `position` on both sides (clamped to 0..end)."""
+        self.position = max(0, min(position, self.last_position))
+        table = self.query_one("#cmp-table", DataTable)
+        if table.row_count and table.cursor_row != self.position:
+            table.move_cursor(row=self.position, animate=False)
+        self._render_sides()
+
+    def action_next(self) -> None:
+        self.go(self.position + 1)
+
+    def action_previous(self) -> None:
+        self.go(self.position - 1)
+
+    def action_first(self) -> None:
+        self.go(0)
+
+    def action_last(self) -> None:
+        self.go(self.last_position)
+
+    def action_divergence(self) -> None:
+        if self.divergence is None:
+            self.notify("The two episodes took exactly the same actions: no divergence.")
+            return
+        self.go(self.divergence)
+
+    @on(DataTable.RowHighlighted, "#cmp-table")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row != self.position:
+            self.position = event.cursor_row
+            self._render_sides()
+
+    # ----- rendering ----------------------------------------------------------------------
+    def _render_status(self) -> None:
+        text = Text()
+        k = self.position
+        text.append("end of both episodes" if k >= self.last_position else f"step {k + 1} of {len(self.rows)}",
+                    style="bold")
+        if self.divergence is None:
+            text.append("   identical actions throughout", style="green")
+        else:
+            text.append(f"   first divergence at step {self.divergence + 1}", style=DIVERGENCE_STYLE)
+            if k == self.divergence:
+                text.append("  ◀ here", style=DIVERGENCE_STYLE)
+        scores = [e.score if e else None for e in self.episodes]
+        text.append(f"   final A {fmt(scores[0])} · B {fmt(scores[1])}")
+        self.query_one("#cmp-status", Static).update(text)
+
+    def _render_sides(self) -> None:
+        self._render_status()
+        k = self.position
+        for name, episode, steps, widget_id in zip("AB", self.episodes, self.steps, ("#cmp-a", "#cmp-b")):
+            side = self.query_one(widget_id, CompareSide)
+            if episode is None:
+                side.border_title = f"{name}: missing"
+                side.show(None, "episode not found", Text(""), "Context", Text(""))
+                continue
+            side.border_title = f"{name} · {side_label(episode)} · score {fmt(episode.score)}"
+            side.border_subtitle = episode.id
+            try:
+                game = state_at(episode, steps, k)
+            except Exception as exc:  # noqa: BLE001
+                game = None
+                self.notify(f"Cannot rebuild board {name}: {exc}", severity="error")
+            step_text = Text()
+            if k < len(steps):
+                step = steps[k]
+                caption = f"before step {k + 1}"
+                step_text.append(f"Step {k + 1}: ", style="bold")
+                step_text.append(step.action, style=DIVERGENCE_STYLE if k == self.divergence else "bold")
+                step_text.append(f"   self {fmt_score(step.self_score)}  reward {fmt_score(step.reward)}  ")
+                label, style = judgement(step.self_score, step.reward)
+                step_text.append(label, style=style)
+                if step.actor != "model":
+                    step_text.append(f"  ({step.actor})", style="magenta")
+            else:
+                caption = f"final · after {len(steps)} steps"
+                step_text.append(f"Episode over after {len(steps)} steps: score {fmt(episode.score)}",
+                                 style="bold")
+            ctx = context_at(self.app.store, episode, min(k, max(len(steps) - 1, 0)), CONTEXT_CHARS, steps)
+            if ctx.kind == "history":
+                title = "Context: raw history (Hint Messages)"
+            elif ctx.kind == "summary":
+                title = "Context: summary tips (Hint Messages)"
+            else:
+                title = "Context: no Hint Messages"
+            body = Text()
+            if ctx.note:
+                body.append(ctx.note + "\n", style="dim italic")
+            body.append(ctx.text or "(nothing: the agent had no cross-episode experience)")
+            side.show(game, caption, step_text, title, body)
+        self._draw_marker()
+
+    def _draw_marker(self) -> None:
+        plot = self.query_one(CurvePlot)
+        plot.show(getattr(self, "_curves", []), empty_text="no steps",
+                  vline=min(self.position + 1, self.last_position) if self.rows else None)

@@ -1,0 +1,168 @@
+"""Modal dialogs: confirm, text input, error, fork options and an episode picker."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Select, Static
+from textual.widgets.option_list import Option
+
+from s3gym_tui.widgets.model_picker import ModelPicker
+
+PATHWAY_CHOICES = [("none", "none"), ("history", "history"), ("summary", "summary")]
+
+
+class DialogScreen(ModalScreen):
+    """Shared shape: a bordered box in the middle; escape cancels (dismisses with None/False)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog_cancel")]
+    CANCEL_VALUE: object = None
+
+    def action_cancel(self) -> None:
+        self.dismiss(self.CANCEL_VALUE)
+
+
+class ConfirmDialog(DialogScreen):
+    """Yes/no question; dismisses with True or False."""
+
+    CANCEL_VALUE = False
+    BINDINGS = DialogScreen.BINDINGS + [Binding("y", "yes", "Yes", id="dialog_yes")]
+
+    def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
+        super().__init__()
+        self.question, self.yes_label, self.no_label = question, yes, no
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(self.question, classes="dialog-text")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(self.yes_label, variant="primary", id="yes")
+                yield Button(self.no_label, id="no")
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class TextInputDialog(DialogScreen):
+    """One line of text (prefilled); enter submits, escape cancels (None)."""
+
+    def __init__(self, title: str, value: str = "", placeholder: str = "", hint: str = "") -> None:
+        super().__init__()
+        self.title_text, self.value, self.placeholder, self.hint = title, value, placeholder, hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            if self.hint:
+                yield Static(self.hint, classes="dialog-text muted")
+            yield Input(value=self.value, placeholder=self.placeholder, id="dialog-input")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("OK", variant="primary", id="ok")
+                yield Button("Cancel", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(self.query_one(Input).value if event.button.id == "ok" else None)
+
+
+class ErrorDialog(DialogScreen):
+    """An error that needs reading (a notification suffices for most)."""
+
+    BINDINGS = DialogScreen.BINDINGS + [Binding("enter", "cancel", "Close", id="dialog_close", show=False)]
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__()
+        self.title_text, self.message = title, message
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog dialog-error"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(self.message, classes="dialog-text")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Close", variant="error", id="close")
+
+    @on(Button.Pressed)
+    def _pressed(self, _event: Button.Pressed) -> None:
+        self.dismiss(None)
+
+
+class ForkDialog(DialogScreen):
+    """Model, pathway and experience source for a fork; dismisses with a dict or None."""
+
+    def __init__(self, title: str, model: str, pathway: str, runs: list[tuple[str, str]],
+                 run_id: Optional[str] = None) -> None:
+        super().__init__()
+        self.title_text, self.model, self.pathway = title, model, pathway
+        self.runs, self.run_id = runs, run_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Label("Model", classes="field-label")
+            yield ModelPicker(self.model, id="fork-model")
+            yield Label("Pathway and the run to draw experience from", classes="field-label")
+            with Horizontal(classes="field-row"):
+                yield Select(PATHWAY_CHOICES, value=self.pathway if self.pathway != "trained" else "none",
+                             allow_blank=False, id="fork-pathway")
+                ids = {value for _, value in self.runs}
+                yield Select(self.runs, value=self.run_id if self.run_id in ids else Select.NULL,
+                             prompt="no run (empty experience)", id="fork-run")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Fork", variant="primary", id="fork")
+                yield Button("Cancel", id="cancel")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id != "fork":
+            self.dismiss(None)
+            return
+        model = self.query_one(ModelPicker).model
+        if not model:
+            self.notify("Choose a model (or type a litellm model string).", severity="warning")
+            return
+        run = self.query_one("#fork-run", Select).value
+        self.dismiss({"model": model, "pathway": str(self.query_one("#fork-pathway", Select).value),
+                      "run_id": None if run is Select.NULL else str(run)})
+
+
+class EpisodePickerDialog(DialogScreen):
+    """Pick one stored episode of a run (opens it read-only with fork available)."""
+
+    def __init__(self, title: str, episodes: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.title_text, self.episodes = title, episodes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label(self.title_text, classes="dialog-title")
+            if self.episodes:
+                yield OptionList(*[Option(label, id=episode_id) for episode_id, label in self.episodes],
+                                 id="episode-list")
+            else:
+                yield Static("This run has no episodes yet.", classes="dialog-text")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel")
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
+
+    @on(Button.Pressed)
+    def _pressed(self, _event: Button.Pressed) -> None:
+        self.dismiss(None)

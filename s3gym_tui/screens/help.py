@@ -1,0 +1,134 @@
+"""Help: the keys of every screen (read from their bindings), the pathways and the colours."""
+
+from __future__ import annotations
+
+import importlib
+
+from rich import box
+from rich.columns import Columns
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from s3gym_tui.widgets.commands import BindingCommands
+from s3gym_tui.widgets.steps_table import verdict_colours
+
+# (title, module, class): the other screens are listed when their module exists
+SCREENS = [
+    ("Home", "s3gym_tui.screens.home", "HomeScreen"),
+    ("Play / replay / fork", "s3gym_tui.screens.play", "PlayScreen"),
+    ("Protocol run", "s3gym_tui.screens.protocol", "ProtocolScreen"),
+    ("Summaries (curation)", "s3gym_tui.screens.summaries", "SummariesScreen"),
+    ("Compare (side by side)", "s3gym_tui.screens.compare", "CompareScreen"),
+    ("Pairs", "s3gym_tui.screens.pairs", "PairsScreen"),
+    ("Report", "s3gym_tui.screens.report", "ReportScreen"),
+    ("Training", "s3gym_tui.screens.training", "TrainingScreen"),
+]
+
+PATHWAYS = [
+    ("none", "the base agent; no experience crosses episodes. Its checkpoints are the reference."),
+    ("history", "previous exploration episodes step by step (Env: / LLM: Answer: ..., Score: ...) under a "
+                "'Hint Messages:' header. Over the budget, the oldest are dropped and the prompt carries "
+                "'[N older episode(s) dropped ...]', highlighted in the agent panel."),
+    ("summary", "a versioned summary (strategies to retain, mistakes to avoid, directions for the next "
+                "episode) the model writes from its own self-scores, shown under 'Hint Messages:' instead "
+                "of raw history. People edit, veto or pin versions on the Summaries screen."),
+]
+COLOURS = [
+    ("agree", "agree", "(s > 0) equals (r > 0)"),
+    ("over", "over", "over-confidence: s > 0 but r <= 0"),
+    ("under", "under", "under-confidence: s <= 0 but r > 0"),
+    ("missing", "no s", "the reply had no usable self-score (missing, not 0)"),
+]
+NOTES = ("s is the model's self-judged score, r the verifier reward (never shown to the agent). "
+         "Actors: model, human (take over), edit (a person changed the model's proposal, which is kept). "
+         "Every key is also in the command palette (ctrl+p); keys are remapped by binding id in the config "
+         "file, e.g. keymap = {step = \"j\"}.")
+
+
+def key_rows(app, bindings) -> list[tuple[str, str, str]]:
+    """(keys as displayed, description, binding id) of the bindings that have a description."""
+    keymap = getattr(getattr(app, "settings", None), "keymap", {}) or {}
+    rows = []
+    for binding in bindings:
+        if isinstance(binding, tuple):
+            binding = Binding(*binding)
+        if not binding.description:
+            continue
+        if binding.id and binding.id in keymap:
+            keys = keymap[binding.id]
+        else:
+            keys = ", ".join(app.get_key_display(Binding(k.strip(), binding.action))
+                             for k in binding.key.split(","))
+        rows.append((keys, binding.description, binding.id or ""))
+    return rows
+
+
+def screen_bindings() -> list[tuple[str, list]]:
+    found = []
+    for title, module, name in SCREENS:
+        try:
+            cls = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            continue
+        found.append((title, list(cls.BINDINGS)))
+    return found
+
+
+def help_text(app) -> str:
+    """The help as plain text (what the screen shows, for tests and for copying)."""
+    lines = ["Everywhere"] + [f"  {k}  {d}  ({i})" for k, d, i in key_rows(app, type(app).BINDINGS)]
+    for title, bindings in screen_bindings():
+        lines += [title] + [f"  {k}  {d}  ({i})" for k, d, i in key_rows(app, bindings)]
+    lines += ["Pathways"] + [f"  {name}: {text}" for name, text in PATHWAYS]
+    lines += ["Colours"] + [f"  {label}: {text}" for _, label, text in COLOURS] + [NOTES]
+    return "\n".join(lines)
+
+
+def _keys_table(app, title: str, bindings) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
+                  show_header=False, padding=(0, 1), pad_edge=False)
+    accent = (getattr(app, "theme_variables", {}) or {}).get("text-accent", "yellow")
+    table.add_column("key", style=f"bold {accent}", no_wrap=True)
+    table.add_column("action")
+    for keys, description, _ in key_rows(app, bindings):
+        table.add_row(keys, description)
+    return table
+
+
+def help_renderable(app) -> Group:
+    tables = [_keys_table(app, "Everywhere", type(app).BINDINGS)]
+    tables += [_keys_table(app, title, bindings) for title, bindings in screen_bindings()]
+    colours = verdict_colours(app)
+    explain = Table(box=box.SIMPLE_HEAD, show_header=False, padding=(0, 1), pad_edge=False, expand=True)
+    explain.add_column("what", no_wrap=True, style="bold")
+    explain.add_column("meaning", ratio=1)
+    for name, text in PATHWAYS:
+        explain.add_row(name, text)
+    explain.add_row("", "")
+    for kind, label, text in COLOURS:
+        explain.add_row(Text(label, style=f"bold {colours[kind]}"), text)
+    return Group(Text("Pathways and colours", style="bold"), explain, Text(NOTES, style="dim"), Text(""),
+                 Text("Keys", style="bold"), Columns(tables, padding=(0, 3)))
+
+
+class HelpScreen(Screen):
+    """Keys of every screen, pathways and colours."""
+
+    COMMANDS = {BindingCommands}
+    BINDINGS = [Binding("escape,q", "app.pop_screen", "Close help", id="close_help")]
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="●")
+        with VerticalScroll(id="help-scroll"):
+            yield Static(id="help-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#help-text", Static).update(help_renderable(self.app))
+        self.query_one("#help-scroll").focus()

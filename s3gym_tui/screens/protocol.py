@@ -1,0 +1,397 @@
+"""Protocol run: launch, watch, stop and resume a whole run (exploration episodes, checkpoints)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Optional
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.widgets import Footer, Header, Label, ProgressBar, Static
+from textual.worker import Worker, WorkerState
+
+from s3gym_tui.engine import events as ev
+from s3gym_tui.engine.compare import state_at
+from s3gym_tui.messages import CheckpointScored, EpisodeFinished, RunEnded, StepCompleted, SummaryWritten
+from s3gym_tui.models import Episode, Run, Step, Summary
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
+from s3gym_tui.widgets.board import BoardPanel
+from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+
+EPISODE_FPS = 10  # board redraws per second while a run streams steps
+
+
+def summary_sections(summary: Optional[Summary]) -> Text:
+    """The retain / avoid / next sections of a summary version as styled text."""
+    if summary is None:
+        return Text("no summary yet", style="italic")
+    text = Text()
+    for label, body in (("Retain", summary.retain), ("Avoid", summary.avoid), ("Next", summary.next)):
+        text.append(f"{label}: ", style="bold")
+        text.append((body.strip() or "(empty)") + "\n")
+    text.rstrip()
+    return text
+
+
+class ProtocolScreen(AnalysisScreen):
+    """Runs (or resumes) a run in an async worker and renders the engine's events as they come."""
+
+    DEFAULT_CSS = """
+    ProtocolScreen #proto-status { height: auto; padding: 0 1; background: $boost; }
+    ProtocolScreen #proto-progress { height: auto; padding: 0 1; }
+    ProtocolScreen #proto-progress Label { width: auto; padding: 0 1 0 0; }
+    ProtocolScreen #proto-check-label { margin-left: 2; }
+    ProtocolScreen #proto-progress ProgressBar { width: 1fr; padding: 0 2 0 0; }
+    ProtocolScreen #proto-progress ProgressBar Bar { width: 1fr; }
+    ProtocolScreen #proto-main { height: 1fr; }
+    ProtocolScreen #proto-left { width: 1fr; }
+    ProtocolScreen #proto-right { width: 1fr; min-width: 30; }
+    ProtocolScreen #proto-curve { height: 1fr; min-height: 10; border: round $primary-darken-2; }
+    ProtocolScreen #proto-summary { height: auto; max-height: 14; border: round $primary-darken-2; }
+    ProtocolScreen #proto-summary-text { height: auto; padding: 0 1; }
+    ProtocolScreen #proto-board { border: round $primary-darken-2; padding: 0 1; }
+    ProtocolScreen #proto-step { height: auto; padding: 0 1; }
+    ProtocolScreen.-short #proto-summary { max-height: 7; }
+    ProtocolScreen.-narrow #proto-progress ProgressBar { display: none; }
+    """
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
+
+    BINDINGS = [
+        Binding("r", "resume", "Run/Resume", id="protocol_resume"),
+        Binding("s,p", "stop", "Stop/pause", id="protocol_stop"),
+        Binding("m", "summaries", "Summaries", id="protocol_summaries"),
+        Binding("t", "report", "Report", id="protocol_report"),
+    ]
+
+    def __init__(self, run_id: str, autostart: bool = True) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.autostart = autostart
+        self.run: Optional[Run] = None
+        self.points: dict[int, Optional[float]] = {}
+        self.explore_done: set[str] = set()
+        self.latest_summary: Optional[Summary] = None
+        self.current_episode: Optional[Episode] = None  # the episode the board follows
+        self.current_steps: list[Step] = []
+        self._game = None  # the followed episode's game, stepped along with its steps
+        self._episode_dirty = False
+        self.error: Optional[str] = None
+        self._worker: Optional[Worker] = None
+
+    # ----- layout -----------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Header(icon="●")
+        yield Static(id="proto-status")
+        with Horizontal(id="proto-progress"):
+            yield Label("Exploration", id="proto-explore-label")
+            yield ProgressBar(id="proto-explore", show_eta=False, show_percentage=False)
+            yield Label("Checkpoints", id="proto-check-label")
+            yield ProgressBar(id="proto-checks", show_eta=False, show_percentage=False)
+        with Horizontal(id="proto-main"):
+            with Vertical(id="proto-left"):
+                yield CurvePlot("Checkpoint mean score", "exploration episodes x", "score", id="proto-curve")
+                with VerticalScroll(id="proto-summary"):
+                    yield Static(id="proto-summary-text")
+            with VerticalScroll(id="proto-right"):
+                yield BoardPanel(id="proto-board")
+                yield Static(id="proto-step")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#proto-curve").border_title = "Checkpoint curve"
+        self.query_one("#proto-summary").border_title = "Latest summary"
+        self.set_interval(1 / EPISODE_FPS, self._flush_episode)
+        try:
+            self.run = self.app.store.get_run(self.run_id)
+        except Exception as exc:  # noqa: BLE001 - a bad id or a broken store is a message, not a crash
+            self.error = str(exc)
+            self.notify(f"Cannot open run {self.run_id}: {exc}", severity="error")
+            self._render_status()
+            return
+        self.sub_title = f"protocol · {self.run_id}"
+        self._load_from_store()
+        if self.autostart and self.run.status in ("created", "stopped"):
+            self.action_resume()
+        elif self.run.status == "running":
+            self.notify("This run is marked running but nothing runs it here: press r to resume it.",
+                        severity="warning")
+
+    def _load_from_store(self) -> None:
+        store = self.app.store
+        self.points = {c.x: c.mean for c in store.checkpoints(self.run_id)}
+        self.explore_done = {e.id for e in store.episodes(self.run_id, phase="explore")
+                             if e.status == "finished"}
+        self.latest_summary = store.current_summary(self.run_id)
+        episodes = store.episodes(self.run_id)
+        if episodes and self.current_episode is None:
+            self._set_episode(episodes[-1])
+        self._render_all()
+
+    # ----- worker -----------------------------------------------------------------------
+    @property
+    def running(self) -> bool:
+        return self._worker is not None and self._worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    def action_resume(self) -> None:
+        if self.run is None:
+            return
+        if self.running:
+            self.notify("The run is already running.")
+            return
+        self.run = self.app.store.get_run(self.run_id)
+        if self.run.status == "finished":
+            self.notify("This run is finished: nothing left to run.")
+            return
+        self.error = None
+        self._worker = self._run_protocol()
+        self._render_status()
+
+    def action_stop(self) -> None:
+        if not self.running:
+            self.notify("Nothing is running.")
+            return
+        self._worker.cancel()
+        self.notify("Stopping: the run stays resumable (press r).")
+
+    def action_back(self) -> None:
+        """Leaving stops a running run (it stays resumable: reopening the screen resumes it)."""
+        if self.running:
+            self._worker.cancel()
+            self.notify("Run stopped; it resumes when you open it again.")
+        super().action_back()
+
+    def on_unmount(self) -> None:
+        if self.running:
+            self._worker.cancel()
+
+    def action_summaries(self) -> None:
+        self.app.open_summaries(self.run_id)
+
+    def action_report(self) -> None:
+        self.app.open_report([self.run_id])
+
+    @work(exclusive=True, group="protocol", exit_on_error=False)
+    async def _run_protocol(self) -> None:
+        from s3gym_tui.engine.runner import ProtocolRunner
+
+        store = self.app.store
+        run = store.get_run(self.run_id)
+        runner = ProtocolRunner(store, run, on_event=self._forward)
+        try:
+            await runner.run_protocol()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - report, keep the app alive, leave the run resumable
+            try:
+                run = store.set_run_status(self.run_id, "failed")
+            except Exception:  # noqa: BLE001
+                pass
+            self.post_message(RunEnded(run, error=f"{type(exc).__name__}: {exc}"))
+
+    def _forward(self, event: ev.Event) -> None:
+        """Engine events -> UI messages (called inside the worker, on the app's event loop)."""
+        if isinstance(event, ev.StepDone):
+            self.post_message(StepCompleted(event.episode, event.step))
+        elif isinstance(event, ev.EpisodeDone):
+            self.post_message(EpisodeFinished(event.episode))
+        elif isinstance(event, ev.CheckpointScored):
+            self.post_message(CheckpointScored(event.checkpoint))
+        elif isinstance(event, ev.SummaryWritten):
+            self.post_message(SummaryWritten(event.summary))
+        elif isinstance(event, ev.RunFinished):
+            self.post_message(RunEnded(event.run, event.error))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is not self._worker:
+            return
+        if event.state in (WorkerState.CANCELLED, WorkerState.ERROR, WorkerState.SUCCESS):
+            try:
+                self.run = self.app.store.get_run(self.run_id)
+            except Exception:  # noqa: BLE001
+                pass
+            if event.state == WorkerState.ERROR and event.worker.error is not None:
+                self.error = str(event.worker.error)
+                self.notify(f"The run stopped: {self.error}", severity="error")
+            self._render_status()
+
+    # ----- messages ---------------------------------------------------------------------
+    def on_step_completed(self, message: StepCompleted) -> None:
+        if message.episode.run_id != self.run_id:
+            return
+        current = self.current_episode
+        if current is None or (current.id != message.episode.id and current.status != "running"):
+            self._set_episode(message.episode)  # follow a new episode once the followed one is over
+        elif current.id == message.episode.id and message.step.index == len(self.current_steps):
+            self.current_steps.append(message.step)
+            self.current_episode = message.episode
+            if self._game is not None:
+                self._game.step(message.step.action)
+        elif current.id == message.episode.id:
+            self._set_episode(message.episode)  # out of order (should not happen): reload
+        else:
+            return  # a concurrent evaluation episode: the board keeps following the current one
+        self._schedule_episode_render()
+
+    def on_episode_finished(self, message: EpisodeFinished) -> None:
+        episode = message.episode
+        if episode.run_id != self.run_id:
+            return
+        if episode.phase == "explore" and episode.status == "finished":
+            self.explore_done.add(episode.id)
+        if self.current_episode is not None and self.current_episode.id == episode.id:
+            self.current_episode = episode
+            self._render_episode()
+        self._render_progress()
+
+    def on_checkpoint_scored(self, message: CheckpointScored) -> None:
+        if message.checkpoint.run_id != self.run_id:
+            return
+        self.points[message.checkpoint.x] = message.checkpoint.mean
+        self._render_curve()
+        self._render_progress()
+
+    def on_summary_written(self, message: SummaryWritten) -> None:
+        if message.summary.run_id != self.run_id:
+            return
+        self.latest_summary = self.app.store.current_summary(self.run_id) or message.summary
+        self._render_summary()
+
+    def on_run_ended(self, message: RunEnded) -> None:
+        if message.run.id != self.run_id:
+            return
+        self.run = message.run
+        self.error = message.error
+        if message.error:
+            self.notify(f"The run stopped: {message.error}", severity="error")
+        elif message.run.status == "finished":
+            self.notify("The run is finished.")
+        self._load_from_store()
+
+    # ----- rendering --------------------------------------------------------------------
+    def _set_episode(self, episode: Episode) -> None:
+        self.current_episode = episode
+        self.current_steps = list(self.app.store.steps(episode.id, include_prompt=False))
+        try:
+            self._game = state_at(episode, self.current_steps, len(self.current_steps))
+        except Exception as exc:  # noqa: BLE001 - shown on the board instead
+            self._game = None
+            self.notify(f"Cannot rebuild the board of {episode.id}: {exc}", severity="error")
+        if self.run is not None and self.run.config.pathway == "history" and self.is_mounted:
+            self._render_summary()
+
+    def _schedule_episode_render(self) -> None:
+        """Steps can come faster than a person can read: the board is redrawn at most
+        EPISODE_FPS times a second (and at once when the run ends or an episode finishes)."""
+        self._episode_dirty = True
+
+    def _flush_episode(self) -> None:
+        if self._episode_dirty:
+            self._render_episode()
+
+    def _render_all(self) -> None:
+        self._render_status()
+        self._render_progress()
+        self._render_curve()
+        self._render_summary()
+        self._render_episode()
+
+    def _render_status(self) -> None:
+        status = self.query_one("#proto-status", Static)
+        if self.run is None:
+            status.update(Text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
+            return
+        cfg = self.run.config
+        state = "running" if self.running else self.run.status
+        text = Text()
+        text.append(f"{self.run.id}", style="bold")
+        text.append(f"  {cfg.game} · {cfg.pathway} · {cfg.model}  ")
+        style = {"running": "bold yellow", "finished": "bold green", "failed": "bold red",
+                 "stopped": "bold magenta"}.get(state, "bold")
+        text.append(f"[{state}]", style=style)
+        if state in ("stopped", "failed", "created"):
+            text.append("  press r to resume", style="dim")
+        if self.error:
+            text.append(f"  {self.error}", style="red")
+        status.update(text)
+
+    def _render_progress(self) -> None:
+        if self.run is None:
+            return
+        cfg = self.run.config
+        total_x, total_c = cfg.explore_episodes, len(cfg.checkpoints())
+        done_x, done_c = len(self.explore_done), len(self.points)
+        self.query_one("#proto-explore-label", Label).update(f"Exploration {done_x}/{total_x}")
+        self.query_one("#proto-check-label", Label).update(f"Checkpoints {done_c}/{total_c}")
+        self.query_one("#proto-explore", ProgressBar).update(total=max(total_x, 1),
+                                                             progress=done_x if total_x else 1)
+        self.query_one("#proto-checks", ProgressBar).update(total=max(total_c, 1), progress=done_c)
+
+    def _render_curve(self) -> None:
+        if self.run is None:
+            return
+        points = tuple((x, self.points.get(x)) for x in self.run.config.checkpoints() if x in self.points)
+        self.query_one(CurvePlot).show([Curve(self.run.config.pathway, points)],
+                                       empty_text="no checkpoint yet")
+
+    def _render_summary(self) -> None:
+        box = self.query_one("#proto-summary")
+        if self.run is not None and self.run.config.pathway != "summary" and self.latest_summary is None:
+            box.border_title = "Experience"
+            self.query_one("#proto-summary-text", Static).update(self._experience_text())
+            return
+        s = self.latest_summary
+        box.border_title = "Latest summary" if s is None else (
+            f"Summary v{s.version} · {s.author}{' · pinned' if s.pinned else ''}")
+        self.query_one("#proto-summary-text", Static).update(summary_sections(s))
+
+    def _experience_text(self) -> Text:
+        """What the followed episode carries over, for runs without summaries."""
+        pathway = self.run.config.pathway if self.run else "none"
+        episode = self.current_episode
+        if pathway != "history":
+            return Text(f"the {pathway} pathway carries no experience between episodes", style="italic")
+        if episode is None:
+            return Text("History ICL: raw previous exploration episodes under Hint Messages", style="italic")
+        text = Text("History ICL: ", style="bold")
+        text.append(f"{episode.id} sees {len(episode.history_episode_ids)} previous exploration "
+                    f"episode(s) raw")
+        if episode.history_cut:
+            text.append(f"; {episode.history_cut} older dropped for the budget", style="yellow")
+        return text
+
+    def _render_episode(self) -> None:
+        self._episode_dirty = False
+        board = self.query_one(BoardPanel)
+        info = self.query_one("#proto-step", Static)
+        episode = self.current_episode
+        if episode is None:
+            board.show_message("no episode yet", "Current episode")
+            info.update("")
+            return
+        steps = self.current_steps
+        where = (f"explore #{episode.index + 1}" if episode.phase == "explore"
+                 else f"eval x={episode.checkpoint} #{episode.index + 1}")
+        if self._game is not None:
+            board.show_game(self._game, f"{where} · seed {episode.seed} · step {len(steps)}")
+        else:
+            board.show_message("cannot rebuild the board", "Current episode")
+        text = Text()
+        if steps:
+            last = steps[-1]
+            text.append("Last action: ", style="bold")
+            text.append(f"{last.action}\n")
+            text.append("Self-score ", style="bold")
+            text.append(fmt_score(last.self_score))
+            text.append("  vs reward ", style="bold")
+            text.append(fmt_score(last.reward))
+            label, style = judgement(last.self_score, last.reward)
+            text.append(f"  {label}", style=style)
+        else:
+            text.append("no step yet", style="italic")
+        if episode.status != "running":
+            text.append(f"\nEpisode {episode.status}: score {fmt(episode.score)}", style="bold")
+        info.update(text)

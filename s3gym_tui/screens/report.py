@@ -1,0 +1,204 @@
+"""Report: the protocol tables of chosen runs (curve metrics, Summary-vs-History Delta NABA,
+self-judging, coupling) and their checkpoint curves; every number comes from engine.report."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import DataTable, Footer, Header, Label, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
+from s3gym_tui.messages import ReportBuilt
+from s3gym_tui.models import Run
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
+from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+
+RUN_LIST_LIMIT = 500
+
+
+def build_reports(store, run_ids: Sequence[str]) -> tuple[list[RunReport], list]:
+    """The engine's reports for these runs (in the given order) and their Delta NABA rows."""
+    reports = [run_report(store, store.get_run(run_id)) for run_id in run_ids]
+    return reports, summary_vs_history(reports)
+
+
+class ReportScreen(AnalysisScreen):
+    """Protocol tables and curves for a chosen set of runs."""
+
+    DEFAULT_CSS = """
+    ReportScreen #report-main { height: 1fr; }
+    ReportScreen #report-runs { width: 36; height: 1fr; border: round $primary-darken-2; }
+    ReportScreen.-hide-runs #report-runs { display: none; }
+    ReportScreen #report-body { width: 1fr; }
+    ReportScreen #report-status { height: auto; padding: 0 1; background: $boost; }
+    ReportScreen #report-curves { height: 16; border: round $primary-darken-2; }
+    ReportScreen .report-title { margin-top: 1; padding: 0 1; text-style: bold; }
+    ReportScreen #report-body DataTable { height: auto; max-height: 20; margin: 0 1; }
+    ReportScreen.-short #report-curves { height: 11; }
+    """
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
+
+    BINDINGS = [
+        Binding("a", "toggle_runs", "Add/remove runs", id="report_runs"),
+        Binding("f5", "refresh", "Refresh", id="report_refresh"),
+    ]
+
+    def __init__(self, run_ids: Sequence[str] = ()) -> None:
+        super().__init__()
+        self.run_ids: list[str] = list(dict.fromkeys(run_ids))
+        self.reports: list[RunReport] = []
+        self.deltas: list = []
+        self.all_runs: list[Run] = []
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="●")
+        with Horizontal(id="report-main"):
+            yield SelectionList[str](id="report-runs")
+            with VerticalScroll(id="report-body"):
+                yield Static(id="report-status")
+                yield CurvePlot("Checkpoint curves", "exploration episodes x", "mean eval score",
+                                id="report-curves")
+                yield Label("Curve metrics (per run)", classes="report-title")
+                yield DataTable(id="report-curve-table", cursor_type="row", zebra_stripes=True)
+                yield Label("Summary vs History: Delta NABA (Summary − History)", classes="report-title")
+                yield DataTable(id="report-delta-table", cursor_type="row", zebra_stripes=True)
+                yield Label("Self-judging (exploration and evaluation steps)", classes="report-title")
+                yield DataTable(id="report-judging-table", cursor_type="row", zebra_stripes=True)
+                yield Label("Judgement-improvement coupling (exploration blocks)", classes="report-title")
+                yield DataTable(id="report-coupling-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "report"
+        self.query_one("#report-runs").border_title = "Runs (space toggles)"
+        self.query_one("#report-curves").border_title = "Checkpoint curves"
+        columns = {
+            "#report-curve-table": ("run", "game", "pathway", "model", "ckpts", "Avg", "Max", "AUC+",
+                                    "NABA", "y0"),
+            "#report-delta-table": ("game", "pairs", "wins", "losses", "ties", "mean ΔNABA", "skipped"),
+            "#report-judging-table": ("run", "phase", "n", "missing", "agreement", "NMAE", "over", "under"),
+            "#report-coupling-table": ("run", "blocks", "used", "corr(A, g)", "corr(−E, g)"),
+        }
+        for table_id, labels in columns.items():
+            table = self.query_one(table_id, DataTable)
+            for label in labels:
+                table.add_column(label, key=label)
+        self._fill_run_list()
+        if self.run_ids:  # runs were chosen: tables first; `a` shows the list to add or remove runs
+            self.add_class("-hide-runs")
+        self.refresh_report()
+
+    def _fill_run_list(self) -> None:
+        try:
+            self.all_runs = self.app.store.list_runs(limit=RUN_LIST_LIMIT)
+        except Exception as exc:  # noqa: BLE001
+            self.notify(f"Cannot list runs: {exc}", severity="error")
+            self.all_runs = []
+        known = {r.id for r in self.all_runs}
+        for run_id in self.run_ids:  # a chosen run older than the list's window
+            if run_id not in known:
+                try:
+                    self.all_runs.append(self.app.store.get_run(run_id))
+                except Exception:  # noqa: BLE001
+                    pass
+        runs = self.query_one("#report-runs", SelectionList)
+        runs.clear_options()
+        runs.add_options([Selection(f"{r.id} ({r.config.game}/{r.config.pathway})", r.id, r.id in self.run_ids)
+                          for r in self.all_runs])
+
+    # ----- data -------------------------------------------------------------------------
+    def refresh_report(self) -> None:
+        missing = [r for r in self.run_ids if r not in {run.id for run in self.all_runs}]
+        for run_id in missing:
+            self.notify(f"No run {run_id}.", severity="warning")
+            self.run_ids.remove(run_id)
+        self.query_one("#report-status", Static).update(Text("computing…", style="italic"))
+        self._build(list(self.run_ids))
+
+    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    def _build(self, run_ids: list[str]) -> None:
+        try:
+            store = self.app.store.for_thread()
+            try:
+                reports, deltas = build_reports(store, run_ids)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001
+            self.post_message(ReportBuilt([], [], error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(ReportBuilt(reports, deltas))
+
+    def on_report_built(self, message: ReportBuilt) -> None:
+        if message.error:
+            self.notify(f"Cannot build the report: {message.error}", severity="error")
+        self.reports, self.deltas = list(message.reports), list(message.deltas)
+        self._render_report()
+
+    @on(SelectionList.SelectedChanged, "#report-runs")
+    def _runs_changed(self, event: SelectionList.SelectedChanged) -> None:
+        selected = set(event.selection_list.selected)
+        ordered = [r for r in self.run_ids if r in selected]
+        ordered += [r.id for r in self.all_runs if r.id in selected and r.id not in ordered]
+        if ordered != self.run_ids:
+            self.run_ids = ordered
+            self.refresh_report()
+
+    def action_toggle_runs(self) -> None:
+        self.toggle_class("-hide-runs")
+        if not self.has_class("-hide-runs"):
+            self.query_one("#report-runs").focus()
+
+    def action_refresh(self) -> None:
+        self._fill_run_list()
+        self.refresh_report()
+
+    # ----- rendering --------------------------------------------------------------------
+    def _render_report(self) -> None:
+        status = Text()
+        if not self.reports:
+            status.append("No run chosen: press a and pick runs with space.", style="italic")
+        else:
+            status.append(f"{len(self.reports)} run(s)", style="bold")
+            games_ = sorted({r.run.config.game for r in self.reports})
+            status.append(f" · {', '.join(games_)} · AUC+ compares only within a game")
+        self.query_one("#report-status", Static).update(status)
+        curves = [Curve(r.run.id if len(r.run.id) <= 30 else "…" + r.run.id[-29:], r.points)
+                  for r in self.reports]
+        self.query_one(CurvePlot).show(curves, empty_text="no checkpoints")
+
+        table = self.query_one("#report-curve-table", DataTable)
+        table.clear()
+        for r in self.reports:
+            c, cfg = r.curve, r.run.config
+            table.add_row(r.run.id, cfg.game, cfg.pathway, cfg.model, f"{c.n}/{len(r.points)}", fmt(c.avg),
+                          fmt(c.max), fmt(c.auc_plus), fmt(c.naba), fmt(c.y0), key=r.run.id)
+
+        table = self.query_one("#report-delta-table", DataTable)
+        table.clear()
+        if not self.deltas:
+            table.add_row(Text("no Summary/History pair of the same model and game among these runs",
+                               style="dim italic"), "", "", "", "", "", "", key="none")
+        for row in self.deltas:
+            table.add_row(Text(row.game, style="bold" if row.game == "overall" else ""), str(row.n),
+                          str(row.wins), str(row.losses), str(row.ties), fmt_signed(row.mean_delta),
+                          str(row.skipped), key=row.game)
+
+        table = self.query_one("#report-judging-table", DataTable)
+        table.clear()
+        for r in self.reports:
+            for phase, j in (("explore", r.judging), ("eval", r.judging_eval)):
+                table.add_row(r.run.id, phase, str(j.n), str(j.missing), fmt(j.agreement), fmt(j.nmae),
+                              fmt(j.over), fmt(j.under), key=f"{r.run.id}:{phase}")
+
+        table = self.query_one("#report-coupling-table", DataTable)
+        table.clear()
+        for r in self.reports:
+            cp = r.coupling
+            table.add_row(r.run.id, str(len(cp.blocks)), str(cp.n_used), fmt(cp.corr_agreement),
+                          fmt(cp.corr_neg_nmae), key=r.run.id)

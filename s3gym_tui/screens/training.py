@@ -1,0 +1,202 @@
+"""Training: a run's SFT datasets (kept, corrected and dropped steps with self-score and verifier
+reward, the selection's precision) and the checkpoint curves of the trainings made from it, with
+negative transfer flagged. Every number comes from s3gym_tui.training.view."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.widgets import DataTable, Footer, Header, Static
+
+from s3gym_tui.messages import TrainingViewBuilt
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, fmt_signed, judgement
+from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+
+KIND_STYLE = {"kept": "bold green", "corrected": "bold yellow", "dropped": "dim"}
+
+
+class TrainingScreen(AnalysisScreen):
+    """Datasets and training checkpoints of one run (an exploring run, or a training run's source)."""
+
+    DEFAULT_CSS = """
+    TrainingScreen #training-status { height: auto; padding: 0 1; background: $boost; }
+    TrainingScreen #training-main { height: 1fr; }
+    TrainingScreen #training-left { width: 4fr; }
+    TrainingScreen #training-right { width: 3fr; min-width: 36; }
+    TrainingScreen #training-dataset { height: auto; padding: 0 1; border: round $primary-darken-2; }
+    TrainingScreen #training-rows { height: 1fr; border: round $primary-darken-2; }
+    TrainingScreen #training-curve { height: 1fr; min-height: 10; border: round $primary-darken-2; }
+    TrainingScreen #training-checkpoints { height: auto; max-height: 12; border: round $primary-darken-2; }
+    TrainingScreen #training-flags { height: auto; padding: 0 1; }
+    """
+
+    BINDINGS = [
+        Binding("d", "next_dataset", "Next dataset", id="training_next_dataset"),
+        Binding("D", "previous_dataset", "Previous dataset", id="training_previous_dataset", show=False),
+        Binding("t", "report", "Report", id="training_report"),
+        Binding("f5", "refresh", "Refresh", id="training_refresh"),
+    ]
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.view = None
+        self.dataset_index = 0
+        self.error: Optional[str] = None
+
+    def compose(self) -> ComposeResult:
+        yield Header(icon="●")
+        yield Static(id="training-status")
+        with Horizontal(id="training-main"):
+            with Vertical(id="training-left"):
+                yield Static(id="training-dataset")
+                yield DataTable(id="training-rows", cursor_type="row", zebra_stripes=True)
+            with Vertical(id="training-right"):
+                yield CurvePlot("Checkpoint curve (strict mode)", "epoch", "mean eval score", id="training-curve")
+                yield DataTable(id="training-checkpoints", cursor_type="row", zebra_stripes=True)
+                yield Static(id="training-flags")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = f"training · {self.run_id}"
+        self.query_one("#training-rows").border_title = "Dataset rows"
+        self.query_one("#training-curve").border_title = "Checkpoint curves"
+        self.query_one("#training-checkpoints").border_title = "Checkpoints"
+        for label in ("ep", "step", "kind", "action", "corrected to", "self", "reward", "judgement"):
+            self.query_one("#training-rows", DataTable).add_column(label, key=label)
+        for label in ("training", "epoch", "mean", "Δ vs 0", "transfer"):
+            self.query_one("#training-checkpoints", DataTable).add_column(label, key=label)
+        self.query_one("#training-status", Static).update(Text("loading…", style="italic"))
+        self.refresh_view()
+
+    # ----- data -------------------------------------------------------------------------
+    def refresh_view(self) -> None:
+        self._build(self.run_id)
+
+    @work(thread=True, exclusive=True, group="training", exit_on_error=False)
+    def _build(self, run_id: str) -> None:
+        from s3gym_tui.training.view import training_view
+
+        try:
+            store = self.app.store.for_thread()
+            try:
+                view = training_view(store, run_id)
+            finally:
+                store.close()
+        except Exception as exc:  # noqa: BLE001 - a bad id or a broken store is a message, not a crash
+            self.post_message(TrainingViewBuilt(None, error=f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(TrainingViewBuilt(view))
+
+    def on_training_view_built(self, message: TrainingViewBuilt) -> None:
+        self.error = message.error
+        if message.error:
+            self.notify(f"Cannot show training data for {self.run_id}: {message.error}", severity="error")
+        self.view = message.view
+        if self.view is not None:
+            self.dataset_index = min(self.dataset_index, max(len(self.view.datasets) - 1, 0))
+        self._render_all()
+
+    # ----- actions ----------------------------------------------------------------------
+    def action_next_dataset(self) -> None:
+        self._step_dataset(1)
+
+    def action_previous_dataset(self) -> None:
+        self._step_dataset(-1)
+
+    def _step_dataset(self, delta: int) -> None:
+        if self.view is None or len(self.view.datasets) < 2:
+            self.notify("No other dataset for this run.")
+            return
+        self.dataset_index = (self.dataset_index + delta) % len(self.view.datasets)
+        self._render_dataset()
+
+    def action_report(self) -> None:
+        if self.view is None or not self.view.trainings:
+            self.notify("No training run yet: `s3gym train RUN` makes one.")
+            return
+        self.app.open_report([t.run.id for t in self.view.trainings])
+
+    def action_refresh(self) -> None:
+        self.refresh_view()
+
+    # ----- rendering --------------------------------------------------------------------
+    def _render_all(self) -> None:
+        self._render_status()
+        self._render_dataset()
+        self._render_trainings()
+
+    def _render_status(self) -> None:
+        status = self.query_one("#training-status", Static)
+        if self.view is None:
+            status.update(Text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
+            return
+        source = self.view.source
+        text = Text()
+        text.append(source.id, style="bold")
+        text.append(f"  {source.config.game} · {source.config.pathway} · {source.config.model}")
+        if self.view.run.id != source.id:
+            text.append(f"  (opened from training run {self.view.run.id})", style="dim")
+        text.append(f"  · {len(self.view.datasets)} dataset(s) · {len(self.view.trainings)} training run(s)")
+        status.update(text)
+
+    def _render_dataset(self) -> None:
+        info = self.query_one("#training-dataset", Static)
+        table = self.query_one("#training-rows", DataTable)
+        table.clear()
+        if self.view is None or not self.view.datasets:
+            info.border_title = "Dataset"
+            info.update(Text("No dataset for this run yet: `s3gym train RUN` builds one from its exploration "
+                             "steps.", style="italic"))
+            return
+        dv = self.view.datasets[self.dataset_index]
+        q, rule = dv.quality, dv.dataset.rule
+        info.border_title = f"Dataset {self.dataset_index + 1}/{len(self.view.datasets)} · {dv.dataset.id}"
+        text = Text()
+        text.append("rule ", style="bold")
+        text.append(f"self-score > {rule.get('threshold', '?')} · correction {rule.get('correction') or 'none'}")
+        if rule.get("max_examples"):
+            text.append(f" · max {rule['max_examples']} examples")
+        text.append("\n")
+        for kind in ("kept", "corrected", "dropped"):
+            text.append(f"{kind} {getattr(q, kind)}  ", style=KIND_STYLE[kind])
+        text.append(f"(eval steps excluded: {rule.get('excluded_eval_steps', 0)})\n", style="dim")
+        text.append("precision ", style="bold")
+        text.append(f"{fmt(q.precision)} ({q.kept_positive}/{q.kept} kept steps with reward > 0)  ")
+        text.append("recall ", style="bold")
+        text.append(f"{fmt(q.recall)} ({q.kept_positive}/{q.positives} rewarded steps kept)")
+        info.update(text)
+        for row in dv.rows:
+            label, style = judgement(row.self_score, row.reward)
+            table.add_row(str(row.episode_index), str(row.step_index), Text(row.kind, style=KIND_STYLE[row.kind]),
+                          row.action, row.correction or "", fmt_score(row.self_score), fmt_score(row.reward),
+                          Text(label, style=style), key=f"{row.episode_id}#{row.step_index}")
+
+    def _render_trainings(self) -> None:
+        plot = self.query_one(CurvePlot)
+        table = self.query_one("#training-checkpoints", DataTable)
+        flags = self.query_one("#training-flags", Static)
+        table.clear()
+        reports = self.view.trainings if self.view is not None else ()
+        plot.show([Curve(r.run.id, tuple((row.epoch, row.mean) for row in r.rows)) for r in reports],
+                  empty_text="no training run yet")
+        text = Text()
+        for report in reports:
+            for row in report.rows:
+                table.add_row(report.run.id, str(row.epoch), fmt(row.mean), fmt_signed(row.delta),
+                              Text("negative", style="bold red") if row.negative else "",
+                              key=f"{report.run.id}:{row.epoch}")
+            c = report.curve
+            text.append(f"{report.run.id}: ", style="bold")
+            text.append(f"Avg {fmt(c.avg)} · Max {fmt(c.max)} · final Δ {fmt_signed(c.final_delta)} · "
+                        f"AUC+ {fmt(c.auc_plus)}")
+            if report.negative_transfer:
+                text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
+                            style="bold red")
+            text.append("\n")
+        flags.update(text if reports else Text("no training run from this run yet", style="italic"))

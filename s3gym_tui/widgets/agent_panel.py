@@ -1,0 +1,277 @@
+"""The agent panel: what the model saw (the prompt as sent), what it said, what it did, what it cost."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from rich.segment import Segment
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.widgets import Collapsible, RichLog, Static
+
+from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
+from s3gym_tui.models import Episode, Step
+
+CUT_PATTERN = re.compile(re.escape(HISTORY_CUT_MARK).replace(re.escape("{n}"), r"\d+"))
+HINT_END = ("\n\nCurrent episode so far:", "\n\nGame rules:")
+REPLY_DISPLAY_CAP = 20_000
+
+
+@dataclass(frozen=True)
+class StepView:
+    """A stored step or a pending proposal, as the panel shows it."""
+
+    title: str
+    prompt: str  # messages JSON as sent ("" when none, e.g. a human step)
+    reply: str
+    action: Optional[str]
+    actor: str = "model"
+    proposed_action: Optional[str] = None
+    self_score: Optional[float] = None
+    reward: Optional[float] = None  # None for a proposal (not executed)
+    valid: Optional[bool] = None
+    feedback: str = ""
+    fault: Optional[str] = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: float = 0.0
+    cost: Optional[float] = None
+
+    @classmethod
+    def of_step(cls, step: Step, prompt: str) -> "StepView":
+        return cls(title=f"step {step.index}", prompt=prompt, reply=step.reply, action=step.action,
+                   actor=step.actor, proposed_action=step.proposed_action, self_score=step.self_score,
+                   reward=step.reward, valid=step.valid, feedback=step.feedback, fault=step.fault,
+                   tokens_in=step.tokens_in, tokens_out=step.tokens_out, latency_ms=step.latency_ms,
+                   cost=step.cost)
+
+
+def _theme(app) -> dict[str, str]:
+    return getattr(app, "theme_variables", {}) or {}
+
+
+def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
+    """The messages as readable text, the Hint Messages block and the history cut marked.
+    Returns (text, hint_marked, cut_marked)."""
+    v = _theme(app)
+    accent = v.get("text-accent", "yellow")
+    warning = v.get("text-warning", "yellow")
+    secondary = v.get("text-secondary", "cyan")
+    try:
+        messages = json.loads(prompt_json)
+        if not isinstance(messages, list):
+            raise ValueError
+    except ValueError:
+        messages = [{"role": "prompt", "content": prompt_json}]
+    text = Text()
+    hint_marked = cut_marked = False
+    for message in messages:
+        role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
+        content = message.get("content", "") if isinstance(message, dict) else str(message)
+        if not isinstance(content, str):
+            content = json.dumps(content, ensure_ascii=False)
+        text.append(f" {role} ", style="bold reverse")
+        text.append("\n")
+        start = len(text)
+        text.append(content)
+        text.append("\n\n")
+        at = content.find(HINT_HEADER)
+        if at >= 0:
+            ends = [content.find(marker, at) for marker in HINT_END]
+            end = min([e for e in ends if e >= 0], default=len(content))
+            text.stylize(secondary, start + at, start + end)
+            text.stylize(f"bold reverse {accent}", start + at, start + at + len(HINT_HEADER))
+            hint_marked = True
+        for match in CUT_PATTERN.finditer(content):
+            text.stylize(f"bold reverse {warning}", start + match.start(), start + match.end())
+            cut_marked = True
+    return text, hint_marked, cut_marked
+
+
+def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
+               cost: Optional[float]) -> str:
+    money = "–" if cost is None else f"${cost:.4f}"
+    return f"{label}: {tokens_in:,} in · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
+
+
+class TextView(RichLog):
+    """Read-only scrolling text that renders only the lines on screen (prompts can be ~100k tokens),
+    so updating it never changes the layout around it. Wrapped lines are cached per logical line:
+    consecutive prompts share most of their lines, so a new step re-wraps only what changed."""
+
+    def __init__(self, *, id: Optional[str] = None) -> None:
+        super().__init__(id=id, wrap=True, markup=False, highlight=False, min_width=20, auto_scroll=False)
+        self._text: Optional[Text] = None
+        self._wrapped: dict = {}
+        self._wrapped_width = 0
+
+    def show(self, text: Text) -> None:
+        self._text = text
+        self._render_text()
+
+    def on_resize(self) -> None:
+        if self._text is not None and self.scrollable_content_region.width != self._wrapped_width:
+            self._render_text()
+
+    def _render_text(self) -> None:
+        text = self._text
+        self.clear()
+        if text is None:
+            return
+        width = self.scrollable_content_region.width
+        if not self._size_known or width <= 0:
+            self.write(text, scroll_end=False)  # RichLog defers it until the size is known
+            return
+        console = self.app.console
+        options = console.options.update_width(width)
+        previous, cache, lines = self._wrapped, {}, []
+        for line in text.split("\n", allow_blank=True):
+            key = (line.plain, tuple((span.start, span.end, str(span.style)) for span in line.spans),
+                   str(line.style), width)
+            strips = cache.get(key) or previous.get(key)
+            if strips is None:
+                strips = Strip.from_lines(list(Segment.split_lines(console.render(line, options))))
+                strips = strips or [Strip.blank(0)]
+            cache[key] = strips
+            lines.extend(strips)
+        self._wrapped, self._wrapped_width = cache, width
+        self.lines = lines
+        self._widest_line_width = max((strip.cell_length for strip in lines), default=0)
+        self.virtual_size = Size(self._widest_line_width, len(lines))
+        self.scroll_home(animate=False)
+        self.refresh()
+
+
+class AgentPanel(Vertical):
+    """Context line, parsed action, feedback, usage, raw reply and (collapsible) prompt."""
+
+    DEFAULT_CSS = """
+    AgentPanel { layout: vertical; }
+    AgentPanel #agent-context, AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
+    AgentPanel #agent-action, AgentPanel #agent-feedback { height: 2; }
+    AgentPanel .fixed { text-overflow: ellipsis; }
+    AgentPanel #prompt-box { height: 1fr; }
+    AgentPanel #prompt-box.-collapsed { height: auto; }
+    AgentPanel #prompt-box > Contents { height: 1fr; }
+    AgentPanel #agent-prompt { height: 1fr; }
+    AgentPanel #agent-reply { height: 5; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.shown: Optional[StepView] = None
+        self.prompt_text: Text = Text()
+        self.hint_marked = False
+        self.cut_marked = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="agent-context", classes="fixed")
+        yield Static("", id="agent-action", classes="fixed")
+        yield Static("", id="agent-feedback", classes="fixed")
+        yield Static("", id="agent-usage", classes="fixed")
+        yield Static("", id="agent-totals", classes="fixed")
+        with Collapsible(title="Raw reply", collapsed=False, id="reply-box"):
+            yield TextView(id="agent-reply")
+        with Collapsible(title="Prompt as sent", collapsed=False, id="prompt-box"):
+            yield TextView(id="agent-prompt")
+
+    def on_mount(self) -> None:
+        self.border_title = "Agent"
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._render_prompt())
+
+    # ----- what the agent carries ---------------------------------------------------------
+    def show_context(self, episode: Optional[Episode], summary_label: str = "") -> None:
+        if episode is None:
+            self.query_one("#agent-context", Static).update("", layout=False)
+            return
+        text = Text()
+        text.append(f"{episode.model}", style="bold")
+        text.append(f" · pathway {episode.pathway}")
+        if episode.pathway == "history":
+            text.append(f" · history of {len(episode.history_episode_ids)} episode(s)")
+            if episode.history_cut:
+                text.append(f" · {episode.history_cut} older dropped", style="bold")
+        elif episode.pathway == "summary":
+            text.append(f" · {summary_label or 'no summary yet'}")
+        if episode.fork_of:
+            text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
+        self.query_one("#agent-context", Static).update(text, layout=False)
+
+    def show_feedback(self, feedback: str) -> None:
+        text = Text()
+        text.append("Feedback (agent-visible): ", style="bold")
+        text.append(feedback or "–")
+        self.query_one("#agent-feedback", Static).update(text, layout=False)
+
+    def show_totals(self, steps: Sequence[Step]) -> None:
+        calls = [s for s in steps if s.reply]
+        costs = [s.cost for s in calls if s.cost is not None]
+        line = usage_line(f"Totals ({len(calls)} call(s))", sum(s.tokens_in for s in calls),
+                          sum(s.tokens_out for s in calls), sum(s.latency_ms for s in calls),
+                          sum(costs) if costs else None)
+        self.query_one("#agent-totals", Static).update(line, layout=False)
+
+    # ----- one step or proposal -------------------------------------------------------------
+    def show_view(self, view: Optional[StepView]) -> None:
+        self.shown = view
+        action = self.query_one("#agent-action", Static)
+        usage = self.query_one("#agent-usage", Static)
+        reply = self.query_one("#agent-reply", TextView)
+        if view is None:
+            action.update(Text("No step yet: press n to step, t to type an action.", style="italic"),
+                          layout=False)
+            usage.update("", layout=False)
+            reply.show(Text())
+            self.query_one("#reply-box", Collapsible).title = "Raw reply"
+            self._render_prompt()
+            return
+        line = Text()
+        line.append(f"{view.title}: ", style="bold")
+        line.append(view.action if view.action is not None else "<no parsable answer>",
+                    style="bold reverse")
+        line.append(f"  by {view.actor}")
+        if view.proposed_action is not None:
+            line.append(f" (model proposed {view.proposed_action})")
+        line.append(f" · self-score {format_score(view.self_score)}")
+        if view.reward is not None:
+            line.append(f" · reward {view.reward:g}")
+        if view.valid is False:
+            line.append(" · invalid action", style="bold")
+        if view.fault:
+            line.append(f" · fault: {view.fault}", style="italic")
+        action.update(line, layout=False)
+        usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost)
+                     if view.reply else "Call: none (action typed by a person)", layout=False)
+        body = view.reply or "(no model reply: typed by a person)"
+        if len(body) > REPLY_DISPLAY_CAP:
+            body = body[:REPLY_DISPLAY_CAP] + f"\n… ({len(view.reply) - REPLY_DISPLAY_CAP:,} more characters stored)"
+        reply.show(Text(body))
+        self.query_one("#reply-box", Collapsible).title = f"Raw reply · {view.title}"
+        self._render_prompt()
+
+    def _render_prompt(self) -> None:
+        if not self.is_mounted:
+            return
+        box = self.query_one("#prompt-box", Collapsible)
+        target = self.query_one("#agent-prompt", TextView)
+        view = self.shown
+        if view is None or not view.prompt:
+            self.prompt_text, self.hint_marked, self.cut_marked = Text(), False, False
+            box.title = "Prompt as sent"
+            target.show(Text("(no prompt)", style="italic"))
+            return
+        self.prompt_text, self.hint_marked, self.cut_marked = format_prompt(view.prompt, self.app)
+        marks = []
+        if self.hint_marked:
+            marks.append("Hint Messages")
+        if self.cut_marked:
+            marks.append("history cut")
+        box.title = (f"Prompt as sent · {view.title} · {len(view.prompt):,} chars"
+                     + (f" · marked: {', '.join(marks)}" if marks else ""))
+        target.show(self.prompt_text)

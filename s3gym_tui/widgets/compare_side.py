@@ -1,0 +1,47 @@
+"""One side of the Compare screen: the board at the aligned step, that step, and the agent's context."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Static
+
+from s3gym_tui.widgets.board import BoardPanel
+
+
+class CompareSide(Vertical):
+    """Board (top), the step's action / self-score / reward, and a scrollable context excerpt."""
+
+    DEFAULT_CSS = """
+    CompareSide { width: 1fr; height: 1fr; border: round $primary-darken-2; }
+    CompareSide BoardPanel { height: auto; max-height: 60%; padding: 0 1; }
+    CompareSide .side-step { height: auto; padding: 0 1; background: $boost; }
+    CompareSide .side-context { height: 1fr; min-height: 3; border-top: solid $primary-darken-3; }
+    CompareSide .side-context Static { padding: 0 1; }
+    """
+
+    def __init__(self, title: str, *, id: Optional[str] = None) -> None:
+        super().__init__(id=id)
+        self.border_title = title
+        self.game: Any = None  # the game state the board shows
+
+    def compose(self) -> ComposeResult:
+        yield BoardPanel(classes="side-board")
+        yield Static(classes="side-step")
+        with VerticalScroll(classes="side-context"):
+            yield Static(classes="side-context-text")
+
+    def show(self, game: Any, board_caption: str, step: Text, context_title: str, context: Text) -> None:
+        board = self.query_one(BoardPanel)
+        self.game = game
+        if game is None:
+            board.show_message(board_caption)
+        else:
+            board.show_game(game, board_caption)
+        self.query_one(".side-step", Static).update(step)
+        scroll = self.query_one(".side-context", VerticalScroll)
+        scroll.border_title = context_title
+        self.query_one(".side-context-text", Static).update(context)

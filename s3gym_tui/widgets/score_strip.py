@@ -1,0 +1,78 @@
+"""A running strip of the self-judged score and the verifier reward per step, on one shared scale."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from rich.text import Text
+from textual.widgets import Static
+
+from s3gym_tui.engine.judging import judging_report
+from s3gym_tui.models import Step
+from s3gym_tui.widgets.steps_table import verdict, verdict_colours
+
+BARS = "▁▂▃▄▅▆▇█"
+LABEL_WIDTH = 8
+
+
+def _pct(value: Optional[float]) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def bar(value: Optional[float], lo: float, hi: float) -> str:
+    if value is None:
+        return "·"
+    if hi <= lo:
+        return BARS[0]
+    return BARS[max(0, min(len(BARS) - 1, round((value - lo) / (hi - lo) * (len(BARS) - 1))))]
+
+
+class ScoreStrip(Static):
+    """Two sparkline rows, one column per step (the latest steps when the strip is narrow), both
+    scaled to the same range (including 0), self bars coloured by agreement; then the episode's
+    self-judging figures from engine.judging."""
+
+    DEFAULT_CSS = """
+    ScoreStrip { height: 5; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__("", id=id, classes=classes)
+        self._steps: list[Step] = []
+
+    def on_mount(self) -> None:
+        self.border_title = "Self-score vs reward"
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def show_steps(self, steps: Sequence[Step]) -> None:
+        self._steps = list(steps)
+        self._draw()
+
+    def _draw(self) -> None:
+        width = max(4, (self.content_size.width or 40) - LABEL_WIDTH)
+        shown = self._steps[-width:]
+        values = [s.reward for s in shown] + [s.self_score for s in shown if s.self_score is not None]
+        lo, hi = min([0.0, *values]), max([0.0, *values])
+        colours = verdict_colours(self.app)
+        primary = (getattr(self.app, "theme_variables", {}) or {}).get("text-primary", "blue")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("self".ljust(LABEL_WIDTH), style="bold")
+        for s in shown:
+            text.append(bar(s.self_score, lo, hi), style=colours[verdict(s.self_score, s.reward)])
+        text.append("\n")
+        text.append("reward".ljust(LABEL_WIDTH), style="bold")
+        for s in shown:
+            text.append(bar(s.reward, lo, hi), style=primary)
+        text.append("\n")
+        report = judging_report([(s.self_score, s.reward) for s in self._steps])
+        line = (f"agree {_pct(report.agreement)} · over {_pct(report.over)} · under {_pct(report.under)}"
+                f" · n={report.n}")
+        if report.missing:
+            line += f" · {report.missing} without s"
+        if self._steps:
+            line += f" · scale {lo:g}..{hi:g}"
+        text.append(line, style="dim")
+        self.update(text, layout=False)

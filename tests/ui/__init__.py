@@ -1,0 +1,1 @@
+"""UI tests (a package, so their module names do not clash with tests/engine and tests/store)."""

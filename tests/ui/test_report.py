@@ -1,0 +1,115 @@
+"""Report screen: the engine's numbers for the chosen runs, the curves, adding and removing runs."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, SelectionList
+
+from s3gym_tui.app import S3GymApp
+from s3gym_tui.engine.report import run_report, summary_vs_history
+from s3gym_tui.screens.analysis_common import fmt, fmt_signed
+from s3gym_tui.screens.report import ReportScreen
+from s3gym_tui.store import Store
+from s3gym_tui.widgets.checkpoint_plot import CurvePlot
+
+
+def rows(screen, table_id) -> dict[str, list[str]]:
+    table = screen.query_one(table_id, DataTable)
+    out = {}
+    for i in range(table.row_count):
+        key = table.coordinate_to_cell_key((i, 0)).row_key.value
+        out[key] = [str(c) for c in table.get_row_at(i)]
+    return out
+
+
+async def open_report(app, pilot, run_ids) -> ReportScreen:
+    app.open_report(run_ids)
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    screen = app.screen
+    assert isinstance(screen, ReportScreen)
+    return screen
+
+
+async def test_report_shows_the_engine_values_for_the_demo_runs(demo_db, settings):
+    path, ids = demo_db
+    run_ids = [ids["trust-history"], ids["trust-summary"], ids["snake-summary"]]
+    with Store(path) as store:
+        reports = {r: run_report(store, store.get_run(r)) for r in run_ids}
+        deltas = summary_vs_history(list(reports.values()))
+    assert [d.game for d in deltas] == ["trust", "overall"]
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_report(app, pilot, run_ids)
+        curve_rows = rows(screen, "#report-curve-table")
+        assert list(curve_rows) == run_ids
+        for run_id, report in reports.items():
+            c = report.curve
+            assert curve_rows[run_id][5:10] == [fmt(c.avg), fmt(c.max), fmt(c.auc_plus), fmt(c.naba), fmt(c.y0)]
+            assert curve_rows[run_id][1:4] == [report.run.config.game, report.run.config.pathway,
+                                               report.run.config.model]
+        delta_rows = rows(screen, "#report-delta-table")
+        for d in deltas:
+            assert delta_rows[d.game][1:7] == [str(d.n), str(d.wins), str(d.losses), str(d.ties),
+                                               fmt_signed(d.mean_delta), str(d.skipped)]
+        judging = rows(screen, "#report-judging-table")
+        for run_id, report in reports.items():
+            for phase, j in (("explore", report.judging), ("eval", report.judging_eval)):
+                assert judging[f"{run_id}:{phase}"][2:] == [str(j.n), str(j.missing), fmt(j.agreement),
+                                                             fmt(j.nmae), fmt(j.over), fmt(j.under)]
+            assert j.n > 0
+        coupling = rows(screen, "#report-coupling-table")
+        for run_id, report in reports.items():
+            cp = report.coupling
+            assert coupling[run_id][1:] == [str(len(cp.blocks)), str(cp.n_used), fmt(cp.corr_agreement),
+                                            fmt(cp.corr_neg_nmae)]
+        curves = screen.query_one(CurvePlot).curves
+        assert [c.points for c in curves] == [reports[r].points for r in run_ids]
+
+
+async def test_runs_can_be_added_and_removed(demo_db, settings):
+    path, ids = demo_db
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_report(app, pilot, [ids["trust-summary"]])
+        assert list(rows(screen, "#report-curve-table")) == [ids["trust-summary"]]
+        assert "no Summary/History pair" in rows(screen, "#report-delta-table")["none"][0]
+        assert not screen.query_one("#report-runs").display or screen.has_class("-hide-runs")
+        await pilot.press("a")  # show the run list
+        await pilot.pause()
+        selection = screen.query_one("#report-runs", SelectionList)
+        assert selection.has_focus and not screen.has_class("-hide-runs")
+        assert set(selection.selected) == {ids["trust-summary"]}
+        selection.select(ids["trust-history"])
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert list(rows(screen, "#report-curve-table")) == [ids["trust-summary"], ids["trust-history"]]
+        assert "trust" in rows(screen, "#report-delta-table")
+        assert len(screen.query_one(CurvePlot).curves) == 2
+        selection.deselect(ids["trust-summary"])
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert list(rows(screen, "#report-curve-table")) == [ids["trust-history"]]
+        # keyboard: space toggles the highlighted run in the list
+        selection.highlighted = [selection.get_option_at_index(i).value
+                                 for i in range(selection.option_count)].index(ids["snake-summary"])
+        await pilot.press("space")
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert ids["snake-summary"] in rows(screen, "#report-curve-table")
+
+
+async def test_report_without_runs_says_what_to_do(demo_db, settings):
+    path, _ = demo_db
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_report(app, pilot, [])
+        assert not screen.has_class("-hide-runs")
+        assert "press a" in str(screen.query_one("#report-status").content)
+        assert screen.query_one("#report-curve-table", DataTable).row_count == 0
+        unknown = await open_report(app, pilot, ["no-such-run"])
+        assert unknown.run_ids == []
+        assert any("no-such-run" in n.message for n in app._notifications)

@@ -1,0 +1,114 @@
+"""Training screen: a run's datasets (kept / corrected / dropped rows with self-score and verifier
+reward, the selection's precision) and a stored training run's checkpoint curve with negative transfer."""
+
+from __future__ import annotations
+
+from textual.widgets import DataTable, Static
+
+from s3gym_tui.app import S3GymApp
+from s3gym_tui.models import Checkpoint, Episode
+from s3gym_tui.screens.analysis_common import fmt, fmt_score
+from s3gym_tui.screens.training import TrainingScreen
+from s3gym_tui.store import Store
+from s3gym_tui.training.dataset import build_dataset
+from s3gym_tui.training.evaluate import create_training_run
+from s3gym_tui.training.runs import TrainingInfo
+from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+
+MEANS = {0: 10.0, 1: 4.0, 2: 12.0}  # epoch 1 falls below the base: negative transfer
+
+
+def stored_training(store, source_id: str, dataset_id: str):
+    """A training run with its checkpoints written directly (no model needed for the UI)."""
+    source = store.get_run(source_id)
+    info = TrainingInfo(source_run=source_id, dataset_id=dataset_id, base="tiny",
+                        checkpoints={x: f"trained/t-ui/{x}" for x in MEANS}, epochs=2, examples=5)
+    run = create_training_run(store, source, info, eval_episodes=1, run_id="trust-trained-ui")
+    for x, mean in MEANS.items():
+        episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game="trust", mode="eval", phase="eval",
+                          seed=run.config.eval_seed(0), index=0, checkpoint=x, model=info.checkpoints[x],
+                          pathway="trained")
+        store.add_episode(episode)
+        store.finish_episode(episode.id, mean)
+        store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
+    store.set_run_status(run.id, "finished")
+    return run
+
+
+def table_rows(screen, selector) -> dict[str, list[str]]:
+    table = screen.query_one(selector, DataTable)
+    return {table.coordinate_to_cell_key((i, 0)).row_key.value: [str(c) for c in table.get_row_at(i)]
+            for i in range(table.row_count)}
+
+
+async def open_training(app, pilot, run_id) -> TrainingScreen:
+    app.open_training(run_id)
+    await pilot.pause()
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+    assert isinstance(app.screen, TrainingScreen)
+    return app.screen
+
+
+async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, settings):
+    path, ids = demo_db
+    run_id = ids["trust-history"]
+    with Store(path) as store:
+        corrected = await build_dataset(store, run_id, threshold=1.5, correction="reference")
+        plain = await build_dataset(store, run_id, threshold=1.5)
+        training = stored_training(store, run_id, corrected.dataset.id)
+        rows = store.dataset_rows(corrected.dataset.id)
+        steps = {(e.id, s.index): s for e in store.episodes(run_id, phase="explore") for s in store.steps(e.id)}
+    counts = corrected.dataset.counts
+    assert counts["kept"] > 0 and counts["corrected"] > 0 and counts["dropped"] == 0
+    assert plain.dataset.counts["dropped"] == counts["corrected"]
+
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_training(app, pilot, run_id)
+        shown = table_rows(screen, "#training-rows")
+        assert list(shown) == [f"{r.episode_id}#{r.step_index}" for r in rows]
+        for row in rows:
+            step = steps[(row.episode_id, row.step_index)]
+            cells = shown[f"{row.episode_id}#{row.step_index}"]
+            assert cells[1:4] == [str(row.step_index), row.kind, step.action]
+            assert cells[5:7] == [fmt_score(step.self_score), fmt_score(step.reward)]
+            assert (cells[4] != "") == (row.kind == "corrected")
+        info = str(screen.query_one("#training-dataset", Static).render())
+        q = corrected.quality
+        assert f"precision {fmt(q.precision)} ({q.kept_positive}/{q.kept}" in info
+        assert f"recall {fmt(q.recall)}" in info and "correction reference" in info
+
+        checkpoints = table_rows(screen, "#training-checkpoints")
+        assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
+        assert checkpoints[f"{training.id}:1"][2:] == ["4", "-6", "negative"]
+        assert checkpoints[f"{training.id}:2"][4] == ""
+        assert screen.query_one(CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
+        flags = str(screen.query_one("#training-flags", Static).render())
+        assert "negative transfer at epoch 1" in flags and "Avg 8.667" in flags
+
+        await pilot.press("d")
+        await pilot.pause()
+        kinds = {cells[2] for cells in table_rows(screen, "#training-rows").values()}
+        assert kinds == {"kept", "dropped"}
+        assert "Dataset 2/2" in str(screen.query_one("#training-dataset").border_title)
+
+
+async def test_opened_on_a_training_run_or_a_run_without_data(demo_db, settings):
+    path, ids = demo_db
+    with Store(path) as store:
+        build = await build_dataset(store, ids["trust-summary"])
+        training = stored_training(store, ids["trust-summary"], build.dataset.id)
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await open_training(app, pilot, training.id)
+        status = str(screen.query_one("#training-status", Static).render())
+        assert ids["trust-summary"] in status and f"opened from training run {training.id}" in status
+        assert screen.query_one("#training-rows", DataTable).row_count == build.quality.steps
+        await pilot.press("escape")
+        screen = await open_training(app, pilot, ids["snake-summary"])
+        assert "No dataset for this run yet" in str(screen.query_one("#training-dataset", Static).render())
+        assert screen.query_one("#training-checkpoints", DataTable).row_count == 0
+        await pilot.press("escape")
+        screen = await open_training(app, pilot, "no-such-run")
+        assert "no-such-run" in str(screen.query_one("#training-status", Static).render())
