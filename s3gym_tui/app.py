@@ -48,6 +48,14 @@ class S3GymApp(App):
         self.theme = "textual-light" if self.settings.theme == "light" else "textual-dark"
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
+        from s3gym_tui.store import StoreError
+
+        try:
+            self.store  # open (and check) the database before any screen reads it
+        except StoreError as exc:
+            self.notify(f"{exc}. Quit with ctrl+q and choose another --db.", title="Database",
+                        severity="error", timeout=3600)
+            return
         from s3gym_tui.screens.home import HomeScreen
 
         self.push_screen(HomeScreen())

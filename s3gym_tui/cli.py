@@ -10,6 +10,7 @@ from typing import List, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -27,9 +28,11 @@ class UserError(Exception):
 
 
 def _store(db: Optional[Path]):
+    """The store at --db, else the config file's `db` (or $S3GYM_DB), else the default path."""
+    from s3gym_tui.config import load_settings
     from s3gym_tui.store import Store, default_db_path
 
-    return Store(db or default_db_path())
+    return Store(db or load_settings().db or default_db_path())
 
 
 def _fmt(value: Optional[float], digits: int = 3) -> str:
@@ -63,7 +66,8 @@ def run(
                        api_base=api_base, oracle_feedback=oracle_feedback)
     store = _store(db)
     new_run = store.create_run(config)
-    console.print(f"run [bold]{new_run.id}[/] · {config.game} · {config.model} · pathway {config.pathway}")
+    console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
+                  f"pathway {config.pathway}")
     _follow(store, new_run)
 
 
@@ -71,7 +75,10 @@ def run(
 def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run where it stopped."""
     store = _store(db)
-    _follow(store, store.get_run(run_id))
+    target = store.get_run(run_id)
+    if target.config.pathway == "trained":
+        raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
+    _follow(store, target)
 
 
 def _follow(store, run) -> None:
@@ -91,7 +98,7 @@ def _follow(store, run) -> None:
     def on_event(event) -> None:
         if isinstance(event, StepDone) and event.episode.phase == "explore":
             progress.update(step_task, completed=event.step.index + 1,
-                            info=f"last: {event.step.action[:30]!s} self {event.step.self_score}")
+                            info=escape(f"last: {event.step.action[:30]!s} self {event.step.self_score}"))
         elif isinstance(event, EpisodeDone) and event.episode.phase == "explore":
             progress.advance(explore_task)
             progress.update(explore_task, info=f"last score {_fmt(event.episode.score, 2)}")
@@ -116,7 +123,8 @@ def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--li
     for col in ("id", "game", "model", "pathway", "status", "created"):
         table.add_column(col)
     for r in store.list_runs(limit=limit):
-        table.add_row(r.id, r.config.game, r.config.model, r.config.pathway, r.status, r.created_at[:19])
+        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway, r.status,
+                      r.created_at[:19])
     console.print(table)
 
 
@@ -132,14 +140,14 @@ def _print_reports(store, runs) -> None:
         judging.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     for rep in reports:
         c, j = rep.curve, rep.judging
-        curve.add_row(rep.run.id, rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg), _fmt(c.max),
+        curve.add_row(escape(rep.run.id), rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg), _fmt(c.max),
                       _fmt(c.auc_plus), _fmt(c.naba), _fmt(c.final))
-        judging.add_row(rep.run.id, str(j.n), str(j.missing), _fmt(j.agreement), _fmt(j.nmae), _fmt(j.over),
+        judging.add_row(escape(rep.run.id), str(j.n), str(j.missing), _fmt(j.agreement), _fmt(j.nmae), _fmt(j.over),
                         _fmt(j.under), _fmt(rep.coupling.corr_agreement))
     console.print(curve)
     console.print(judging)
     for rep in reports:
-        console.print(f"{rep.run.id} ({rep.run.config.game}): " +
+        console.print(f"{escape(rep.run.id)} ({rep.run.config.game}): " +
                       "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points), soft_wrap=True)
     rows = summary_vs_history(reports)
     if rows:
@@ -174,7 +182,7 @@ def audit(db: Optional[Path] = DbOption) -> None:
                       "no seed crosses phases")
         return
     for problem in result.problems:
-        console.print(f"[red]leak[/] {problem}")
+        console.print(f"[red]leak[/] {escape(str(problem))}")
     raise typer.Exit(1)
 
 
@@ -185,14 +193,61 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
     from s3gym_tui.engine.export import export_run
 
     store = _store(db)
+    run = store.get_run(run_id)  # before opening --out: an unknown run must not truncate the file
     handle = open(out, "w", encoding="utf-8") if out else sys.stdout
     try:
-        count = export_run(store, store.get_run(run_id), handle)
+        count = export_run(store, run, handle)
     finally:
         if out:
             handle.close()
     if out:
-        console.print(f"wrote {count} lines to {out}")
+        console.print(f"wrote {count} lines to {escape(str(out))}")
+
+
+@cli.command()
+def train(
+    run_id: str = typer.Argument(..., help="The run whose exploration steps become the training data."),
+    threshold: float = typer.Option(0.0, "--threshold", help="Keep steps whose self-score is above this."),
+    epochs: int = typer.Option(2, "--epochs", min=1, help="Training epochs (one checkpoint each)."),
+    base: str = typer.Option("default", "--base", help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
+    correction: str = typer.Option("none", "--correction", help="none | reference | a litellm model string."),
+    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="Stop after N examples."),
+    eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=0,
+                                                help="Evaluation episodes per checkpoint (default: the run's)."),
+    backend: str = typer.Option("local", "--backend", help="local (LoRA with TRL) | remote (provider's API)."),
+    remote_model: Optional[str] = typer.Option(None, "--remote-model", help="e.g. openai/gpt-4o-mini-2024-07-18"),
+    max_steps: int = typer.Option(-1, "--max-steps", help="Cap on optimizer steps (overrides --epochs)."),
+    batch_size: int = typer.Option(2, "--batch-size", min=1),
+    grad_accum: int = typer.Option(2, "--grad-accum", min=1),
+    learning_rate: float = typer.Option(5e-4, "--lr"),
+    gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing",
+                                                help="Less RAM, ~40% slower on CPU."),
+    step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where adapters and JSONL go (default: "
+                                       "$S3GYM_TRAINING_DIR or the user data dir, where any process finds "
+                                       "trained/<id>/<epoch>)."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Fine-tune on a run's self-judged exploration steps and evaluate every epoch (Training pathway)."""
+    from s3gym_tui.training import MissingExtra, require_extra
+
+    try:
+        if backend == "local":
+            require_extra()  # before anything is written: one line saying how to install it
+        from s3gym_tui.training.backend import TrainConfig
+        from s3gym_tui.training.console import run_training
+        from s3gym_tui.training.pipeline import TrainingError, TrainOptions
+    except MissingExtra as exc:
+        raise UserError(str(exc)) from None
+    options = TrainOptions(
+        threshold=threshold, correction=correction, max_examples=max_examples, backend=backend, base=base,
+        remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out,
+        train=TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
+                          learning_rate=learning_rate, gradient_checkpointing=gradient_checkpointing))
+    try:
+        run_training(console, _store(db), run_id, options)
+    except (MissingExtra, TrainingError) as exc:
+        raise UserError(str(exc)) from None
 
 
 @cli.command()
@@ -211,7 +266,7 @@ def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "-
         move = policy.act(g.view())
         result = g.step(move.action)
         console.rule(f"step {g.steps}: {move.action}  (self-score {move.expected_reward:g}, reward {result.reward:g})")
-        console.print(result.feedback)
+        console.print(escape(result.feedback))
         console.print(g.render())
         if delay:
             time.sleep(delay)
@@ -247,11 +302,16 @@ def list_games() -> None:
 
 
 @cli.command()
-def tui(db: Optional[Path] = DbOption, model: str = typer.Option("local/smollm2-135m", "--model")) -> None:
+def tui(db: Optional[Path] = DbOption,
+        model: Optional[str] = typer.Option(None, "--model", help="Default model (else the config file's, "
+                                            "else local/smollm2-135m).")) -> None:
     """Open the terminal app (the default when s3gym is run with no command)."""
     from s3gym_tui.app import S3GymApp
+    from s3gym_tui.store import Store
 
-    S3GymApp(db_path=db, default_model=model).run()
+    app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
+    Store(app.db_path).close()  # a corrupt, newer or unreadable database: one line, before the screen opens
+    app.run()
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -259,6 +319,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from pydantic import ValidationError
 
     from games import GameError
+    from s3gym_tui.config import ConfigError
     from s3gym_tui.engine.llm import ModelUnavailable
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -270,14 +331,15 @@ def main(argv: Optional[list[str]] = None) -> int:
         StoreError = RuntimeError  # type: ignore[misc,assignment]
     try:
         cli(args=args, standalone_mode=False)
-    except (UserError, GameError, StoreError, ModelUnavailable) as exc:
-        err.print(f"[red]error:[/] {exc}", soft_wrap=True, markup=True, highlight=False)
+    except (UserError, GameError, StoreError, ModelUnavailable, ConfigError) as exc:
+        message = " ".join(str(exc).split())  # one line, whatever the message holds
+        err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, markup=True, highlight=False)
         return 2
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
         message = str(first.get("msg", "")).removeprefix("Value error, ")
-        err.print(f"[red]error:[/] {where}: {message}", soft_wrap=True, highlight=False)
+        err.print(f"[red]error:[/] {escape(where)}: {escape(message)}", soft_wrap=True, highlight=False)
         return 2
     except KeyboardInterrupt:
         err.print("interrupted: stored data is intact; `s3gym resume RUN` continues a run")
@@ -286,7 +348,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return int(exc.exit_code or 0)
     except Exception as exc:  # usage errors of typer's (vendored) click, and aborts
         if hasattr(exc, "format_message"):
-            err.print(f"[red]error:[/] {exc.format_message()}", soft_wrap=True, highlight=False)
+            err.print(f"[red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
             return int(getattr(exc, "exit_code", 2) or 2)
         if type(exc).__name__ == "Abort":
             return 130

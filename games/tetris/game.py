@@ -290,7 +290,7 @@ class TetrisGame(Game[TetrisConfig]):
 
     def rules(self) -> str:
         return (
-            f"Tetris on a board {self.width} columns wide and {self.height} rows high (* filled, . "
+            f"Tetris on a board {self.config.width} columns wide and {self.config.height} rows high (* filled, . "
             "empty). Each turn you place the current tetromino (I, O, T, S, Z, J or L): choose a "
             "rotation (0, 90, 180 or 270 degrees clockwise, all four are drawn for you) and the "
             "board column, counted from 1 on the left, of the rotated piece's leftmost cell. The "

@@ -20,8 +20,8 @@ def export_run(store, run: Run, out: TextIO) -> int:
     emit("run", run.model_dump(mode="json"))
     for episode in sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
         emit("episode", episode.model_dump(mode="json"))
-        for step in store.steps(episode.id):
-            emit("step", step.model_dump(mode="json"))
+        for step in store.steps(episode.id):  # prompts as sent: shared parts expanded
+            emit("step", {**step.model_dump(mode="json"), "prompt": store.expand_prompt(step.prompt)})
     for summary in store.summaries(run.id):
         emit("summary", summary.model_dump(mode="json"))
     for checkpoint in store.checkpoints(run.id):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
@@ -71,8 +72,36 @@ def _retry_after(exc: BaseException) -> Optional[float]:
         return None
 
 
+# Environment variables whose values are secrets (API keys, tokens, passwords) ...
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|API_?KEY|^AWS_", re.IGNORECASE)
+# ... and the shapes of keys and auth headers that providers echo in error messages (often partly
+# masked, e.g. "Incorrect API key provided: sk-abc*****wxyz").
+_SECRET_SHAPES = (
+    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-*]{10,}"),
+    re.compile(r"\b(?:gh[pousr]|hf|xox[abpr])_[A-Za-z0-9_\-*]{8,}"),
+    re.compile(r"(?i)\b((?:bearer|basic)\s+)[A-Za-z0-9._\-~+/=*]{8,}"),
+    re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret)[\"']?\s*[:=]\s*[\"']?)"
+               r"[^\s\"',;}]{6,}"),
+)
+REDACTED = "[redacted]"
+
+
+def redact(text: str) -> str:
+    """`text` with secrets removed: the values of secret-looking environment variables (API keys)
+    and anything shaped like a key or an auth header. Applied to every model error message, so
+    a provider that echoes a key cannot carry it into the store, the logs or the UI."""
+    for name, value in os.environ.items():
+        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+            text = text.replace(value, REDACTED)
+    for shape in _SECRET_SHAPES:
+        text = shape.sub(lambda m: (m.group(1) + REDACTED) if m.re.groups else REDACTED, text)
+    return text
+
+
 def one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    """The error as one line of at most 300 characters, secrets redacted."""
+    text = redact(" ".join(str(exc).split()))
     return text[:300] if text else type(exc).__name__
 
 
@@ -94,6 +123,8 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
     transient = _transient_types(litellm)
     faults: list[str] = []
     for attempt in range(settings.max_retries + 1):
+        if "extra_body" in kwargs:  # built-in models learn the attempt (the fault schedule uses it)
+            kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
         started = time.perf_counter()
         try:
             response = await asyncio.wait_for(litellm.acompletion(**kwargs), settings.timeout_s + 5)
@@ -119,7 +150,10 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     except (AttributeError, IndexError, KeyError):
         content = None
     reply = content if isinstance(content, str) else ""
-    reply = reply.encode("utf-8", errors="replace").decode("utf-8", errors="replace")
+    clean = reply.encode("utf-8", errors="replace").decode("utf-8", errors="replace")
+    if clean != reply:  # lone surrogates: not storable, replaced by '?', and noted on the step
+        faults = faults + ("invalid UTF-8 in the reply (replaced)",)
+    reply = clean
     usage = getattr(response, "usage", None)
     tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
     tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)

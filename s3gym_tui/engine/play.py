@@ -60,7 +60,7 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
     if source is None:
         raise PlayError(f"no episode {source_episode_id!r} to fork from")
     steps = store.steps(source.id)
-    if not 0 <= at_step <= len(steps):
+    if isinstance(at_step, bool) or not isinstance(at_step, int) or not 0 <= at_step <= len(steps):
         raise PlayError(f"episode {source.id} has {len(steps)} steps; cannot fork after step {at_step}")
     pathway = pathway or source.pathway
     experience = borrowed_experience(store, source_run, pathway, settings.model)
@@ -72,6 +72,5 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
         history_cut=experience.history.dropped if experience.history else 0,
         fork_of=source.id, fork_step=at_step,
     )
-    store.add_episode(episode)
-    store.add_steps([s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
+    store.add_episode(episode, [s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
     return EpisodeSession(store, store.find_episode(episode.id), settings, experience, on_event)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Optional
 
@@ -12,7 +13,7 @@ from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete
 from s3gym_tui.engine.parsing import ParsedReply, parse_reply
 from s3gym_tui.engine.prompts import build_messages, messages_json
-from s3gym_tui.store.store import TEXT_REF_PREFIX
+from s3gym_tui.store.store import TEXT_REF_PREFIX, escape_refs
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
 NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
@@ -29,6 +30,11 @@ class Proposal:
     @property
     def action(self) -> str:
         return self.parsed.action if self.parsed.action is not None else NO_ANSWER
+
+
+def _storable(text: str) -> str:
+    """The text with anything UTF-8 cannot encode (lone surrogates) replaced by '?'."""
+    return str(text).encode("utf-8", errors="replace").decode("utf-8")
 
 
 class EpisodeSession:
@@ -51,9 +57,15 @@ class EpisodeSession:
             on_event(EpisodeStarted(existing))
         self.episode = existing
         self.steps: list[Step] = list(store.steps(existing.id))
-        self.feedback = ""
         self._hint_key: Optional[str] = None
-        for step in self.steps:  # rebuild the exact state after the stored steps
+        self._replay(reset=False)
+
+    def _replay(self, reset: bool = True) -> None:
+        """Rebuild the exact game state after the stored steps."""
+        if reset:
+            self.game.reset(self.episode.seed)
+        self.feedback = ""
+        for step in self.steps:
             result = self.game.step(step.action)
             self.feedback = result.feedback
 
@@ -95,6 +107,7 @@ class EpisodeSession:
             score = proposal.parsed.self_score
         else:
             score = self_score if self_score is not None else (proposal.parsed.self_score if proposal else None)
+        action = _storable(action)  # the game sees exactly the action that is stored
         result = self.game.step(action)
         call = proposal.call if proposal else None
         faults = list(call.faults) if call else []
@@ -113,7 +126,11 @@ class EpisodeSession:
             tokens_in=call.tokens_in if call else 0, tokens_out=call.tokens_out if call else 0,
             latency_ms=call.latency_ms if call else 0.0, cost=call.cost if call else None,
         )
-        self.store.add_step(step)
+        try:
+            self.store.add_step(step)
+        except BaseException:
+            self._replay()  # not stored, so not taken: the game returns to the stored state
+            raise
         self.steps.append(step)
         self.feedback = result.feedback
         self.episode = self.episode.model_copy(update={"n_steps": len(self.steps)})
@@ -125,14 +142,18 @@ class EpisodeSession:
     def _stored_prompt(self, messages: list) -> str:
         """The prompt as sent, with the episode's Hint Messages block stored once and referenced
         (`[[text:<key>]]`, expanded by Store.step_prompt); replaced before JSON encoding, so the
-        per-step cost does not grow with the history."""
+        per-step cost does not grow with the history. A literal `[[text:` in the prompt (typed in
+        an action or a summary) is escaped so that it reads back as text (store.escape_refs); a
+        random stand-in marks the hint meanwhile."""
         hint = self.experience.hint_text()
         if not hint or len(hint) < 512:
-            return messages_json(messages)
+            return escape_refs(messages_json(messages))
         if self._hint_key is None:
             self._hint_key = self.store.put_text(hint)
-        marker = f"{TEXT_REF_PREFIX}{self._hint_key}]]"
-        return messages_json([{**m, "content": m["content"].replace(hint, marker)} for m in messages])
+        stand_in = uuid.uuid4().hex
+        text = escape_refs(messages_json([{**m, "content": m["content"].replace(hint, stand_in)}
+                                          for m in messages]))
+        return text.replace(stand_in, f"{TEXT_REF_PREFIX}{self._hint_key}]]")
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()

@@ -7,6 +7,7 @@ The engine passes per-request facts to built-in models as `extra_body={"s3gym": 
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import games
@@ -15,7 +16,9 @@ import games
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_MODEL = "local/smollm2-135m"
-PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault")
+PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault", "trained")
+# `trained/<training_id>/<epoch>`: a fine-tuned checkpoint (s3gym_tui.training.serve; needs the train extra)
+TRAINED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*/\d+$")
 LOCAL_MODELS = {"smollm2-135m": "SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp), embedded; the default"}
 LOCAL_CONTEXT_WINDOW = 8192  # must match local.N_CTX (kept here so this module needs no llama.cpp import)
 
@@ -37,10 +40,13 @@ def split_model(model: str) -> tuple[str, str]:
 
 
 def is_builtin(model: str) -> bool:
-    """True for `local/<known>`, `scripted/<game>` and `fault/<game>` (game aliases accepted)."""
+    """True for `local/<known>`, `scripted/<game>`, `fault/<game>` (game aliases accepted) and
+    `trained/<training_id>/<epoch>`."""
     provider, name = split_model(model)
     if provider == "local":
         return name in LOCAL_MODELS
+    if provider == "trained":
+        return TRAINED_NAME.match(name) is not None
     if provider in ("scripted", "fault"):
         try:
             games.canonical(name)
@@ -62,6 +68,12 @@ def register() -> None:
     if _scripted is None:
         _scripted, _fault = ScriptedLLM(), FaultLLM()
     ours = {"local": local_handler, "scripted": _scripted, "fault": _fault}
+    try:  # the trained-model provider needs only litellm to register (torch is loaded on first use)
+        from s3gym_tui.training.serve import HANDLER as trained_handler
+
+        ours["trained"] = trained_handler
+    except ImportError:  # pragma: no cover - a trimmed install without the training package
+        pass
     current = list(litellm.custom_provider_map or [])
     if not all(sum(1 for e in current if e.get("provider") == p and e.get("custom_handler") is h) == 1
                for p, h in ours.items()):

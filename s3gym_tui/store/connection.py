@@ -265,6 +265,9 @@ class Connection:
                 pass
             if isinstance(err, sqlite3.Error):
                 raise self._wrap(err, what) from err
+            if isinstance(err, UnicodeEncodeError):  # a lone surrogate cannot be stored as UTF-8
+                raise StoreError(f"cannot {what}: the text is not valid Unicode "
+                                 f"({err.reason} at position {err.start}); nothing was stored") from err
             raise
 
     @contextmanager

@@ -17,6 +17,7 @@ SUMMARY_STATUSES: tuple[str, ...] = get_args(Summary.model_fields["status"].anno
 _SUMMARY_COLS = tuple(Summary.model_fields)
 _INSERT_SUMMARY = _insert_sql("summaries", _SUMMARY_COLS)
 _SELECT_SUMMARY = f"SELECT {', '.join(_q(c) for c in _SUMMARY_COLS)} FROM summaries"
+MAX_EDIT_SECTION_CHARS = 20_000  # a human edit's section (the summary goes into every prompt)
 
 
 class DerivedStore(Connection):
@@ -115,6 +116,15 @@ class DerivedStore(Connection):
         Same sources as the parent; if the parent was pinned, the pin moves to the edit."""
         if not author.strip():
             raise StoreError("an edit needs an author (e.g. 'human:alice')")
+        sections = {"retain": retain, "avoid": avoid, "next": next}
+        if not any(str(text).strip() for text in sections.values()):
+            raise StoreError(f"an empty edit of summary {summary_id!r} was not saved: write at "
+                             f"least one section (to stop using a version, veto it)")
+        for name, text in sections.items():
+            if len(text) > MAX_EDIT_SECTION_CHARS:
+                raise StoreError(f"the '{name}' section of an edit of summary {summary_id!r} is "
+                                 f"{len(text):,} characters; the limit is "
+                                 f"{MAX_EDIT_SECTION_CHARS:,} (nothing was saved)")
         with self._tx(f"edit summary {summary_id!r}"):
             parent = self.get_summary(summary_id)
             new = self.add_summary(parent.run_id, retain, avoid, next,

@@ -29,9 +29,23 @@ def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
 
 
+# A literal "[[text:" typed into a prompt (an action, an observation, a human-edited summary) must
+# not read back as a reference: stored prompts carry it with the colon JSON-escaped (`\u003a`),
+# which json.loads reads as the same text and TEXT_REF does not match. json.dumps never writes
+# `\u003a` itself, so expand_prompt can undo exactly these escapes.
+TEXT_REF_ESCAPED = "[[text\\u003a"
+
+
+def escape_refs(prompt_json: str) -> str:
+    """Make every literal `[[text:` in a prompt (messages JSON) inert (same JSON value)."""
+    return prompt_json.replace(TEXT_REF_PREFIX, TEXT_REF_ESCAPED)
+
+
 def compact_prompt(prompt_json: str, key: str, text: str) -> str:
-    """Replace the JSON-escaped `text` inside a prompt (messages JSON) by a `[[text:key]]` reference."""
-    escaped = json.dumps(text, ensure_ascii=False)[1:-1]
+    """Replace the JSON-escaped `text` inside a prompt (messages JSON) by a `[[text:key]]` reference
+    (literal `[[text:` elsewhere in the prompt is escaped first, see escape_refs)."""
+    prompt_json = escape_refs(prompt_json)
+    escaped = escape_refs(json.dumps(text, ensure_ascii=False)[1:-1])
     return prompt_json.replace(escaped, f"{TEXT_REF_PREFIX}{key}]]") if escaped else prompt_json
 
 RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
@@ -113,8 +127,9 @@ class Store(DerivedStore):
         data["history_episode_ids"] = json.loads(data["history_episode_ids"] or "[]")
         return self._model(Episode, data, f"episode {row['id']!r}")
 
-    def add_episode(self, episode: Episode) -> Episode:
-        """Insert a new episode, enforcing the seed/phase split and the history guard."""
+    def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
+        """Insert a new episode, enforcing the seed/phase split and the history guard.
+        `steps` (a fork's replayed prefix) are stored in the same transaction: all or nothing."""
         ep = episode
         what = f"episode {ep.id!r}"
         seed_phase = phase_of_seed(ep.seed)
@@ -154,6 +169,10 @@ class Store(DerivedStore):
                     "SELECT 1 FROM summaries WHERE id = ?", (ep.summary_id,)).fetchone():
                 raise StoreError(f"{what}: no summary {ep.summary_id!r}")
             conn.execute(_INSERT_EPISODE, self._episode_values(ep))
+            steps = list(steps)
+            if steps:
+                self.add_steps(steps)  # nested: part of this transaction
+                ep = ep.model_copy(update={"n_steps": ep.n_steps + len(steps)})
         return ep
 
     @staticmethod
@@ -291,14 +310,13 @@ class Store(DerivedStore):
 
     def expand_prompt(self, prompt: str) -> str:
         """Replace `[[text:<key>]]` references in a stored prompt (JSON) by the JSON-escaped part."""
-        if TEXT_REF_PREFIX not in prompt:
-            return prompt
+        if TEXT_REF_PREFIX in prompt:
+            def sub(match: "re.Match[str]") -> str:
+                text = self.get_text(match.group(1))
+                return match.group(0) if text is None else json.dumps(text, ensure_ascii=False)[1:-1]
 
-        def sub(match: "re.Match[str]") -> str:
-            text = self.get_text(match.group(1))
-            return match.group(0) if text is None else json.dumps(text, ensure_ascii=False)[1:-1]
-
-        return TEXT_REF.sub(sub, prompt)
+            prompt = TEXT_REF.sub(sub, prompt)
+        return prompt.replace(TEXT_REF_ESCAPED, TEXT_REF_PREFIX)
 
     def last_step_index(self, episode_id: str) -> Optional[int]:
         """Highest stored step index of the episode, or None if it has no steps."""

@@ -29,23 +29,24 @@ def test_builtin_models_list_every_game_and_the_default_first():
 @pytest.mark.parametrize("model, expected", [
     ("local/smollm2-135m", True), ("scripted/trust", True), ("fault/trust", True),
     ("scripted/plants-vs-zombies", True), ("local/llama-70b", False), ("scripted/go", False),
-    ("openai/gpt-4.1", False), ("trained/run-1", False), ("smollm2-135m", False), ("", False),
+    ("openai/gpt-4.1", False), ("trained/run-1", False), ("trained/run-1/2", True), ("smollm2-135m", False),
+    ("", False),
 ])
 def test_is_builtin(model, expected):
     assert is_builtin(model) is expected
 
 
 def test_register_is_idempotent_and_keeps_other_providers(litellm_mod, monkeypatch):
-    class Trained(CustomLLM):
+    class Elsewhere(CustomLLM):
         pass
 
-    other = {"provider": "trained", "custom_handler": Trained()}
+    other = {"provider": "elsewhere", "custom_handler": Elsewhere()}
     monkeypatch.setattr(litellm_mod, "custom_provider_map", [other] + list(litellm_mod.custom_provider_map))
     providers.register()
     providers.register()
     entries = litellm_mod.custom_provider_map
     assert entries[0] is other
-    assert sorted(e["provider"] for e in entries) == ["fault", "local", "scripted", "trained"]
+    assert sorted(e["provider"] for e in entries) == ["elsewhere", "fault", "local", "scripted", "trained"]
 
 
 def test_register_replaces_a_foreign_handler_for_our_provider_names(litellm_mod, monkeypatch):
@@ -57,7 +58,7 @@ def test_register_replaces_a_foreign_handler_for_our_provider_names(litellm_mod,
     providers.register()
     handlers = {e["provider"]: e["custom_handler"] for e in litellm_mod.custom_provider_map}
     assert type(handlers["scripted"]).__name__ == "ScriptedLLM"
-    assert len(litellm_mod.custom_provider_map) == 3
+    assert len(litellm_mod.custom_provider_map) == len(providers.PROVIDERS) == 4
 
 
 def test_context_windows(litellm_mod):

@@ -1,0 +1,237 @@
+"""SFT datasets from a run's exploration steps: the prompt exactly as the agent saw it -> its reply.
+
+A step whose self-judged score clears the threshold (s > threshold) is kept; the rest are dropped, or
+replaced by a corrected reply when a correction source is set ('reference': the game's reference
+policy in the replayed state; any other string: that litellm model, asked the same prompt). The
+verifier reward never selects anything: it only measures the selection afterwards (precision,
+recall). Evaluation steps never enter: they are filtered out, asserted absent, and refused by the store.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+import games
+from s3gym_tui.models import Episode, Frozen, Step, phase_of_seed
+from s3gym_tui.store import Dataset, DatasetRow, LeakageError, StoreError
+
+REFERENCE = "reference"
+Progress = Callable[[int, int], None]  # (steps considered, steps in total)
+
+
+def parse_correction(value: Optional[str]) -> Optional[str]:
+    """None for no correction ('' / 'none'), 'reference', or a litellm model string."""
+    text = (value or "").strip()
+    if text.lower() in ("", "none", "no", "off"):
+        return None
+    return REFERENCE if text.lower() == REFERENCE else text
+
+
+def is_eval_episode(episode: Episode) -> bool:
+    """Evaluation data by any of its marks: phase, mode or seed range."""
+    return episode.phase == "eval" or episode.mode == "eval" or phase_of_seed(episode.seed) == "eval"
+
+
+class SelectionQuality(Frozen):
+    """How the self-judged selection looks against the verifier (benchmark side only)."""
+
+    steps: int  # steps considered (rows of every kind)
+    kept: int
+    corrected: int
+    dropped: int
+    kept_positive: int  # kept steps with verifier reward > 0
+    positives: int  # considered steps with verifier reward > 0
+    precision: Optional[float]  # kept_positive / kept
+    recall: Optional[float]  # kept_positive / positives
+
+
+@dataclass(frozen=True)
+class DatasetBuild:
+    dataset: Dataset
+    quality: SelectionQuality
+    excluded_eval_steps: int  # evaluation steps of the run that were never considered
+
+
+@dataclass(frozen=True)
+class Exported:
+    prompt_completion: Path  # TRL conversational prompt/completion (loss on the reply only)
+    messages: Path  # OpenAI fine-tuning {"messages": [...]} (also TRL's conversational LM format)
+    count: int
+
+
+# ----- which steps ------------------------------------------------------------------------------
+def exploration_steps(store, run_id: str, episode_ids: Optional[Sequence[str]] = None
+                      ) -> tuple[list[tuple[Episode, list[Step]]], int]:
+    """The run's exploration episodes with their steps (prompts not loaded), and the number of
+    evaluation steps left out. Asking for an evaluation episode by id raises LeakageError."""
+    episodes = store.episodes(run_id)
+    if episode_ids is not None:
+        by_id = {e.id: e for e in episodes}
+        for episode_id in episode_ids:
+            episode = by_id.get(episode_id) or store.find_episode(episode_id)
+            if episode is None or episode.run_id != run_id:
+                raise StoreError(f"episode {episode_id!r} is not an episode of run {run_id!r}")
+            if is_eval_episode(episode):
+                raise LeakageError(f"episode {episode_id!r} is an evaluation episode: evaluation steps "
+                                   f"never become training data")
+        wanted = set(episode_ids)
+        episodes = [e for e in episodes if e.id in wanted]
+    excluded = sum(e.n_steps for e in episodes if is_eval_episode(e))
+    chosen = [e for e in episodes if not is_eval_episode(e)]
+    chosen.sort(key=lambda e: (e.index, e.started_at))
+    return [(e, store.steps(e.id, include_prompt=False)) for e in chosen], excluded
+
+
+def _prompt_messages(store, step: Step) -> Optional[list[dict[str, Any]]]:
+    text = store.step_prompt(step.episode_id, step.index)
+    if not text:
+        return None
+    try:
+        messages = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(messages, list) or not all(isinstance(m, dict) and "role" in m and "content" in m
+                                                 for m in messages):
+        return None
+    return [{"role": str(m["role"]), "content": m["content"]} for m in messages]
+
+
+# ----- corrections -------------------------------------------------------------------------------
+def reference_reply(episode: Episode, actions_before: Sequence[str]) -> Optional[str]:
+    """The reference policy's answer line in the state the agent saw (None if the game is over)."""
+    env = games.game_class(episode.game).replay(episode.mode, episode.seed, list(actions_before))
+    if env.done:
+        return None
+    move = games.reference_policy(episode.game).act(env.view())
+    return f"Answer: {move.action}, Score: {move.expected_reward:g}"
+
+
+async def model_reply(model: str, episode: Episode, actions_before: Sequence[str],
+                      messages: list[dict[str, Any]], max_tokens: int = 2048) -> Optional[str]:
+    """Another model's reply to the same prompt, if it follows the contract with an action the game
+    accepts (validity is what the agent's feedback shows anyway; no reward is looked at)."""
+    from s3gym_tui.engine.llm import CallSettings, complete
+    from s3gym_tui.engine.parsing import parse_reply
+
+    env = games.game_class(episode.game).replay(episode.mode, episode.seed, list(actions_before))
+    if env.done:
+        return None
+    context = {"task": "act", "game": episode.game, "mode": episode.mode, "seed": episode.seed,
+               "actions": list(actions_before), "grammar": env.action_grammar()}
+    result = await complete(CallSettings(model=model, max_tokens=max_tokens, max_retries=2), messages, context)
+    parsed = parse_reply(result.reply)
+    if parsed.action is None or parsed.self_score is None:
+        return None
+    return result.reply if env.step(parsed.action).valid else None
+
+
+# ----- building ----------------------------------------------------------------------------------
+async def build_dataset(store, run_id: str, *, threshold: float = 0.0, correction: Optional[str] = None,
+                        max_examples: Optional[int] = None, episode_ids: Optional[Sequence[str]] = None,
+                        progress: Optional[Progress] = None) -> DatasetBuild:
+    """Select, correct, store (with rule and counts) and measure a dataset from run `run_id`."""
+    run = store.get_run(run_id)
+    correction = parse_correction(correction)
+    pairs, excluded = exploration_steps(store, run_id, episode_ids)
+    assert not any(is_eval_episode(e) for e, _ in pairs), "evaluation episodes must never be considered"
+    total = sum(len(steps) for _, steps in pairs)
+    rows: list[DatasetRow] = []
+    reasons: dict[str, int] = {}
+    examples = seen = 0
+
+    def drop(step: Step, reason: str) -> None:
+        rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="dropped"))
+        reasons[reason] = reasons.get(reason, 0) + 1
+
+    for episode, steps in pairs:
+        if max_examples is not None and examples >= max_examples:
+            break
+        for step in steps:
+            if max_examples is not None and examples >= max_examples:
+                break
+            seen += 1
+            if progress:
+                progress(seen, total)
+            messages = _prompt_messages(store, step)
+            positive = (step.actor == "model" and step.self_score is not None
+                        and step.self_score > threshold and bool(step.reply.strip()))
+            if messages is None:
+                drop(step, "no prompt (a human action typed without a proposal)")
+                continue
+            if positive:
+                rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="kept",
+                                       messages=tuple(messages + [{"role": "assistant", "content": step.reply}])))
+                examples += 1
+                continue
+            if correction is None:
+                drop(step, "self-score at or below the threshold" if step.actor == "model"
+                     else "not the model's own action")
+                continue
+            before = [s.action for s in steps if s.index < step.index]
+            reply = (reference_reply(episode, before) if correction == REFERENCE
+                     else await model_reply(correction, episode, before, messages))
+            if reply is None:
+                drop(step, "no usable correction")
+                continue
+            rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="corrected",
+                                   messages=tuple(messages + [{"role": "assistant", "content": reply}])))
+            examples += 1
+    rule = {"source": "exploration steps", "select": "self_score > threshold", "threshold": threshold,
+            "correction": correction, "max_examples": max_examples, "episodes": len(pairs),
+            "excluded_eval_steps": excluded, "dropped_reasons": reasons,
+            "format": "chat prompt/completion (OpenAI messages export too)"}
+    dataset = store.add_dataset(run.id, rule, rows)
+    return DatasetBuild(dataset, selection_quality(store, dataset.id), excluded)
+
+
+def selection_quality(store, dataset_id: str) -> SelectionQuality:
+    """Precision and recall of the kept (self-judged) rows against the verifier reward r > 0."""
+    rows = store.dataset_rows(dataset_id)
+    rewards: dict[tuple[str, int], float] = {}
+    for episode_id in {r.episode_id for r in rows}:
+        for step in store.steps(episode_id, include_prompt=False):
+            rewards[(episode_id, step.index)] = step.reward
+    positive = {key for key, r in rewards.items() if r > 0}
+    kept = [r for r in rows if r.kind == "kept"]
+    kept_pos = sum(1 for r in kept if (r.episode_id, r.step_index) in positive)
+    positives = sum(1 for r in rows if (r.episode_id, r.step_index) in positive)
+    return SelectionQuality(
+        steps=len(rows), kept=len(kept), corrected=sum(r.kind == "corrected" for r in rows),
+        dropped=sum(r.kind == "dropped" for r in rows), kept_positive=kept_pos, positives=positives,
+        precision=kept_pos / len(kept) if kept else None,
+        recall=kept_pos / positives if positives else None)
+
+
+# ----- export ------------------------------------------------------------------------------------
+def training_examples(store, dataset_id: str) -> list[dict[str, list[dict[str, Any]]]]:
+    """Kept and corrected rows as conversational prompt/completion examples (evaluation rows refused)."""
+    rows = [r for r in store.dataset_rows(dataset_id) if r.kind in ("kept", "corrected")]
+    for episode_id in {r.episode_id for r in rows}:
+        episode = store.get_episode(episode_id)
+        if is_eval_episode(episode):
+            raise LeakageError(f"dataset {dataset_id!r} holds a row from evaluation episode {episode_id!r}")
+    examples = []
+    for row in rows:
+        messages = [dict(m) for m in row.messages]
+        if len(messages) < 2 or messages[-1].get("role") != "assistant":
+            raise StoreError(f"dataset {dataset_id!r}: row {row.episode_id}#{row.step_index} has no reply")
+        examples.append({"prompt": messages[:-1], "completion": messages[-1:]})
+    return examples
+
+
+def export_jsonl(store, dataset_id: str, directory: Path) -> Exported:
+    """Write the dataset twice: `<id>.prompt_completion.jsonl` for TRL (loss on the reply only) and
+    `<id>.messages.jsonl` for OpenAI-style fine-tuning (`{"messages": [...]}`)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    examples = training_examples(store, dataset_id)
+    pc_path = directory / f"{dataset_id}.prompt_completion.jsonl"
+    msg_path = directory / f"{dataset_id}.messages.jsonl"
+    with open(pc_path, "w", encoding="utf-8") as pc, open(msg_path, "w", encoding="utf-8") as msg:
+        for example in examples:
+            pc.write(json.dumps(example, ensure_ascii=False) + "\n")
+            msg.write(json.dumps({"messages": example["prompt"] + example["completion"]}, ensure_ascii=False) + "\n")
+    return Exported(pc_path, msg_path, len(examples))

@@ -1,0 +1,151 @@
+"""Generation for the `trained` provider (needs torch): free replies that stop after the answer line,
+and replies constrained to a regex (the answer contract) by a transformers LogitsProcessor."""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import regex
+import torch
+from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+
+# a complete contract line followed by a line break: nothing after it can change the parse much
+_ANSWER_DONE = re.compile(r"answer\s*:[^\n]*score\s*[:=]\s*[-+]?\d+(?:\.\d+)?[^\n]*\n", re.IGNORECASE)
+
+
+def token_pieces(tokenizer: Any) -> list[str]:
+    """The text of every token id alone ('' for special tokens, which never enter a constrained line)."""
+    size = max(len(tokenizer), getattr(tokenizer, "vocab_size", 0))
+    pieces = tokenizer.batch_decode([[i] for i in range(size)], skip_special_tokens=False,
+                                    clean_up_tokenization_spaces=False)
+    for i in tokenizer.all_special_ids:
+        if 0 <= i < size:
+            pieces[i] = ""
+    return pieces
+
+
+class AnswerLineStop(StoppingCriteria):
+    """Stop a free reply once it holds a complete `Answer: ..., Score: n` line."""
+
+    def __init__(self, tokenizer: Any, prompt_len: int) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_len = prompt_len
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor, **kwargs: Any) -> torch.BoolTensor:
+        done = [bool(_ANSWER_DONE.search(self.tokenizer.decode(row[self.prompt_len:], skip_special_tokens=True)))
+                for row in input_ids]
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
+
+
+def first_char_groups(pieces: list[str]) -> dict[str, torch.Tensor]:
+    """Token ids grouped by the first character of their text (special tokens left out)."""
+    groups: dict[str, list[int]] = {}
+    for token, piece in enumerate(pieces):
+        if piece:
+            groups.setdefault(piece[0], []).append(token)
+    return {c: torch.tensor(ids, dtype=torch.long) for c, ids in groups.items()}
+
+
+class RegexConstraint(LogitsProcessor):
+    """Only tokens that keep the generated text a prefix of a full match survive; EOS only once the
+    text fully matches. The next characters the pattern allows are found first (one partial match per
+    distinct first character of the vocabulary), then only tokens starting with one of them are
+    checked, best-scored first, until KEEP of them are found (sampling is then among those)."""
+
+    KEEP = 8
+
+    def __init__(self, pattern: str, pieces: list[str], groups: dict[str, torch.Tensor], prompt_len: int,
+                 eos_id: int) -> None:
+        self.pattern = regex.compile(pattern)
+        self.pieces = pieces
+        self.groups = groups
+        self.prompt_len = prompt_len
+        self.eos_id = eos_id
+
+    def allowed(self, text: str, row: torch.Tensor) -> list[int]:
+        allowed: list[int] = [self.eos_id] if self.pattern.fullmatch(text) is not None else []
+        starts = [ids for c, ids in self.groups.items() if self.pattern.fullmatch(text + c, partial=True)]
+        if starts:
+            ids = torch.cat(starts)
+            found = 0
+            for token in ids[torch.argsort(row[ids], descending=True)].tolist():
+                if self.pattern.fullmatch(text + self.pieces[token], partial=True):
+                    allowed.append(token)
+                    found += 1
+                    if found >= self.KEEP:
+                        break
+        return allowed or [self.eos_id]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        out = torch.full_like(scores, float("-inf"))
+        for b in range(input_ids.shape[0]):
+            text = "".join(self.pieces[t] for t in input_ids[b, self.prompt_len:].tolist())
+            keep = torch.tensor(self.allowed(text, scores[b]), device=scores.device)
+            out[b, keep] = scores[b, keep]
+        return out
+
+
+class Generator:
+    """Generation with one loaded model entry (see serve.TrainedLLM); greedy unless temperature > 0."""
+
+    def __init__(self, entry: dict[str, Any], temperature: float = 0.0, seed: int = 0) -> None:
+        self.entry = entry
+        self.model = entry["model"]
+        self.tokenizer = entry["tokenizer"]
+        self.temperature = temperature
+        self.seed = seed
+        self._cache: Any = None
+
+    def prompt_ids(self, chat: list[dict]) -> torch.Tensor:
+        ids = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=False)
+        self._cache = None
+        return torch.tensor([list(ids)], dtype=torch.long)
+
+    def _prompt_cache(self, prompt: torch.Tensor) -> Any:
+        """A copy of the KV cache of all but the last prompt token: a repair reuses the free
+        attempt's prefill instead of computing it again."""
+        if self._cache is None:
+            from transformers import DynamicCache
+
+            with torch.inference_mode():
+                self._cache = self.model(input_ids=prompt[:, :-1], cache=DynamicCache(),
+                                         use_cache=True).cache
+        return copy.deepcopy(self._cache)
+
+    def _run(self, prompt: torch.Tensor, max_new: int, **extra: Any) -> tuple[list[int], int]:
+        eos = self.tokenizer.eos_token_id
+        kwargs: dict[str, Any] = {"max_new_tokens": max_new, "pad_token_id": self.tokenizer.pad_token_id or eos,
+                                  "eos_token_id": eos}
+        if self.temperature > 0:
+            torch.manual_seed(self.seed)
+            kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
+        if prompt.shape[1] > 1:
+            kwargs["cache"] = self._prompt_cache(prompt)
+        with torch.inference_mode():
+            out = self.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **kwargs, **extra)
+        new = out[0, prompt.shape[1]:].tolist()
+        count = len(new)
+        while new and new[-1] in (eos, kwargs["pad_token_id"]):
+            new = new[:-1]
+        return new, count
+
+    def free(self, prompt: torch.Tensor, max_new: int, stop_after_answer: bool = False) -> tuple[str, int]:
+        extra = {}
+        if stop_after_answer:
+            extra["stopping_criteria"] = StoppingCriteriaList([AnswerLineStop(self.tokenizer, prompt.shape[1])])
+        ids, count = self._run(prompt, max_new, **extra)
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip(), count
+
+    def constrained(self, prompt: torch.Tensor, pattern: str, max_new: int) -> tuple[str, int]:
+        if self.entry.get("pieces") is None:
+            self.entry["pieces"] = token_pieces(self.tokenizer)
+            self.entry["groups"] = first_char_groups(self.entry["pieces"])
+        pieces = self.entry["pieces"]
+        constraint = RegexConstraint(pattern, pieces, self.entry["groups"], prompt.shape[1],
+                                     self.tokenizer.eos_token_id)
+        ids, count = self._run(prompt, max_new, logits_processor=LogitsProcessorList([constraint]))
+        return "".join(pieces[t] for t in ids), count

