@@ -16,12 +16,12 @@ from tests.engine.helpers import check_run_consistency, run_protocol
 @pytest.mark.parametrize("game", games.names())
 def test_short_local_run_every_reply_parses(tmp_path, game):
     store, run = run_protocol(tmp_path / "l.db", model="local/smollm2-135m", game=game, pathway="history",
-                              explore_episodes=1, eval_every=1, eval_episodes=1, step_cap=3, max_tokens=384,
+                              explore_episodes=1, eval_every=1, eval_episodes=1, step_cap=2, max_tokens=384,
                               decoding_seed=0)
     assert run.status == "finished"
     check_run_consistency(store, run)
     steps = [(e, s) for e in store.episodes(run.id) for s in store.steps(e.id)]
-    assert len(steps) >= 3
+    assert len(steps) >= 6
     for episode, step in steps:
         parsed = parse_reply(step.reply)
         assert parsed.action is not None and parsed.self_score is not None, step.reply
