@@ -13,6 +13,7 @@ from tests.engine.helpers import check_run_consistency, run_protocol
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # prompt processing of the 135M model is slow on a busy 2-core machine
 @pytest.mark.parametrize("game", games.names())
 def test_short_local_run_every_reply_parses(tmp_path, game):
     store, run = run_protocol(tmp_path / "l.db", model="local/smollm2-135m", game=game, pathway="history",
