@@ -65,6 +65,7 @@ class RegexConstraint(LogitsProcessor):
         self.eos_id = eos_id
 
     def allowed(self, text: str, row: torch.Tensor) -> list[int]:
+        row = row.detach().float().cpu()  # the token groups live on the CPU
         allowed: list[int] = [self.eos_id] if self.pattern.fullmatch(text) is not None else []
         starts = [ids for c, ids in self.groups.items() if self.pattern.fullmatch(text + c, partial=True)]
         if starts:
@@ -101,7 +102,7 @@ class Generator:
     def prompt_ids(self, chat: list[dict]) -> torch.Tensor:
         ids = self.tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_dict=False)
         self._cache = None
-        return torch.tensor([list(ids)], dtype=torch.long)
+        return torch.tensor([list(ids)], dtype=torch.long, device=self.model.device)
 
     def _prompt_cache(self, prompt: torch.Tensor) -> Any:
         """A copy of the KV cache of all but the last prompt token: a repair reuses the free

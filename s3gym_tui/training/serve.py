@@ -121,9 +121,13 @@ class TrainedLLM(CustomLLM):
                 raise bad_request(missing_message(missing_modules()), model, PROVIDER) from None
             from s3gym_tui.training.backend import quiet
 
+            gpu = torch.cuda.is_available()  # the same code serves a bigger model on a GPU box
+            dtype = torch.bfloat16 if gpu and torch.cuda.is_bf16_supported() else torch.float32
             with quiet():
                 tokenizer = AutoTokenizer.from_pretrained(served.base_dir)
-                net = AutoModelForCausalLM.from_pretrained(served.base_dir, dtype=torch.float32).eval()
+                net = AutoModelForCausalLM.from_pretrained(served.base_dir, dtype=dtype).eval()
+            if gpu:
+                net = net.to("cuda")
             entry = {"model": net, "tokenizer": tokenizer, "adapters": set(), "pieces": None}
             self._bases[key] = entry
         return entry

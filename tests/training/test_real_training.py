@@ -1,7 +1,7 @@
 """The acceptance test of the Training pathway, for real and offline on CPU: the embedded SmolLM2-135M
 (converted from its GGUF), a LoRA fine-tune on a dataset built from a stored scripted Trust run, the
 loss going down, the adapter served through litellm, and strict evaluation through the ordinary engine
-on the run's evaluation seeds with every reply parsed. Kept small (6 examples, 2 epochs of 3 steps,
+on the run's evaluation seeds with every reply parsed. Kept small (6 examples, 2 epochs of 3 steps of 2,
 short evaluation episodes): a few minutes and ~3-4 GB of RAM on 2 cores."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
                                         eval_every=3, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     options = TrainOptions(max_examples=6, eval_episodes=1, step_cap=3,
-                           train=TrainConfig(epochs=2, batch_size=2, grad_accum=1, learning_rate=5e-4))
+                           train=TrainConfig(epochs=2, batch_size=1, grad_accum=2, learning_rate=5e-4))
     outcome = await train_from_run(store, source.id, options)
     run, report = outcome.run, outcome.report
 
