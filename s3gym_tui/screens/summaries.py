@@ -18,7 +18,7 @@ from s3gym_tui.models import Run, Summary
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.widgets.summary_diff import SummaryDiff
 
-MAX_SECTION_CHARS = 20_000
+from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
 SECTIONS = (("retain", "Strategies to retain"), ("avoid", "Mistakes to avoid"),
             ("next", "Directions for the next episode"))
 
