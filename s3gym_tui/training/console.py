@@ -1,5 +1,5 @@
 """`s3gym train` in the terminal: rich progress bars (dataset, loss per step, epochs, evaluation) and the
-final tables. The command itself (options, errors) lives in s3gym_tui/cli.py."""
+final tables. The command itself (options, errors) lives in s3gym_tui/cli/train.py."""
 
 from __future__ import annotations
 

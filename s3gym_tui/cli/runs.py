@@ -1,42 +1,18 @@
-"""The headless command line: run, resume, runs, report, audit, export, play, models, games."""
+"""Protocol runs from the command line: run, resume, runs, report, audit, export."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-# Piped output is not wrapped at 80 columns: tables stay whole for files and other programs.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
-cli = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
-                  help="s3gym: watch, judge and steer LLM agents on the seven S3Gym games.")
-
-DbOption = typer.Option(None, "--db", help="SQLite file (default: $S3GYM_DB or the user data dir).")
-
-
-class UserError(Exception):
-    """An error to show the user as one line (exit code 2)."""
-
-
-def _store(db: Optional[Path]):
-    """The store at --db, else the config file's `db` (or $S3GYM_DB), else the default path."""
-    from s3gym_tui.config import load_settings
-    from s3gym_tui.store import Store, default_db_path
-
-    return Store(db or load_settings().db or default_db_path())
-
-
-def _fmt(value: Optional[float], digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console
 
 
 @cli.command()
@@ -204,153 +180,3 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
         console.print(f"wrote {count} lines to {escape(str(out))}")
 
 
-@cli.command()
-def train(
-    run_id: str = typer.Argument(..., help="The run whose exploration steps become the training data."),
-    threshold: float = typer.Option(0.0, "--threshold", help="Keep steps whose self-score is above this."),
-    epochs: int = typer.Option(2, "--epochs", min=1, help="Training epochs (one checkpoint each)."),
-    base: str = typer.Option("default", "--base", help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
-    correction: str = typer.Option("none", "--correction", help="none | reference | a litellm model string."),
-    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="Stop after N examples."),
-    eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=0,
-                                                help="Evaluation episodes per checkpoint (default: the run's)."),
-    backend: str = typer.Option("local", "--backend", help="local (LoRA with TRL) | remote (provider's API)."),
-    remote_model: Optional[str] = typer.Option(None, "--remote-model", help="e.g. openai/gpt-4o-mini-2024-07-18"),
-    max_steps: int = typer.Option(-1, "--max-steps", help="Cap on optimizer steps (overrides --epochs)."),
-    batch_size: int = typer.Option(2, "--batch-size", min=1),
-    grad_accum: int = typer.Option(2, "--grad-accum", min=1),
-    learning_rate: float = typer.Option(5e-4, "--lr"),
-    gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing",
-                                                help="Less RAM, ~40% slower on CPU."),
-    step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Where adapters and JSONL go (default: "
-                                       "$S3GYM_TRAINING_DIR or the user data dir, where any process finds "
-                                       "trained/<id>/<epoch>)."),
-    db: Optional[Path] = DbOption,
-) -> None:
-    """Fine-tune on a run's self-judged exploration steps and evaluate every epoch (Training pathway)."""
-    from s3gym_tui.training import MissingExtra, require_extra
-
-    try:
-        if backend == "local":
-            require_extra()  # before anything is written: one line saying how to install it
-        from s3gym_tui.training.backend import TrainConfig
-        from s3gym_tui.training.console import run_training
-        from s3gym_tui.training.pipeline import TrainingError, TrainOptions
-    except MissingExtra as exc:
-        raise UserError(str(exc)) from None
-    options = TrainOptions(
-        threshold=threshold, correction=correction, max_examples=max_examples, backend=backend, base=base,
-        remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out,
-        train=TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
-                          learning_rate=learning_rate, gradient_checkpointing=gradient_checkpointing))
-    try:
-        run_training(console, _store(db), run_id, options)
-    except (MissingExtra, TrainingError) as exc:
-        raise UserError(str(exc)) from None
-
-
-@cli.command()
-def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "--mode"),
-         seed: int = typer.Option(0, "--seed"), delay: float = typer.Option(0.0, "--delay")) -> None:
-    """Watch the game's reference policy play one episode in the terminal (no model, no store)."""
-    import time
-
-    import games
-
-    g = games.make(game, mode)
-    g.reset(seed)
-    policy = games.reference_policy(game)
-    console.print(g.render())
-    while not g.done:
-        move = policy.act(g.view())
-        result = g.step(move.action)
-        console.rule(f"step {g.steps}: {move.action}  (self-score {move.expected_reward:g}, reward {result.reward:g})")
-        console.print(escape(result.feedback))
-        console.print(g.render())
-        if delay:
-            time.sleep(delay)
-    console.print(f"[bold]final score {g.score():g}[/]")
-
-
-@cli.command()
-def models() -> None:
-    """The built-in models (no key, no network); any litellm model string works too."""
-    from s3gym_tui.providers import BUILTIN_MODELS
-
-    table = Table(title="built-in models")
-    table.add_column("model")
-    table.add_column("what it is")
-    for name, description in BUILTIN_MODELS:
-        table.add_row(name, description)
-    console.print(table)
-
-
-@cli.command("games")
-def list_games() -> None:
-    """The seven games."""
-    import games
-
-    table = Table(title="games")
-    table.add_column("name")
-    table.add_column("title")
-    table.add_column("description")
-    for name in games.names():
-        cls = games.game_class(name)
-        table.add_row(name, cls.title, cls.description)
-    console.print(table)
-
-
-@cli.command()
-def tui(db: Optional[Path] = DbOption,
-        model: Optional[str] = typer.Option(None, "--model", help="Default model (else the config file's, "
-                                            "else local/smollm2-135m).")) -> None:
-    """Open the terminal app (the default when s3gym is run with no command)."""
-    from s3gym_tui.app import S3GymApp
-    from s3gym_tui.store import Store
-
-    app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
-    Store(app.db_path).close()  # a corrupt, newer or unreadable database: one line, before the screen opens
-    app.run()
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point: one clear line and a non-zero exit for every user error, never a traceback."""
-    from pydantic import ValidationError
-
-    from games import GameError
-    from s3gym_tui.config import ConfigError
-    from s3gym_tui.engine.llm import ModelUnavailable
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        args = ["tui"]
-    try:
-        from s3gym_tui.store import StoreError
-    except ImportError:  # pragma: no cover
-        StoreError = RuntimeError  # type: ignore[misc,assignment]
-    try:
-        cli(args=args, standalone_mode=False)
-    except (UserError, GameError, StoreError, ModelUnavailable, ConfigError) as exc:
-        message = " ".join(str(exc).split())  # one line, whatever the message holds
-        err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, markup=True, highlight=False)
-        return 2
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
-        message = str(first.get("msg", "")).removeprefix("Value error, ")
-        err.print(f"[red]error:[/] {escape(where)}: {escape(message)}", soft_wrap=True, highlight=False)
-        return 2
-    except KeyboardInterrupt:
-        err.print("interrupted: stored data is intact; `s3gym resume RUN` continues a run")
-        return 130
-    except typer.Exit as exc:
-        return int(exc.exit_code or 0)
-    except Exception as exc:  # usage errors of typer's (vendored) click, and aborts
-        if hasattr(exc, "format_message"):
-            err.print(f"[red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
-            return int(getattr(exc, "exit_code", 2) or 2)
-        if type(exc).__name__ == "Abort":
-            return 130
-        raise
-    return 0

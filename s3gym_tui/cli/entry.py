@@ -1,0 +1,53 @@
+"""Entry point of the `s3gym` command: one clear line and a distinct exit code for every error."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+import typer
+from rich.markup import escape
+
+from s3gym_tui.cli.common import UserError, cli, err
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    """Entry point: one clear line and a non-zero exit for every user error, never a traceback."""
+    from pydantic import ValidationError
+
+    from games import GameError
+    from s3gym_tui.config import ConfigError
+    from s3gym_tui.engine.llm import ModelUnavailable
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args:
+        args = ["tui"]
+    try:
+        from s3gym_tui.store import StoreError
+    except ImportError:  # pragma: no cover
+        StoreError = RuntimeError  # type: ignore[misc,assignment]
+    try:
+        code = cli(args=args, standalone_mode=False)  # click returns a command's typer.Exit code
+    except (UserError, GameError, StoreError, ModelUnavailable, ConfigError) as exc:
+        message = " ".join(str(exc).split())  # one line, whatever the message holds
+        err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, markup=True, highlight=False)
+        return 2
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "input"
+        message = str(first.get("msg", "")).removeprefix("Value error, ")
+        err.print(f"[red]error:[/] {escape(where)}: {escape(message)}", soft_wrap=True, highlight=False)
+        return 2
+    except KeyboardInterrupt:
+        err.print("interrupted: stored data is intact; `s3gym resume RUN` continues a run")
+        return 130
+    except typer.Exit as exc:
+        return int(exc.exit_code or 0)
+    except Exception as exc:  # usage errors of typer's (vendored) click, and aborts
+        if hasattr(exc, "format_message"):
+            err.print(f"[red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
+            return int(getattr(exc, "exit_code", 2) or 2)
+        if type(exc).__name__ == "Abort":
+            return 130
+        raise
+    return code if isinstance(code, int) else 0
