@@ -6,9 +6,11 @@
 Figures:
 - step key (n) -> StepCompleted handled and the steps table updated, scripted model (median, p95);
 - accept key (a) in propose-then-wait -> step stored and the table updated (no model call);
-- with a 100,000-episode database (benchmarks/store.py's generator, plus real 64-step Snake episodes):
-  app start to the Home screen ready (recent runs listed), opening a stored 64-step episode in the
-  PlayScreen (replay), and opening the compare screen on two 64-step episodes.
+- with a 100,000-episode database (benchmarks/store.py's generator, plus real 64-step Snake episodes and a
+  Snake Summary run shaped like a full protocol run: 30 exploration episodes, 11 checkpoints, 30 summary
+  versions): app start to the Home screen ready (recent runs listed), opening a stored 64-step episode in
+  the PlayScreen (replay), opening the compare screen on two 64-step episodes, `C` on a fork (compare it
+  with its original), opening Summaries on the run with 30 versions, and Home -> Protocol (`o` on that run).
 All timings go through the real app driven by Textual's Pilot (headless), so they include Pilot's own
 message-queue round trips: a real terminal is no slower.
 """
@@ -30,7 +32,7 @@ from benchmarks._util import print_table, stats_ms  # noqa: E402
 
 import games  # noqa: E402
 from s3gym_tui.config import Settings  # noqa: E402
-from s3gym_tui.models import EVAL_SEED_BASE, Episode, RunConfig, Step  # noqa: E402
+from s3gym_tui.models import EVAL_SEED_BASE, Checkpoint, Episode, RunConfig, Step  # noqa: E402
 from s3gym_tui.store import Store  # noqa: E402
 
 SETTINGS = Settings(default_model="scripted/snake", theme="dark", human_name="bench")
@@ -71,9 +73,11 @@ async def step_latencies(db: Path, n_steps: int) -> tuple[list[float], list[floa
                 await pilot.pause()
                 table = screen.query_one(StepsTable)
             before = table.row_count
+            board = screen.query_one("#board")
             t0, c0 = time.perf_counter(), time.process_time()
             await pilot.press("n")
-            await until(pilot, lambda: table.row_count > before)
+            await until(pilot, lambda: table.row_count > before
+                        and f"step {before + 1}/" in str(board.border_subtitle))
             step_times.append(time.perf_counter() - t0)
             step_cpu.append(time.process_time() - c0)
         # propose-then-wait: the accept key (no model call in the timed part)
@@ -107,6 +111,20 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
         runs[pathway] = store.create_run(RunConfig(model="scripted/snake", game="snake", pathway=pathway),
                                          run_id=f"bench-snake-{pathway}")
     out = []
+    summary_run = runs["summary"]
+    explore_ids = []
+    for k in range(30):  # the Summary run's exploration episodes (the sources of its 30 summary versions)
+        episode = Episode(id=f"{summary_run.id}-x{k}", run_id=summary_run.id, game="snake", mode="explore",
+                          phase="explore", seed=k, index=k, model=summary_run.config.model, pathway="summary")
+        store.add_episode(episode)
+        store.add_steps(_policy_steps(episode, k, "explore", rng, prompt_bytes))
+        store.finish_episode(episode.id, float(k % 7))
+        explore_ids.append(episode.id)
+        store.add_summary(summary_run.id, f"Retain {k}: keep to open rows; " + "tip " * 40,
+                          f"Avoid {k}: turning into the body. " + "mistake " * 30,
+                          f"Next {k}: aim for the nearest apple. " + "plan " * 30,
+                          source_episode_ids=explore_ids[-3:], author="model:scripted/snake",
+                          for_episode_id=episode.id)
     for j in range(pairs):
         seed = EVAL_SEED_BASE + j
         ids = []
@@ -114,27 +132,47 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
             episode = Episode(id=f"{run.id}-e{j}", run_id=run.id, game="snake", mode="eval", phase="eval",
                               seed=seed, index=j, checkpoint=0, model=run.config.model, pathway=pathway)
             store.add_episode(episode)
-            game = games.make("snake", "eval")
-            game.reset(seed)
-            policy = games.reference_policy("snake")
-            steps = []
-            while not game.done:
-                observation = game.observation()
-                action = policy.act(game.view()).action
-                result = game.step(action)
-                score = float(rng.choice([-1, 0, 1, 1, 2]))
-                filler = "x" * prompt_bytes
-                steps.append(Step(episode_id=episode.id, index=len(steps), observation=observation,
-                                  prompt=json.dumps([{"role": "user", "content": observation + filler}]),
-                                  reply=f"Thinking.\nAnswer: {action}, Score: {score:g}", action=action,
-                                  self_score=score, reward=result.reward, feedback=result.feedback,
-                                  valid=True, terminated=result.terminated, truncated=result.truncated,
-                                  tokens_in=prompt_bytes // 4, tokens_out=20, latency_ms=800.0, cost=0.0))
+            steps = _policy_steps(episode, seed, "eval", rng, prompt_bytes)
             store.add_steps(steps)
-            store.finish_episode(episode.id, game.score())
+            store.finish_episode(episode.id, float(sum(s.reward for s in steps)))
             ids.append(episode.id)
         out.append((ids[0], ids[1]))
+    evals = [b for _, b in out]
+    for n, x in enumerate(range(0, 31, 3)):  # 11 checkpoints of the Summary run
+        chosen = tuple(evals[(n + i) % len(evals)] for i in range(3))
+        store.add_checkpoint(Checkpoint(run_id=summary_run.id, x=x, episode_ids=chosen,
+                                        scores=(float(n), float(n + 1), float(n % 4))))
+    # a fork of the first History episode after 32 steps (what `C` compares with its original)
+    source = out[0][0]
+    copied = [s.model_copy(update={"episode_id": "bench-fork"}) for s in store.steps(source)[:32]]
+    store.add_episode(Episode(id="bench-fork", run_id=None, game="snake", mode="eval", phase="eval",
+                              seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
+                              fork_of=source, fork_step=32), copied)
+    store.finish_episode("bench-fork", 3.0, "stopped")
+    for run in runs.values():
+        store.set_run_status(run.id, "finished")
     return out
+
+
+def _policy_steps(episode: Episode, seed: int, mode: str, rng: random.Random, prompt_bytes: int) -> list[Step]:
+    """The reference policy's whole episode as stored steps, with prompts of realistic size."""
+    game = games.make("snake", mode)
+    game.reset(seed)
+    policy = games.reference_policy("snake")
+    steps = []
+    while not game.done:
+        observation = game.observation()
+        action = policy.act(game.view()).action
+        result = game.step(action)
+        score = float(rng.choice([-1, 0, 1, 1, 2]))
+        filler = "x" * prompt_bytes
+        steps.append(Step(episode_id=episode.id, index=len(steps), observation=observation,
+                          prompt=json.dumps([{"role": "user", "content": observation + filler}]),
+                          reply=f"Thinking.\nAnswer: {action}, Score: {score:g}", action=action,
+                          self_score=score, reward=result.reward, feedback=result.feedback,
+                          valid=True, terminated=result.terminated, truncated=result.truncated,
+                          tokens_in=prompt_bytes // 4, tokens_out=20, latency_ms=800.0, cost=0.0))
+    return steps
 
 
 def build_big_db(path: Path, n_episodes: int, prompt_bytes: int) -> tuple[list[tuple[str, str]], float]:
@@ -162,13 +200,16 @@ async def start_time(db: Path) -> tuple[float, float]:
         return time.perf_counter() - t0, time.process_time() - c0
 
 
-async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> tuple[list, list]:
+async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> dict[str, list]:
     from s3gym_tui.app import S3GymApp
     from s3gym_tui.screens.play import PlayScreen
     from s3gym_tui.widgets.steps_table import StepsTable
 
-    play: list[float] = []
-    compare: list[float] = []
+    play: list = []
+    compare: list = []
+    fork: list = []
+    summaries: list = []
+    protocol: list = []
     have_compare = True
     try:
         from s3gym_tui.screens.compare import CompareScreen
@@ -197,7 +238,52 @@ async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> tup
                 compare.append((time.perf_counter() - t0, time.process_time() - c0))
                 app.pop_screen()
                 await pilot.pause()
-    return play, compare
+        if have_compare:  # `C` on a fork: compare it with its original
+            app.open_episode("bench-fork")
+            await until(pilot, lambda: isinstance(app.screen, PlayScreen) and app.screen.is_mounted
+                        and app.screen.query_one(StepsTable).row_count == 32)
+            await pilot.pause()
+            for n in range(rounds):
+                t0, c0 = time.perf_counter(), time.process_time()
+                await pilot.press("C")
+                await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.is_mounted
+                            and len(app.screen.rows) >= 32)
+                await pilot.pause()
+                fork.append((time.perf_counter() - t0, time.process_time() - c0))
+                app.pop_screen()
+                await pilot.pause()
+            app.pop_screen()
+            await pilot.pause()
+        from textual.widgets import DataTable
+
+        from s3gym_tui.screens.summaries import SummariesScreen
+        for n in range(rounds):
+            t0, c0 = time.perf_counter(), time.process_time()
+            app.open_summaries("bench-snake-summary")
+            await until(pilot, lambda: isinstance(app.screen, SummariesScreen) and app.screen.is_mounted
+                        and app.screen.query_one("#sum-versions", DataTable).row_count == 30)
+            await pilot.pause()
+            summaries.append((time.perf_counter() - t0, time.process_time() - c0))
+            app.pop_screen()
+            await pilot.pause()
+        from s3gym_tui.screens.home import HomeScreen
+        from s3gym_tui.screens.protocol import ProtocolScreen
+        home = app.screen
+        assert isinstance(home, HomeScreen)
+        runs = home.query_one("#runs", DataTable)
+        for n in range(rounds):
+            runs.move_cursor(row=runs.get_row_index("bench-snake-summary"))
+            runs.focus()
+            await pilot.pause()
+            t0, c0 = time.perf_counter(), time.process_time()
+            await pilot.press("o")
+            await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen.is_mounted
+                        and app.screen.run is not None and len(app.screen.points) == 11)
+            await pilot.pause()
+            protocol.append((time.perf_counter() - t0, time.process_time() - c0))
+            app.pop_screen()
+            await pilot.pause()
+    return {"play": play, "compare": compare, "fork": fork, "summaries": summaries, "protocol": protocol}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -233,12 +319,15 @@ def main(argv: list[str] | None = None) -> int:
 
         both(f"app start -> Home ready ({args.episodes:,} episodes; first {starts[0][0] * 1000:.0f} ms, "
              f"includes the once-per-process file check)", starts)
-        play, compare = asyncio.run(open_times(big, pairs, args.opens))
-        both("open a stored 64-step episode (PlayScreen replay)", play)
-        if compare:
-            both("open the compare screen (two 64-step episodes)", compare)
+        opened = asyncio.run(open_times(big, pairs, args.opens))
+        both("open a stored 64-step episode (PlayScreen replay)", opened["play"])
+        if opened["compare"]:
+            both("open the compare screen (two 64-step episodes)", opened["compare"])
+            both("C on a fork -> compare with its original (32 + 64 steps)", opened["fork"])
         else:
             rows.append(["open the compare screen", "n/a (no compare screen yet)", "", 0])
+        both("open Summaries (run with 30 versions)", opened["summaries"])
+        both("Home -> Protocol (o on a run: 30 explore episodes, 11 checkpoints)", opened["protocol"])
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     print_table(f"UI responsiveness (big database built in {build_s:.0f} s; load average {load}, "
                 f"{os.cpu_count()} CPUs)", ["measure", "median ms", "p95 ms", "n"], rows)
