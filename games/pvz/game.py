@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from games.base import Game, Outcome
@@ -365,34 +364,57 @@ class PvzGame(Game[PvzConfig]):
         return "\n".join(lines)
 
     def render(self) -> Group:
+        """The observation's information, coloured: turn and sun, the field (plant + HP, then the
+        zombie letters of each cell, in fixed-width columns that never wrap), the zombies with their
+        HP, and the price list."""
         rows, cols = self.config.rows, self.config.cols
         plant_style = {"X": "bold yellow", "W": "bold green", "S": "bold bright_green",
                        "J": "bold dark_orange3", "H": "bold red", "F": "bold magenta"}
         zombie_style = {"N": "grey70", "R": "bold orange1", "B": "bold steel_blue1", "I": "bold magenta"}
         header = Text(f"Turn {self.turn}/{self.max_steps}   Sun: {self.sun}", style="bold yellow")
-        table = Table(show_lines=True, expand=False)
-        table.add_column("", style="dim")
-        for c in range(cols):
-            table.add_column(f"c{c}", justify="center")
         by_cell: dict[tuple[int, int], list[Zombie]] = {}
         for z in self.zombies:
             by_cell.setdefault((z[0], z[1]), []).append(z)
+        cells = self._cells()
+        width = max(4, max(len(x) for line in cells for x in line) + 1)
+        field = Text(no_wrap=True, overflow="crop")
+        field.append("     " + "".join(f"c{c}".ljust(width) for c in range(cols)).rstrip(), style="dim")
         for r in range(rows):
-            cells = []
+            field.append(f"\nr{r} | ", style="dim")
             for c in range(cols):
-                t = Text()
                 p = self.plants[r][c]
+                used = 0
                 if p is not None:
-                    t.append(f"{p[0]}{p[1]}", style=plant_style[p[0]])
+                    field.append(f"{p[0]}{p[1]}", style=plant_style[p[0]])
+                    used = len(f"{p[0]}{p[1]}")
                 else:
-                    t.append(".", style="grey42")
-                for z in by_cell.get((r, c), []):
-                    t.append(f" {z[2]}{z[3]}", style=zombie_style[z[2]])
-                cells.append(t)
-            table.add_row(f"r{r}", *cells)
-        prices = Text("Prices: " + ", ".join(f"{k} {PLANTS[k][0]} {PLANTS[k][1]}" for k in PLANT_ORDER),
-                      style="dim")
-        parts = [header, table, prices]
+                    field.append(".", style="grey42")
+                    used = 1
+                zombies = by_cell.get((r, c), [])
+                if zombies:
+                    field.append(" ")
+                    used += 1
+                for z in zombies:
+                    field.append(z[2], style=zombie_style[z[2]])
+                    used += 1
+                if c < cols - 1:
+                    field.append(" " * (width - used))
+        if self.zombies:
+            zombies_line = Text("Zombies (row,col type HP): ", style="bold")
+            for k, z in enumerate(self.zombies):
+                if k:
+                    zombies_line.append("; ")
+                zombies_line.append(f"({z[0]},{z[1]}) ")
+                zombies_line.append(f"{z[2]} {z[3]}", style=zombie_style[z[2]])
+        else:
+            zombies_line = Text("Zombies: none", style="dim")
+        prices = Text("Prices: ", style="bold")
+        for k, key in enumerate(PLANT_ORDER):
+            if k:
+                prices.append(", ", style="dim")
+            prices.append(key, style=plant_style[key])
+            prices.append(f" {PLANTS[key][0]} {PLANTS[key][1]}", style="dim")
+        parts = [header, field, zombies_line, prices]
         if self.lost and self.breach is not None:
             parts.append(Text(f"GAME OVER: a zombie walked past column 0 in row {self.breach[0]}.",
                               style="bold red"))
