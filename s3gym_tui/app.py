@@ -17,6 +17,10 @@ class S3GymApp(App):
     TITLE = "s3gym"
     SUB_TITLE = "self-improving agents, judged"
     CSS_PATH = "app.tcss"
+    # Size classes on every screen (a screen may override): -narrow / -wide / -huge by width,
+    # -short / -tall by height. At -short the header gives its row to the content.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide"), (170, "-huge")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
         Binding("ctrl+t", "toggle_theme", "Theme", id="toggle_theme", show=False),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from textual import on
 from textual.app import ComposeResult
@@ -53,11 +53,17 @@ class ConfirmDialog(DialogScreen):
 
 
 class TextInputDialog(DialogScreen):
-    """One line of text (prefilled); enter submits, escape cancels (None)."""
+    """One line of text (prefilled); enter submits, escape cancels (None).
 
-    def __init__(self, title: str, value: str = "", placeholder: str = "", hint: str = "") -> None:
+    With `check` (text -> (ok, why)), a value it refuses is shown with the reason and needs a
+    second enter (or OK) before it is returned: a person sees the problem before it costs anything."""
+
+    def __init__(self, title: str, value: str = "", placeholder: str = "", hint: str = "",
+                 check: Optional[Callable[[str], tuple[bool, str]]] = None) -> None:
         super().__init__()
         self.title_text, self.value, self.placeholder, self.hint = title, value, placeholder, hint
+        self.check = check
+        self._refused: Optional[str] = None
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -65,20 +71,42 @@ class TextInputDialog(DialogScreen):
             if self.hint:
                 yield Static(self.hint, classes="dialog-text muted")
             yield Input(value=self.value, placeholder=self.placeholder, id="dialog-input")
+            yield Static("", id="dialog-note", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
+        self.query_one("#dialog-note").display = False
         self.query_one(Input).focus()
+
+    def _finish(self, value: str) -> None:
+        if self.check is not None and value.strip() and value.strip() != self._refused:
+            ok, why = self.check(value.strip())
+            if not ok:
+                self._refused = value.strip()
+                note = self.query_one("#dialog-note", Static)
+                note.update(f"✗ Refused: {why}  Enter again to use it anyway.")
+                note.display = True
+                return
+        self.dismiss(value)
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if self._refused is not None and event.value.strip() != self._refused:
+            self._refused = None
+            self.query_one("#dialog-note").display = False
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
+        self._finish(event.value)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(self.query_one(Input).value if event.button.id == "ok" else None)
+        if event.button.id == "ok":
+            self._finish(self.query_one(Input).value)
+        else:
+            self.dismiss(None)
 
 
 class ErrorDialog(DialogScreen):

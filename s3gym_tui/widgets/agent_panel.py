@@ -7,16 +7,14 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Size
-from textual.strip import Strip
-from textual.widgets import Collapsible, RichLog, Static
+from textual.widgets import Static
 
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
 from s3gym_tui.models import Episode, Step
+from s3gym_tui.widgets.text_view import TextView
 
 CUT_PATTERN = re.compile(re.escape(HISTORY_CUT_MARK).replace(re.escape("{n}"), r"\d+"))
 HINT_END = ("\n\nCurrent episode so far:", "\n\nGame rules:")
@@ -100,52 +98,45 @@ def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
     return f"{label}: {tokens_in:,} in · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
 
 
-class TextView(RichLog):
-    """Read-only scrolling text that renders only the lines on screen (prompts can be ~100k tokens),
-    so updating it never changes the layout around it. Wrapped lines are cached per logical line:
-    consecutive prompts share most of their lines, so a new step re-wraps only what changed."""
+class SectionTitle(Static):
+    """The title line of a section of the panel; a click folds or unfolds the section's body."""
 
-    def __init__(self, *, id: Optional[str] = None) -> None:
-        super().__init__(id=id, wrap=True, markup=False, highlight=False, min_width=20, auto_scroll=False)
-        self._text: Optional[Text] = None
-        self._wrapped: dict = {}
-        self._wrapped_width = 0
+    DEFAULT_CSS = """
+    SectionTitle { height: 1; background: $foreground 6%; color: $text-muted; text-style: bold;
+                   text-wrap: nowrap; text-overflow: ellipsis; }
+    SectionTitle:hover { color: $text; }
+    """
 
-    def show(self, text: Text) -> None:
-        self._text = text
-        self._render_text()
+    def __init__(self, title: str, body_id: str, *, id: Optional[str] = None) -> None:
+        super().__init__("", id=id)
+        self.body_id = body_id
+        self._title = ""
+        self.title = title
 
-    def on_resize(self) -> None:
-        if self._text is not None and self.scrollable_content_region.width != self._wrapped_width:
-            self._render_text()
+    @property
+    def title(self) -> str:
+        return self._title
 
-    def _render_text(self) -> None:
-        text = self._text
-        self.clear()
-        if text is None:
-            return
-        width = self.scrollable_content_region.width
-        if not self._size_known or width <= 0:
-            self.write(text, scroll_end=False)  # RichLog defers it until the size is known
-            return
-        console = self.app.console
-        options = console.options.update_width(width)
-        previous, cache, lines = self._wrapped, {}, []
-        for line in text.split("\n", allow_blank=True):
-            key = (line.plain, tuple((span.start, span.end, str(span.style)) for span in line.spans),
-                   str(line.style), width)
-            strips = cache.get(key) or previous.get(key)
-            if strips is None:
-                strips = Strip.from_lines(list(Segment.split_lines(console.render(line, options))))
-                strips = strips or [Strip.blank(0)]
-            cache[key] = strips
-            lines.extend(strips)
-        self._wrapped, self._wrapped_width = cache, width
-        self.lines = lines
-        self._widest_line_width = max((strip.cell_length for strip in lines), default=0)
-        self.virtual_size = Size(self._widest_line_width, len(lines))
-        self.scroll_home(animate=False)
-        self.refresh()
+    @title.setter
+    def title(self, value: str) -> None:
+        if value != self._title:
+            self._title = value
+            self._paint()
+
+    @property
+    def folded(self) -> bool:
+        try:
+            return not self.screen.query_one(f"#{self.body_id}").display
+        except Exception:  # noqa: BLE001 - not mounted yet
+            return False
+
+    def _paint(self) -> None:
+        self.update(("▶ " if self.folded else "▼ ") + self._title, layout=False)
+
+    def on_click(self) -> None:
+        body = self.screen.query_one(f"#{self.body_id}")
+        body.display = not body.display
+        self._paint()
 
 
 class AgentPanel(Vertical):
@@ -153,12 +144,12 @@ class AgentPanel(Vertical):
 
     DEFAULT_CSS = """
     AgentPanel { layout: vertical; }
-    AgentPanel #agent-context, AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
+    AgentPanel #agent-context { height: auto; max-height: 2; }
+    AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
     AgentPanel #agent-action, AgentPanel #agent-feedback { height: 2; }
+    AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
+    AgentPanel #agent-warning.-shown { display: block; }
     AgentPanel .fixed { text-overflow: ellipsis; }
-    AgentPanel #prompt-box { height: 1fr; }
-    AgentPanel #prompt-box.-collapsed { height: auto; }
-    AgentPanel #prompt-box > Contents { height: 1fr; }
     AgentPanel #agent-prompt { height: 1fr; }
     AgentPanel #agent-reply { height: 5; }
     """
@@ -166,20 +157,22 @@ class AgentPanel(Vertical):
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__(id=id, classes=classes)
         self.shown: Optional[StepView] = None
+        self.empty_hint = "No step yet: press n to step, t to type an action."
         self.prompt_text: Text = Text()
         self.hint_marked = False
         self.cut_marked = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="agent-context", classes="fixed")
+        yield Static("", id="agent-context")
+        yield Static("", id="agent-warning")
         yield Static("", id="agent-action", classes="fixed")
         yield Static("", id="agent-feedback", classes="fixed")
         yield Static("", id="agent-usage", classes="fixed")
         yield Static("", id="agent-totals", classes="fixed")
-        with Collapsible(title="Raw reply", collapsed=False, id="reply-box"):
-            yield TextView(id="agent-reply")
-        with Collapsible(title="Prompt as sent", collapsed=False, id="prompt-box"):
-            yield TextView(id="agent-prompt")
+        yield SectionTitle("Raw reply", "agent-reply", id="reply-box")
+        yield TextView(id="agent-reply")
+        yield SectionTitle("Prompt as sent", "agent-prompt", id="prompt-box")
+        yield TextView(id="agent-prompt")
 
     def on_mount(self) -> None:
         self.border_title = "Agent"
@@ -188,7 +181,7 @@ class AgentPanel(Vertical):
     # ----- what the agent carries ---------------------------------------------------------
     def show_context(self, episode: Optional[Episode], summary_label: str = "") -> None:
         if episode is None:
-            self.query_one("#agent-context", Static).update("", layout=False)
+            self.query_one("#agent-context", Static).update("")
             return
         text = Text()
         text.append(f"{episode.model}", style="bold")
@@ -201,11 +194,18 @@ class AgentPanel(Vertical):
             text.append(f" · {summary_label or 'no summary yet'}")
         if episode.fork_of:
             text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
-        self.query_one("#agent-context", Static).update(text, layout=False)
+        self.query_one("#agent-context", Static).update(text)
 
-    def show_feedback(self, feedback: str) -> None:
+    def show_warning(self, warning: Optional[str]) -> None:
+        """A visible line about the model (e.g. most of its recent replies did not parse), or none."""
+        target = self.query_one("#agent-warning", Static)
+        target.update(Text(f"⚠ {warning}") if warning else "", layout=bool(warning) != target.has_class("-shown"))
+        target.set_class(bool(warning), "-shown")
+
+    def show_feedback(self, feedback: str, label: str = "") -> None:
+        """The game's agent-visible feedback line; `label` says which step it belongs to."""
         text = Text()
-        text.append("Feedback (agent-visible): ", style="bold")
+        text.append(f"Feedback{' of ' + label if label else ''} (agent-visible): ", style="bold")
         text.append(feedback or "–")
         self.query_one("#agent-feedback", Static).update(text, layout=False)
 
@@ -224,11 +224,10 @@ class AgentPanel(Vertical):
         usage = self.query_one("#agent-usage", Static)
         reply = self.query_one("#agent-reply", TextView)
         if view is None:
-            action.update(Text("No step yet: press n to step, t to type an action.", style="italic"),
-                          layout=False)
+            action.update(Text(self.empty_hint, style="italic"), layout=False)
             usage.update("", layout=False)
             reply.show(Text())
-            self.query_one("#reply-box", Collapsible).title = "Raw reply"
+            self.query_one("#reply-box", SectionTitle).title = "Raw reply"
             self._render_prompt()
             return
         line = Text()
@@ -252,13 +251,13 @@ class AgentPanel(Vertical):
         if len(body) > REPLY_DISPLAY_CAP:
             body = body[:REPLY_DISPLAY_CAP] + f"\n… ({len(view.reply) - REPLY_DISPLAY_CAP:,} more characters stored)"
         reply.show(Text(body))
-        self.query_one("#reply-box", Collapsible).title = f"Raw reply · {view.title}"
+        self.query_one("#reply-box", SectionTitle).title = f"Raw reply · {view.title}"
         self._render_prompt()
 
     def _render_prompt(self) -> None:
         if not self.is_mounted:
             return
-        box = self.query_one("#prompt-box", Collapsible)
+        box = self.query_one("#prompt-box", SectionTitle)
         target = self.query_one("#agent-prompt", TextView)
         view = self.shown
         if view is None or not view.prompt:
