@@ -129,7 +129,7 @@ async def step_latencies(db: Path, n_steps: int) -> tuple[list, list]:
         board = screen.query_one("#board")
 
         def shown(before: int):
-            return lambda: (len(screen.steps) > before and screen.query_one("#steps").row_count > before
+            return lambda: (len(screen.steps) > before and screen.query_one("#steps").step_count > before
                             and f"step {before + 1}/" in str(board.border_subtitle))
 
         while len(steps) < n_steps:
@@ -280,7 +280,7 @@ async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> dic
         for n in range(rounds):
             a, b = pairs[n % len(pairs)]
             out["play"].append(await probe.measure(lambda: app.open_episode(a), on(
-                PlayScreen, lambda s: len(s.steps) == 64 and s.query_one("#steps").row_count == 64
+                PlayScreen, lambda s: len(s.steps) == 64 and s.query_one("#steps").step_count == 64
                 and bool(s.query_one("#board").border_subtitle))))
             await back()
             out["compare"].append(await probe.measure(lambda: app.open_compare(a, b), on(

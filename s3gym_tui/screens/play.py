@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Button, Header, Input, Static
+from textual.widgets import Header, Input, Static
 from textual.worker import Worker
 
 import games
@@ -87,6 +87,7 @@ class PlayScreen(Screen):
         self._replay_error: Optional[str] = None
         self._bindings_for: Optional[tuple] = None
         self._checked_takeover: Optional[str] = None  # a refused action typed once: Enter again plays it
+        self._board_columns = 0  # the board column's width (wide layout)
 
     # ----- what the tests and the other modules read ----------------------------------------
     @property
@@ -121,10 +122,11 @@ class PlayScreen(Screen):
             yield AgentPanel(id="agent", classes="panel")
             yield StepsTable(id="steps", classes="panel")
             yield ScoreStrip(id="strip", classes="panel")
-        yield ProposalBar(id="proposal")
         yield Input(placeholder="Your action", id="takeover")
         yield Static("", id="takeover-note")
-        yield StatusBar(id="status-row")
+        with Horizontal(id="bottom-row"):  # one row: the status line, or the proposal waiting
+            yield ProposalBar(id="proposal")
+            yield StatusBar(id="status-row")
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -143,20 +145,19 @@ class PlayScreen(Screen):
     def on_resize(self) -> None:
         self._fit_board()
 
-    def _fit_board(self) -> None:
-        """Give the board the width it needs (up to what leaves the agent panel usable)."""
-        if not self.is_mounted:
-            return
-        body = self.query_one("#play-body")
-        if self.app.size.width < 100:  # -narrow: the board spans the width, steps and agent below
+    def _fit_board(self, grow_only: bool = False) -> None:
+        """Give the board the width it needs (up to what leaves the agent panel usable). While an
+        episode is shown the column only grows (a longer header line), so it does not jitter."""
+        if not self.is_mounted or self.app.size.width < 100:  # -narrow: the board spans the width
             return
         natural = self.query_one(BoardPanel).natural_width(self.app.console)
         total = self.app.size.width
         left = max(40, min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
-        columns = f"{left} 1fr"
-        if str(body.styles.grid_columns) != columns and getattr(self, "_grid_columns", None) != columns:
-            self._grid_columns = columns
-            body.styles.grid_columns = columns
+        if grow_only and left <= self._board_columns:
+            return
+        if left != self._board_columns:
+            self._board_columns = left
+            self.query_one("#play-body").styles.grid_columns = f"{left} 1fr"
 
     # ----- opening ------------------------------------------------------------------------------
     def _show_error(self, title: str, error: Optional[str]) -> None:
@@ -235,6 +236,7 @@ class PlayScreen(Screen):
             board.show_message(f"Cannot replay this episode: {exc}", "Error")
             return
         board.show_game(game, self._subtitle(game))
+        self._fit_board(grow_only=True)
         if not from_cursor:
             self.query_one(StepsTable).move_cursor(self.position)
         agent = self.query_one(AgentPanel)
@@ -333,7 +335,8 @@ class PlayScreen(Screen):
                 parts.append(f"viewing step {self.position - 1}" if self.position else "viewing the start")
         bar.set_text(" · ".join(parts))
         bar.set_thinking(self.thinking, f"{ep.model} is thinking… (c or esc cancels; nothing is stored)")
-        proposal.show_proposal(self.proposal)
+        if proposal.show_proposal(self.proposal):
+            bar.display = self.proposal is None
         self._refresh_bindings_if_changed()
 
     def _binding_state(self) -> tuple:
@@ -470,11 +473,8 @@ class PlayScreen(Screen):
             "Stored as a human edit; the model's proposal is kept with the step.", check=live.check),
             lambda value: live.edited(proposal, value))
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        action = {"proposal-accept": self.action_accept, "proposal-edit": self.action_edit,
-                  "proposal-veto": self.action_veto}.get(event.button.id or "")
-        if action is not None:
-            action()
+    def on_proposal_bar_chosen(self, message: ProposalBar.Chosen) -> None:
+        {"accept": self.action_accept, "edit": self.action_edit, "veto": self.action_veto}[message.choice]()
 
     # ----- take over: a person types the action, checked against the game first ---------------
     def action_take_over(self) -> None:

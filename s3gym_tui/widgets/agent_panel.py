@@ -54,9 +54,9 @@ def _theme(app) -> dict[str, str]:
     return getattr(app, "theme_variables", {}) or {}
 
 
-def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
-    """The messages as readable text, the Hint Messages block and the history cut marked.
-    Returns (text, hint_marked, cut_marked)."""
+def format_prompt_lines(prompt_json: str, app=None) -> tuple[list[Text], bool, bool]:
+    """The messages as readable lines, the Hint Messages block and the history cut marked.
+    Returns (lines, hint_marked, cut_marked). Built line by line (prompts reach ~100k tokens)."""
     v = _theme(app)
     accent = v.get("text-accent", "yellow")
     warning = v.get("text-warning", "yellow")
@@ -67,29 +67,41 @@ def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
             raise ValueError
     except ValueError:
         messages = [{"role": "prompt", "content": prompt_json}]
-    text = Text()
+    lines: list[Text] = []
     hint_marked = cut_marked = False
     for message in messages:
         role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
         content = message.get("content", "") if isinstance(message, dict) else str(message)
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False)
-        text.append(f" {role} ", style="bold reverse")
-        text.append("\n")
-        start = len(text)
-        text.append(content)
-        text.append("\n\n")
+        lines.append(Text(f" {role} ", style="bold reverse"))
+        marks: list[tuple[int, int, str]] = []  # (start, end, style) in content offsets
         at = content.find(HINT_HEADER)
         if at >= 0:
             ends = [content.find(marker, at) for marker in HINT_END]
             end = min([e for e in ends if e >= 0], default=len(content))
-            text.stylize(secondary, start + at, start + end)
-            text.stylize(f"bold reverse {accent}", start + at, start + at + len(HINT_HEADER))
+            marks.append((at, end, secondary))
+            marks.append((at, at + len(HINT_HEADER), f"bold reverse {accent}"))
             hint_marked = True
         for match in CUT_PATTERN.finditer(content):
-            text.stylize(f"bold reverse {warning}", start + match.start(), start + match.end())
+            marks.append((match.start(), match.end(), f"bold reverse {warning}"))
             cut_marked = True
-    return text, hint_marked, cut_marked
+        offset = 0
+        for raw in content.split("\n"):
+            line = Text(raw)
+            for a, b, style in marks:
+                if a < offset + len(raw) and b > offset:
+                    line.stylize(style, max(0, a - offset), min(len(raw), b - offset))
+            lines.append(line)
+            offset += len(raw) + 1
+        lines.append(Text(""))
+    return lines, hint_marked, cut_marked
+
+
+def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
+    """format_prompt_lines joined into one Text."""
+    lines, hint, cut = format_prompt_lines(prompt_json, app)
+    return Text("\n").join(lines), hint, cut
 
 
 def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
@@ -158,7 +170,7 @@ class AgentPanel(Vertical):
         super().__init__(id=id, classes=classes)
         self.shown: Optional[StepView] = None
         self.empty_hint = "No step yet: press n to step, t to type an action."
-        self.prompt_text: Text = Text()
+        self.prompt_lines: list[Text] = []
         self.hint_marked = False
         self.cut_marked = False
 
@@ -173,6 +185,11 @@ class AgentPanel(Vertical):
         yield TextView(id="agent-reply")
         yield SectionTitle("Prompt as sent", "agent-prompt", id="prompt-box")
         yield TextView(id="agent-prompt")
+
+    @property
+    def prompt_text(self) -> Text:
+        """The prompt as shown, as one Text."""
+        return Text("\n").join(self.prompt_lines)
 
     def on_mount(self) -> None:
         self.border_title = "Agent"
@@ -261,11 +278,11 @@ class AgentPanel(Vertical):
         target = self.query_one("#agent-prompt", TextView)
         view = self.shown
         if view is None or not view.prompt:
-            self.prompt_text, self.hint_marked, self.cut_marked = Text(), False, False
+            self.prompt_lines, self.hint_marked, self.cut_marked = [], False, False
             box.title = "Prompt as sent"
-            target.show(Text("(no prompt)", style="italic"))
+            target.show([Text("(no prompt)", style="italic")])
             return
-        self.prompt_text, self.hint_marked, self.cut_marked = format_prompt(view.prompt, self.app)
+        self.prompt_lines, self.hint_marked, self.cut_marked = format_prompt_lines(view.prompt, self.app)
         marks = []
         if self.hint_marked:
             marks.append("Hint Messages")
@@ -273,4 +290,4 @@ class AgentPanel(Vertical):
             marks.append("history cut")
         box.title = (f"Prompt as sent · {view.title} · {len(view.prompt):,} chars"
                      + (f" · marked: {', '.join(marks)}" if marks else ""))
-        target.show(self.prompt_text)
+        target.show(self.prompt_lines)

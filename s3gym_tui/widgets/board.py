@@ -8,9 +8,9 @@ from typing import Any, Optional
 from rich.console import Console
 from rich.measure import Measurement
 from rich.text import Text
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
-from textual.widgets import Static
+from textual.strip import Strip
+
+from s3gym_tui.widgets.text_view import LinesView
 
 PANEL_CHROME = 4  # border (2) and padding (2) around the board
 _FOCUSABLE: dict[type, bool] = {}
@@ -27,43 +27,35 @@ def renders_with_focus(game: Any) -> bool:
     return _FOCUSABLE[cls]
 
 
-class BoardPanel(VerticalScroll):
+class BoardPanel(LinesView, can_focus=True):
     """Shows `game.render()`; the border title names the game, the subtitle where we are.
 
-    Its height follows the board (the panels around it give way); the layout is redone only when the
-    board's size changes, so a step costs one repaint. It can be focused and scrolled when the board
-    is taller than the room, maximized (zoom), and for games with several boards (chess: t-6 .. t0)
-    it pages the large board back and forth through them (`move_focus`)."""
+    The board is rendered to lines here (once per show) and drawn with the Line API: its height
+    follows the board (the panels around it give way), the layout is redone only when the number of
+    lines changes, and a step repaints only the lines of the board that changed (a snake move: two
+    or three). It scrolls when the board is taller than the room, can be maximized (zoom), and for
+    games with several boards (chess: t-6 .. t0) it pages the large board through them."""
 
     ALLOW_MAXIMIZE = True
+    AUTO_HEIGHT = True
     DEFAULT_CSS = """
     BoardPanel { height: auto; }
-    BoardPanel > #board-view { width: 100%; }
-    BoardPanel.-maximized { height: 1fr; }
     """
 
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__(id=id, classes=classes)
         self.border_title = "Board"
-        self.can_focus = True
         self.board_focus = 0  # how many boards back from the newest the large board shows
         self._game: Any = None
         self._subtitle = ""
-        self._drawn_size: Optional[tuple[int, int]] = None
-        self._natural: Optional[tuple[type, str, int]] = None
-
-    def compose(self) -> ComposeResult:
-        yield Static(Text("no board yet", style="italic"), id="board-view")
-
-    @property
-    def view_widget(self) -> Static:
-        return self.query_one("#board-view", Static)
+        self._renderable: Any = Text("no board yet", style="italic")
+        self._drawn_width = 0
 
     @property
     def game(self) -> Any:
         return self._game
 
-    def _renderable(self, game: Any) -> Any:
+    def _render_game(self, game: Any) -> Any:
         if renders_with_focus(game):
             return game.render(focus=self.board_focus)
         return game.render()
@@ -84,50 +76,50 @@ class BoardPanel(VerticalScroll):
     def _draw(self) -> None:
         game = self._game
         try:
-            renderable = self._renderable(game)
+            renderable = self._render_game(game)
         except Exception as exc:  # noqa: BLE001 - a game bug must not take the UI down
             renderable = Text(f"cannot render the board: {exc}", style="bold")
         frames = getattr(renderable, "frames", None)
         title = getattr(game, "title", None) or getattr(game, "name", "Board")
         if frames:
             self.board_focus = getattr(renderable, "focus", 0)
-            label = renderable.labels[renderable.focused_index]
-            title += f" · large: {label} · [ ] older/newer · z zoom"
+            title += f" · large: {renderable.labels[renderable.focused_index]} · [ ] older/newer · z zoom"
         self.border_title = title
         self.border_subtitle = self._subtitle
-        self._update(renderable)
+        self._renderable = renderable
+        self._paint()
 
-    def _update(self, renderable: Any) -> None:
-        """Update the view; lay out again only when the board's drawn size changes."""
-        size = self._size_of(renderable)
-        self.view_widget.update(renderable, layout=size != self._drawn_size)
-        self._drawn_size = size
-
-    def _size_of(self, renderable: Any) -> tuple[int, int]:
-        """(width, lines) of the board as drawn in the room the panel has."""
+    def _paint(self, repaint_all: bool = False) -> None:
+        width = self.scrollable_content_region.width
+        if width <= 0 or not self.is_mounted:
+            return  # drawn on the first resize
         console = self.app.console
-        room = max(1, self.scrollable_content_region.width or self.app.size.width)
-        lines = console.render_lines(renderable, console.options.update_width(room), pad=False)
-        return room, len(lines)
+        lines = console.render_lines(self._renderable, console.options.update_width(width), pad=False)
+        strips = [Strip(line) for line in lines]
+        self._drawn_width = width
+        self.set_lines(strips, [tuple(line) for line in lines], keep_scroll=True, repaint_all=repaint_all)
+
+    def on_resize(self) -> None:
+        if self.scrollable_content_region.width != self._drawn_width:
+            self._paint(repaint_all=True)
+
+    def on_mount(self) -> None:
+        self._paint()
 
     def natural_width(self, console: Console) -> int:
-        """Columns the panel needs to show the board whole at its widest layout (all of a chess history)."""
+        """Columns the panel needs to show the board in view whole at its widest layout (all of a
+        chess history, a header line unwrapped)."""
         if self._game is None:
             return 0
-        key = (type(self._game), self._game.mode, self.board_focus)
-        if self._natural is not None and self._natural[:2] == key[:2]:
-            return self._natural[2]
         try:
-            renderable = self._renderable(self._game)
-            width = Measurement.get(console, console.options.update_width(1000), renderable).maximum
+            width = Measurement.get(console, console.options.update_width(1000), self._renderable).maximum
         except Exception:  # noqa: BLE001
             width = 40
-        self._natural = (key[0], key[1], width + PANEL_CHROME)
         return width + PANEL_CHROME
 
     def show_message(self, message: str, title: str = "Board") -> None:
         self._game = None
         self.border_title = title
         self.border_subtitle = ""
-        self._drawn_size = None
-        self.view_widget.update(Text(message))
+        self._renderable = Text(message)
+        self._paint()

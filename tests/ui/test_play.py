@@ -545,8 +545,9 @@ async def test_play_works_at_80x24(app, demo_db):
         assert screen.query_one(StepsTable).step_count == 2
         await pilot.press("p", "n")
         await settle(pilot)
-        proposal = screen.query_one("#proposal").region
-        assert proposal.height >= 3 and proposal.bottom <= 24
+        proposal = screen.query_one("#proposal")
+        assert proposal.region.height == 1 and proposal.region.bottom <= 24 and proposal.region.width > 40
+        assert "Model proposes" in proposal.text and "Accept" in proposal.text
 
 
 async def test_leaving_an_unfinished_episode_records_it_as_stopped(app, demo_db):

@@ -169,3 +169,19 @@ async def test_chess_pages_the_large_board_and_zooms(app, demo_db):
         assert screen.maximized is board and board.region.height > 30
         await pilot.press("escape")
         assert screen.maximized is None and pilot.app.screen is screen
+
+
+async def test_the_proposal_line_replaces_the_status_line_and_its_labels_click(app, demo_db):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_play(pilot, **trust())
+        body = screen.query_one("#play-body").region
+        await pilot.press("p", "n")
+        await settle(pilot)
+        proposal = screen.query_one("#proposal")
+        assert proposal.display and not screen.query_one("#status-row").display
+        assert screen.query_one("#play-body").region == body  # nothing above it moved
+        veto = proposal.text.index(" v ")
+        await pilot.click("#proposal", offset=(veto + 1, 0))
+        await pilot.pause()
+        assert screen.proposal is None and not proposal.display and screen.query_one("#status-row").display
+        assert screen.steps == []  # vetoed: nothing stored
