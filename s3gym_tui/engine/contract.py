@@ -20,7 +20,17 @@ def reply_parsed(step: Step) -> Optional[bool]:
         return None
     if step.action == NO_ANSWER:
         return False
-    return parse_reply(step.reply).action is not None
+    key = (step.episode_id, step.index, len(step.reply))
+    parsed = _PARSED.get(key)
+    if parsed is None:
+        parsed = parse_reply(step.reply).action is not None
+        _PARSED[key] = parsed
+        if len(_PARSED) > 4096:
+            _PARSED.pop(next(iter(_PARSED)))
+    return parsed
+
+
+_PARSED: dict[tuple, bool] = {}  # steps are immutable once stored: parse each reply once
 
 
 def warning_text(model: str, unparsed: int, considered: int) -> Optional[str]:

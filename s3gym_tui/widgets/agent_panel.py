@@ -74,27 +74,47 @@ def format_prompt_lines(prompt_json: str, app=None) -> tuple[list[Text], bool, b
         content = message.get("content", "") if isinstance(message, dict) else str(message)
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False)
-        lines.append(Text(f" {role} ", style="bold reverse"))
-        marks: list[tuple[int, int, str]] = []  # (start, end, style) in content offsets
-        at = content.find(HINT_HEADER)
-        if at >= 0:
-            ends = [content.find(marker, at) for marker in HINT_END]
-            end = min([e for e in ends if e >= 0], default=len(content))
-            marks.append((at, end, secondary))
-            marks.append((at, at + len(HINT_HEADER), f"bold reverse {accent}"))
-            hint_marked = True
-        for match in CUT_PATTERN.finditer(content):
-            marks.append((match.start(), match.end(), f"bold reverse {warning}"))
-            cut_marked = True
-        offset = 0
-        for raw in content.split("\n"):
-            line = Text(raw)
-            for a, b, style in marks:
-                if a < offset + len(raw) and b > offset:
-                    line.stylize(style, max(0, a - offset), min(len(raw), b - offset))
-            lines.append(line)
-            offset += len(raw) + 1
-        lines.append(Text(""))
+        key = (role, content, accent, warning, secondary)
+        cached = _MESSAGE_LINES.get(key)
+        if cached is None:
+            cached = _message_lines(role, content, accent, warning, secondary)
+            _MESSAGE_LINES[key] = cached
+            while len(_MESSAGE_LINES) > 16:
+                _MESSAGE_LINES.pop(next(iter(_MESSAGE_LINES)))
+        message_lines, hint, cut = cached
+        lines.extend(message_lines)
+        hint_marked, cut_marked = hint_marked or hint, cut_marked or cut
+    return lines, hint_marked, cut_marked
+
+
+_MESSAGE_LINES: dict[tuple, tuple[list[Text], bool, bool]] = {}  # consecutive prompts repeat messages
+
+
+def _message_lines(role: str, content: str, accent: str, warning: str,
+                   secondary: str) -> tuple[list[Text], bool, bool]:
+    """One message as lines (its role, its content, a blank), with the marks styled."""
+    lines = [Text(f" {role} ", style="bold reverse")]
+    hint_marked = cut_marked = False
+    marks: list[tuple[int, int, str]] = []  # (start, end, style) in content offsets
+    at = content.find(HINT_HEADER)
+    if at >= 0:
+        ends = [content.find(marker, at) for marker in HINT_END]
+        end = min([e for e in ends if e >= 0], default=len(content))
+        marks.append((at, end, secondary))
+        marks.append((at, at + len(HINT_HEADER), f"bold reverse {accent}"))
+        hint_marked = True
+    for match in CUT_PATTERN.finditer(content):
+        marks.append((match.start(), match.end(), f"bold reverse {warning}"))
+        cut_marked = True
+    offset = 0
+    for raw in content.split("\n"):
+        line = Text(raw)
+        for a, b, style in marks:
+            if a < offset + len(raw) and b > offset:
+                line.stylize(style, max(0, a - offset), min(len(raw), b - offset))
+        lines.append(line)
+        offset += len(raw) + 1
+    lines.append(Text(""))
     return lines, hint_marked, cut_marked
 
 

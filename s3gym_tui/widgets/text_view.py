@@ -80,8 +80,7 @@ class LinesView(ScrollView):
 
 
 def _line_key(line: Text, width: int) -> tuple:
-    return (line.plain, tuple((span.start, span.end, str(span.style)) for span in line.spans),
-            str(line.style), width)
+    return (line.plain, tuple(line.spans), line.style, width)  # spans and styles are hashable values
 
 
 class TextView(LinesView, can_focus=True):
