@@ -68,6 +68,16 @@ class S3GymApp(App):
         if self._store is not None:
             self._store.close()
 
+    def push_screen(self, screen, *args, **kwargs):
+        """Push a screen with its size classes already set (no restyle of it when it mounts)."""
+        from textual.screen import Screen
+
+        from s3gym_tui.screens.sizing import presize
+
+        if isinstance(screen, Screen):
+            presize(screen, self)
+        return super().push_screen(screen, *args, **kwargs)
+
     # ----- navigation (lazy imports keep start-up fast) -----------------------------------
     def open_play(self, **options) -> None:
         from s3gym_tui.screens.play import PlayScreen

@@ -20,8 +20,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from s3gym_tui.engine.llm import ModelUnavailable
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        args = ["tui"]
+    if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h")):
+        args = ["tui", *args]  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
     try:
         from s3gym_tui.store import StoreError
     except ImportError:  # pragma: no cover

@@ -24,22 +24,44 @@ def run(
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
     eval_episodes: int = typer.Option(3, "--eval-episodes", help="Evaluation episodes per checkpoint."),
     history_budget: int = typer.Option(100_000, "--history-budget", help="Tokens of previous-episode history."),
-    max_tokens: int = typer.Option(14_000, "--max-tokens", help="Output cap per response."),
+    step_cap: int = typer.Option(64, "--step-cap", help="Steps per episode (the game's own cap applies too)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Output cap per response (default: "
+                                             "the model's in the config file, else 14,000)."),
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
-    api_base: Optional[str] = typer.Option(None, "--api-base"),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Default: the model's in the config file."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per model call (default: the "
+                                            "model's in the config file, else 120)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    estimate_only: bool = typer.Option(False, "--estimate", help="Print the estimate of calls, tokens and cost, "
+                                       "and stop (no run is created)."),
     db: Optional[Path] = DbOption,
 ) -> None:
-    """Start a run of the explore/evaluate protocol and follow it with progress bars."""
+    """Start a run of the explore/evaluate protocol and follow it with progress bars (the estimate of
+    calls, tokens and cost is printed first)."""
+    from s3gym_tui.config import load_settings
+    from s3gym_tui.engine.estimate import estimate_run
     from s3gym_tui.models import RunConfig
+    from s3gym_tui.providers import model_game_problem
 
     if pathway == "trained":
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
+    problem = model_game_problem(model, game)
+    if problem:
+        raise UserError(problem)
+    own = load_settings().model_settings(model)
+    chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
+              "api_base": api_base if api_base is not None else own.api_base,
+              "timeout_s": timeout if timeout is not None else own.timeout_s}
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
-                       max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
-                       api_base=api_base, oracle_feedback=oracle_feedback)
+                       step_cap=step_cap, temperature=temperature, decoding_seed=seed,
+                       oracle_feedback=oracle_feedback, **{k: v for k, v in chosen.items() if v is not None})
+    estimate = estimate_run(config)
+    console.print("[bold]estimate[/] " + "\n         ".join(escape(line) for line in estimate.lines()),
+                  soft_wrap=True)
+    if estimate_only:
+        return
     store = _store(db)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
@@ -58,6 +80,7 @@ def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> 
 
 
 def _follow(store, run) -> None:
+    from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
 
@@ -70,8 +93,16 @@ def _follow(store, run) -> None:
     cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints(run.id)), info="")
     step_task = progress.add_task("episode steps", total=None, info="")
     outcome: dict = {}
+    watch = ContractWatch(cfg.model)
+    warned = {"shown": False}
 
     def on_event(event) -> None:
+        if isinstance(event, StepDone):
+            watch.add(event.step)
+            warning = watch.warning
+            if warning and not warned["shown"]:
+                progress.console.print(f"[yellow bold]warning:[/] {escape(warning)}", soft_wrap=True)
+            warned["shown"] = bool(warning)
         if isinstance(event, StepDone) and event.episode.phase == "explore":
             progress.update(step_task, completed=event.step.index + 1,
                             info=escape(f"last: {event.step.action[:30]!s} self {event.step.self_score}"))

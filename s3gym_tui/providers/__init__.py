@@ -56,6 +56,20 @@ def is_builtin(model: str) -> bool:
     return False
 
 
+def model_game_problem(model: str, game: str) -> str | None:
+    """Why `model` cannot play `game` (a scripted or fault model plays only its own game), or None."""
+    provider, name = split_model(model)
+    if provider not in ("scripted", "fault"):
+        return None
+    try:
+        own, wanted = games.canonical(name), games.canonical(game)
+    except games.GameError as exc:
+        return str(exc)
+    if own == wanted:
+        return None
+    return f"{model} plays only {own}; for {wanted} choose {provider}/{wanted} or another model"
+
+
 def register() -> None:
     """Add our handlers to `litellm.custom_provider_map` (idempotent; other providers' entries are kept)."""
     import litellm

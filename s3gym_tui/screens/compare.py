@@ -11,7 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
 from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
                                       state_at)
@@ -19,6 +19,8 @@ from s3gym_tui.models import Episode, Step
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.compare_side import CompareSide
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"
@@ -62,7 +64,7 @@ class CompareScreen(AnalysisScreen):
         self.position = 0  # 0..len(rows); len(rows) is the end (final boards)
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="cmp-status")
         with Horizontal(id="cmp-sides"):
             yield CompareSide("A", id="cmp-a")
@@ -70,7 +72,7 @@ class CompareScreen(AnalysisScreen):
         with Horizontal(id="cmp-bottom"):
             yield DataTable(id="cmp-table", cursor_type="row", zebra_stripes=True)
             yield CurvePlot("Cumulative reward", "step", "", id="cmp-curves")
-        yield Footer()
+        yield KeyHints()
 
     # ----- loading ------------------------------------------------------------------------
     def on_mount(self) -> None:

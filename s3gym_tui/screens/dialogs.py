@@ -194,3 +194,72 @@ class EpisodePickerDialog(DialogScreen):
     @on(Button.Pressed)
     def _pressed(self, _event: Button.Pressed) -> None:
         self.dismiss(None)
+
+
+class ModelSettingsDialog(DialogScreen):
+    """A model's api base, max tokens and timeout: for this session (Apply) or into the config
+    file (Save). Dismisses with (ModelSettings, save) or None."""
+
+    def __init__(self, model: str, current, suggested_api_base: Optional[str] = None) -> None:
+        super().__init__()
+        self.model, self.current, self.suggested = model, current, suggested_api_base
+
+    def compose(self) -> ComposeResult:
+        c = self.current
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label(f"Settings of {self.model}", classes="dialog-title")
+            yield Static("Empty fields use the defaults (no api base, 14,000 max tokens, 120 s timeout). "
+                         "Run settings (the run dialog) can override them for one run.",
+                         classes="dialog-text muted")
+            with Horizontal(classes="field-row"):
+                yield Label("API base", classes="field-label-wide")
+                yield Input(c.api_base or self.suggested or "", placeholder="e.g. http://127.0.0.1:11434",
+                            id="ms-api-base")
+            with Horizontal(classes="field-row"):
+                yield Label("Max tokens", classes="field-label-wide")
+                yield Input("" if c.max_tokens is None else str(c.max_tokens), placeholder="14000",
+                            type="integer", id="ms-max-tokens")
+            with Horizontal(classes="field-row"):
+                yield Label("Timeout (s)", classes="field-label-wide")
+                yield Input("" if c.timeout_s is None else f"{c.timeout_s:g}", placeholder="120",
+                            type="number", id="ms-timeout")
+            yield Static("", id="ms-error", classes="dialog-text error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Apply", variant="primary", id="ms-apply")
+                yield Button("Save to config", id="ms-save")
+                yield Button("Cancel", id="ms-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#ms-error").display = False
+        self.query_one("#ms-api-base", Input).focus()
+
+    def values(self):
+        """The settings in the fields (raises ValueError with a one-line reason)."""
+        from pydantic import ValidationError
+
+        from s3gym_tui.config import ModelSettings
+
+        def field(selector: str) -> Optional[str]:
+            text = self.query_one(selector, Input).value.strip()
+            return text or None
+
+        try:
+            return ModelSettings(api_base=field("#ms-api-base"), max_tokens=field("#ms-max-tokens"),
+                                 timeout_s=field("#ms-timeout"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"{'.'.join(str(x) for x in first.get('loc', ()))}: {first.get('msg')}") from exc
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ms-cancel":
+            self.dismiss(None)
+            return
+        try:
+            own = self.values()
+        except ValueError as exc:
+            error = self.query_one("#ms-error", Static)
+            error.update(str(exc))
+            error.display = True
+            return
+        self.dismiss((own, event.button.id == "ms-save"))

@@ -13,10 +13,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.steps_table import verdict_colours
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 # (title, module, class): the other screens are listed when their module exists
 SCREENS = [
@@ -124,10 +126,10 @@ class HelpScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close help", id="close_help")]
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with VerticalScroll(id="help-scroll"):
             yield Static(id="help-text")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#help-text", Static).update(help_renderable(self.app))

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Header, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker
 
 import games
@@ -27,6 +27,7 @@ from s3gym_tui.widgets.proposal_bar import ProposalBar
 from s3gym_tui.widgets.score_strip import ScoreStrip
 from s3gym_tui.widgets.status_bar import StatusBar
 from s3gym_tui.widgets.steps_table import StepsTable
+from s3gym_tui.widgets.title_bar import TitleBar
 
 LIVE_ONLY = {"step", "run_pause", "stop", "restart", "take_over", "toggle_propose"}
 AGENT_MIN_WIDTH = 44  # the agent panel keeps at least this much beside the board
@@ -116,7 +117,7 @@ class PlayScreen(Screen):
 
     # ----- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="play-body"):
             yield BoardPanel(id="board", classes="panel")
             yield AgentPanel(id="agent", classes="panel")

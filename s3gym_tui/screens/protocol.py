@@ -10,7 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Label, ProgressBar, Static
+from textual.widgets import Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from s3gym_tui.engine import events as ev
@@ -20,6 +20,8 @@ from s3gym_tui.models import Episode, Run, Step, Summary
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 EPISODE_FPS = 10  # board redraws per second while a run streams steps
 
@@ -84,7 +86,7 @@ class ProtocolScreen(AnalysisScreen):
 
     # ----- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="proto-status")
         with Horizontal(id="proto-progress"):
             yield Label("Exploration", id="proto-explore-label")
@@ -99,7 +101,7 @@ class ProtocolScreen(AnalysisScreen):
             with VerticalScroll(id="proto-right"):
                 yield BoardPanel(id="proto-board")
                 yield Static(id="proto-step")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#proto-curve").border_title = "Checkpoint curve"

@@ -10,7 +10,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Label, SelectionList, Static
+from textual.widgets import DataTable, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
@@ -18,6 +18,8 @@ from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 RUN_LIST_LIMIT = 500
 
@@ -57,7 +59,7 @@ class ReportScreen(AnalysisScreen):
         self.all_runs: list[Run] = []
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="report-main"):
             yield SelectionList[str](id="report-runs")
             with VerticalScroll(id="report-body"):
@@ -72,7 +74,7 @@ class ReportScreen(AnalysisScreen):
                 yield DataTable(id="report-judging-table", cursor_type="row", zebra_stripes=True)
                 yield Label("Judgement-improvement coupling (exploration blocks)", classes="report-title")
                 yield DataTable(id="report-coupling-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = "report"

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Header, Label, Static, TextArea
+from textual.widgets import Button, DataTable, Label, Static, TextArea
 
 from s3gym_tui.engine.compare import summary_diff
 from s3gym_tui.messages import SummaryEdited, SummaryTested
@@ -19,6 +19,8 @@ from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.widgets.summary_diff import SummaryDiff
 
 from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 SECTIONS = (("retain", "Strategies to retain"), ("avoid", "Mistakes to avoid"),
             ("next", "Directions for the next episode"))
 
@@ -143,7 +145,7 @@ class SummariesScreen(AnalysisScreen):
         self.diff_lines: Optional[list[str]] = None
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="sum-status")
         with Horizontal(id="sum-main"):
             with Vertical(id="sum-left"):
@@ -152,7 +154,7 @@ class SummariesScreen(AnalysisScreen):
             with VerticalScroll(id="sum-right"):
                 yield Static(id="sum-detail")
                 yield SummaryDiff(id="sum-diff")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = f"summaries · {self.run_id}"
