@@ -56,6 +56,12 @@ def key_names(provider: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((f"{provider.replace('_', '').upper()}_API_KEY", f"{provider.upper()}_API_KEY")))
 
 
+def any_key_set(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """True when some PROVIDER_API_KEY variable is set (cheap: litellm is not imported)."""
+    env = os.environ if environ is None else environ
+    return any(name.endswith("_API_KEY") and value for name, value in env.items())
+
+
 def keyed_models(environ: Optional[Mapping[str, str]] = None, per_provider: int = PER_PROVIDER) -> list[FoundModel]:
     """Chat models (litellm's bundled list) of the providers whose API key variable is set, by
     litellm's own naming rule. No request is made, and a key's value is never read."""

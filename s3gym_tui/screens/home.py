@@ -126,27 +126,38 @@ class HomeScreen(Screen):
         game_list.focus()
         if getattr(self.app, "found_models", None) is None:
             self.app.found_models = []
-            self._discover()
+            self._discover(keyed=False)  # local servers now; keyed providers when the picker is used
 
     def on_screen_resume(self) -> None:
         if self.is_mounted:
             self.refresh_from_store()
 
     # ----- models found on this machine (off the UI thread) ---------------------------------
-    @work(thread=True, exclusive=True, group="discover-models", exit_on_error=False)
-    def _discover(self) -> None:
-        from s3gym_tui.engine.discovery import discover
+    @work(thread=True, group="discover-models", exit_on_error=False)
+    def _discover(self, keyed: bool) -> None:
+        """Local servers (quick, no litellm), or with `keyed` the providers whose API keys are set
+        (litellm's model lists: a few seconds the first time, so only once the picker is used)."""
+        from s3gym_tui.engine.discovery import keyed_models, local_models
 
         try:
-            found = discover()
+            found = keyed_models() if keyed else local_models()
         except Exception:  # noqa: BLE001 - discovery is a convenience, never an error
             found = []
-        self.app.found_models = found
         self.post_message(ModelsFound(found))
 
+    @on(ModelPicker.Opened)
+    def _picker_opened(self, _event) -> None:
+        from s3gym_tui.engine.discovery import any_key_set
+
+        if not getattr(self.app, "keyed_discovery", False) and any_key_set():
+            self.app.keyed_discovery = True
+            self._discover(keyed=True)
+
     def on_models_found(self, message: ModelsFound) -> None:
+        known = {f.model for f in self.app.found_models}
+        self.app.found_models = self.app.found_models + [f for f in message.models if f.model not in known]
         if message.models:
-            self.query_one(ModelPicker).add_found(message.models)
+            self.query_one(ModelPicker).add_found(self.app.found_models)
 
     # ----- reading the form -----------------------------------------------------------------
     @property

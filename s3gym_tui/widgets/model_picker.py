@@ -34,6 +34,9 @@ class ModelPicker(Horizontal):
     ModelPicker #model-settings { width: 5; min-width: 5; }
     """
 
+    class Opened(Message):
+        """The person opened the model list (a good moment to look for more models)."""
+
     @dataclass
     class Changed(Message):
         picker: "ModelPicker"
@@ -95,6 +98,9 @@ class ModelPicker(Horizontal):
             self.query_one("#model-input", Input).value = ""
         else:
             self.query_one("#model-input", Input).value = model
+
+    def on_descendant_focus(self, _event) -> None:
+        self.post_message(self.Opened())
 
     @on(Select.Changed, "#model-select")
     def _selected(self, event: Select.Changed) -> None:
