@@ -319,6 +319,15 @@ class Connection:
         return None if row is None else dict(zip([d[0] for d in cursor.description], row))
 
     @staticmethod
+    def _json(text: Any, what: str) -> Any:
+        """A stored JSON column, or a one-line StoreError naming the row (a hand-edited file)."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as err:
+            raise StoreError(f"stored {what} is not valid JSON ({one_line(err)}); fix or remove "
+                             f"that row") from err
+
+    @staticmethod
     def _model(cls: type, row: Mapping[str, Any], what: str) -> Any:
         try:
             return cls.model_validate(row)
