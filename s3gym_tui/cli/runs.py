@@ -119,13 +119,16 @@ def _follow(store, run, verb: str = "run") -> None:
 @cli.command("runs")
 def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
     """List stored runs, newest first."""
+    from s3gym_tui.store.leases import shown_status
+
     store = _store(db)
     table = Table(title="runs")
     for col in ("id", "game", "model", "pathway", "status", "created"):
         table.add_column(col)
+    leases = store.live_leases()
     for r in store.list_runs(limit=limit):
-        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway, r.status,
-                      r.created_at[:19])
+        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway,
+                      escape(shown_status(r.status, leases.get(r.id))), r.created_at[:19])
     console.print(table)
 
 

@@ -131,3 +131,13 @@ class LeaseRecords(Connection):
             rows = conn.execute(_SELECT).fetchall()
         now = time.time()
         return {lease.run_id: lease for lease in map(_lease, rows) if lease.alive(now)}
+
+
+def shown_status(status: str, lease: Optional[Lease]) -> str:
+    """A run's status as a person should read it: who drives a running run, and 'interrupted'
+    for a run marked running whose driver is gone (killed, crashed, the machine stopped)."""
+    if lease is not None and lease.alive():
+        return f"running · PID {lease.pid}" if lease.host == HOST else f"running · {lease.host}"
+    if status == "running":
+        return "interrupted"
+    return status

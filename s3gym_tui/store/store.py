@@ -20,6 +20,7 @@ from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, pha
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.hygiene import Hygiene
 from s3gym_tui.store.leases import LeaseRecords
 
 TEXT_REF_PREFIX = "[[text:"
@@ -61,7 +62,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(DerivedStore, LeaseRecords):
+class Store(DerivedStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
