@@ -16,6 +16,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -122,9 +123,9 @@ class Connection:
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.db = Database(self.conn, execute_plugins=False)
             if not self.read_only:
-                self.db.enable_wal()
+                self._retry_busy(self.db.enable_wal)
                 self.conn.execute("PRAGMA synchronous = NORMAL")  # durable in WAL across app crashes
-                self.schema_version = schema.migrate(self.db, self.path)
+                self.schema_version = self._retry_busy(lambda: schema.migrate(self.db, self.path))
         except StoreError:
             self._close_quietly()
             raise
@@ -159,6 +160,23 @@ class Connection:
         if not stat.S_ISREG(info.st_mode):
             raise StoreError(f"{self.path} is not a regular file, not an s3gym database")
         return info.st_size > 0  # an empty file is an empty database
+
+    def _retry_busy(self, action):
+        """Run `action`, retrying for up to busy_timeout while SQLite answers "locked" without
+        waiting (switching a fresh file to WAL, or two openers racing to create the schema: SQLite
+        skips its busy handler there to avoid a deadlock)."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() >= deadline:
+                    raise
+                if self.conn is not None and self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
 
     def _connect(self, immutable: bool = False) -> sqlite3.Connection:
         if self.read_only:
@@ -299,6 +317,27 @@ class Connection:
                 raise StoreError(f"cannot {what}: the text is not valid Unicode "
                                  f"({err.reason} at position {err.start}); nothing was stored") from err
             raise
+
+    @contextmanager
+    def snapshot(self, what: str = "read a consistent snapshot") -> Iterator[Self]:
+        """Every read inside sees one consistent state of the file (one read transaction), however
+        many statements it takes and whatever other processes commit meanwhile. Nests."""
+        conn = self._live(what)
+        if conn.in_transaction:
+            yield self
+            return
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.Error as err:
+            raise self._wrap(err, what) from err
+        try:
+            yield self
+        finally:
+            try:
+                if conn.in_transaction:
+                    conn.execute("COMMIT" if not self.read_only else "ROLLBACK")
+            except sqlite3.Error:
+                pass
 
     @contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:

@@ -170,13 +170,24 @@ class DerivedStore(Connection):
             last_x = int(json.loads(run[0]).get("explore_episodes", 0))
         except (TypeError, ValueError, AttributeError):
             return None
-        began = conn.execute("SELECT max(x) FROM experience_states WHERE run_id = ?",
-                             (run_id,)).fetchone()[0]
-        if began is None:  # a run from before states were recorded: its finished episodes tell
+        last = conn.execute("SELECT x, summary_id FROM experience_states WHERE run_id = ? ORDER BY "
+                            "x DESC LIMIT 1", (run_id,)).fetchone()
+        if last is None:  # nothing begun yet, or a run from before states were recorded
             began = conn.execute("SELECT count(*) - 1 FROM episodes WHERE run_id = ? AND "
                                  "phase = 'explore' AND status = 'finished'", (run_id,)).fetchone()[0]
-        nxt = int(began) + 1
+            nxt = int(began) + 1
+        elif last[0] > 0 and last[1] is None and not self._driven(conn, run_id):
+            nxt = int(last[0])  # never fixed, and its driver is gone: a resume begins it afresh
+        else:
+            nxt = int(last[0]) + 1
         return nxt if nxt <= last_x else None
+
+    @staticmethod
+    def _driven(conn: sqlite3.Connection, run_id: str) -> bool:
+        from s3gym_tui.store.leases import _SELECT, _lease
+
+        row = conn.execute(_SELECT + " WHERE run_id = ?", (run_id,)).fetchone()
+        return row is not None and _lease(row).alive()
 
     def _log_action(self, conn: sqlite3.Connection, run_id: str, summary_id: str, action: str,
                     author: str) -> None:

@@ -105,6 +105,10 @@ class LeaseRecords(Connection):
                          "acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                          (lease.run_id, lease.token, lease.pid, lease.host, lease.command,
                           lease.acquired_at, lease.heartbeat_at))
+            # A state whose summary the previous driver never fixed was used by nothing: the new
+            # driver begins it afresh, so curation done meanwhile reaches it (see begin_state).
+            conn.execute("DELETE FROM experience_states WHERE run_id = ? AND x > 0 AND "
+                         "summary_id IS NULL", (run_id,))
         return lease
 
     def renew_lease(self, lease: Lease) -> bool:
