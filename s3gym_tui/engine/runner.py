@@ -144,8 +144,9 @@ class ProtocolRunner:
     def stop(self, reason: str = "stopped") -> None:
         """Ask the run to stop now (from the event loop's thread): the model call in flight is
         cancelled, nothing half-done is stored, the run is left 'stopped' with `reason` and
-        stays resumable. run_protocol then returns normally."""
-        self.stop_reason = reason
+        stays resumable. run_protocol then returns normally. The first reason given is kept."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
         if self._task is not None and not self._task.done():
             self._task.cancel()
 
