@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console
+from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console, err
 
 
 @cli.command()
@@ -24,15 +24,19 @@ def run(
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
     eval_episodes: int = typer.Option(3, "--eval-episodes", help="Evaluation episodes per checkpoint."),
     history_budget: int = typer.Option(100_000, "--history-budget", help="Tokens of previous-episode history."),
-    step_cap: int = typer.Option(64, "--step-cap", help="Steps per episode (the game's own cap applies too)."),
-    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Output cap per response (default: "
-                                             "the model's in the config file, else 14,000)."),
+    step_cap: int = typer.Option(64, "--step-cap", min=1, max=64,
+                                 help="Steps per episode (the game's own cap applies too)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Output cap per response "
+                                             "(default: the model's in the config file, else 14,000)."),
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
     api_base: Optional[str] = typer.Option(None, "--api-base", help="Default: the model's in the config file."),
-    timeout: Optional[float] = typer.Option(None, "--timeout", help="Seconds per model call (default: the "
-                                            "model's in the config file, else 120)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, max=3600.0,
+                                            help="Seconds one model call may take before it is retried "
+                                            "(default: the model's in the config file, else 120)."),
+    max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
+                                    help="Retries of a failed model call (timeouts, 429, 5xx)."),
     estimate_only: bool = typer.Option(False, "--estimate", help="Print the estimate of calls, tokens and cost, "
                                        "and stop (no run is created)."),
     db: Optional[Path] = DbOption,
@@ -42,21 +46,19 @@ def run(
     from s3gym_tui.config import load_settings
     from s3gym_tui.engine.estimate import estimate_run
     from s3gym_tui.models import RunConfig
-    from s3gym_tui.providers import model_game_problem
 
     if pathway == "trained":
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
-    problem = model_game_problem(model, game)
-    if problem:
-        raise UserError(problem)
-    own = load_settings().model_settings(model)
+    own = load_settings().model_settings(model)  # the model's api base, max tokens, timeout
     chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
               "api_base": api_base if api_base is not None else own.api_base,
               "timeout_s": timeout if timeout is not None else own.timeout_s}
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        step_cap=step_cap, temperature=temperature, decoding_seed=seed,
-                       oracle_feedback=oracle_feedback, **{k: v for k, v in chosen.items() if v is not None})
+                       oracle_feedback=oracle_feedback, max_retries=max_retries,
+                       **{k: v for k, v in chosen.items() if v is not None})
+    _preflight(config)  # a doomed run is refused before anything is stored
     estimate = estimate_run(config)
     console.print("[bold]estimate[/] " + "\n         ".join(escape(line) for line in estimate.lines()),
                   soft_wrap=True)
@@ -70,16 +72,40 @@ def run(
 
 
 @cli.command()
-def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
+def resume(run_id: str = typer.Argument(...),
+           api_base: Optional[str] = typer.Option(
+               None, "--api-base", help="The run's api base again, with the credentials that were "
+               "not stored (http://user:KEY@host/v1): it must be the stored one once they are removed."),
+           db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run where it stopped."""
+    from s3gym_tui.secrets import strip_url_credentials
+
     store = _store(db)
     target = store.get_run(run_id)
+    if api_base is not None:
+        if strip_url_credentials(api_base) != target.config.api_base:
+            raise UserError(f"--api-base {strip_url_credentials(api_base)} is not the run's api base "
+                            f"({target.config.api_base}): a resumed run keeps its model")
+        target = target.model_copy(update={"config": target.config.model_copy(
+            update={"api_base": api_base})})
     if target.config.pathway == "trained":
         raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
-    _follow(store, target)
+    if target.status == "finished":
+        raise UserError(f"run {run_id} is finished: nothing left to run")
+    _preflight(target.config)
+    _follow(store, target, verb="resume")
 
 
-def _follow(store, run) -> None:
+def _preflight(config) -> None:
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    try:
+        check_model(config.model, config.game, config.api_base)
+    except ModelRefused as exc:
+        raise UserError(f"{exc} (nothing was stored)") from None
+
+
+def _follow(store, run, verb: str = "run") -> None:
     from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
@@ -97,7 +123,7 @@ def _follow(store, run) -> None:
     warned = {"shown": False}
 
     def on_event(event) -> None:
-        if isinstance(event, StepDone):
+        if isinstance(event, StepDone):  # the reply-contract warning, once each time it starts
             watch.add(event.step)
             warning = watch.warning
             if warning and not warned["shown"]:
@@ -115,23 +141,39 @@ def _follow(store, run) -> None:
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 
+    runner = ProtocolRunner(store, run, on_event)
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(runner.stop):
+            return await runner.run_protocol(command=f"s3gym {verb}")
+
     with progress:
-        final = asyncio.run(ProtocolRunner(store, run, on_event).run_protocol())
+        final = asyncio.run(drive())
+    if runner.stop_reason is not None:  # Ctrl-C or SIGTERM: a clean, resumable stop
+        err.print(f"run {escape(final.id)} {runner.stop_reason}: stored data is intact")
+        err.print(f"resume with: s3gym resume {escape(final.id)}", highlight=False)
+        raise typer.Exit(130)
     if outcome.get("error"):
         raise UserError(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
     _print_reports(store, [final])
 
 
 @cli.command("runs")
-def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
+def list_runs(db: Optional[Path] = DbOption,
+              limit: int = typer.Option(50, "--limit", min=1, max=1_000_000)) -> None:
     """List stored runs, newest first."""
+    from s3gym_tui.store.leases import shown_status
+
     store = _store(db)
     table = Table(title="runs")
     for col in ("id", "game", "model", "pathway", "status", "created"):
         table.add_column(col)
+    leases = store.live_leases()
     for r in store.list_runs(limit=limit):
-        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway, r.status,
-                      r.created_at[:19])
+        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway,
+                      escape(shown_status(r.status, leases.get(r.id))), r.created_at[:19])
     console.print(table)
 
 
@@ -198,15 +240,20 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
            db: Optional[Path] = DbOption) -> None:
     """Export a run's episodes and steps as JSONL (one object a line)."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
-    run = store.get_run(run_id)  # before opening --out: an unknown run must not truncate the file
-    handle = open(out, "w", encoding="utf-8") if out else sys.stdout
     try:
-        count = export_run(store, run, handle)
-    finally:
-        if out:
-            handle.close()
+        if out:  # before anything is written: never the database, never a half-written file
+            check_target(out, store.path)
+        run = store.get_run(run_id)
+        if not out:
+            export_run(store, run, sys.stdout)
+            return
+        with atomic_text(out, store.path) as handle:
+            count = export_run(store, run, handle)
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
     if out:
         console.print(f"wrote {count} lines to {escape(str(out))}")
 

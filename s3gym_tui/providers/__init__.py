@@ -57,17 +57,19 @@ def is_builtin(model: str) -> bool:
 
 
 def model_game_problem(model: str, game: str) -> str | None:
-    """Why `model` cannot play `game` (a scripted or fault model plays only its own game), or None."""
-    provider, name = split_model(model)
-    if provider not in ("scripted", "fault"):
+    """Why a built-in `model` cannot play `game` (a scripted or fault model plays only its own game,
+    a local model needs its extra), or None. Quick: the engine's preflight for built-in models only
+    (other providers are checked when a session or run starts: that imports litellm)."""
+    provider, _ = split_model(model)
+    if provider not in PROVIDERS:
         return None
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
     try:
-        own, wanted = games.canonical(name), games.canonical(game)
-    except games.GameError as exc:
+        check_model(model, game)
+    except ModelRefused as exc:
         return str(exc)
-    if own == wanted:
-        return None
-    return f"{model} plays only {own}; for {wanted} choose {provider}/{wanted} or another model"
+    return None
 
 
 def register() -> None:

@@ -15,8 +15,9 @@ from textual.widgets.option_list import Option
 
 import games
 from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, phase_of_seed
-from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, EpisodePickerDialog
+from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, ConfirmDialog, EpisodePickerDialog
 from s3gym_tui.screens.home_runs import RunsPanel, store_token
+from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
@@ -71,7 +72,7 @@ class GameList(OptionList):
             self.focus()
 
 
-class HomeScreen(Screen):
+class HomeScreen(LiveScreenMixin, Screen):
     """Pick game, mode, seed, model, pathway (and a run to draw experience from); play or start a run."""
 
     COMMANDS = {BindingCommands}
@@ -83,6 +84,7 @@ class HomeScreen(Screen):
         Binding("g", "open_report", "Report", id="open_report"),
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
+        Binding("delete", "delete_run", "Delete run", id="delete_run", show=False),
         Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
     ]
 
@@ -129,6 +131,7 @@ class HomeScreen(Screen):
             self._discover(keyed=False)  # local servers now; keyed providers when the picker is used
 
     def on_screen_resume(self) -> None:
+        """Back on Home: re-read at once if the store changed (a cheap check when it did not)."""
         if self.is_mounted:
             self.refresh_from_store()
 
@@ -187,11 +190,23 @@ class HomeScreen(Screen):
         target.update(message)
 
     def model_problem(self) -> Optional[str]:
-        """Why the chosen model cannot play the chosen game (None when it can)."""
+        """Why the chosen model cannot play the chosen game (None when it can). Quick checks only
+        (built-in models); the full preflight runs when a session or a run starts."""
         from s3gym_tui.providers import model_game_problem
 
         model, game = self.query_one(ModelPicker).model, self.game
         return model_game_problem(model, game) if model and game else None
+
+    def preflight(self, model: str, game: str, api_base: Optional[str] = None) -> bool:
+        """The engine's preflight (unknown provider, missing key, ...); False with the reason said."""
+        from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+        try:
+            check_model(model, game, api_base)
+        except ModelRefused as exc:
+            self.say(f"✗ {exc}.", error=True)
+            return False
+        return True
 
     def _check_compatibility(self) -> None:
         problem = self.model_problem()
@@ -290,7 +305,7 @@ class HomeScreen(Screen):
         from s3gym_tui.screens.run_dialog import RunDialog
 
         def chosen(config) -> None:
-            if config is None:
+            if config is None or not self.preflight(config.model, config.game, config.api_base):
                 return
             try:
                 run = self.app.store.create_run(config)
@@ -308,9 +323,34 @@ class HomeScreen(Screen):
         return self.query_one(RunsPanel).selected_run_id
 
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
-        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes"):
+        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes", "delete_run"):
             return self.is_mounted and bool(self._runs)
         return True
+
+    def action_delete_run(self) -> None:
+        """Remove the highlighted run (and what was made from it), after a confirmation."""
+        run_id = self._selected_run_id()
+        if run_id is None:
+            return
+        try:
+            plan = self.app.store.removal_plan([run_id])
+        except Exception as exc:  # noqa: BLE001 - a driven run, a dataset of another run: say why
+            self.notify(f"Cannot delete {run_id}: {exc}", severity="error")
+            return
+
+        def confirmed(yes: Optional[bool]) -> None:
+            if not yes:
+                return
+            try:
+                done = self.app.store.remove_runs([run_id])
+            except Exception as exc:  # noqa: BLE001
+                self.notify(f"Cannot delete {run_id}: {exc}", severity="error")
+                return
+            self.say(f"Deleted {run_id}: {done.describe()}. `s3gym vacuum` returns the space.")
+            self.refresh_from_store()
+
+        self.app.push_screen(ConfirmDialog(f"Delete run {run_id}?\nThis removes {plan.describe()}.",
+                                           yes="Delete", no="Keep"), confirmed)
 
     def action_open_protocol(self) -> None:
         if (run_id := self._selected_run_id()) is not None:
@@ -351,9 +391,10 @@ class HomeScreen(Screen):
         self.refresh_from_store(force=True)
 
     def refresh_from_store(self, force: bool = False) -> None:
-        """Reload the recent runs (idempotent, keeps the selection). Nothing is read when the
-        store has not changed since the last call (a cheap check), so returning to Home after any
-        screen costs almost nothing."""
+        """Follow the store: the recent runs and the highlighted run's details (idempotent, keeps
+        the selection). Nothing is read when the store has not changed since the last call (a
+        cheap check), so returning to Home after any screen costs almost nothing; a driver's
+        heartbeat (lease) changes the store too, so "driven by" stays current."""
         store = self.app.store
         token = store_token(store)
         if not force and token is not None and token == self._token:

@@ -43,7 +43,7 @@ class RunsPanel(Horizontal):
 
     def on_mount(self) -> None:
         self.border_title = "Recent runs"
-        self.border_subtitle = "enter/o protocol · s summaries · g report · e episodes · c pairs"
+        self.border_subtitle = "enter/o protocol · s summaries · g report · e episodes · c pairs · del delete"
 
     def on_resize(self) -> None:
         if self._wide != (self.app.size.width >= WIDE_TABLE):
@@ -59,10 +59,19 @@ class RunsPanel(Horizontal):
         return row_key.value
 
     def show_runs(self, runs: list) -> None:
-        """Show `runs`; the table is rebuilt only when they changed, the highlighted run is kept."""
+        """Show `runs` (with who drives them); the table is rebuilt only when they changed, the
+        highlighted run is kept. The details are re-read either way (they follow the store)."""
+        from s3gym_tui.store.leases import shown_status
+
         self._runs = list(runs)
-        shown = [(r.id, r.status) for r in runs]
+        try:
+            leases = self.app.store.live_leases()
+        except Exception:  # noqa: BLE001 - the status column is still right without drivers
+            leases = {}
+        statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
+        shown = [(r.id, statuses[r.id]) for r in runs]
         if shown == self._shown:
+            self.show_run_details(self.selected_run_id)
             return
         self._shown = shown
         table = self.query_one("#runs", DataTable)
@@ -76,7 +85,7 @@ class RunsPanel(Horizontal):
         else:
             table.clear()
         for run in runs:
-            cells = [run.id, run.config.game, run.config.model, run.config.pathway, run.status]
+            cells = [run.id, run.config.game, run.config.model, run.config.pathway, statuses[run.id]]
             if wide:
                 cells.append(short_created(run.created_at))
             table.add_row(*cells, key=run.id)
@@ -94,13 +103,16 @@ class RunsPanel(Horizontal):
         if run_id is None:
             target.update(Text("No runs yet: f6 starts one.", style="italic"))
             return
-        store = self.app.store
+        from s3gym_tui.store.leases import shown_status
+
         try:
-            run = store.get_run(run_id)
-            episodes = store.episodes(run_id)
-            checkpoints = store.checkpoints(run_id)
-            summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
-            current = store.current_summary(run_id) if summaries else None
+            with self.app.store.snapshot() as store:
+                run = store.get_run(run_id)
+                episodes = store.episodes(run_id)
+                checkpoints = store.checkpoints(run_id)
+                summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
+                current = store.current_summary(run_id) if summaries else None
+                lease = store.lease(run_id)
         except Exception as exc:  # noqa: BLE001
             target.update(f"Cannot read run {run_id}: {exc}")
             return
@@ -108,7 +120,11 @@ class RunsPanel(Horizontal):
         explore = sum(1 for e in episodes if e.phase == "explore" and e.status == "finished")
         text = Text()
         text.append(f"{run.id}\n", style="bold")
-        text.append(f"{run.status} · created {short_created(run.created_at)}\n")
+        text.append(f"{shown_status(run.status, lease)} · created {short_created(run.created_at)}\n")
+        if lease is not None and lease.alive():
+            text.append(f"driven by {lease.describe()}\n", style="yellow")
+        elif run.status_reason:
+            text.append(f"{run.status_reason}\n", style="italic")
         text.append(f"{c.model} · {c.game} · pathway {c.pathway}\n")
         text.append(f"explore {explore}/{c.explore_episodes} · eval {c.eval_episodes} per checkpoint\n")
         text.append(f"seeds explore {c.explore_seed_base}.. · eval {c.eval_seed_base}..\n")

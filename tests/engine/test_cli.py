@@ -86,7 +86,7 @@ def test_run_prints_the_estimate_first_and_estimate_only_creates_nothing(tmp_pat
 
 def test_run_refuses_a_scripted_model_of_another_game(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", "snake", "-m", "scripted/pvz", "--db", str(tmp_path / "x.db"))
-    assert code == 2 and "scripted/pvz plays only pvz" in err and not (tmp_path / "x.db").exists()
+    assert code == 2 and "scripted/pvz plays pvz only" in err and not (tmp_path / "x.db").exists()
 
 
 def test_run_warns_when_most_replies_do_not_parse(tmp_path, capsys, monkeypatch):

@@ -57,13 +57,13 @@ async def test_a_scripted_model_of_another_game_is_refused_when_chosen(app, demo
         screen.query_one("#model-select", Select).value = "scripted/pvz"
         await pilot.pause()
         message = str(screen.query_one("#home-message").render())
-        assert "scripted/pvz plays only pvz" in message  # said as soon as it is chosen
+        assert "scripted/pvz plays pvz only" in message  # said as soon as it is chosen
         await pilot.press("f5")
         await pilot.press("f6")
         await pilot.pause()
         assert isinstance(pilot.app.screen, HomeScreen)  # neither play nor a run started
         await choose_game(pilot, "pvz")  # the right game: the message goes
-        assert "plays only" not in str(screen.query_one("#home-message").render())
+        assert "plays pvz only" not in str(screen.query_one("#home-message").render())
     assert count_episodes(demo_db[0]) == before
 
 
