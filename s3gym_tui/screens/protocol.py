@@ -87,6 +87,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         self._worker: Optional[Worker] = None
         self._runner = None  # the ProtocolRunner while this screen drives the run
         self.lease = None  # the run's live lease when another process (or screen) drives it
+        self._contract = None  # engine.contract.ContractWatch over the replies seen
+        self._watched: set[tuple[str, int]] = set()
 
     # ----- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -165,6 +167,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             fresh = [s for s in self.app.store.steps(newest.id, include_prompt=False)
                      if s.index >= len(self.current_steps)]
             for step in fresh:
+                self._watch_step(step)
                 self.current_steps.append(step)
                 if self._game is not None:
                     self._game.step(step.action)
@@ -310,6 +313,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def on_step_completed(self, message: StepCompleted) -> None:
         if message.episode.run_id != self.run_id:
             return
+        self._watch_step(message.step)
         current = self.current_episode
         if current is None or (current.id != message.episode.id and current.status != "running"):
             self._set_episode(message.episode)  # follow a new episode once the followed one is over
@@ -363,6 +367,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def _set_episode(self, episode: Episode) -> None:
         self.current_episode = episode
         self.current_steps = list(self.app.store.steps(episode.id, include_prompt=False))
+        for step in self.current_steps[-10:]:
+            self._watch_step(step)
         try:
             self._game = state_at(episode, self.current_steps, len(self.current_steps))
         except Exception as exc:  # noqa: BLE001 - shown on the board instead
@@ -379,6 +385,25 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def _flush_episode(self) -> None:
         if self._episode_dirty:
             self._render_episode()
+
+    def _watch_step(self, step: Step) -> None:
+        """Feed the reply-contract watch; the status line says when most recent replies do not parse."""
+        key = (step.episode_id, step.index)
+        if self.run is None or key in self._watched:
+            return
+        self._watched.add(key)
+        if self._contract is None:
+            from s3gym_tui.engine.contract import ContractWatch
+
+            self._contract = ContractWatch(self.run.config.model)
+        before = self._contract.warning
+        self._contract.add(step)
+        if bool(self._contract.warning) != bool(before):
+            self._render_status()
+
+    @property
+    def contract_warning(self) -> Optional[str]:
+        return self._contract.warning if self._contract is not None else None
 
     def _render_all(self) -> None:
         self._render_status()
@@ -417,6 +442,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             text.append("  press r to resume", style="dim")
         if self.error:
             text.append(f"  {self.error}", style="red")
+        if self.contract_warning:
+            text.append(f"\n⚠ {self.contract_warning}", style="bold yellow")
         status.update(text)
 
     def _render_progress(self) -> None:
