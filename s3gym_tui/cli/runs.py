@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console, err
+from s3gym_tui.cli.common import DbOption, UserError, _caption, _fmt, _store, cli, console, err
 
 
 @cli.command()
@@ -181,10 +181,11 @@ def _print_reports(store, runs) -> None:
     from s3gym_tui.engine.report import run_report, summary_vs_history
 
     reports = [run_report(store, r) for r in runs]
-    curve = Table(title="checkpoint curve (eval episodes, verifier scores)")
+    curve = Table(title="checkpoint curve (eval episodes, verifier scores)", caption=_caption("curve"),
+                  caption_justify="left")
     for col in ("run", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "final"):
         curve.add_column(col, justify="left" if col in ("run", "pathway") else "right", no_wrap=True)
-    judging = Table(title="self-judging (exploration steps)")
+    judging = Table(title="self-judging (exploration steps)", caption=_caption("judging"), caption_justify="left")
     for col in ("run", "steps", "missing", "agree", "NMAE", "over", "under", "corr(A,g)"):
         judging.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     for rep in reports:
@@ -200,7 +201,7 @@ def _print_reports(store, runs) -> None:
                       "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points), soft_wrap=True)
     rows = summary_vs_history(reports)
     if rows:
-        delta = Table(title="Summary vs History (Delta NABA)")
+        delta = Table(title="Summary vs History (Delta NABA)", caption=_caption("delta"), caption_justify="left")
         for col in ("game", "n", "wins", "losses", "ties", "mean"):
             delta.add_column(col)
         for row in rows:

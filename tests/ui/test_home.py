@@ -263,3 +263,14 @@ async def test_command_palette_offers_home_commands(app, monkeypatch):
         for _ in range(5):
             await pilot.pause()
         assert opened == ["pairs"]
+
+
+async def test_help_defines_every_metric(app):
+    from s3gym_tui.engine.glossary import METRICS
+    from s3gym_tui.screens.help import help_text
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        text = help_text(pilot.app)
+        for name in ("Avg", "Max", "AUC+", "NABA", "NMAE", "agreement", "over", "under", "corr(A, g)"):
+            assert f"  {name}: {METRICS[name]}" in text
+        assert "— = not defined" in text
