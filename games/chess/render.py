@@ -105,7 +105,7 @@ class ChessBoards:
         for p in self.pieces:
             text.append(p, style=self.styles[p])
             text.append(" ")
-        text.append("(case-sensitive) · . empty · cell = (row,col)", style="dim")
+        text.append("(case-sensitive) · . empty · (row,col)", style="dim")
         lines = [text]
         if hidden:
             lines.append(Text("not shown at this width: " + ", ".join(self.labels[i] for i in hidden),

@@ -22,6 +22,7 @@ PLANTS: dict[str, tuple[str, int, int]] = {
     "F": ("Fire Chili", 300, 0),
 }
 PLANT_ORDER = ("X", "W", "S", "J", "H", "F")
+MAX_ZOMBIE_LETTERS = 3  # the terminal shows a count beyond this many zombies in one cell (all listed below)
 # letter -> (name, base hp, attack)
 ZOMBIES: dict[str, tuple[str, int, int]] = {
     "N": ("normal", 4, 1),
@@ -375,30 +376,32 @@ class PvzGame(Game[PvzConfig]):
         by_cell: dict[tuple[int, int], list[Zombie]] = {}
         for z in self.zombies:
             by_cell.setdefault((z[0], z[1]), []).append(z)
-        cells = self._cells()
-        width = max(4, max(len(x) for line in cells for x in line) + 1)
+        texts = {}  # (r, c) -> the cell as drawn: plant + HP, then the zombie letters (a count when crowded)
+        for r in range(rows):
+            for c in range(cols):
+                p = self.plants[r][c]
+                cell = Text()
+                if p is not None:
+                    cell.append(f"{p[0]}{p[1]}", style=plant_style[p[0]])
+                else:
+                    cell.append(".", style="grey42")
+                zombies = by_cell.get((r, c), [])
+                if len(zombies) > MAX_ZOMBIE_LETTERS:
+                    cell.append(f" {len(zombies)}z", style="bold")
+                elif zombies:
+                    cell.append(" ")
+                    for z in zombies:
+                        cell.append(z[2], style=zombie_style[z[2]])
+                texts[r, c] = cell
+        width = max(4, max(t.cell_len for t in texts.values()) + 1)
         field = Text(no_wrap=True, overflow="crop")
         field.append("     " + "".join(f"c{c}".ljust(width) for c in range(cols)).rstrip(), style="dim")
         for r in range(rows):
             field.append(f"\nr{r} | ", style="dim")
             for c in range(cols):
-                p = self.plants[r][c]
-                used = 0
-                if p is not None:
-                    field.append(f"{p[0]}{p[1]}", style=plant_style[p[0]])
-                    used = len(f"{p[0]}{p[1]}")
-                else:
-                    field.append(".", style="grey42")
-                    used = 1
-                zombies = by_cell.get((r, c), [])
-                if zombies:
-                    field.append(" ")
-                    used += 1
-                for z in zombies:
-                    field.append(z[2], style=zombie_style[z[2]])
-                    used += 1
+                field.append_text(texts[r, c])
                 if c < cols - 1:
-                    field.append(" " * (width - used))
+                    field.append(" " * (width - texts[r, c].cell_len))
         if self.zombies:
             zombies_line = Text("Zombies (row,col type HP): ", style="bold")
             for k, z in enumerate(self.zombies):

@@ -31,13 +31,15 @@ HOME_HINT = ("Play (enter or f5): a standalone episode you step by hand (n step,
              "first, then watch it live on the protocol screen.")
 
 
-def game_options() -> list[Option]:
-    """All seven games with their one-line description (a game that fails to load is listed, disabled)."""
+def game_options(short: bool = False) -> list[Option]:
+    """All seven games with their one-line description (just the title when `short`, for narrow
+    terminals); a game that fails to load is listed, disabled."""
     options = []
     for name in games.names():
         try:
             cls = games.game_class(name)
-            text = Text.assemble((cls.title, "bold"), " — ", cls.description)
+            text = Text(cls.title, style="bold") if short else \
+                Text.assemble((cls.title, "bold"), " — ", cls.description)
             options.append(Option(text, id=name))
         except Exception as exc:  # noqa: BLE001 - a broken game must not hide the others
             options.append(Option(Text.assemble((name, "bold"), f" — not available ({exc})"),
@@ -129,6 +131,16 @@ class HomeScreen(LiveScreenMixin, Screen):
         if getattr(self.app, "found_models", None) is None:
             self.app.found_models = []
             self._discover(keyed=False)  # local servers now; keyed providers when the picker is used
+
+    def on_resize(self) -> None:
+        """Narrow terminals list the games by title only (the descriptions took all the rows)."""
+        short = self.app.size.width < 100
+        if short != getattr(self, "_short_games", False):
+            self._short_games = short
+            game_list = self.query_one("#game-list", OptionList)
+            highlighted = game_list.highlighted
+            game_list.set_options(game_options(short=short))
+            game_list.highlighted = highlighted
 
     def on_screen_resume(self) -> None:
         """Back on Home: re-read at once if the store changed (a cheap check when it did not)."""

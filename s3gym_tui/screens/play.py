@@ -63,6 +63,7 @@ class PlayScreen(Screen):
         Binding("left_square_bracket", "older_tick", "Older board", id="older_tick", show=False),
         Binding("right_square_bracket", "newer_tick", "Newer board", id="newer_tick", show=False),
         Binding("z", "zoom_board", "Zoom board", id="zoom_board", show=False),
+        Binding("b", "toggle_board", "Board on/off", id="toggle_board", show=False),
         Binding("f", "fork", "Fork here", id="fork"),
         Binding("C", "compare", "Compare with original", id="compare"),
     ]
@@ -361,7 +362,7 @@ class PlayScreen(Screen):
         if action in LIVE_ONLY and self.readonly:
             return False
         if action in ("prev_step", "next_step", "first_step", "last_step", "older_tick", "newer_tick",
-                      "zoom_board"):
+                      "zoom_board", "toggle_board"):
             return not self._input_focused()
         if action in ("accept", "edit", "veto"):
             return self.proposal is not None and not self._input_focused()
@@ -397,6 +398,13 @@ class PlayScreen(Screen):
 
     def action_newer_tick(self) -> None:
         self.query_one(BoardPanel).move_focus(-1)
+
+    def action_toggle_board(self) -> None:
+        """Hide the board to give its rows to the steps and the agent (small terminals), or show it."""
+        board = self.query_one(BoardPanel)
+        board.display = not board.display
+        if board.display:
+            self.show_position(self.position)
 
     def action_zoom_board(self) -> None:
         board = self.query_one(BoardPanel)

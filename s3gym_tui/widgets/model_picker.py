@@ -31,7 +31,7 @@ class ModelPicker(Horizontal):
     ModelPicker { height: auto; }
     ModelPicker Select { width: 3fr; }
     ModelPicker Input { width: 2fr; }
-    ModelPicker #model-settings { width: 5; min-width: 5; }
+    ModelPicker #model-settings { width: 7; min-width: 7; }
     """
 
     class Opened(Message):

@@ -185,3 +185,17 @@ async def test_the_proposal_line_replaces_the_status_line_and_its_labels_click(a
         await pilot.pause()
         assert screen.proposal is None and not proposal.display and screen.query_one("#status-row").display
         assert screen.steps == []  # vetoed: nothing stored
+
+
+async def test_the_board_gives_its_rows_away_on_b_at_80x24(app, demo_db):
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_play(pilot, game="chess", mode="explore", seed=0, model="scripted/chess")
+        board = screen.query_one(BoardPanel)
+        assert board.region.height >= 18  # the board first: the whole 15x15 t0 with coordinates
+        await pilot.press("b")
+        await pilot.pause()
+        assert not board.display
+        assert screen.query_one("#agent").region.height >= 15 and screen.query_one("#steps").region.height >= 15
+        await pilot.press("b")
+        await pilot.pause()
+        assert board.display and board.region.height >= 18
