@@ -71,7 +71,7 @@ class CompareScreen(AnalysisScreen):
             yield CompareSide("B", id="cmp-b")
         with Horizontal(id="cmp-bottom"):
             yield DataTable(id="cmp-table", cursor_type="row", zebra_stripes=True)
-            yield CurvePlot("Cumulative reward", "step", "", id="cmp-curves")
+            yield CurvePlot("Cumulative reward", "step", "", legend="beside", id="cmp-curves")
         yield KeyHints()
 
     # ----- loading ------------------------------------------------------------------------
@@ -136,7 +136,9 @@ class CompareScreen(AnalysisScreen):
             points = ((0, 0.0),) + tuple((i + 1, y) for i, y in enumerate(ys))
             curves.append(Curve(f"{name}: {episode.pathway}", points))
         self._curves = curves
-        self.query_one(CurvePlot).show(curves, empty_text="no steps")
+        plot = self.query_one(CurvePlot)
+        plot.show(curves, empty_text="no steps")
+        plot.border_subtitle = plot.legend_line()
 
     # ----- stepping -----------------------------------------------------------------------
     @property
@@ -240,3 +242,4 @@ class CompareScreen(AnalysisScreen):
         plot = self.query_one(CurvePlot)
         plot.show(getattr(self, "_curves", []), empty_text="no steps",
                   vline=min(self.position + 1, self.last_position) if self.rows else None)
+        plot.border_subtitle = plot.legend_line()  # the legend off the data

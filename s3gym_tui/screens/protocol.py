@@ -101,7 +101,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             yield ProgressBar(id="proto-checks", show_eta=False, show_percentage=False)
         with Horizontal(id="proto-main"):
             with Vertical(id="proto-left"):
-                yield CurvePlot("Checkpoint mean score", "exploration episodes x", "score", id="proto-curve")
+                yield CurvePlot("Checkpoint mean score", "exploration episodes x", "score", legend="beside",
+                                id="proto-curve")
                 with VerticalScroll(id="proto-summary"):
                     yield Static(id="proto-summary-text")
             with VerticalScroll(id="proto-right"):

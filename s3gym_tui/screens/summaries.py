@@ -164,7 +164,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         versions.add_column("", key="use", width=1)
         versions.add_column("v", key="v")
         versions.add_column("author", key="author")
-        versions.add_column("time (UTC)", key="time")
+        versions.add_column("time UTC", key="time")
         versions.add_column("status", key="status")
         versions.add_column("pin", key="pin")
         versions.add_column("src", key="src")
@@ -241,7 +241,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             use = Text("▶", style="bold green") if self.current and s.id == self.current.id else ""
             status = Text(s.status, style="red" if s.status == "vetoed" else "green")
             version = Text(f"v{s.version}", style="cyan bold" if s.id == self.marked_id else "")
-            table.add_row(use, version, s.author, short_time(s.created_at), status,
+            table.add_row(use, version, s.author, short_time(s.created_at)[5:], status,
                           "pinned" if s.pinned else "", str(len(s.source_episode_ids)),
                           self.tests.get(s.id, ""), key=s.id)
         if self.selected_id is not None and self.selected_id in [s.id for s in self.versions]:

@@ -111,6 +111,14 @@ class CurvePlot(PlotextPlot):
             text.append(self._empty_text, style="italic")
         return text
 
+    def legend_line(self) -> str:
+        """The legend on one line (for a border title): each marker and its label(s)."""
+        parts = []
+        for k, (_, labels) in enumerate(drawn_groups(self._curves)):
+            marker = STYLES[k % len(STYLES)][1]
+            parts.append(f"{marker} {' = '.join(labels)}" + (" (same curve)" if len(labels) > 1 else ""))
+        return "  ".join(parts)
+
     def _draw(self) -> None:
         plt = self.plt
         plt.clear_figure()
