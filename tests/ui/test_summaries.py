@@ -73,7 +73,7 @@ async def test_edit_saves_a_new_human_version_used_next(demo_db, settings):
         assert app.store.current_summary(run_id).id == new.id
         assert current_marker_row(screen) == [new.id]
         assert cell(screen, new.id, "author") == "human:tester"
-        assert cell(screen, new.id, "time") == new.created_at[:16].replace("T", " ")
+        assert cell(screen, new.id, "time") == new.created_at[5:16].replace("T", " ")  # MM-DD HH:MM (UTC)
         assert screen.selected().id == new.id
         assert "Never cheat twice in a row." in str(screen.query_one("#sum-detail").content)
 
