@@ -80,6 +80,9 @@ class S3GymApp(App):
         self._watcher.changed()  # the starting point
         self.set_interval(STORE_POLL_S, self._poll_store)
         self.push_screen(HomeScreen())
+        from s3gym_tui.screens.runtime import tune_gc
+
+        self.call_after_refresh(tune_gc)
 
     def _poll_store(self) -> None:
         """Tell the screen on top when any process (this one included) committed to the store."""

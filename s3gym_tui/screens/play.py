@@ -20,7 +20,7 @@ from s3gym_tui.screens.play_live import LiveDriver
 from s3gym_tui.screens.play_replay import ForkControls
 from s3gym_tui.screens.play_support import ReplayBoard
 from s3gym_tui.widgets.agent_panel import AgentPanel, StepView
-from s3gym_tui.widgets.board import BoardPanel
+from s3gym_tui.widgets.board import PANEL_CHROME, BoardPanel
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.proposal_bar import ProposalBar
@@ -150,15 +150,18 @@ class PlayScreen(Screen):
     def _fit_board(self, grow_only: bool = False) -> None:
         """Give the board the width it needs (up to what leaves the agent panel usable). While an
         episode is shown the column only grows (a longer header line), so it does not jitter."""
-        if not self.is_mounted or self.app.size.width < 100:  # -narrow: the board spans the width
-            return
-        natural = self.query_one(BoardPanel).natural_width(self.app.console)
         total = self.app.size.width
+        board = self.query_one(BoardPanel)
+        if total < 100:  # -narrow: the board spans the width
+            board.expected_width = total - PANEL_CHROME
+            return
+        natural = board.natural_width(self.app.console)
         left = max(40, min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
         if grow_only and left <= self._board_columns:
             return
         if left != self._board_columns:
             self._board_columns = left
+            board.expected_width = left - PANEL_CHROME  # drawn at this width before the first layout
             self.query_one("#play-body").styles.grid_columns = f"{left} 1fr"
 
     # ----- opening ------------------------------------------------------------------------------

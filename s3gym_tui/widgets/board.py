@@ -50,6 +50,7 @@ class BoardPanel(LinesView, can_focus=True):
         self._subtitle = ""
         self._renderable: Any = Text("no board yet", style="italic")
         self._drawn_width = 0
+        self._expected_width = 0  # the width the screen will give (lets the first paint precede the layout)
 
     @property
     def game(self) -> Any:
@@ -89,9 +90,21 @@ class BoardPanel(LinesView, can_focus=True):
         self._renderable = renderable
         self._paint()
 
+    @property
+    def expected_width(self) -> int:
+        return self._expected_width
+
+    @expected_width.setter
+    def expected_width(self, width: int) -> None:
+        """The content width the screen is about to give; before the first layout the board is
+        drawn at it at once (so the first frame has the board, and no second layout is needed)."""
+        self._expected_width = max(0, int(width))
+        if not self.scrollable_content_region.width and self._drawn_width != self._expected_width:
+            self._paint()
+
     def _paint(self, repaint_all: bool = False) -> None:
-        width = self.scrollable_content_region.width
-        if width <= 0 or not self.is_mounted:
+        width = self.scrollable_content_region.width or self._expected_width
+        if width <= 0:
             return  # drawn on the first resize
         console = self.app.console
         lines = console.render_lines(self._renderable, console.options.update_width(width), pad=False)
