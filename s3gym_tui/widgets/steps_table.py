@@ -135,21 +135,14 @@ class StepsTable(ScrollView, can_focus=True):
         self._update_virtual_size()
 
     def append_step(self, step: Step, follow: bool = True) -> None:
-        """Add a row; with `follow` the cursor moves to it, repainting only the rows involved. When
-        the new row is below the view, the view pages (the new row lands a third of the way down)
-        rather than creeping one row per step: a scroll repaints every row, a page does it rarely."""
+        """Add a row; with `follow` the cursor moves to it (repainting only the rows involved, or
+        the view when it has to scroll to keep the new row in sight)."""
         self._steps.append(step)
         self._update_virtual_size()
-        if not follow:
-            self._refresh_row(len(self._steps))
-            return
-        row = len(self._steps)
-        body = self._body_height()
-        if row >= int(self.scroll_offset.y) + body:
-            self.move_cursor(row, scroll=False)
-            self.scroll_to(y=max(0, row - body // 3), animate=False)
+        if follow:
+            self.move_cursor(len(self._steps))
         else:
-            self.move_cursor(row)
+            self._refresh_row(len(self._steps))
 
     def move_cursor(self, row: int, scroll: bool = True) -> None:
         """Put the cursor on `row` (clamped) without posting CursorMoved."""
