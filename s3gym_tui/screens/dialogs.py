@@ -134,10 +134,10 @@ class ForkDialog(DialogScreen):
     """Model, pathway and experience source for a fork; dismisses with a dict or None."""
 
     def __init__(self, title: str, model: str, pathway: str, runs: list[tuple[str, str]],
-                 run_id: Optional[str] = None) -> None:
+                 run_id: Optional[str] = None, game: Optional[str] = None) -> None:
         super().__init__()
         self.title_text, self.model, self.pathway = title, model, pathway
-        self.runs, self.run_id = runs, run_id
+        self.runs, self.run_id, self.game = runs, run_id, game
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
@@ -151,6 +151,7 @@ class ForkDialog(DialogScreen):
                 ids = {value for _, value in self.runs}
                 yield Select(self.runs, value=self.run_id if self.run_id in ids else Select.NULL,
                              prompt="no run (empty experience)", id="fork-run")
+            yield Static("", id="fork-error", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
                 yield Button("Cancel", id="cancel")
@@ -161,8 +162,14 @@ class ForkDialog(DialogScreen):
             self.dismiss(None)
             return
         model = self.query_one(ModelPicker).model
-        if not model:
-            self.notify("Choose a model (or type a litellm model string).", severity="warning")
+        error = self.query_one("#fork-error", Static)
+        problem = "Choose a model (or type a litellm model string)." if not model else None
+        if model and self.game:
+            from s3gym_tui.providers import model_game_problem
+
+            problem = model_game_problem(model, self.game)
+        if problem:  # said in the dialog (a notification would cover it)
+            error.update(f"✗ {problem}")
             return
         run = self.query_one("#fork-run", Select).value
         self.dismiss({"model": model, "pathway": str(self.query_one("#fork-pathway", Select).value),

@@ -36,7 +36,7 @@ class ForkControls:
         title = (f"Fork {episode.id} after step {at - 1} (keeps steps 0..{at - 1})" if at else
                  f"Fork {episode.id} from its start")
         app.push_screen(ForkDialog(title, model=episode.model, pathway=episode.pathway, runs=runs,
-                                   run_id=episode.run_id), chosen)
+                                   run_id=episode.run_id, game=episode.game), chosen)
 
     def compare(self) -> None:
         episode = self.screen.episode

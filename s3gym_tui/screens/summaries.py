@@ -58,6 +58,7 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
     SummaryEditor TextArea { height: 6; }
     SummaryEditor.-tall TextArea { height: 9; }
     SummaryEditor #editor-buttons { height: auto; align-horizontal: right; }
+    SummaryEditor #editor-error { height: auto; color: $text-error; padding: 0 1; }
     SummaryEditor #editor-buttons Button { margin-left: 2; }
     """
     BINDINGS = [
@@ -78,11 +79,13 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
                 for key, label in SECTIONS:
                     yield Label(label, classes="editor-label")
                     yield TextArea(getattr(self.summary, key), id=f"edit-{key}", soft_wrap=True)
+            yield Static("", id="editor-error")
             with Horizontal(id="editor-buttons"):
                 yield Button("Save", variant="primary", id="editor-save")
                 yield Button("Cancel", id="editor-cancel")
 
     def on_mount(self) -> None:
+        self.query_one("#editor-error").display = False
         self.query_one("#edit-retain", TextArea).focus()
 
     def texts(self) -> tuple[str, str, str]:
@@ -91,8 +94,10 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
     def action_save(self) -> None:
         retain, avoid, nxt = self.texts()
         problem = edit_problem(retain, avoid, nxt, self.summary)
-        if problem:
-            self.notify(problem, severity="error")
+        error = self.query_one("#editor-error", Static)
+        if problem:  # said in the editor, above its buttons: a notification would cover the fields
+            error.update(Text(f"✗ {problem}", style="bold"))
+            error.display = True
             return
         self.dismiss((retain, avoid, nxt))
 

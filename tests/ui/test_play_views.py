@@ -199,3 +199,42 @@ async def test_the_board_gives_its_rows_away_on_b_at_80x24(app, demo_db):
         await pilot.press("b")
         await pilot.pause()
         assert board.display and board.region.height >= 18
+
+
+async def test_notifications_never_cover_the_take_over_input_or_the_proposal(app, demo_db):
+    from textual.widgets._toast import Toast
+
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        screen = await open_play(pilot, **trust())
+        await pilot.press("p", "n")  # a proposal waits (and notifies)
+        await settle(pilot)
+        screen.notify("a long notification " * 8, title="Something happened")
+        await pilot.pause()
+        toasts = [t.region for t in screen.walk_children(Toast) if t.region.area]
+        proposal = screen.query_one("#proposal").region
+        assert toasts and all(not t.overlaps(proposal) for t in toasts)
+        await pilot.press("t")
+        await pilot.pause()
+        screen.notify("another one " * 10)
+        await pilot.pause()
+        takeover = screen.query_one("#takeover").region
+        toasts = [t.region for t in screen.walk_children(Toast) if t.region.area]
+        assert takeover.area and all(not t.overlaps(takeover) for t in toasts)
+
+
+async def test_a_fork_with_a_scripted_model_of_another_game_is_refused_in_the_dialog(app, demo_db):
+    from textual.widgets import Input
+
+    path, ids = demo_db
+    source = explore_episode_id(ids["trust-history"], 1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        pilot.app.open_episode(source)
+        await pilot.pause()
+        await pilot.press("right", "f")
+        await pilot.pause()
+        dialog = pilot.app.screen
+        dialog.query_one("#model-input", Input).value = "scripted/snake"
+        await pilot.click("#fork")
+        await pilot.pause()
+        assert pilot.app.screen is dialog  # refused, still choosing
+        assert "scripted/snake plays snake only" in str(dialog.query_one("#fork-error").render())

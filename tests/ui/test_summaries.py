@@ -93,12 +93,13 @@ async def test_empty_and_enormous_edits_are_refused(demo_db, settings):
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert app.screen is editor  # still editing
-        assert any("empty" in n.message for n in app._notifications)
+        error = editor.query_one("#editor-error")
+        assert error.display and "empty" in str(error.render())  # said in the editor, not over it
         editor.query_one("#edit-retain", TextArea).load_text("x" * (MAX_SECTION_CHARS + 1))
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert app.screen is editor
-        assert any("limit" in n.message for n in app._notifications)
+        assert "limit" in str(error.render())
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
