@@ -156,7 +156,7 @@ class PlayScreen(Screen):
             board.expected_width = total - PANEL_CHROME
             return
         natural = board.natural_width(self.app.console)
-        left = max(40, min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
+        left = max(40, int(total * 0.38), min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
         if grow_only and left <= self._board_columns:
             return
         if left != self._board_columns:

@@ -36,15 +36,17 @@ class RunDialog(DialogScreen):
 
     BINDINGS = DialogScreen.BINDINGS + [Binding("ctrl+s", "start", "Start", id="run_dialog_start", priority=True)]
     DEFAULT_CSS = """
-    RunDialog .dialog { width: 100; }
-    RunDialog #run-fields { height: auto; max-height: 22; }
-    RunDialog .run-row { height: 3; }
-    RunDialog .run-row Label { width: 16; height: 3; content-align: left middle; color: $text-muted; }
-    RunDialog .run-row Input { width: 24; }
-    RunDialog .run-row .run-hint { width: 1fr; height: 3; content-align: left middle; color: $text-muted; }
-    RunDialog #run-estimate { height: auto; margin-top: 1; padding: 0 1; background: $boost; }
+    RunDialog .dialog { width: 104; padding: 0 2; }
+    RunDialog #run-fields { height: auto; max-height: 18; }
+    RunDialog .run-row { height: 1; margin-bottom: 1; }
+    RunDialog .run-row Label { width: 16; height: 1; color: $text-muted; }
+    RunDialog .run-row Input { width: 26; height: 1; background: $boost; }
+    RunDialog .run-row Input:focus { background: $primary 30%; }
+    RunDialog .run-row .run-hint { width: 1fr; height: 1; padding: 0 1; color: $text-muted;
+                                   text-wrap: nowrap; text-overflow: ellipsis; }
+    RunDialog #run-estimate { height: auto; padding: 0 1; background: $boost; }
     RunDialog #run-error { height: auto; color: $text-error; }
-    RunDialog.-short .run-hint { display: none; }
+    RunDialog.-short .run-row { margin-bottom: 0; }
     """
 
     def __init__(self, model: str, game: str, pathway: str, model_settings: Any = None) -> None:
@@ -71,7 +73,8 @@ class RunDialog(DialogScreen):
                     with Horizontal(classes="run-row"):
                         yield Label(label)
                         yield Input("" if value is None else (f"{value:g}" if isinstance(value, float) else str(value)),
-                                    type=kind, id=f"run-{name}", placeholder=hint if kind == "text" else "")
+                                    type=kind, id=f"run-{name}", compact=True,
+                                    placeholder="default" if kind == "text" else "")
                         yield Static(hint, classes="run-hint")
             yield Static("", id="run-error")
             yield Static(Text("estimating…", style="italic"), id="run-estimate")
@@ -125,7 +128,8 @@ class RunDialog(DialogScreen):
 
         try:
             estimate = estimate_run(config)
-            text = Text("Estimate before starting\n", style="bold")
+            text = Text()
+            text.append("Estimate before starting\n", style="bold")
             text.append("\n".join(estimate.lines()))
         except Exception as exc:  # noqa: BLE001 - an estimate problem must not block the dialog
             text = Text(f"no estimate: {exc}", style="italic")

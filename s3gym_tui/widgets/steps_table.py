@@ -222,12 +222,12 @@ class StepsTable(ScrollView, can_focus=True):
 
     # ----- drawing -----------------------------------------------------------------------
     def _columns(self, width: int) -> list[tuple[Column, int]]:
-        """The columns that fit: in a narrow table `by`, then `judged` (the colours tell it), then
+        """The columns that fit: in a narrow table `judged` (the colours tell it), then `by`, then
         `original` give their room to the action."""
         columns = list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])
-        for optional in ("actor", "verdict", "original"):
+        for optional in ("verdict", "actor", "original"):
             fixed = sum(c.width + 1 for c in columns if c.width)
-            if width - fixed - 1 >= 14:
+            if width - fixed - 1 >= 15:
                 break
             columns = [c for c in columns if c.key != optional]
         fixed = sum(c.width + 1 for c in columns if c.width)
