@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-os.environ["S3GYM_CONFIG"] = "/nonexistent/s3gym-attack.toml"
+os.environ.setdefault("S3GYM_CONFIG", "/nonexistent/s3gym-attack.toml")
 KEY = "sk-attack-canary-9f8e7d6c5b4a"
 
 
@@ -241,7 +241,21 @@ def server_faults(work: Path) -> Tally:
     from s3gym_tui.store import Store
     from tests.fake_openai import FakeOpenAI
 
+    previous = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = KEY
+    try:
+        return _server_faults(work)
+    finally:
+        if previous is None:
+            os.environ.pop("OPENAI_API_KEY", None)
+        else:
+            os.environ["OPENAI_API_KEY"] = previous
+
+
+def _server_faults(work: Path) -> Tally:
+    from s3gym_tui.store import Store
+    from tests.fake_openai import FakeOpenAI
+
     tally = Tally()
     for label, spec in SERVER_MODES.items():
         server = FakeOpenAI().start()
