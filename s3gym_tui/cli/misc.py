@@ -84,5 +84,7 @@ def tui(db: Optional[Path] = DbOption,
     app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
     Store(app.db_path).close()  # a corrupt, newer or unreadable database: one line, before the screen opens
     app.run()
+    if app.return_code:  # the app crashed (Textual printed why): the process says so too
+        raise typer.Exit(app.return_code)
 
 
