@@ -411,12 +411,24 @@ class HomeScreen(LiveScreenMixin, Screen):
         token = store_token(store)
         if not force and token is not None and token == self._token:
             return
-        try:
-            runs = store.list_runs(limit=RECENT_RUNS)
-        except Exception as exc:  # noqa: BLE001 - e.g. a corrupt database: say so, keep the app
-            self.notify(f"Cannot list runs: {exc}", severity="error")
-            runs = []
+        runs = self._list_runs()
         self._token = store_token(store)
         self._runs = runs
         self.query_one(RunsPanel).show_runs(runs)
         self._fill_runs_select()
+
+    def _list_runs(self) -> list:
+        """The recent runs; a damaged row is reported once and skipped, the others still listed."""
+        damaged: list[tuple[str, str]] = []
+        try:
+            runs = self.app.store.list_runs(limit=RECENT_RUNS, damaged=damaged)
+        except Exception as exc:  # noqa: BLE001 - e.g. a corrupt database: say so, keep the app
+            self.notify(f"Cannot list runs: {exc}", severity="error")
+            return []
+        told = getattr(self, "_damaged_told", set())
+        for run_id, reason in damaged:
+            if run_id not in told:
+                self.notify(reason, title="A damaged run is not listed", severity="warning", timeout=15)
+                told.add(run_id)
+        self._damaged_told = told
+        return runs

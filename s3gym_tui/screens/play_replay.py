@@ -25,7 +25,7 @@ class ForkControls:
             return
         at = screen.position
         app = screen.app
-        runs = [(f"{r.id} · {r.config.pathway}", r.id) for r in app.store.list_runs(limit=200)
+        runs = [(f"{r.id} · {r.config.pathway}", r.id) for r in app.store.list_runs(limit=200, damaged=[])
                 if r.config.game == episode.game]
 
         def chosen(choice: Optional[dict]) -> None:

@@ -342,8 +342,8 @@ def test_a_wal_database_on_read_only_media_can_still_be_read(tmp_path, capsys):
             assert store.read_only and store.get_run(run_id).status == "finished"
         assert main(["report", run_id, "--db", str(db)]) == 0
         assert main(["export", run_id, "-o", str(tmp_path / "ro.jsonl"), "--db", str(db)]) == 0
-    finally:
-        subprocess.run(["umount", str(media)])
+    finally:  # lazily: the in-process CLI calls above may still hold the file open
+        subprocess.run(["umount", "-l", str(media)])
 
 
 # ----------------------------------------------------------------------------- secrets
