@@ -8,8 +8,9 @@ path (or with a checkout that lacks a game) the KORGym column is skipped with a 
 Both sides play random actions (same distributions: ours from `Game.sample_action`, KORGym's drawn
 alike over its own board sizes) from a separate RNG, episodes capped at the harness's 64 steps.
 A step is the move plus the observation text the agent reads next: ours `Game.step` (its result
-carries the observation; `--double-observation` also calls `observation()` again, as
-games_step.py does), KORGym `verify` then `print_board`. "with reset" adds episode generation.
+carries the observation), KORGym `verify` then `print_board`. "obs twice" also charges ours a
+second `observation()` call per step, as games_step.py and the engine's prompt builder make;
+"with reset" adds episode generation to the step time.
 Rounds are interleaved (ours explore, ours eval, KORGym, next game, ...) so load drifts hit all.
 
     python benchmarks/games_vs_korgym.py --korgym /path/to/KORGym [--rounds 7] [--seconds 0.4]
@@ -129,9 +130,8 @@ class Korgym:
 class Ours:
     """Drives one of our games the way the engine does."""
 
-    def __init__(self, game: str, mode: str, double_observation: bool) -> None:
+    def __init__(self, game: str, mode: str) -> None:
         self.g = games.make(game, mode)
-        self.double = double_observation
 
     def reset(self, seed: int) -> None:
         self.g.reset(seed)
@@ -141,17 +141,21 @@ class Ours:
         return self.g.done
 
     def step(self, action: str) -> str:
-        text = self.g.step(action).observation
-        return self.g.observation() if self.double else text
+        return self.g.step(action).observation
+
+    def observe_again(self) -> str:
+        return self.g.observation()
 
     def sample_action(self, rng: random.Random) -> str:
         return self.g.sample_action(rng)
 
 
-def run(side, seconds: float, seed: int, rng: random.Random) -> tuple[int, float, float, int]:
-    """(steps, step+observation seconds, reset seconds, next seed) over about `seconds`."""
-    steps, t_step, t_reset = 0, 0.0, 0.0
+def run(side, seconds: float, seed: int, rng: random.Random) -> tuple[int, float, float, float, int]:
+    """(steps, step+observation seconds, second-observation seconds, reset seconds, next seed)
+    over about `seconds`."""
+    steps, t_step, t_again, t_reset = 0, 0.0, 0.0, 0.0
     clock = time.perf_counter
+    again = getattr(side, "observe_again", None)
     deadline = clock() + seconds
     while clock() < deadline:
         t0 = clock()
@@ -162,9 +166,13 @@ def run(side, seconds: float, seed: int, rng: random.Random) -> tuple[int, float
             action = side.sample_action(rng)
             t0 = clock()
             side.step(action)
-            t_step += clock() - t0
+            t1 = clock()
+            if again is not None:
+                again()
+                t_again += clock() - t1
+            t_step += t1 - t0
             steps += 1
-    return steps, t_step, t_reset, seed
+    return steps, t_step, t_again, t_reset, seed
 
 
 def main() -> None:
@@ -173,8 +181,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=float, default=0.4, help="per side, per round")
     parser.add_argument("--games", default=",".join(KORGYM_DIRS))
-    parser.add_argument("--double-observation", action="store_true",
-                        help="ours also calls observation() after step (as games_step.py does)")
     args = parser.parse_args()
     names = [games.canonical(n) for n in args.games.split(",") if n]
     if args.korgym is None or not (args.korgym / "game_lib").is_dir():
@@ -182,7 +188,7 @@ def main() -> None:
 
     sides: dict[str, dict[str, object]] = {}
     for name in names:
-        sides[name] = {mode: Ours(name, mode, args.double_observation) for mode in games.MODES}
+        sides[name] = {mode: Ours(name, mode) for mode in games.MODES}
         if args.korgym is not None and (args.korgym / "game_lib").is_dir():
             module, why = load_korgym(args.korgym, name)
             if module is None:
@@ -190,7 +196,7 @@ def main() -> None:
             else:
                 sides[name]["korgym"] = Korgym(name, module)
 
-    totals = {(n, k): [0, 0.0, 0.0] for n in sides for k in sides[n]}
+    totals = {(n, k): [0, 0.0, 0.0, 0.0] for n in sides for k in sides[n]}
     per_round: dict[tuple[str, str], list[float]] = {key: [] for key in totals}
     seeds = {key: (1_000_000 if key[1] == "eval" else 0) for key in totals}
     rngs = {key: random.Random(7) for key in totals}
@@ -198,31 +204,33 @@ def main() -> None:
         for name, by_side in sides.items():
             for kind, side in by_side.items():
                 key = (name, kind)
-                # KORGym prints to stdout on some invalid moves (PvZ); swallow it, off the clock.
+                # KORGym prints to stdout on some invalid moves (PvZ); swallow it.
                 with contextlib.redirect_stdout(io.StringIO()):
-                    steps, t_step, t_reset, seeds[key] = run(side, args.seconds, seeds[key], rngs[key])
-                totals[key][0] += steps
-                totals[key][1] += t_step
-                totals[key][2] += t_reset
-                per_round[key].append(steps / t_step)
+                    *figures, seeds[key] = run(side, args.seconds, seeds[key], rngs[key])
+                for i, value in enumerate(figures):
+                    totals[key][i] += value
+                per_round[key].append(figures[0] / figures[1])
+
+    def x(ours: float, peer: float | None) -> str:
+        return f"{ours / peer:.2f}x" if peer else ""
 
     rows = []
     for name, by_side in sides.items():
         peer = totals.get((name, "korgym"))
         peer_sps = peer[0] / peer[1] if peer else None
-        peer_full = peer[0] / (peer[1] + peer[2]) if peer else None
+        peer_full = peer[0] / (peer[1] + peer[3]) if peer else None
         for kind in by_side:
-            steps, t_step, t_reset = totals[(name, kind)]
-            sps, full = steps / t_step, steps / (t_step + t_reset)
+            steps, t_step, t_again, t_reset = totals[(name, kind)]
+            sps, twice, full = steps / t_step, steps / (t_step + t_again), steps / (t_step + t_reset)
             median = statistics.median(per_round[(name, kind)])
-            ratio = f"{sps / peer_sps:.2f}x" if peer_sps and kind != "korgym" else ""
-            ratio_full = f"{full / peer_full:.2f}x" if peer_full and kind != "korgym" else ""
-            rows.append([name, kind, f"{sps:,.0f}", f"{median:,.0f}", ratio, f"{full:,.0f}",
-                         ratio_full, f"{steps:,}"])
+            ours = kind != "korgym"
+            rows.append([name, kind, f"{sps:,.0f}", f"{median:,.0f}", x(sps, peer_sps) if ours else "",
+                         f"{twice:,.0f}" if ours else "", x(twice, peer_sps) if ours else "",
+                         f"{full:,.0f}", x(full, peer_full) if ours else "", f"{steps:,}"])
     print_table(f"step + observation text, random actions, steps/s ({args.rounds} interleaved rounds "
-                f"x {args.seconds}s per side{', ours observing twice' if args.double_observation else ''})",
-                ["game", "side", "steps/s", "median round", "vs KORGym", "with reset", "vs KORGym",
-                 "steps"], rows)
+                f"x {args.seconds}s per side)",
+                ["game", "side", "steps/s", "median round", "vs KORGym", "obs twice", "vs KORGym",
+                 "with reset", "vs KORGym", "steps"], rows)
 
 
 if __name__ == "__main__":
