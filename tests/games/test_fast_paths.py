@@ -51,3 +51,36 @@ def test_tetris_row_text_matches_a_plain_drawing(width):
     rng = random.Random(width)
     for mask in [0, (1 << width) - 1] + [rng.randrange(1 << width) for _ in range(200)]:
         assert draw_row(mask, width) == " ".join("*" if mask >> c & 1 else "." for c in range(width))
+
+
+def test_nullify_scale_candidates_match_fraction_arithmetic():
+    from fractions import Fraction
+
+    from games.nullify.game import _readable, _scale_candidates, apply_op
+
+    values = {Fraction(n, d) for n in range(-120, 121) for d in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)}
+    found = 0
+    for m in sorted(values):
+        for kind in ("*", "/"):
+            plain = [((m / k) if kind == "*" else (m * k), (kind, k)) for k in range(-10, 11) if k not in (0, 1)]
+            plain = [(n, op) for n, op in plain if _readable(n)]
+            assert _scale_candidates(kind, m) == plain, (kind, m)
+            assert all(apply_op(op, n) == m for n, op in plain)
+            found += len(plain)
+    assert found > 1000
+
+
+def test_nullify_number_text_matches_the_plain_rule():
+    from fractions import Fraction
+
+    from games.nullify.game import format_number, format_unit
+
+    for n in range(-30, 31):
+        for d in range(1, 13):
+            x = Fraction(n, d)
+            a = abs(x)
+            plain = "0" if x == 0 else ("+" if x > 0 else "-") + (
+                f"{a.numerator}" if a.denominator == 1 else f"{a.numerator}/{a.denominator}")
+            assert format_number(x) == plain
+            assert format_unit(("num", x)) == plain
+    assert format_unit(("num", 3)) == "+3" and format_unit(("num", -2)) == "-2"
