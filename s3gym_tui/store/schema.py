@@ -92,11 +92,19 @@ def _v2(db: Database) -> None:
     db["texts"].create({"key": str, "text": str}, pk="key", not_null={"text"})
 
 
+def _v3_prompt_deltas(db: Database) -> None:
+    """Version 3: a step's prompt may be stored as a delta against an earlier prompt of its episode
+    (`[[delta]]...`, see prompt_delta.py), so that an episode's prompts cost O(n), not O(n^2).
+    No table changes: prompts already stored read as before; the version bump keeps an older
+    s3gym, which would show a delta as the prompt, from opening a file that has them."""
+    db.execute("SELECT 1 FROM steps LIMIT 1")
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. (A future migration that rebuilds a
 # table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3_prompt_deltas]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
