@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console
+from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console, err
 
 
 @cli.command()
@@ -40,6 +40,7 @@ def run(
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
                        api_base=api_base, oracle_feedback=oracle_feedback)
+    _preflight(config)  # a doomed run is refused before anything is stored
     store = _store(db)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
@@ -54,10 +55,22 @@ def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> 
     target = store.get_run(run_id)
     if target.config.pathway == "trained":
         raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
-    _follow(store, target)
+    if target.status == "finished":
+        raise UserError(f"run {run_id} is finished: nothing left to run")
+    _preflight(target.config)
+    _follow(store, target, verb="resume")
 
 
-def _follow(store, run) -> None:
+def _preflight(config) -> None:
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    try:
+        check_model(config.model, config.game, config.api_base)
+    except ModelRefused as exc:
+        raise UserError(f"{exc} (nothing was stored)") from None
+
+
+def _follow(store, run, verb: str = "run") -> None:
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
 
@@ -84,8 +97,20 @@ def _follow(store, run) -> None:
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 
+    runner = ProtocolRunner(store, run, on_event)
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(runner.stop):
+            return await runner.run_protocol(command=f"s3gym {verb}")
+
     with progress:
-        final = asyncio.run(ProtocolRunner(store, run, on_event).run_protocol())
+        final = asyncio.run(drive())
+    if runner.stop_reason is not None:  # Ctrl-C or SIGTERM: a clean, resumable stop
+        err.print(f"run {escape(final.id)} {runner.stop_reason}: stored data is intact")
+        err.print(f"resume with: s3gym resume {escape(final.id)}", highlight=False)
+        raise typer.Exit(130)
     if outcome.get("error"):
         raise UserError(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
     _print_reports(store, [final])
@@ -94,13 +119,16 @@ def _follow(store, run) -> None:
 @cli.command("runs")
 def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
     """List stored runs, newest first."""
+    from s3gym_tui.store.leases import shown_status
+
     store = _store(db)
     table = Table(title="runs")
     for col in ("id", "game", "model", "pathway", "status", "created"):
         table.add_column(col)
+    leases = store.live_leases()
     for r in store.list_runs(limit=limit):
-        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway, r.status,
-                      r.created_at[:19])
+        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway,
+                      escape(shown_status(r.status, leases.get(r.id))), r.created_at[:19])
     console.print(table)
 
 

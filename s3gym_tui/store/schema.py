@@ -92,8 +92,41 @@ def _v2(db: Database) -> None:
     db["texts"].create({"key": str, "text": str}, pk="key", not_null={"text"})
 
 
-def _v3_prompt_deltas(db: Database) -> None:
-    """Version 3: a step's prompt may be stored as a delta against an earlier prompt of its episode
+def _v3(db: Database) -> None:
+    """Version 3: live sharing of one file by several processes.
+
+    - `runs.status_reason`: why a run stopped or failed (Ctrl-C, SIGTERM, disk full, the model).
+    - `leases`: the one process driving a run (pid, host, heartbeat); resume only when it is gone.
+    - `experience_states`: the summary version each experience state x was built from (recorded in
+      the transaction that starts it, so a human edit is exactly before or after it) and the one
+      it uses (the pinned base, or the version the model wrote for x).
+    - `summary_actions`: every curation (edit, veto, unveto, pin, unpin): who, when, and the first
+      state x that uses it."""
+    db["runs"].add_column("status_reason", str, not_null_default="")
+    db["leases"].create(
+        {"run_id": str, "token": str, "pid": int, "host": str, "command": str,
+         "acquired_at": str, "heartbeat_at": float},
+        pk="run_id", not_null={"token", "pid", "host", "command", "acquired_at", "heartbeat_at"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["experience_states"].create(
+        {"run_id": str, "x": int, "base_summary_id": str, "summary_id": str, "began_at": str},
+        pk=("run_id", "x"), not_null={"run_id", "x", "began_at"},
+        foreign_keys=[("run_id", "runs", "id"), ("base_summary_id", "summaries", "id"),
+                      ("summary_id", "summaries", "id")],
+    )
+    db["summary_actions"].create(
+        {"id": int, "run_id": str, "summary_id": str, "action": str, "author": str,
+         "created_at": str, "effective_from_x": int},
+        pk="id", not_null={"run_id", "summary_id", "action", "author", "created_at"},
+        foreign_keys=[("run_id", "runs", "id"), ("summary_id", "summaries", "id")],
+    )
+    db["summary_actions"].create_index(["run_id"], index_name="idx_summary_actions_run")
+    db["summary_actions"].create_index(["summary_id"], index_name="idx_summary_actions_summary")
+
+
+def _v4_prompt_deltas(db: Database) -> None:
+    """Version 4: a step's prompt may be stored as a delta against an earlier prompt of its episode
     (`[[delta]]...`, see prompt_delta.py), so that an episode's prompts cost O(n), not O(n^2).
     No table changes: prompts already stored read as before; the version bump keeps an older
     s3gym, which would show a delta as the prompt, from opening a file that has them."""
@@ -104,7 +137,7 @@ def _v3_prompt_deltas(db: Database) -> None:
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. (A future migration that rebuilds a
 # table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3_prompt_deltas]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

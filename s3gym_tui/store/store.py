@@ -19,6 +19,8 @@ from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.hygiene import Hygiene
+from s3gym_tui.store.leases import LeaseRecords
 from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
                                           PromptTexts, compact_prompt, escape_refs, text_key)
 
@@ -34,7 +36,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(PromptTexts, DerivedStore):
+class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
@@ -43,9 +45,11 @@ class Store(PromptTexts, DerivedStore):
     # ------------------------------------------------------------------ runs
 
     def _run_from_row(self, row: Mapping[str, Any]) -> Run:
-        data = {"id": row["id"], "config": json.loads(row["config"]), "status": row["status"],
-                "created_at": row["created_at"], "note": row["note"]}
-        return self._model(Run, data, f"run {row['id']!r}")
+        what = f"run {row['id']!r}"
+        data = {"id": row["id"], "config": self._json(row["config"], f"{what} (config)"),
+                "status": row["status"], "created_at": row["created_at"], "note": row["note"],
+                "status_reason": row.get("status_reason") or ""}
+        return self._model(Run, data, what)
 
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
                    note: str = "") -> Run:
@@ -80,11 +84,13 @@ class Store(PromptTexts, DerivedStore):
                 (int(limit), int(offset))))
         return [self._run_from_row(r) for r in rows]
 
-    def set_run_status(self, run_id: str, status: str) -> Run:
+    def set_run_status(self, run_id: str, status: str, reason: str = "") -> Run:
+        """Set the status and why (the reason is cleared when a run runs again or finishes)."""
         if status not in RUN_STATUSES:
             raise StoreError(f"bad run status {status!r}: one of {', '.join(RUN_STATUSES)}")
         with self._tx("set a run's status") as conn:
-            if conn.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id)).rowcount == 0:
+            if conn.execute("UPDATE runs SET status = ?, status_reason = ? WHERE id = ?",
+                            (status, " ".join(str(reason).split())[:500], run_id)).rowcount == 0:
                 raise StoreError(f"no run {run_id!r}")
         return self.get_run(run_id)
 
@@ -98,8 +104,10 @@ class Store(PromptTexts, DerivedStore):
 
     def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
         data = dict(row)
-        data["history_episode_ids"] = json.loads(data["history_episode_ids"] or "[]")
-        return self._model(Episode, data, f"episode {row['id']!r}")
+        what = f"episode {row['id']!r}"
+        data["history_episode_ids"] = self._json(data["history_episode_ids"] or "[]",
+                                                 f"{what} (history_episode_ids)")
+        return self._model(Episode, data, what)
 
     def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
         """Insert a new episode, enforcing the seed/phase split and the history guard.

@@ -177,6 +177,6 @@ def test_a_version_2_file_upgrades_with_its_prompts_kept(tmp_path):
 def test_an_older_s3gym_refuses_a_file_with_deltas(tmp_path, monkeypatch):
     path = tmp_path / "v3.db"
     Store(path).close()
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-1])  # the code before deltas
     with pytest.raises(StoreError, match="newer s3gym"):
         Store(path)
