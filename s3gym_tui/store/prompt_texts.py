@@ -99,26 +99,34 @@ class PromptTexts:
         """The prompt of a step read with `steps()` (with or without prompts) exactly as sent."""
         return self._full_prompt(step.episode_id, step.index, step.prompt or None)
 
-    def _prompt_cache(self) -> "OrderedDict[tuple[str, int], str]":
+    def _prompt_cache(self) -> "OrderedDict[tuple[str, int], tuple[str, str]]":
+        """(episode id, step index) -> (stored form, full prompt), least recently used first."""
         cache = self.__dict__.get("_prompts")
         if cache is None:
             cache = self.__dict__["_prompts"] = OrderedDict()
             self.__dict__["_prompt_chars"] = 0
         return cache
 
-    def _remember(self, episode_id: str, index: int, text: str) -> None:
+    def _cached(self, episode_id: str, index: int, stored: str) -> Optional[str]:
+        """The cached full prompt of that step if it was rebuilt from this very stored form."""
+        hit = self._prompt_cache().get((episode_id, index))
+        if hit is None or hit[0] != stored:
+            return None
+        self._prompt_cache().move_to_end((episode_id, index))
+        return hit[1]
+
+    def _remember(self, episode_id: str, index: int, stored: str, text: str) -> None:
         if self.conn is not None and self.conn.in_transaction:
             return  # not committed yet: a rollback must not leave it behind
         cache = self._prompt_cache()
-        key = (episode_id, index)
-        if key in cache:
-            cache.move_to_end(key)
-            return
-        cache[key] = text
+        old = cache.pop((episode_id, index), None)
+        if old is not None:
+            self.__dict__["_prompt_chars"] -= len(old[1])
+        cache[(episode_id, index)] = (stored, text)
         self.__dict__["_prompt_chars"] += len(text)
         while self.__dict__["_prompt_chars"] > CACHE_CHARS and len(cache) > 1:
-            _, old = cache.popitem(last=False)
-            self.__dict__["_prompt_chars"] -= len(old)
+            _, (_, dropped) = cache.popitem(last=False)
+            self.__dict__["_prompt_chars"] -= len(dropped)
 
     def _parse(self, stored: str, what: str) -> prompt_delta.Delta:
         try:
@@ -142,13 +150,10 @@ class PromptTexts:
         return text
 
     def _full_prompt(self, episode_id: str, index: int, stored: Optional[str] = None) -> str:
-        """Step `index`'s full prompt: from the cache, else rebuilt from the stored rows of its base
-        chain (read in one range scan), caching every prompt rebuilt on the way."""
-        hit = self._prompt_cache().get((episode_id, index))
-        if hit is not None:
-            return hit
-        if stored is not None and not prompt_delta.is_delta(stored):
-            return self._expand_refs(stored)
+        """Step `index`'s full prompt (`stored`: its stored form, when the caller has it). A delta is
+        rebuilt from the stored rows of its base chain, read in one range scan; every prompt rebuilt
+        on the way is cached under its stored form, so a cached text is only used for the very row
+        it was built from (a step removed and stored again is read afresh)."""
         with self._reading("read a prompt") as conn:
             if stored is None:
                 row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
@@ -158,11 +163,15 @@ class PromptTexts:
                 stored = row[0]
             if not prompt_delta.is_delta(stored):
                 return self._expand_refs(stored)
+            hit = self._cached(episode_id, index, stored)
+            if hit is not None:
+                return hit
             rows = dict(conn.execute('SELECT "index", prompt FROM steps WHERE episode_id = ? '
                                      'AND "index" < ? ORDER BY "index"', (episode_id, index)))
         rows[index] = stored
         chain = []  # this step, then its bases down to one that is cached or not a delta
         deltas: dict[int, prompt_delta.Delta] = {}
+        built: dict[int, str] = {}
         j = index
         while True:
             chain.append(j)
@@ -177,18 +186,15 @@ class PromptTexts:
                 raise StoreError(f"the prompt of step {j} of episode {episode_id!r} is corrupt "
                                  f"(its base is step {d.base_index} of episode {d.episode_id!r})")
             j = d.base_index
-            if (episode_id, j) in self._prompt_cache():
+            hit = self._cached(episode_id, j, rows.get(j, ""))
+            if hit is not None:
+                built[j] = hit
                 break
-        built: dict[int, str] = {}
         for j in reversed(chain):
             text = rows[j]
-            what = f"the prompt of step {j} of episode {episode_id!r}"
             d = deltas.get(j)
-            if d is not None:
-                base = built.get(d.base_index)
-                full = self._apply_delta(d, what) if base is None else self._rebuild(d, base, what)
-            else:
-                full = self._expand_refs(text)
+            full = (self._rebuild(d, built[d.base_index], f"the prompt of step {j} of episode {episode_id!r}")
+                    if d is not None else self._expand_refs(text))
             built[j] = full
-            self._remember(episode_id, j, full)
+            self._remember(episode_id, j, text, full)
         return built[index]

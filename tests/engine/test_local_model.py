@@ -3,7 +3,7 @@
 Each run is bounded by tokens, not by how busy the machine is: a step cap, a reply cap that fits
 the game's longest action, and a prompt-token budget the test checks (a prompt that grows past it
 fails here, it does not just get slower). Chess prompts (seven 15x15 boards) are ~4,600 tokens
-each, so Chess runs without history and one step per episode. Calls get a timeout far above what
+each, so Chess plays one evaluation episode of one step, without history. Calls get a timeout far above what
 these tokens take and no retries: a call that times out is a failure to look at, not a retry.
 """
 
@@ -18,23 +18,26 @@ from s3gym_tui.engine.parsing import parse_reply
 
 from tests.engine.helpers import check_run_consistency, run_protocol
 
-# game -> (pathway, step cap, reply tokens, prompt tokens of the whole run)
-BOUNDS = {game: ("history", 2, 48, 9_000) for game in games.names()}
-BOUNDS["chess"] = ("none", 1, 224, 15_000)  # 22 pieces `A:(r,c), ` are ~165 tokens
+# game -> (pathway, exploration episodes, step cap, reply tokens, prompt tokens of the whole run);
+# a run is its exploration episodes plus one evaluation episode at each checkpoint (x = 0, 1, ...)
+BOUNDS = {game: ("history", 1, 2, 48, 9_000) for game in games.names()}
+BOUNDS["chess"] = ("none", 0, 1, 224, 5_500)  # one 4,600-token prompt; 22 pieces `A:(r,c), ` ~165 tokens
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # a liveness guard only: the token bounds keep a run to minutes
 @pytest.mark.parametrize("game", games.names())
 def test_short_local_run_every_reply_parses(tmp_path, game):
-    pathway, step_cap, reply_tokens, prompt_budget = BOUNDS[game]
+    pathway, explore, step_cap, reply_tokens, prompt_budget = BOUNDS[game]
     store, run = run_protocol(tmp_path / "l.db", model="local/smollm2-135m", game=game, pathway=pathway,
-                              explore_episodes=1, eval_every=1, eval_episodes=1, step_cap=step_cap,
+                              explore_episodes=explore, eval_every=1, eval_episodes=1, step_cap=step_cap,
                               max_tokens=reply_tokens, decoding_seed=0, timeout_s=1500, max_retries=0)
     assert run.status == "finished"
     check_run_consistency(store, run)
-    steps = [(e, s) for e in store.episodes(run.id) for s in store.steps(e.id)]
-    assert len(steps) >= 3 * step_cap or any(s.terminated for _, s in steps)
+    episodes = store.episodes(run.id)
+    assert len(episodes) == 2 * explore + 1
+    steps = [(e, s) for e in episodes for s in store.steps(e.id)]
+    assert len(steps) == sum(min(step_cap, e.n_steps) for e in episodes) >= len(episodes)
     assert sum(s.tokens_in for _, s in steps) <= prompt_budget
     for episode, step in steps:
         assert step.fault is None, step.fault

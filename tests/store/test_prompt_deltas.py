@@ -180,3 +180,18 @@ def test_an_older_s3gym_refuses_a_file_with_deltas(tmp_path, monkeypatch):
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-1])  # the code before deltas
     with pytest.raises(StoreError, match="newer s3gym"):
         Store(path)
+
+
+def test_a_cached_prompt_is_only_used_for_the_row_it_was_built_from(store, run, db_path):
+    episode, full = _episode_with_deltas(store, run, n=5)
+    assert store.step_prompt(episode.id, 4) == full[4]  # now cached in this store
+    conn = sqlite3.connect(db_path)
+    conn.execute('DELETE FROM steps WHERE episode_id = ? AND "index" = 4', (episode.id,))
+    conn.commit()
+    with pytest.raises(StoreError, match="no step 4"):
+        store.step_prompt(episode.id, 4)
+    replaced = _prompt(4, " replaced")
+    conn.execute('UPDATE episodes SET n_steps = 4 WHERE id = ?', (episode.id,))
+    conn.commit()
+    store.add_step(make_step(episode.id, 4, prompt=_encode(replaced, full[3], episode.id, 3)))
+    assert store.step_prompt(episode.id, 4) == replaced
