@@ -99,33 +99,42 @@ class PromptTexts:
         """The prompt of a step read with `steps()` (with or without prompts) exactly as sent."""
         return self._full_prompt(step.episode_id, step.index, step.prompt or None)
 
-    def _prompt_cache(self) -> "OrderedDict[tuple[str, int], tuple[str, str]]":
-        """(episode id, step index) -> (stored form, full prompt), least recently used first."""
+    def _prompt_cache(self) -> "OrderedDict[tuple[str, int], list]":
+        """(episode id, step index) -> [stored form, full prompt, CRC checked], least recently used
+        first. A prompt rebuilt only as the base of another is kept unchecked until asked for."""
         cache = self.__dict__.get("_prompts")
         if cache is None:
             cache = self.__dict__["_prompts"] = OrderedDict()
             self.__dict__["_prompt_chars"] = 0
         return cache
 
-    def _cached(self, episode_id: str, index: int, stored: str) -> Optional[str]:
-        """The cached full prompt of that step if it was rebuilt from this very stored form."""
-        hit = self._prompt_cache().get((episode_id, index))
+    def _cached(self, episode_id: str, index: int, stored: str, checked: bool = True) -> Optional[str]:
+        """The cached full prompt of that step if it was rebuilt from this very stored form (and,
+        with `checked`, its CRC matches the stored one)."""
+        cache = self._prompt_cache()
+        hit = cache.get((episode_id, index))
         if hit is None or hit[0] != stored:
             return None
-        self._prompt_cache().move_to_end((episode_id, index))
+        if checked and not hit[2]:
+            d = self._parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
+            if prompt_delta.crc(hit[1]) != d.crc:
+                del cache[(episode_id, index)]
+                return None
+            hit[2] = True
+        cache.move_to_end((episode_id, index))
         return hit[1]
 
-    def _remember(self, episode_id: str, index: int, stored: str, text: str) -> None:
+    def _remember(self, episode_id: str, index: int, stored: str, text: str, checked: bool = True) -> None:
         if self.conn is not None and self.conn.in_transaction:
             return  # not committed yet: a rollback must not leave it behind
         cache = self._prompt_cache()
         old = cache.pop((episode_id, index), None)
         if old is not None:
             self.__dict__["_prompt_chars"] -= len(old[1])
-        cache[(episode_id, index)] = (stored, text)
+        cache[(episode_id, index)] = [stored, text, checked]
         self.__dict__["_prompt_chars"] += len(text)
         while self.__dict__["_prompt_chars"] > CACHE_CHARS and len(cache) > 1:
-            _, (_, dropped) = cache.popitem(last=False)
+            _, (_, dropped, _) = cache.popitem(last=False)
             self.__dict__["_prompt_chars"] -= len(dropped)
 
     def _parse(self, stored: str, what: str) -> prompt_delta.Delta:
@@ -137,7 +146,7 @@ class PromptTexts:
     def _apply_delta(self, d: prompt_delta.Delta, what: str) -> str:
         return self._rebuild(d, self._full_prompt(d.episode_id, d.base_index), what)
 
-    def _rebuild(self, d: prompt_delta.Delta, base: str, what: str) -> str:
+    def _rebuild(self, d: prompt_delta.Delta, base: str, what: str, check: bool = True) -> str:
         if len(base) != d.base_length:
             raise StoreError(f"{what} is corrupt (its base, step {d.base_index} of episode "
                              f"{d.episode_id!r}, has {len(base)} characters, not {d.base_length})")
@@ -145,7 +154,7 @@ class PromptTexts:
             text = prompt_delta.apply(d.ops, base, self._expand_refs)
         except ValueError as err:
             raise StoreError(f"{what} is corrupt ({err})") from err
-        if len(text) != d.length or prompt_delta.crc(text) != d.crc:
+        if len(text) != d.length or (check and prompt_delta.crc(text) != d.crc):
             raise StoreError(f"{what} is corrupt (it does not rebuild to the prompt that was stored)")
         return text
 
@@ -186,15 +195,15 @@ class PromptTexts:
                 raise StoreError(f"the prompt of step {j} of episode {episode_id!r} is corrupt "
                                  f"(its base is step {d.base_index} of episode {d.episode_id!r})")
             j = d.base_index
-            hit = self._cached(episode_id, j, rows.get(j, ""))
+            hit = self._cached(episode_id, j, rows.get(j, ""), checked=False)
             if hit is not None:
                 built[j] = hit
                 break
-        for j in reversed(chain):
+        for j in reversed(chain):  # only the prompt asked for is CRC-checked now (the rest on demand)
             text = rows[j]
             d = deltas.get(j)
-            full = (self._rebuild(d, built[d.base_index], f"the prompt of step {j} of episode {episode_id!r}")
-                    if d is not None else self._expand_refs(text))
+            full = (self._rebuild(d, built[d.base_index], f"the prompt of step {j} of episode {episode_id!r}",
+                                  check=j == index) if d is not None else self._expand_refs(text))
             built[j] = full
-            self._remember(episode_id, j, text, full)
+            self._remember(episode_id, j, text, full, checked=d is None or j == index)
         return built[index]
