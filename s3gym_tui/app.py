@@ -31,6 +31,14 @@ class S3GymApp(App):
         self.settings = settings or load_settings()
         if default_model:
             self.settings = self.settings.model_copy(update={"default_model": default_model})
+        if self.settings.keymap:  # a broken keymap must not leave the app without a way out
+            from s3gym_tui.config import ConfigError, config_path
+            from s3gym_tui.screens.keymap import binding_ids, keymap_problem
+
+            problem = keymap_problem(self.settings.keymap, binding_ids(),
+                                     source=None if settings else config_path())
+            if problem:
+                raise ConfigError(problem)
         from s3gym_tui.store import default_db_path
 
         self.db_path = Path(db_path or self.settings.db or default_db_path())

@@ -29,6 +29,10 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
     api_base: Optional[str] = typer.Option(None, "--api-base"),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.1, max=3600.0,
+                                  help="Seconds one model call may take before it is retried."),
+    max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
+                                    help="Retries of a failed model call (timeouts, 429, 5xx)."),
     db: Optional[Path] = DbOption,
 ) -> None:
     """Start a run of the explore/evaluate protocol and follow it with progress bars."""
@@ -39,7 +43,8 @@ def run(
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
-                       api_base=api_base, oracle_feedback=oracle_feedback)
+                       api_base=api_base, oracle_feedback=oracle_feedback, timeout_s=timeout,
+                       max_retries=max_retries)
     _preflight(config)  # a doomed run is refused before anything is stored
     store = _store(db)
     new_run = store.create_run(config)
@@ -49,10 +54,22 @@ def run(
 
 
 @cli.command()
-def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
+def resume(run_id: str = typer.Argument(...),
+           api_base: Optional[str] = typer.Option(
+               None, "--api-base", help="The run's api base again, with the credentials that were "
+               "not stored (http://user:KEY@host/v1): it must be the stored one once they are removed."),
+           db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run where it stopped."""
+    from s3gym_tui.secrets import strip_url_credentials
+
     store = _store(db)
     target = store.get_run(run_id)
+    if api_base is not None:
+        if strip_url_credentials(api_base) != target.config.api_base:
+            raise UserError(f"--api-base {strip_url_credentials(api_base)} is not the run's api base "
+                            f"({target.config.api_base}): a resumed run keeps its model")
+        target = target.model_copy(update={"config": target.config.model_copy(
+            update={"api_base": api_base})})
     if target.config.pathway == "trained":
         raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
     if target.status == "finished":
@@ -117,7 +134,8 @@ def _follow(store, run, verb: str = "run") -> None:
 
 
 @cli.command("runs")
-def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
+def list_runs(db: Optional[Path] = DbOption,
+              limit: int = typer.Option(50, "--limit", min=1, max=1_000_000)) -> None:
     """List stored runs, newest first."""
     from s3gym_tui.store.leases import shown_status
 
@@ -195,15 +213,20 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
            db: Optional[Path] = DbOption) -> None:
     """Export a run's episodes and steps as JSONL (one object a line)."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
-    run = store.get_run(run_id)  # before opening --out: an unknown run must not truncate the file
-    handle = open(out, "w", encoding="utf-8") if out else sys.stdout
     try:
-        count = export_run(store, run, handle)
-    finally:
-        if out:
-            handle.close()
+        if out:  # before anything is written: never the database, never a half-written file
+            check_target(out, store.path)
+        run = store.get_run(run_id)
+        if not out:
+            export_run(store, run, sys.stdout)
+            return
+        with atomic_text(out, store.path) as handle:
+            count = export_run(store, run, handle)
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
     if out:
         console.print(f"wrote {count} lines to {escape(str(out))}")
 

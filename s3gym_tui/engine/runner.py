@@ -23,6 +23,17 @@ def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSetting
                         max_retries=config.max_retries, backoff_base_s=backoff_base_s)
 
 
+def _bounded(section: str) -> str:
+    """A model-written summary section within the store's per-section limit (it goes into every
+    later prompt), with a visible mark where it was cut."""
+    from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS
+
+    if len(section) <= MAX_EDIT_SECTION_CHARS:
+        return section
+    mark = f"\n[cut: {len(section) - MAX_EDIT_SECTION_CHARS + 40:,} more characters]"
+    return section[:MAX_EDIT_SECTION_CHARS - 40] + mark
+
+
 def _current_as_of(versions: list[Summary], version: int) -> Optional[Summary]:
     """The version the agent used when `version` was the newest (pinned first, vetoes skipped)."""
     seen = [s for s in versions if s.version <= version and s.status == "active"]
@@ -89,7 +100,7 @@ class ProtocolRunner:
         messages = build_summary_messages(game, base.as_tips() if base else None, window.text)
         context = {"task": "summary", "game": self.config.game, "mode": "explore", "seed": -1, "actions": []}
         result = await complete(self.settings, messages, context)
-        retain, avoid, nxt = parse_summary(result.reply)
+        retain, avoid, nxt = (_bounded(part) for part in parse_summary(result.reply))
         summary = self.store.add_summary(
             run_id=self.run.id, game=self.config.game, retain=retain, avoid=avoid, next=nxt,
             source_episode_ids=window.episode_ids, author=self.summary_author,

@@ -12,12 +12,27 @@ from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete
 from s3gym_tui.engine.parsing import ParsedReply, parse_reply
 from s3gym_tui.engine.prompts import build_messages, messages_json
+from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.prompt_texts import compact_prompt, escape_refs, unescape_refs
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
-NO_ANSWER = "<no parsable answer>"
-PROMPT_STRIDE = 8  # see EpisodeSession._prompt_base  # what the game receives when a reply has no Answer line
+NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
+PROMPT_STRIDE = 8  # see EpisodeSession._prompt_base
+# What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
+# later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
+# game sees exactly the (cut) action that is stored, so the verifier's replay stays exact.
+MAX_ACTION_CHARS = 2_000
+MAX_REPLY_CHARS = 100_000
+
+
+def _cut_reply(reply: str) -> tuple[str, str | None]:
+    if len(reply) <= MAX_REPLY_CHARS:
+        return reply, None
+    half = MAX_REPLY_CHARS // 2
+    cut = len(reply) - 2 * half
+    return (reply[:half] + f"\n[... {cut:,} characters cut ...]\n" + reply[-half:],
+            f"reply cut to {MAX_REPLY_CHARS:,} characters (was {len(reply):,})")
 
 
 @dataclass(frozen=True)
@@ -112,20 +127,27 @@ class EpisodeSession:
         action = _storable(action)  # the game sees exactly the action that is stored
         stored_prompt, full_prompt = (self._stored_prompt(proposal.messages, len(self.steps))
                                       if proposal else ("", ""))
-        result = self.game.step(action)
         call = proposal.call if proposal else None
         faults = list(call.faults) if call else []
+        if len(action) > MAX_ACTION_CHARS:
+            faults.append(f"action cut to {MAX_ACTION_CHARS:,} characters (was {len(action):,})")
+            action = action[:MAX_ACTION_CHARS]
+        result = self.game.step(action)
         if proposal and proposal.parsed.problem:
             faults.append(proposal.parsed.problem)
+        reply, reply_cut = _cut_reply(call.reply if call else "")
+        if reply_cut:
+            faults.append(reply_cut)
         step = Step(
             episode_id=self.episode.id, index=len(self.steps), observation=observation,
             prompt=stored_prompt,
-            reply=call.reply if call else "", action=action, self_score=score,
+            reply=reply, action=action, self_score=score,
             reward=result.reward, feedback=result.feedback, valid=result.valid,
             terminated=result.terminated,
             truncated=result.truncated or (not result.terminated and len(self.steps) + 1 >= self.step_cap),
             actor=actor,
-            proposed_action=(proposal.parsed.action if proposal and actor != "model" else None),
+            proposed_action=(proposal.parsed.action[:MAX_ACTION_CHARS]
+                             if proposal and actor != "model" and proposal.parsed.action else None),
             fault="; ".join(faults) or None,
             tokens_in=call.tokens_in if call else 0, tokens_out=call.tokens_out if call else 0,
             latency_ms=call.latency_ms if call else 0.0, cost=call.cost if call else None,
@@ -155,7 +177,7 @@ class EpisodeSession:
         see store/prompt_delta.py); otherwise whole, with the episode's Hint Messages block stored
         once and referenced (`[[text:<key>]]`). A literal `[[text:` in the prompt (typed in an
         action or a summary) is escaped so that it reads back as text (store.escape_refs)."""
-        full = messages_json(messages)
+        full = redact_values(messages_json(messages))  # what the store keeps (secrets never land there)
         base = self._prompt_base(index)
         if base is not None:
             stored = prompt_delta.encode(full, base[1], self.episode.id, base[0], escape_refs,
@@ -165,6 +187,7 @@ class EpisodeSession:
         hint = self.experience.hint_text()
         if not hint or len(hint) < 512:
             return escape_refs(full), full
+        hint = redact_values(hint)
         if self._hint_key is None:
             self._hint_key = self.store.put_text(hint)
         return compact_prompt(full, self._hint_key, hint), full

@@ -9,6 +9,7 @@ from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, get_args
 from pydantic import ValidationError
 
 from s3gym_tui.models import Checkpoint, Summary, is_explore_episode_id, utcnow
+from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection, _insert_sql, _is_eval, _new_id, _q
 from s3gym_tui.store.errors import LeakageError, StoreError, one_line
 from s3gym_tui.store.records import ROW_KINDS, Dataset, DatasetRow
@@ -50,6 +51,7 @@ class DerivedStore(Connection):
         after its summary), but it must not be an evaluation episode, now or later.
         `game` defaults to the run's game (and must match it if given)."""
         sources = tuple(source_episode_ids)
+        retain, avoid, next = (redact_values(t) for t in (retain, avoid, next))
         with self._tx(f"add a summary to run {run_id!r}") as conn:
             run = conn.execute("SELECT game FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from typing import Optional
 
 from s3gym_tui.models import Step
+from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import StoreError
 
@@ -62,7 +63,9 @@ class PromptTexts:
     # ------------------------------------------------------------------ shared parts
 
     def put_text(self, text: str) -> str:
-        """Store a large shared prompt part once; returns its key (a content hash)."""
+        """Store a large shared prompt part once (secret values redacted); returns its key (a
+        content hash of what is stored)."""
+        text = redact_values(text)
         key = text_key(text)
         with self._tx("store a shared prompt part") as conn:
             conn.execute("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", (key, text))

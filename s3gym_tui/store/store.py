@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, phase_of_seed,
                               utcnow)
+from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store import prompt_delta
@@ -31,6 +32,7 @@ _STEP_COLS = tuple(Step.model_fields)
 _INSERT_EPISODE = _insert_sql("episodes", _EPISODE_COLS)
 _INSERT_STEP = _insert_sql("steps", _STEP_COLS)
 _SELECT_EPISODE = f"SELECT {', '.join(_q(c) for c in _EPISODE_COLS)} FROM episodes"
+_TEXT_STEP_COLS = ("observation", "prompt", "reply", "action", "feedback", "proposed_action", "fault")
 _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 
 __all__ = ["Store", "default_db_path"]
@@ -60,13 +62,15 @@ class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
             except ValidationError as err:
                 raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
         run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note)
+        stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base)})
         with self._tx("create a run") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
                 raise StoreError(f"run {run.id!r} already exists")
             conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
                                               "created_at", "note")),
-                         (run.id, config.model_dump_json(), config.game, config.model,
-                          config.pathway, run.status, run.created_at, run.note))
+                         (run.id, redact_values(stored.model_dump_json()), config.game,
+                          redact_values(config.model), config.pathway, run.status,
+                          run.created_at, redact_values(run.note)))
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -217,8 +221,12 @@ class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
     # ------------------------------------------------------------------ steps
 
     @staticmethod
-    def _step_values(step: Step) -> tuple:
+    def _step_values(step: Step, secrets: list[str]) -> tuple:
         data = step.model_dump()
+        if secrets:  # a safety net: replies are redacted on arrival (engine.llm), human input here
+            for col in _TEXT_STEP_COLS:
+                if data[col]:
+                    data[col] = redact_values(data[col], secrets)
         return tuple(data[c] for c in _STEP_COLS)
 
     def add_step(self, step: Step) -> Step:
@@ -233,6 +241,7 @@ class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
             return 0
         what = (f"add step {steps[0].index} of episode {steps[0].episode_id!r}" if len(steps) == 1
                 else f"add {len(steps)} steps")
+        secrets = secret_values()
         with self._tx(what) as conn:
             counts: dict[str, int] = {}
             added: dict[tuple[str, int], str] = {}
@@ -245,7 +254,7 @@ class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
                 if step.prompt and prompt_delta.is_delta(step.prompt):
                     step = self._own_delta(conn, step, added)
                 try:
-                    conn.execute(_INSERT_STEP, self._step_values(step))
+                    conn.execute(_INSERT_STEP, self._step_values(step, secrets))
                 except sqlite3.IntegrityError as err:
                     if "UNIQUE" in str(err):
                         raise StoreError(f"step {step.index} of episode {step.episode_id!r} is "

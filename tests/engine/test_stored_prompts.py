@@ -172,3 +172,30 @@ def test_a_run_killed_mid_episode_then_resumed_stores_the_prompts_sent(tmp_path,
     raw = {s.index: s.prompt for s in store.steps(resumed.id)}
     first_after = min(i for i in raw if i >= resumed.n_steps)
     assert is_delta(raw[first_after])  # the resumed session continued the delta chain
+
+
+def test_a_secret_in_a_prompt_is_redacted_and_the_delta_chain_still_rebuilds(tmp_path, sent, monkeypatch):
+    """A secret typed into an action reaches later prompts (as history): the store keeps those prompts
+    with the secret redacted, every one rebuilt exactly as the redacted prompt that was sent."""
+    from s3gym_tui.engine.play import new_play_session
+    from s3gym_tui.secrets import redact_values
+
+    secret = "sk-test-canary-4242424242"
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    path = tmp_path / "secret.db"
+    store = Store(path)
+    session = new_play_session(store, "trust", "explore", 3, call_settings(RunConfig(model="scripted/trust",
+                                                                                  game="trust"), 0))
+    session.commit(asyncio.run(session.propose()))  # a first model step to base the deltas on
+    session.commit(None, action=f"collaborate {secret}", actor="human")
+    for _ in range(4):
+        session.commit(asyncio.run(session.propose()))
+    raw = sqlite3.connect(path).execute("SELECT group_concat(prompt, '') FROM steps").fetchone()[0]
+    assert secret not in raw and "[redacted]" in Store(path).step_prompt(session.episode.id, 5)
+    sent_by_key = defaultdict(list)  # the store keeps the human's action redacted too
+    for key, prompts in _by_key(sent).items():
+        sent_by_key[key[:3] + (tuple(redact_values(a) for a in key[3]),)] += [redact_values(p) for p in prompts]
+    stored = _stored(path)
+    assert len(stored) == 5 and sum(is_delta(r) for _, _, r in stored) >= 4
+    for key, text, _ in stored:
+        assert text in sent_by_key[key]

@@ -113,7 +113,7 @@ def test_a_rolled_back_write_leaves_no_cached_prompt(store, run, monkeypatch):
     episode, full = _episode_with_deltas(store, run, n=3)
     other = _prompt(3, " first try")
 
-    def failing(step):
+    def failing(*args):
         raise sqlite3.OperationalError("disk I/O error")
 
     with monkeypatch.context() as patch:
