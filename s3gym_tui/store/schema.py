@@ -125,11 +125,19 @@ def _v3(db: Database) -> None:
     db["summary_actions"].create_index(["summary_id"], index_name="idx_summary_actions_summary")
 
 
+def _v4_prompt_deltas(db: Database) -> None:
+    """Version 4: a step's prompt may be stored as a delta against an earlier prompt of its episode
+    (`[[delta]]...`, see prompt_delta.py), so that an episode's prompts cost O(n), not O(n^2).
+    No table changes: prompts already stored read as before; the version bump keeps an older
+    s3gym, which would show a delta as the prompt, from opening a file that has them."""
+    db.execute("SELECT 1 FROM steps LIMIT 1")
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. (A future migration that rebuilds a
 # table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
