@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.widgets import Input
 from textual.worker import Worker
 
 import games
@@ -27,6 +26,7 @@ from s3gym_tui.widgets.proposal_bar import ProposalBar
 from s3gym_tui.widgets.score_strip import ScoreStrip
 from s3gym_tui.widgets.status_bar import StatusBar
 from s3gym_tui.widgets.steps_table import StepsTable
+from s3gym_tui.widgets.take_over import TakeOverBox
 from s3gym_tui.widgets.title_bar import TitleBar
 
 LIVE_ONLY = {"step", "run_pause", "stop", "restart", "take_over", "toggle_propose"}
@@ -88,7 +88,6 @@ class PlayScreen(Screen):
         self._boards: Optional[ReplayBoard] = None
         self._replay_error: Optional[str] = None
         self._bindings_for: Optional[tuple] = None
-        self._checked_takeover: Optional[str] = None  # a refused action typed once: Enter again plays it
         self._board_columns = 0  # the board column's width (wide layout)
 
     # ----- what the tests and the other modules read ----------------------------------------
@@ -124,8 +123,7 @@ class PlayScreen(Screen):
             yield AgentPanel(id="agent", classes="panel")
             yield StepsTable(id="steps", classes="panel")
             yield ScoreStrip(id="strip", classes="panel")
-        yield Input(placeholder="Your action", id="takeover")
-        yield Static("", id="takeover-note")
+        yield TakeOverBox(id="takeover-box")
         with Horizontal(id="bottom-row"):  # one row: the status line, or the proposal waiting
             yield ProposalBar(id="proposal")
             yield StatusBar(id="status-row")
@@ -443,12 +441,11 @@ class PlayScreen(Screen):
             self.notify("Model call cancelled: nothing was stored.")
 
     def action_cancel_or_back(self) -> None:
-        takeover = self.query_one("#takeover", Input)
         if self.maximized is not None:
             self.minimize()
         elif self.live is not None and self.live.cancel_call():
             self.notify("Model call cancelled: nothing was stored.")
-        elif takeover.display:
+        elif self.query_one(TakeOverBox).is_open:
             self._close_takeover()
         else:
             self.app.pop_screen()
@@ -488,7 +485,7 @@ class PlayScreen(Screen):
     def on_proposal_bar_chosen(self, message: ProposalBar.Chosen) -> None:
         {"accept": self.action_accept, "edit": self.action_edit, "veto": self.action_veto}[message.choice]()
 
-    # ----- take over: a person types the action, checked against the game first ---------------
+    # ----- take over: a person types the action (widgets.take_over checks it first) -------------
     def action_take_over(self) -> None:
         live = self._live()
         if live is None or not live.can_act():
@@ -496,52 +493,20 @@ class PlayScreen(Screen):
         live.cancel_call()
         live.running = False
         live.proposal = None  # typing your own action discards the proposal (a veto)
-        takeover = self.query_one("#takeover", Input)
-        takeover.placeholder = f"Your action ({live.session.game.answer_format()}); enter plays it, esc cancels"
-        takeover.value = ""
-        self._checked_takeover = None
-        self._note("")
-        takeover.display = True
-        takeover.focus()
+        self.query_one(TakeOverBox).open(live.session.game.answer_format(), live.check)
         if not self.following:
             self.show_latest()
         self.refresh_chrome()
 
-    def _note(self, text: str) -> None:
-        note = self.query_one("#takeover-note", Static)
-        note.update(Text(text, style="bold") if text else "")
-        note.display = bool(text)
-
     def _close_takeover(self) -> None:
-        self.query_one("#takeover", Input).display = False
-        self._note("")
-        self._checked_takeover = None
+        self.query_one(TakeOverBox).close()
         self.query_one(StepsTable).focus()
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "takeover" and self._checked_takeover is not None \
-                and event.value.strip() != self._checked_takeover:
-            self._checked_takeover = None
-            self._note("")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id != "takeover" or self.live is None:
+    def on_take_over_box_submitted(self, message: TakeOverBox.Submitted) -> None:
+        if self.live is None or not self.live.can_act():
             return
-        action = event.value.strip()
-        if not action:
-            self.notify("Type an action first (esc cancels).", severity="warning")
-            return
-        if not self.live.can_act():
-            return
-        if action != self._checked_takeover:
-            valid, feedback = self.live.check(action)
-            if not valid:
-                self._checked_takeover = action
-                self._note(f"✗ The game would refuse this: {feedback}  Enter again plays it anyway "
-                           "(it costs a turn); edit it, or esc.")
-                return
         self._close_takeover()
-        self.live.commit(None, action, "human")
+        self.live.commit(None, message.action, "human")
 
     # ----- messages from the worker (routed to the driver) -------------------------------------
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
