@@ -36,7 +36,6 @@ class RunDialog(DialogScreen):
 
     BINDINGS = DialogScreen.BINDINGS + [Binding("ctrl+s", "start", "Start", id="run_dialog_start", priority=True)]
     DEFAULT_CSS = """
-    RunDialog .dialog { width: 104; padding: 0 2; }
     RunDialog #run-fields { height: auto; max-height: 18; }
     RunDialog .run-row { height: 1; margin-bottom: 1; }
     RunDialog .run-row Label { width: 16; height: 1; color: $text-muted; }
@@ -79,8 +78,8 @@ class RunDialog(DialogScreen):
             yield Static("", id="run-error")
             yield Static(Text("estimating…", style="italic"), id="run-estimate")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Start run", variant="success", id="run-start")
-                yield Button("Cancel", id="run-cancel")
+                yield Button("Start run (ctrl+s)", variant="success", id="run-start", compact=True)
+                yield Button("Cancel (esc)", id="run-cancel", compact=True)
 
     def on_mount(self) -> None:
         self.query_one(f"#run-{FIELDS[0][0]}", Input).focus()
