@@ -81,11 +81,11 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
 
         checkpoints = table_rows(screen, "#training-checkpoints")
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
-        assert checkpoints[f"{training.id}:1"][2:] == ["4", "-6", "negative"]
+        assert checkpoints[f"{training.id}:1"][2:] == ["4.00", "-6.00", "negative"]  # the app's one number format
         assert checkpoints[f"{training.id}:2"][4] == ""
         assert screen.query_one(CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
         flags = str(screen.query_one("#training-flags", Static).render())
-        assert "negative transfer at epoch 1" in flags and "Avg 8.667" in flags
+        assert "negative transfer at epoch 1" in flags and "Avg 8.67" in flags
 
         await pilot.press("d")
         await pilot.pause()
