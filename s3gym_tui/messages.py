@@ -77,6 +77,7 @@ class ReportBuilt(Message):
     reports: list
     deltas: list
     error: Optional[str] = None
+    generation: int = 0  # which build this answers (the screen shows only the latest)
 
 
 @dataclass

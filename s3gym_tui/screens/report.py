@@ -79,6 +79,8 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         super().__init__()
         self.run_ids: list[str] = list(dict.fromkeys(run_ids))
         self.reports: list[RunReport] = []
+        self._asked = 0  # builds asked for; the latest one shown is _shown
+        self._shown = 0
         self.deltas: list = []
         self.all_runs: list[Run] = []
 
@@ -162,8 +164,17 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#report-status", Static).update(Text("computing…", style="italic"))
         self._build(list(self.run_ids))
 
-    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    @property
+    def busy(self) -> bool:
+        """True while a build that was asked for has not been shown yet."""
+        return self._shown < self._asked
+
     def _build(self, run_ids: list[str]) -> None:
+        self._asked += 1
+        self._build_worker(run_ids, self._asked)
+
+    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    def _build_worker(self, run_ids: list[str], generation: int) -> None:
         try:
             store = self.app.store.for_thread()
             try:
@@ -172,11 +183,14 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             finally:
                 store.close()
         except Exception as exc:  # noqa: BLE001
-            self.post_message(ReportBuilt([], [], error=f"{type(exc).__name__}: {exc}"))
+            self.post_message(ReportBuilt([], [], error=f"{type(exc).__name__}: {exc}", generation=generation))
             return
-        self.post_message(ReportBuilt(reports, deltas))
+        self.post_message(ReportBuilt(reports, deltas, generation=generation))
 
     def on_report_built(self, message: ReportBuilt) -> None:
+        if message.generation < self._asked:
+            return  # an older build (the runs or the store changed since): the latest one follows
+        self._shown = message.generation
         if message.error:
             self.notify(f"Cannot build the report: {message.error}", severity="error")
         self.reports, self.deltas = list(message.reports), list(message.deltas)

@@ -6,6 +6,7 @@ line, bad keymaps and doomed configs are refused, secrets never land in the stor
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sqlite3
@@ -344,8 +345,10 @@ def test_a_wal_database_on_read_only_media_can_still_be_read(tmp_path, capsys):
             assert store.read_only and store.get_run(run_id).status == "finished"
         assert main(["report", run_id, "--db", str(db)]) == 0
         assert main(["export", run_id, "-o", str(tmp_path / "ro.jsonl"), "--db", str(db)]) == 0
-    finally:  # lazily: the in-process CLI calls above may still hold the file open
-        subprocess.run(["umount", "-l", str(media)])
+    finally:  # the in-process CLI calls above may still hold the file open: collect, then lazily
+        gc.collect()
+        if subprocess.run(["umount", str(media)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(media)], capture_output=True)
 
 
 # ----------------------------------------------------------------------------- secrets

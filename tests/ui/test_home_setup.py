@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Input, OptionList, Select
 
+from tests.ui.settle import settle
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import ModelSettings
 from s3gym_tui.engine.discovery import FoundModel
@@ -24,12 +25,6 @@ def app(demo_db, settings):
     return S3GymApp(db_path=demo_db[0], settings=settings)
 
 
-async def settle(pilot) -> None:
-    for _ in range(50):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
-            return
 
 
 async def test_a_click_chooses_a_game_and_enter_plays_it(app, demo_db):

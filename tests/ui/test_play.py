@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from textual.widgets import Input
 
+from tests.ui.settle import settle
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.engine.runner import explore_episode_id
 from s3gym_tui.screens.dialogs import ForkDialog, TextInputDialog
@@ -21,16 +22,6 @@ HANG_PROVIDER = "hangtest"
 
 
 # ----- helpers --------------------------------------------------------------------------------
-async def settle(pilot, rounds: int = 200) -> None:
-    """Wait until no worker runs and nothing is pending (a run chains workers, so loop)."""
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers) and not getattr(pilot.app.screen, "thinking", False):
-            await pilot.pause()
-            if not any(w.is_running for w in pilot.app.workers):
-                return
-    raise AssertionError("workers did not settle")
 
 
 async def open_play(pilot, **options) -> PlayScreen:

@@ -10,6 +10,7 @@ from s3gym_tui.screens.analysis_common import fmt, fmt_signed
 from s3gym_tui.screens.report import ReportScreen
 from s3gym_tui.store import Store
 from s3gym_tui.widgets.checkpoint_plot import CurvePlot
+from tests.ui.settle import settle
 
 
 def rows(screen, table_id) -> dict[str, list[str]]:
@@ -23,9 +24,7 @@ def rows(screen, table_id) -> dict[str, list[str]]:
 
 async def open_report(app, pilot, run_ids) -> ReportScreen:
     app.open_report(run_ids)
-    await pilot.pause()
-    await app.workers.wait_for_complete()
-    await pilot.pause()
+    await settle(pilot)
     screen = app.screen
     assert isinstance(screen, ReportScreen)
     return screen

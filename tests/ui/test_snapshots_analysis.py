@@ -9,6 +9,7 @@ from s3gym_tui.screens.pairs import PairsScreen
 from s3gym_tui.screens.protocol import ProtocolScreen
 from s3gym_tui.screens.report import ReportScreen
 from s3gym_tui.screens.summaries import SummariesScreen
+from tests.ui.settle import settle
 from tests.ui.analysis_data import (DIVERGING_HISTORY, DIVERGING_SUMMARY, HISTORY_RUN,  # noqa: F401
                                     SUMMARY_RUN, analysis_db, analysis_template)
 
@@ -20,14 +21,11 @@ def snapshot(snap_compare, path, settings, open_screen, expected_type, keys=()) 
 
     async def run_before(pilot) -> None:
         open_screen(pilot.app)
-        await pilot.pause()
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)
         assert isinstance(pilot.app.screen, expected_type)
         for key in keys:
             await pilot.press(key)
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
+        await settle(pilot)
 
     return snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ui.settle import settle
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import Settings
 from s3gym_tui.engine.runner import ProtocolRunner
@@ -67,12 +68,6 @@ def snapshot_app(snapshot_db_template, tmp_path, monkeypatch):
     return make
 
 
-async def settle(pilot) -> None:
-    for _ in range(100):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
-            return
 
 
 def play_keys(*keys: str):
