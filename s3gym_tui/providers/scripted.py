@@ -16,7 +16,7 @@ from s3gym_tui.providers._common import (bad_request, build_response, estimate_t
 
 PROVIDER = "scripted"
 # a history step as the engine serialises it: `LLM: Answer: <action>, Score: <self-score>`
-_HISTORY_STEP = re.compile(r"^\s*LLM:\s*Answer:\s*(?P<action>.*?),\s*Score:\s*(?P<score>[-+]?\d+(?:\.\d+)?)\s*$",
+_HISTORY_STEP = re.compile(r"^\s*LLM:\s*Answer:\s*(?P<action>.*?),\s*Score:\s*(?P<score>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$",
                            re.MULTILINE)
 
 
