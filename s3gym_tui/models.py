@@ -77,6 +77,7 @@ class Run(Frozen):
     status: Literal["created", "running", "finished", "failed", "stopped"] = "created"
     created_at: str = Field(default_factory=utcnow)
     note: str = ""
+    sweep_id: Optional[str] = None  # the sweep that created this run, if any
 
 
 class Episode(Frozen):
@@ -142,6 +143,10 @@ class Summary(Frozen):
     parent_version: Optional[int] = None
     created_at: str = Field(default_factory=utcnow)
     for_episode_id: Optional[str] = None  # the exploration episode whose step 0 produced it
+    for_x: Optional[int] = None  # the experience state it was written for (exploration episodes done)
+    tokens_in: int = 0  # the summary call's usage and cost (None: unknown price)
+    tokens_out: int = 0
+    cost: Optional[float] = None
 
     def as_tips(self) -> str:
         return (f"Strategies to retain:\n{self.retain.strip()}\n\n"
@@ -156,5 +161,6 @@ class Checkpoint(Frozen):
     scores: tuple[float, ...]
 
     @property
-    def mean(self) -> float:
-        return sum(self.scores) / len(self.scores) if self.scores else 0.0
+    def mean(self) -> Optional[float]:
+        """Mean verifier score of the checkpoint's episodes; None (missing, never 0) without any."""
+        return sum(self.scores) / len(self.scores) if self.scores else None

@@ -80,7 +80,7 @@ def _follow(store, run) -> None:
             progress.update(explore_task, info=f"last score {_fmt(event.episode.score, 2)}")
         elif isinstance(event, CheckpointScored):
             progress.advance(cp_task)
-            progress.update(cp_task, info=f"x={event.checkpoint.x}: {event.checkpoint.mean:.3f}")
+            progress.update(cp_task, info=f"x={event.checkpoint.x}: {_fmt(event.checkpoint.mean)}")
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 

@@ -6,7 +6,8 @@ import asyncio
 from typing import Optional
 
 import games
-from s3gym_tui.engine.events import CheckpointScored, EventSink, RunFinished, SummaryWritten, ignore
+from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink, RunFinished, SummaryWritten,
+                                     ignore)
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
@@ -79,7 +80,7 @@ class ProtocolRunner:
         if x == 0:
             return current
         versions = self.store.summaries(self.run.id)
-        keyed = [s for s in versions if s.for_episode_id == state_key and s.author.startswith("model")]
+        keyed = [s for s in versions if s.for_x == x and s.author.startswith("model")]
         if keyed:  # written before an interruption: the agent's version as of that state
             return _current_as_of(versions, keyed[-1].version)
         budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens)
@@ -90,10 +91,18 @@ class ProtocolRunner:
         context = {"task": "summary", "game": self.config.game, "mode": "explore", "seed": -1, "actions": []}
         result = await complete(self.settings, messages, context)
         retain, avoid, nxt = parse_summary(result.reply)
-        summary = self.store.add_summary(
-            run_id=self.run.id, game=self.config.game, retain=retain, avoid=avoid, next=nxt,
-            source_episode_ids=window.episode_ids, author=self.summary_author,
-            for_episode_id=state_key)
+        fields = dict(source_episode_ids=window.episode_ids, author=self.summary_author, for_x=x,
+                      tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost=result.cost)
+        if x < self.config.explore_episodes and self.store.find_episode(state_key) is None:
+            # written at step 0 of exploration episode x: the episode is stored with it
+            episode = self._episode("explore", x, self.config.explore_seed(x), None,
+                                    ExperienceState(x, "summary"), state_key)
+            started, summary = self.store.add_episode_with_summary(episode, retain, avoid, nxt, **fields)
+            self.on_event(EpisodeStarted(started))
+        else:  # the last checkpoint's state (no exploration episode follows), or x already started
+            producer = state_key if x < self.config.explore_episodes else None
+            summary = self.store.add_summary(self.run.id, retain, avoid, nxt, game=self.config.game,
+                                             for_episode_id=producer, **fields)
         self.on_event(SummaryWritten(summary))
         return self.store.current_summary(self.run.id)
 

@@ -328,7 +328,8 @@ class HomeScreen(Screen):
         if checkpoints:
             text.append("\ncheckpoint means\n", style="bold")
             for cp in checkpoints:
-                text.append(f"  x={cp.x:<3} {cp.mean:g}\n")
+                mean = "missing (no eval episodes)" if cp.mean is None else f"{cp.mean:g}"
+                text.append(f"  x={cp.x:<3} {mean}\n")
         if summaries:
             text.append(f"\nsummaries: {len(summaries)} version(s)\n", style="bold")
             if current is not None:

@@ -38,12 +38,16 @@ class DerivedStore(Connection):
     def add_summary(self, run_id: str, retain: str, avoid: str, next: str, *,
                     source_episode_ids: Sequence[str] = (), author: str = "model",
                     for_episode_id: Optional[str] = None, parent_version: Optional[int] = None,
-                    summary_id: Optional[str] = None, game: Optional[str] = None) -> Summary:
+                    summary_id: Optional[str] = None, game: Optional[str] = None,
+                    for_x: Optional[int] = None, tokens_in: int = 0, tokens_out: int = 0,
+                    cost: Optional[float] = None) -> Summary:
         """Store the run's next summary version (1, 2, ...), refusing evaluation sources.
 
-        Sources must be stored exploration episodes. `for_episode_id` names the exploration
-        episode whose step 0 it is written for; that episode may not be stored yet (it is added
-        after its summary), but it must not be an evaluation episode, now or later.
+        Sources must be stored exploration episodes. `for_episode_id` names the stored
+        exploration episode whose step 0 it is written for (a declared foreign key: store the
+        episode first, see Store.add_episode_with_summary); it must not be an evaluation
+        episode, now or later. `for_x` is the experience state it was written for (exploration
+        episodes done); tokens and cost are those of its model call.
         `game` defaults to the run's game (and must match it if given)."""
         sources = tuple(source_episode_ids)
         with self._tx(f"add a summary to run {run_id!r}") as conn:
@@ -57,7 +61,10 @@ class DerivedStore(Connection):
             self._require_experience(conn, sources, "summary source", user)
             if for_episode_id is not None:
                 producer = self._phases(conn, [for_episode_id]).get(for_episode_id)
-                if producer is not None and _is_eval(*producer):
+                if producer is None:
+                    raise StoreError(f"{user}: no episode {for_episode_id!r} (store the episode a "
+                                     f"summary is written for first)")
+                if _is_eval(*producer):
                     raise LeakageError(f"{user}: evaluation episode {for_episode_id!r} cannot be "
                                        f"a summary producer (held-out data never becomes "
                                        f"experience)")
@@ -66,7 +73,9 @@ class DerivedStore(Connection):
             summary = Summary(id=summary_id or _new_id("sum"), run_id=run_id, game=run[0],
                               version=version, retain=retain, avoid=avoid, next=next,
                               source_episode_ids=sources, author=author,
-                              parent_version=parent_version, for_episode_id=for_episode_id)
+                              parent_version=parent_version, for_episode_id=for_episode_id,
+                              for_x=for_x, tokens_in=int(tokens_in), tokens_out=int(tokens_out),
+                              cost=cost)
             try:
                 self._insert_summary(conn, summary)
             except sqlite3.IntegrityError as err:

@@ -70,25 +70,30 @@ class Store(DerivedStore):
 
     def _run_from_row(self, row: Mapping[str, Any]) -> Run:
         data = {"id": row["id"], "config": json.loads(row["config"]), "status": row["status"],
-                "created_at": row["created_at"], "note": row["note"]}
+                "created_at": row["created_at"], "note": row["note"], "sweep_id": row.get("sweep_id")}
         return self._model(Run, data, f"run {row['id']!r}")
 
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
-                   note: str = "") -> Run:
-        """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'."""
+                   note: str = "", sweep_id: Optional[str] = None) -> Run:
+        """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'.
+        `sweep_id` names the stored sweep it belongs to (see SweepStore.create_sweep)."""
         if not isinstance(config, RunConfig):
             try:
                 config = RunConfig.model_validate(config)
             except ValidationError as err:
                 raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
-        run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note)
+        run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note,
+                  sweep_id=sweep_id)
         with self._tx("create a run") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
                 raise StoreError(f"run {run.id!r} already exists")
+            if sweep_id is not None and not conn.execute("SELECT 1 FROM sweeps WHERE id = ?",
+                                                         (sweep_id,)).fetchone():
+                raise StoreError(f"no sweep {sweep_id!r}")
             conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
-                                              "created_at", "note")),
+                                              "created_at", "note", "sweep_id")),
                          (run.id, config.model_dump_json(), config.game, config.model,
-                          config.pathway, run.status, run.created_at, run.note))
+                          config.pathway, run.status, run.created_at, run.note, sweep_id))
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -174,6 +179,23 @@ class Store(DerivedStore):
                 self.add_steps(steps)  # nested: part of this transaction
                 ep = ep.model_copy(update={"n_steps": ep.n_steps + len(steps)})
         return ep
+
+    def add_episode_with_summary(self, episode: Episode, retain: str, avoid: str, next: str,
+                                 **summary_fields: Any) -> tuple[Episode, Any]:
+        """Store an exploration episode and the summary written at its step 0, in one transaction:
+        the episode first (summaries.for_episode_id is a foreign key to it), then the summary,
+        then the episode's summary_id set to the version the agent uses with it (the new one, or
+        a pinned one). Returns (episode, summary)."""
+        if episode.phase != "explore" or episode.run_id is None:
+            raise LeakageError(f"episode {episode.id!r}: only a run's exploration episode can have a "
+                               f"summary written for it")
+        with self._tx(f"add episode {episode.id!r} with its summary"):
+            self.add_episode(episode.model_copy(update={"summary_id": None}))
+            summary = self.add_summary(episode.run_id, retain, avoid, next,
+                                       for_episode_id=episode.id, **summary_fields)
+            current = self.current_summary(episode.run_id)
+            stored = self.set_episode_summary(episode.id, current.id if current else None)
+        return stored, summary
 
     @staticmethod
     def _episode_values(ep: Episode) -> tuple:

@@ -61,18 +61,28 @@ def test_eval_episode_as_summary_source_refused(store: Store, run: Run, explored
                              source_episode_ids=[explored[0].id]).version == 1
 
 
-def test_summary_written_before_its_episode(store: Store, run: Run, explored, make_episode):
-    """The runner writes the summary for episode x, then adds episode x: allowed for exploration
-    episodes, refused if that id turns out to be an evaluation episode."""
-    ahead = store.add_summary(run.id, "r", "a", "n", for_episode_id="future-explore",
-                              source_episode_ids=[explored[0].id])
-    store.add_episode(make_episode(run, index=3, id="future-explore", summary_id=ahead.id))
-    store.add_summary(run.id, "r", "a", "n", for_episode_id="future-eval")
-    with pytest.raises(LeakageError, match="evaluation episode but summary"):
-        store.add_episode(make_episode(run, phase="eval", id="future-eval"))
-    assert store.find_episode("future-eval") is None
-    store.add_summary(run.id, "r", "a", "n", for_episode_id="never-played")
-    assert audit(store).ok  # a summary for a state no episode was played from is not a leak
+def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, explored, evaluated,
+                                                       make_episode):
+    """The runner stores exploration episode x and the summary written at its step 0 in one
+    transaction (for_episode_id is a foreign key); a summary for an episode that is not stored,
+    or for an evaluation episode, is refused."""
+    episode, summary = store.add_episode_with_summary(
+        make_episode(run, index=3, id="next-explore"), "r", "a", "n",
+        source_episode_ids=[explored[0].id], for_x=3)
+    assert summary.for_episode_id == "next-explore" and summary.for_x == 3
+    assert episode.summary_id == summary.id == store.get_episode("next-explore").summary_id
+    with pytest.raises(StoreError, match="no episode 'never-played'"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id="never-played")
+    with pytest.raises(LeakageError, match="only a run's exploration episode"):
+        store.add_episode_with_summary(make_episode(run, phase="eval", id="an-eval"), "r", "a", "n")
+    assert store.find_episode("an-eval") is None
+    # all or nothing: a refused summary leaves no episode behind
+    with pytest.raises(LeakageError, match="cannot be a summary source"):
+        store.add_episode_with_summary(make_episode(run, index=4, id="x4"), "r", "a", "n",
+                                       source_episode_ids=[explored[0].id, evaluated[0].id])
+    assert store.find_episode("x4") is None
+    assert len(store.summaries(run.id)) == 1
+    assert audit(store).ok
 
 
 def test_eval_episode_as_training_row_refused(store: Store, run: Run, explored, evaluated):
