@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Pathway = Literal["none", "history", "summary", "trained"]
 Phase = Literal["explore", "eval"]
@@ -45,6 +45,8 @@ class RunConfig(Frozen):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     decoding_seed: Optional[int] = None
     api_base: Optional[str] = None
+    api_bases: tuple[str, ...] = ()  # replicas of the model (vLLM, SGLang, llama.cpp servers): litellm's
+    # Router spreads the calls over them (used instead of api_base)
     step_cap: int = Field(64, ge=1, le=64)
     oracle_feedback: bool = False  # ablation: show verifier rewards to the agent (recorded on the run)
     timeout_s: float = Field(120.0, gt=0)
@@ -56,6 +58,22 @@ class RunConfig(Frozen):
         from games import canonical
 
         return canonical(value)
+
+    @field_validator("api_bases")
+    @classmethod
+    def _replicas(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bases = tuple(str(b).strip() for b in value)
+        if any(not b for b in bases):
+            raise ValueError("an api base is empty")
+        if len(set(bases)) != len(bases):
+            raise ValueError("an api base is named twice")
+        return bases
+
+    @model_validator(mode="after")
+    def _one_kind_of_base(self) -> "RunConfig":
+        if self.api_base and self.api_bases:
+            raise ValueError("give either api_base or api_bases (the replicas), not both")
+        return self
 
     def checkpoints(self) -> list[int]:
         """Exploration counts at which evaluation happens: 0, every, 2*every, ..., explore_episodes."""

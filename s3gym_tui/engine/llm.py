@@ -6,8 +6,9 @@ import asyncio
 import os
 import re
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, AsyncIterator, Optional
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -20,6 +21,7 @@ class ModelUnavailable(RuntimeError):
 class CallSettings:
     model: str
     api_base: Optional[str] = None
+    api_bases: tuple[str, ...] = ()  # replicas of one model: litellm's Router spreads the calls
     temperature: float = 0.0
     max_tokens: int = 14_000
     seed: Optional[int] = None
@@ -105,16 +107,52 @@ def one_line(exc: BaseException) -> str:
     return text[:300] if text else type(exc).__name__
 
 
+_ROUTERS: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def router_for(litellm, model: str, api_bases: tuple[str, ...]):
+    """litellm's Router over the model's replicas (one deployment per api base), made once.
+    It spreads calls (simple shuffle), cools down a failing replica and, on a retryable failure,
+    re-picks another one; retries and backoff stay with `complete`."""
+    key = (model, tuple(api_bases))
+    if key not in _ROUTERS:
+        _ROUTERS[key] = litellm.Router(
+            model_list=[{"model_name": model, "litellm_params": {"model": model, "api_base": base}}
+                        for base in api_bases],
+            num_retries=0, enable_weighted_failover=True, cooldown_time=5, allowed_fails=2)
+    return _ROUTERS[key]
+
+
+async def _acompletion(litellm, settings: CallSettings, kwargs: dict[str, Any]) -> Any:
+    if len(settings.api_bases) > 1:
+        return await router_for(litellm, settings.model, settings.api_bases).acompletion(**kwargs)
+    return await litellm.acompletion(**kwargs)
+
+
+@asynccontextmanager
+async def _no_limits(_model: str) -> AsyncIterator[None]:
+    yield None
+
+
 async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None) -> CallResult:
-    """Call the model; retry transient faults with exponential backoff (honouring retry-after)."""
+    """Call the model; retry transient faults with exponential backoff (honouring retry-after).
+
+    Inside a sweep (engine.limits.use_limits) the call waits for a slot of its model, a rate limit
+    pauses all of that model's calls, and a spent budget refuses the call (BudgetSpent)."""
     litellm = _litellm()
+    from s3gym_tui.engine.limits import BudgetSpent, current_limits
     from s3gym_tui.providers import is_builtin
+
+    limits = current_limits()
+    slot = limits.slot if limits is not None else _no_limits
 
     kwargs: dict[str, Any] = {
         "model": settings.model, "messages": messages, "temperature": settings.temperature,
         "max_tokens": settings.max_tokens, "timeout": settings.timeout_s, "num_retries": 0,
     }
-    if settings.api_base:
+    if len(settings.api_bases) == 1:
+        kwargs["api_base"] = settings.api_bases[0]
+    elif settings.api_base and not settings.api_bases:
         kwargs["api_base"] = settings.api_base
     if settings.seed is not None:
         kwargs["seed"] = settings.seed
@@ -127,7 +165,11 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
             kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
         started = time.perf_counter()
         try:
-            response = await asyncio.wait_for(litellm.acompletion(**kwargs), settings.timeout_s + 5)
+            async with slot(settings.model):
+                started = time.perf_counter()  # the latency excludes waiting for a slot
+                response = await asyncio.wait_for(_acompletion(litellm, settings, kwargs), settings.timeout_s + 5)
+        except BudgetSpent:
+            raise
         except transient as exc:
             faults.append(_fault_name(exc))
             if attempt >= settings.max_retries:
@@ -135,12 +177,18 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
             delay = _retry_after(exc)
             if delay is None:
                 delay = min(settings.backoff_cap_s, settings.backoff_base_s * (2 ** attempt))
-            await asyncio.sleep(min(delay, settings.backoff_cap_s))
+            delay = min(delay, settings.backoff_cap_s)
+            if limits is not None and faults[-1] == "rate_limit":
+                limits.gate(settings.model).pause(delay)  # every call of this model backs off
+            await asyncio.sleep(delay)
             continue
         except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
             raise ModelUnavailable(f"{settings.model}: {one_line(exc)}") from exc
         latency = (time.perf_counter() - started) * 1000
-        return _result(litellm, response, latency, tuple(faults))
+        result = _result(litellm, response, latency, tuple(faults))
+        if limits is not None:
+            limits.record(result.cost)
+        return result
     raise ModelUnavailable(f"{settings.model}: no attempt was made")  # pragma: no cover
 
 

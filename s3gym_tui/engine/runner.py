@@ -16,7 +16,8 @@ from s3gym_tui.models import Checkpoint, Episode, Run, RunConfig, Summary
 
 
 def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSettings:
-    return CallSettings(model=config.model, api_base=config.api_base, temperature=config.temperature,
+    return CallSettings(model=config.model, api_base=config.api_base, api_bases=config.api_bases,
+                        temperature=config.temperature,
                         max_tokens=config.max_tokens, seed=config.decoding_seed, timeout_s=config.timeout_s,
                         max_retries=config.max_retries, backoff_base_s=backoff_base_s)
 
