@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -182,3 +182,61 @@ class Checkpoint(Frozen):
     def mean(self) -> Optional[float]:
         """Mean verifier score of the checkpoint's episodes; None (missing, never 0) without any."""
         return sum(self.scores) / len(self.scores) if self.scores else None
+
+
+SWEEP_PATHWAYS: tuple[str, ...] = ("none", "history", "summary")
+MODEL_FAMILIES: tuple[str, ...] = ("scripted", "fault")  # `scripted` means scripted/<game> per game
+
+
+class SweepConfig(Frozen):
+    """A sweep: every (game, pathway, model) with shared run settings, and how to run them."""
+
+    games: tuple[str, ...] = Field(min_length=1)
+    pathways: tuple[Literal["none", "history", "summary"], ...] = Field(min_length=1)
+    models: tuple[str, ...] = Field(min_length=1)  # litellm strings, or a family (MODEL_FAMILIES)
+    settings: dict[str, Any] = Field(default_factory=dict)  # RunConfig fields shared by every run
+    api_bases: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # model -> its replicas
+    concurrency: int = Field(4, ge=1, le=4096)  # model calls in flight per model
+    runs_per_model: int = Field(4, ge=1, le=4096)  # runs of one model going at once
+    budget_usd: Optional[float] = Field(None, gt=0)
+
+    @field_validator("games")
+    @classmethod
+    def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from games import canonical
+
+        games_ = tuple(dict.fromkeys(canonical(g) for g in value))
+        return games_
+
+    @field_validator("pathways", "models")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not str(v).strip() for v in value):
+            raise ValueError("an empty name")
+        return tuple(dict.fromkeys(str(v).strip() for v in value))
+
+    def model_for(self, model: str, game: str) -> str:
+        """The litellm string that plays `game` for `model` (a family becomes `<family>/<game>`)."""
+        return f"{model}/{game}" if model in MODEL_FAMILIES else model
+
+    def run_configs(self) -> list[RunConfig]:
+        """Every run of the sweep, model by model, then game, then pathway."""
+        runs = []
+        for model in self.models:
+            for game in self.games:
+                for pathway in self.pathways:
+                    name = self.model_for(model, game)
+                    bases = self.api_bases.get(model) or self.api_bases.get(name) or ()
+                    extra = {"api_bases": tuple(bases)} if len(bases) > 1 else (
+                        {"api_base": bases[0]} if bases else {})
+                    runs.append(RunConfig(**{**self.settings, **extra, "model": name, "game": game,
+                                             "pathway": pathway}))
+        return runs
+
+
+class Sweep(Frozen):
+    id: str
+    config: SweepConfig
+    status: Literal["created", "running", "finished", "stopped", "failed"] = "created"
+    created_at: str = Field(default_factory=utcnow)
+    note: str = ""  # why it stopped, if it did

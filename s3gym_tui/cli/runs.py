@@ -10,15 +10,15 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console
+from s3gym_tui.cli.common import DbOption, JsonOption, ModelFailed, UserError, _fmt, _store, cli, console, emit_json
 
 
 @cli.command()
 def run(
     game: str = typer.Argument(..., help="Game name (see `s3gym games`)."),
-    model: str = typer.Option("local/smollm2-135m", "--model", "-m", help="Any litellm model string."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Any litellm model string (default: the "
+                                        "config's default_model, or $S3GYM_MODEL)."),
     pathway: str = typer.Option("none", "--pathway", "-p", help="none | history | summary"),
     episodes: int = typer.Option(30, "--episodes", help="Exploration episodes."),
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
@@ -27,19 +27,24 @@ def run(
     max_tokens: int = typer.Option(14_000, "--max-tokens", help="Output cap per response."),
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
-    api_base: Optional[str] = typer.Option(None, "--api-base"),
+    api_base: List[str] = typer.Option([], "--api-base", help="The model's server; repeat for replicas "
+                                       "(spread by litellm's Router)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
     db: Optional[Path] = DbOption,
 ) -> None:
     """Start a run of the explore/evaluate protocol and follow it with progress bars."""
+    from s3gym_tui.config import load_settings
     from s3gym_tui.models import RunConfig
 
     if pathway == "trained":
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
+    model = model or load_settings().default_model  # the config file's, or $S3GYM_MODEL
+    bases = [b for value in api_base for b in value.split(",") if b.strip()]
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
-                       api_base=api_base, oracle_feedback=oracle_feedback)
+                       api_base=bases[0] if len(bases) == 1 else None,
+                       api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback)
     store = _store(db)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
@@ -48,9 +53,23 @@ def run(
 
 
 @cli.command()
-def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
-    """Continue an interrupted run where it stopped."""
+def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"), db: Optional[Path] = DbOption,
+           budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Sweep: a new budget."),
+           concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c",
+                                                     help="Sweep: model calls in flight per model."),
+           runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Sweep: runs of one "
+                                                        "model at once."),
+           yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking.")) -> None:
+    """Continue an interrupted run, or every unfinished run of a sweep, where it stopped."""
     store = _store(db)
+    sweep = store.find_sweep(run_id)
+    if sweep is not None:
+        from s3gym_tui.cli.sweep import resume_sweep
+
+        resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes)
+        return
+    if budget_usd is not None or concurrency is not None or runs_per_model is not None:
+        raise UserError("--budget-usd, --concurrency and --runs-per-model apply to a sweep, not a run")
     target = store.get_run(run_id)
     if target.config.pathway == "trained":
         raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
@@ -87,64 +106,47 @@ def _follow(store, run) -> None:
     with progress:
         final = asyncio.run(ProtocolRunner(store, run, on_event).run_protocol())
     if outcome.get("error"):
-        raise UserError(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
+        raise ModelFailed(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
     _print_reports(store, [final])
 
 
 @cli.command("runs")
-def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
-    """List stored runs, newest first."""
+def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit", min=1),
+              sweep: Optional[str] = typer.Option(None, "--sweep", help="Only the runs of this sweep."),
+              as_json: bool = JsonOption) -> None:
+    """List stored runs, newest first (or a sweep's, in plan order)."""
+    from s3gym_tui.cli.tables import print_table
+    from s3gym_tui.engine.report_tables import ID, TEXT, Column, ReportTable
+
     store = _store(db)
-    table = Table(title="runs")
-    for col in ("id", "game", "model", "pathway", "status", "created"):
-        table.add_column(col)
-    for r in store.list_runs(limit=limit):
-        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway, r.status,
-                      r.created_at[:19])
-    console.print(table)
+    runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else store.list_runs(limit=limit)
+    if as_json:
+        emit_json([r.model_dump(mode="json") for r in runs])
+        return
+    table = ReportTable("runs", "runs", (
+        Column("id", "id", ID), Column("game", "game", TEXT), Column("model", "model", TEXT, 2),
+        Column("pathway", "pathway", TEXT), Column("status", "status", TEXT),
+        Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
+        tuple((r.id, r.config.game, r.config.model, r.config.pathway, r.status, r.sweep_id or "-",
+               r.created_at[:19]) for r in runs))
+    print_table(console, table)
 
 
 def _print_reports(store, runs) -> None:
-    from s3gym_tui.engine.report import run_report, summary_vs_history
+    """The main tables after a run: curve, self-judging, coupling, Summary vs History."""
+    from s3gym_tui.cli.tables import print_report
+    from s3gym_tui.engine.report import run_report
+    from s3gym_tui.engine.report_tables import build_report
 
-    reports = [run_report(store, r) for r in runs]
-    curve = Table(title="checkpoint curve (eval episodes, verifier scores)")
-    for col in ("run", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "final"):
-        curve.add_column(col, justify="left" if col in ("run", "pathway") else "right", no_wrap=True)
-    judging = Table(title="self-judging (exploration steps)")
-    for col in ("run", "steps", "missing", "agree", "NMAE", "over", "under", "corr(A,g)"):
-        judging.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
-    for rep in reports:
-        c, j = rep.curve, rep.judging
-        curve.add_row(escape(rep.run.id), rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg), _fmt(c.max),
-                      _fmt(c.auc_plus), _fmt(c.naba), _fmt(c.final))
-        judging.add_row(escape(rep.run.id), str(j.n), str(j.missing), _fmt(j.agreement), _fmt(j.nmae), _fmt(j.over),
-                        _fmt(j.under), _fmt(rep.coupling.corr_agreement))
-    console.print(curve)
-    console.print(judging)
-    for rep in reports:
-        console.print(f"{escape(rep.run.id)} ({rep.run.config.game}): " +
-                      "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points), soft_wrap=True)
-    rows = summary_vs_history(reports)
-    if rows:
-        delta = Table(title="Summary vs History (Delta NABA)")
-        for col in ("game", "n", "wins", "losses", "ties", "mean"):
-            delta.add_column(col)
-        for row in rows:
-            delta.add_row(row.game, str(row.n), str(row.wins), str(row.losses), str(row.ties),
-                          _fmt(row.mean_delta))
-        console.print(delta)
-
-
-@cli.command()
-def report(run_ids: List[str] = typer.Argument(None), db: Optional[Path] = DbOption) -> None:
-    """The paper's tables for the chosen runs (default: all finished runs)."""
-    store = _store(db)
-    runs = [store.get_run(r) for r in run_ids] if run_ids else \
-        [r for r in store.list_runs(limit=10_000) if r.status == "finished"]
-    if not runs:
-        raise UserError("no finished runs to report on")
-    _print_reports(store, runs)
+    report = build_report([run_report(store, r) for r in runs])
+    print_report(console, report, skip=("runs", "by_model", "judging_by_game", "coupling_by_game", "checkpoints"))
+    for table in report.tables:
+        if table.name == "checkpoints":
+            by_run: dict = {}
+            for run_id, game, _pathway, _model, x, y in table.rows:
+                by_run.setdefault((run_id, game), []).append(f"x={x}:{_fmt(y, 2)}")
+            for (run_id, game), points in by_run.items():
+                console.print(f"{escape(run_id)} ({game}): " + "  ".join(points), soft_wrap=True)
 
 
 @cli.command()

@@ -31,7 +31,7 @@ def cell(value: Any, kind: str) -> str:
 
 
 def _rich_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], fold: bool) -> Table:
-    table = Table(title=escape(title), title_justify="left", expand=False, pad_edge=False)
+    table = Table(title=escape(title), title_justify="left", expand=False)
     for col in columns:
         text_like = col.kind in (TEXT,)
         table.add_column(escape(col.header), justify="left" if col.kind in (ID, TEXT) else "right",
@@ -82,9 +82,19 @@ def print_report(console: Console, report: Report, skip: Iterable[str] = ()) -> 
             print_table(console, table)
 
 
+def _finite(value: Any) -> Any:
+    """NaN and infinities become null (JSON has no such numbers)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def report_json(report: Report) -> str:
-    return json.dumps(report.as_json(), indent=2, ensure_ascii=False, allow_nan=False,
-                      default=lambda v: None)
+    return json.dumps(_finite(report.as_json()), indent=2, ensure_ascii=False, allow_nan=False, default=str)
 
 
 def write_csv(report: Report, directory: Path) -> list[Path]:

@@ -20,6 +20,7 @@ from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, pha
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.sweeps import SweepStore
 
 TEXT_REF_PREFIX = "[[text:"
 TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
@@ -60,7 +61,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(DerivedStore):
+class Store(SweepStore, DerivedStore):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
