@@ -100,3 +100,14 @@ class TrainingViewBuilt(Message):
 
     view: Any = None
     error: Optional[str] = None
+
+
+@dataclass
+class SweepsRead(Message):
+    """The stored sweeps and the chosen one's per-run progress, read by a thread worker."""
+
+    sweeps: list  # models.Sweep, newest first
+    sweep_id: Optional[str] = None
+    progress: Optional[list] = None  # store.sweeps.RunProgress of the chosen sweep
+    usage: Optional[dict] = None
+    error: Optional[str] = None
