@@ -136,6 +136,7 @@ def sweep(
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
     api_base: List[str] = typer.Option([], "--api-base", help=API_BASE_HELP),
     timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model call."),
+    max_retries: int = typer.Option(4, "--max-retries", help="Retries of a failing model call."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="Model calls in flight per model."),
     runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Runs of one model going at "
                                                  "once (default: --concurrency)."),
@@ -161,7 +162,7 @@ def sweep(
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym sweep`")
     settings = dict(explore_episodes=episodes, eval_every=eval_every, eval_episodes=eval_episodes,
                     history_budget=history_budget, max_tokens=max_tokens, step_cap=step_cap,
-                    temperature=temperature, decoding_seed=seed, timeout_s=timeout,
+                    temperature=temperature, decoding_seed=seed, timeout_s=timeout, max_retries=max_retries,
                     oracle_feedback=oracle_feedback)
     try:
         config = SweepConfig(games=game_names, pathways=_split(pathways), models=names, settings=settings,

@@ -65,13 +65,20 @@ def _fault_name(exc: BaseException) -> str:
 
 
 def _retry_after(exc: BaseException) -> Optional[float]:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
+    """The server's retry-after in seconds, wherever litellm keeps the response headers (a real
+    provider's are in `litellm_response_headers`; `response.headers` may be empty)."""
+    places = (getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None),
+              getattr(getattr(exc, "response", None), "headers", None))
+    for headers in places:
+        if not headers:
+            continue
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+            if value is not None:
+                return float(value)
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return None
 
 
 # Environment variables whose values are secrets (API keys, tokens, passwords) ...
