@@ -11,7 +11,6 @@ from typing import Any, Iterable, Optional, Sequence
 
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.table import Table
 
 from s3gym_tui.engine.report_tables import ID, INT, NUM, SIGNED, TEXT, Column, Report, ReportTable
@@ -30,36 +29,56 @@ def cell(value: Any, kind: str) -> str:
     return str(value)
 
 
-def _rich_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], fold: bool) -> Table:
+FOLD_TO = 12  # a long text cell (a model string) wraps at this width when the table is too wide
+
+
+def _widths(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> list[int]:
+    return [max([len(c.header)] + [len(r[i]) for r in rows]) for i, c in enumerate(columns)]
+
+
+def _folds(column: Column, width: int, level: int) -> bool:
+    """Level 0: nothing wraps; 1: long text wraps; 2 (last resort): ids wrap too. Never numbers."""
+    kinds = {0: (), 1: (TEXT,), 2: (TEXT, ID)}[level]
+    return column.kind in kinds and width > max(FOLD_TO, len(column.header))
+
+
+def _needed(columns: Sequence[Column], widths: Sequence[int], level: int) -> int:
+    """Terminal columns a table needs: cells, one space of padding each side, the borders."""
+    cells = [max(FOLD_TO, len(c.header)) if _folds(c, w, level) else w for c, w in zip(columns, widths)]
+    return sum(w + 2 for w in cells) + len(cells) + 1
+
+
+def _rich_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], level: int) -> Table:
+    widths = _widths(columns, rows)
     table = Table(title=escape(title), title_justify="left", expand=False)
-    for col in columns:
-        text_like = col.kind in (TEXT,)
+    for col, width in zip(columns, widths):
+        folds = _folds(col, width, level)
         table.add_column(escape(col.header), justify="left" if col.kind in (ID, TEXT) else "right",
-                         no_wrap=not (fold and text_like), overflow="fold")
+                         no_wrap=not folds, overflow="fold",
+                         min_width=max(FOLD_TO, len(col.header)) if folds else width)
     for row in rows:
         table.add_row(*(escape(v) for v in row))
     return table
 
 
 def fit_table(console: Console, table: ReportTable, width: Optional[int] = None) -> tuple[Table, list[str]]:
-    """A rich Table of `table` that fits `width` (default: the console's) with every id and number
-    whole: first text columns may wrap, then droppable columns go (highest `drop` first). Returns
-    the table and the headers of the dropped columns."""
+    """A rich Table of `table` that fits `width` (default: the console's) and never cuts a value:
+    long text wraps first, then droppable columns go (highest `drop` first), and as a last resort
+    ids wrap too. Numbers always keep their width. Returns the table and the dropped headers."""
     width = width or console.width
     columns = list(table.columns)
     texts = [[cell(v, c.kind) for v, c in zip(row, table.columns)] for row in table.rows]
     dropped: list[str] = []
-    options = console.options.update_width(width)
     while True:
         keep = [table.columns.index(c) for c in columns]
         rows = [[r[i] for i in keep] for r in texts]
-        for fold in (False, True):
-            rich = _rich_table(table.title, columns, rows, fold)
-            if Measurement.get(console, options, rich).minimum <= width:
-                return rich, dropped
+        widths = _widths(columns, rows)
+        for level in (0, 1):
+            if _needed(columns, widths, level) <= width:
+                return _rich_table(table.title, columns, rows, level), dropped
         droppable = [c for c in columns if c.drop]
         if not droppable:
-            return rich, dropped  # nothing left to drop: the terminal is narrower than the ids
+            return _rich_table(table.title, columns, rows, 2), dropped
         victim = max(droppable, key=lambda c: (c.drop, columns.index(c)))
         columns.remove(victim)
         dropped.append(victim.header)
@@ -72,7 +91,7 @@ def print_table(console: Console, table: ReportTable) -> None:
     if dropped:
         notes.append(f"not shown at {console.width} columns: {', '.join(dropped)} (see --json or --csv)")
     for note in notes:
-        console.print(f"[dim]{escape(note)}[/]", soft_wrap=True, highlight=False)
+        console.print(f"[dim]{escape(note)}[/]", highlight=False)
 
 
 def print_report(console: Console, report: Report, skip: Iterable[str] = ()) -> None:

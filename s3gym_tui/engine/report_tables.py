@@ -71,10 +71,10 @@ def runs_table(reports: Sequence[RunReport]) -> ReportTable:
 
 
 def curves_table(reports: Sequence[RunReport]) -> ReportTable:
-    cols = (Column("game", "game", TEXT), Column("pathway", "pathway", TEXT), Column("model", "model", TEXT, 6),
-            Column("run", "run", ID), Column("checkpoints", "cps", TEXT, 5), Column("y0", "y0", NUM, 4),
+    cols = (Column("game", "game", TEXT), Column("pathway", "pathway", TEXT), Column("model", "model", TEXT),
+            Column("run", "run", ID, 4), Column("checkpoints", "cps", TEXT, 5), Column("y0", "y0", NUM, 6),
             Column("avg", "Avg"), Column("max", "Max"), Column("auc_plus", "AUC+"), Column("naba", "NABA"),
-            Column("final", "final", NUM, 3))
+            Column("final", "final", NUM, 7))
     ordered = sorted(reports, key=lambda r: (_cfg(r).game, _cfg(r).pathway, _cfg(r).model))
     rows = tuple((_cfg(r).game, _cfg(r).pathway, _cfg(r).model, r.run.id, f"{r.curve.n}/{len(r.points)}",
                   r.curve.y0, r.curve.avg, r.curve.max, r.curve.auc_plus, r.curve.naba, r.curve.final)

@@ -16,12 +16,13 @@ class FakeOpenAI(ThreadingHTTPServer):
     daemon_threads = True
 
     def __init__(self, reply: Callable[[dict], str] = lambda body: DEFAULT_REPLY, delay_s: float = 0.0,
-                 rate_limited: int = 0, retry_after: Optional[str] = "0") -> None:
+                 rate_limited: int = 0, retry_after: Optional[str] = "0", fail_status: Optional[int] = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.reply = reply
         self.delay_s = delay_s
         self.rate_limited = rate_limited  # answer the first N requests with 429
         self.retry_after = retry_after
+        self.fail_status = fail_status  # answer every request with this error status (e.g. 401)
         self.requests = 0
         self.completed = 0
         self.in_flight = 0
@@ -58,6 +59,10 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if server.delay_s:
                 time.sleep(server.delay_s)
+            if server.fail_status is not None:
+                self._send(server.fail_status, {"error": {"message": "refused (fake)", "type": "invalid_request_error",
+                                                          "code": "invalid_api_key"}})
+                return
             if number <= server.rate_limited:
                 payload = {"error": {"message": "rate limited (fake)", "type": "rate_limit_error",
                                      "code": "rate_limit_exceeded"}}
