@@ -111,3 +111,10 @@ class SweepsRead(Message):
     progress: Optional[list] = None  # store.sweeps.RunProgress of the chosen sweep
     usage: Optional[dict] = None
     error: Optional[str] = None
+
+
+@dataclass
+class StoreChanged(Message):
+    """Some process committed to the store (seen through SQLite's data_version)."""
+
+    generation: int

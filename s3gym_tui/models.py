@@ -25,6 +25,21 @@ def phase_of_seed(seed: int) -> Phase:
     return "eval" if seed >= EVAL_SEED_BASE else "explore"
 
 
+def explore_episode_id(run_id: str, index: int) -> str:
+    """The id of a run's exploration episode `index` (also the key of experience state x = index)."""
+    return f"{run_id}-x{index:03d}"
+
+
+def eval_episode_id(run_id: str, x: int, j: int) -> str:
+    """The id of evaluation episode j at checkpoint x of a run."""
+    return f"{run_id}-c{x:03d}-e{j}"
+
+
+def is_explore_episode_id(run_id: str, episode_id: str) -> bool:
+    prefix = f"{run_id}-x"
+    return episode_id.startswith(prefix) and episode_id[len(prefix):].isdigit()
+
+
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -58,6 +73,15 @@ class RunConfig(Frozen):
         from games import canonical
 
         return canonical(value)
+
+    @model_validator(mode="after")
+    def _seeds_stay_in_their_range(self) -> "RunConfig":
+        """Every exploration seed below EVAL_SEED_BASE, else the run could never finish."""
+        last = self.explore_seed_base + self.explore_episodes - 1
+        if self.explore_episodes and last >= EVAL_SEED_BASE:
+            raise ValueError(f"explore_seed_base {self.explore_seed_base} with {self.explore_episodes} "
+                             f"episodes reaches seed {last}, an evaluation seed (>= {EVAL_SEED_BASE:,})")
+        return self
 
     @field_validator("api_bases")
     @classmethod
@@ -96,6 +120,7 @@ class Run(Frozen):
     created_at: str = Field(default_factory=utcnow)
     note: str = ""
     sweep_id: Optional[str] = None  # the sweep that created this run, if any
+    status_reason: str = ""  # why it stopped or failed (empty while it runs or once finished)
 
 
 class Episode(Frozen):
@@ -161,7 +186,6 @@ class Summary(Frozen):
     parent_version: Optional[int] = None
     created_at: str = Field(default_factory=utcnow)
     for_episode_id: Optional[str] = None  # the exploration episode whose step 0 produced it
-    for_x: Optional[int] = None  # the experience state it was written for (exploration episodes done)
     tokens_in: int = 0  # the summary call's usage and cost (None: unknown price)
     tokens_out: int = 0
     cost: Optional[float] = None

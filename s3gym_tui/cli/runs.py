@@ -11,7 +11,8 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from s3gym_tui.cli.common import DbOption, JsonOption, ModelFailed, UserError, _fmt, _store, cli, console, emit_json
+from s3gym_tui.cli.common import (DbOption, JsonOption, ModelFailed, UserError, _fmt, _store, cli, console,
+                                     emit_json, err)
 
 
 @cli.command()
@@ -30,6 +31,10 @@ def run(
     api_base: List[str] = typer.Option([], "--api-base", help="The model's server; repeat for replicas "
                                        "(spread by litellm's Router)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.1, max=3600.0,
+                                  help="Seconds one model call may take before it is retried."),
+    max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
+                                    help="Retries of a failed model call (timeouts, 429, 5xx)."),
     db: Optional[Path] = DbOption,
 ) -> None:
     """Start a run of the explore/evaluate protocol and follow it with progress bars."""
@@ -44,7 +49,9 @@ def run(
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
                        api_base=bases[0] if len(bases) == 1 else None,
-                       api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback)
+                       api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
+                       timeout_s=timeout, max_retries=max_retries)
+    _preflight(config)  # a doomed run is refused before anything is stored
     store = _store(db)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
@@ -53,30 +60,56 @@ def run(
 
 
 @cli.command()
-def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"), db: Optional[Path] = DbOption,
+def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
+           api_base: Optional[str] = typer.Option(
+               None, "--api-base", help="The run's api base again, with the credentials that were "
+               "not stored (http://user:KEY@host/v1): it must be the stored one once they are removed."),
            budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Sweep: a new budget."),
            concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c",
                                                      help="Sweep: model calls in flight per model."),
            runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Sweep: runs of one "
                                                         "model at once."),
-           yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking.")) -> None:
+           yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking."),
+           db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run, or every unfinished run of a sweep, where it stopped."""
+    from s3gym_tui.secrets import strip_url_credentials
+
     store = _store(db)
     sweep = store.find_sweep(run_id)
     if sweep is not None:
         from s3gym_tui.cli.sweep import resume_sweep
 
+        if api_base is not None:
+            raise UserError("--api-base applies to a run, not a sweep (its runs keep their api bases)")
         resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes)
         return
     if budget_usd is not None or concurrency is not None or runs_per_model is not None:
         raise UserError("--budget-usd, --concurrency and --runs-per-model apply to a sweep, not a run")
     target = store.get_run(run_id)
+    if api_base is not None:
+        if strip_url_credentials(api_base) != target.config.api_base:
+            raise UserError(f"--api-base {strip_url_credentials(api_base)} is not the run's api base "
+                            f"({target.config.api_base}): a resumed run keeps its model")
+        target = target.model_copy(update={"config": target.config.model_copy(
+            update={"api_base": api_base})})
     if target.config.pathway == "trained":
         raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
-    _follow(store, target)
+    if target.status == "finished":
+        raise UserError(f"run {run_id} is finished: nothing left to run")
+    _preflight(target.config)
+    _follow(store, target, verb="resume")
 
 
-def _follow(store, run) -> None:
+def _preflight(config) -> None:
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    try:
+        check_model(config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+    except ModelRefused as exc:
+        raise UserError(f"{exc} (nothing was stored)") from None
+
+
+def _follow(store, run, verb: str = "run") -> None:
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
 
@@ -103,32 +136,48 @@ def _follow(store, run) -> None:
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 
+    runner = ProtocolRunner(store, run, on_event)
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(runner.stop):
+            return await runner.run_protocol(command=f"s3gym {verb}")
+
     with progress:
-        final = asyncio.run(ProtocolRunner(store, run, on_event).run_protocol())
+        final = asyncio.run(drive())
+    if runner.stop_reason is not None:  # Ctrl-C or SIGTERM: a clean, resumable stop
+        err.print(f"run {escape(final.id)} {runner.stop_reason}: stored data is intact")
+        err.print(f"resume with: s3gym resume {escape(final.id)}", highlight=False)
+        raise typer.Exit(130)
     if outcome.get("error"):
         raise ModelFailed(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
     _print_reports(store, [final])
 
 
 @cli.command("runs")
-def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit", min=1),
+def list_runs(db: Optional[Path] = DbOption,
+              limit: int = typer.Option(50, "--limit", min=1, max=1_000_000),
               sweep: Optional[str] = typer.Option(None, "--sweep", help="Only the runs of this sweep."),
               as_json: bool = JsonOption) -> None:
     """List stored runs, newest first (or a sweep's, in plan order)."""
     from s3gym_tui.cli.tables import print_table
     from s3gym_tui.engine.report_tables import ID, TEXT, Column, ReportTable
+    from s3gym_tui.store.leases import shown_status
 
     store = _store(db)
     runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else store.list_runs(limit=limit)
+    leases = store.live_leases()
     if as_json:
-        emit_json([r.model_dump(mode="json") for r in runs])
+        emit_json([{**r.model_dump(mode="json"), "shown_status": shown_status(r.status, leases.get(r.id))}
+                   for r in runs])
         return
     table = ReportTable("runs", "runs", (
         Column("id", "id", ID), Column("game", "game", TEXT), Column("model", "model", TEXT, 2),
         Column("pathway", "pathway", TEXT), Column("status", "status", TEXT),
         Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
-        tuple((r.id, r.config.game, r.config.model, r.config.pathway, r.status, r.sweep_id or "-",
-               r.created_at[:19]) for r in runs))
+        tuple((r.id, r.config.game, r.config.model, r.config.pathway, shown_status(r.status, leases.get(r.id)),
+               r.sweep_id or "-", r.created_at[:19]) for r in runs))
     print_table(console, table)
 
 
@@ -169,15 +218,20 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
            db: Optional[Path] = DbOption) -> None:
     """Export a run's episodes and steps as JSONL (one object a line)."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
-    run = store.get_run(run_id)  # before opening --out: an unknown run must not truncate the file
-    handle = open(out, "w", encoding="utf-8") if out else sys.stdout
     try:
-        count = export_run(store, run, handle)
-    finally:
-        if out:
-            handle.close()
+        if out:  # before anything is written: never the database, never a half-written file
+            check_target(out, store.path)
+        run = store.get_run(run_id)
+        if not out:
+            export_run(store, run, sys.stdout)
+            return
+        with atomic_text(out, store.path) as handle:
+            count = export_run(store, run, handle)
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
     if out:
         console.print(f"wrote {count} lines to {escape(str(out))}")
 

@@ -75,6 +75,22 @@ def check_models(models: List[str], game_names: List[str]) -> None:
                             f"`{provider}` (one {provider}/<game> per game) or --games {own}")
 
 
+def preflight(runs) -> None:
+    """Every (model, game) of the sweep must be able to work (issue 9's check), before storing."""
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    seen = set()
+    for config in runs:
+        key = (config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_model(*key)
+        except ModelRefused as exc:
+            raise UserError(f"{exc} (nothing was stored)") from None
+
+
 def print_plan(sweep_config, plan) -> None:
     cfg = sweep_config
     runs = plan.runs
@@ -173,6 +189,7 @@ def sweep(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "sweep"
         raise UserError(f"{where}: {str(first.get('msg', '')).removeprefix('Value error, ')}") from None
+    preflight(runs)
     store = _store(db)  # a bad database is refused before the plan is computed
     plan = make_plan(runs)
     print_plan(config, plan)
@@ -266,8 +283,15 @@ def follow_sweep(store, stored) -> None:
                                        soft_wrap=True)
 
     runner.on_event = on_event
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(runner.stop):  # Ctrl-C / SIGTERM: every run stops cleanly
+            return await runner.run()
+
     with progress:
-        final = asyncio.run(runner.run())
+        final = asyncio.run(drive())
     usage = store.sweep_usage(final.id)
     console.print(f"sweep [bold]{escape(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
                   f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
@@ -276,6 +300,8 @@ def follow_sweep(store, stored) -> None:
         console.print(f"the paper's tables: `s3gym report --sweep {escape(final.id)}`")
         return
     console.print(f"{escape(final.note)}\ncontinue with `s3gym resume {escape(final.id)}`", soft_wrap=True)
+    if runner.stop_reason is not None:
+        raise typer.Exit(130)
     if runner.failed_models and not runner.budget_hit:
         raise ModelFailed(f"sweep {final.id} stopped: {final.note} (continue with `s3gym resume {final.id}`)")
 

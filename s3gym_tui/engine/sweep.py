@@ -12,6 +12,7 @@ from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.limits import CallLimits, use_limits
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import Run, Sweep
+from s3gym_tui.store.leases import RunBusy
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class SweepRunEnded:
 @dataclass(frozen=True)
 class SweepEnded:
     sweep: Sweep
-    reason: str  # "finished", "budget", "model failed", "interrupted"
+    reason: str  # "finished", "budget", "model failed", "runs busy", "interrupted"
 
 
 SweepEvent = Union[SweepRunStarted, SweepRunEvent, SweepRunEnded, SweepEnded]
@@ -61,6 +62,16 @@ class SweepRunner:
                                  spent_usd=float(usage["cost"]))
         self.failed_models: dict[str, str] = {}
         self.budget_hit = False
+        self.busy: list[str] = []  # runs another process drives (left alone)
+        self.stop_reason: Optional[str] = None  # set by stop(): Ctrl-C, SIGTERM, a person
+        self._active: dict[str, ProtocolRunner] = {}
+
+    def stop(self, reason: str = "stopped") -> None:
+        """Stop cleanly: every active run stops (resumable, `reason` stored), no new run starts."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        for runner in list(self._active.values()):
+            runner.stop(reason)
 
     def pending(self) -> list[Run]:
         return [r for r in self.store.sweep_runs(self.sweep.id) if r.status != "finished"]
@@ -74,8 +85,17 @@ class SweepRunner:
                 error["error"] = event.error
             self.on_event(SweepRunEvent(run.id, event))
 
-        final = await ProtocolRunner(self.store, run, forward, self.backoff_base_s).run_protocol()
-        if final.status != "finished":
+        runner = ProtocolRunner(self.store, run, forward, self.backoff_base_s)
+        self._active[run.id] = runner
+        try:
+            final = await runner.run_protocol(command=f"s3gym sweep {self.sweep.id}")
+        except RunBusy as exc:  # another process drives this run: leave it to that process
+            self.busy.append(run.id)
+            self.on_event(SweepRunEnded(run, str(exc)))
+            return
+        finally:
+            self._active.pop(run.id, None)
+        if final.status != "finished" and self.stop_reason is None:
             if self.limits.budget_usd is not None and self.limits.spent_usd >= self.limits.budget_usd:
                 self.budget_hit = True
             else:
@@ -83,7 +103,7 @@ class SweepRunner:
         self.on_event(SweepRunEnded(final, error["error"]))
 
     async def _worker(self, queue: deque) -> None:
-        while queue and not self.budget_hit:
+        while queue and not self.budget_hit and self.stop_reason is None:
             run = queue[0]
             if run.config.model in self.failed_models:
                 return
@@ -112,14 +132,18 @@ class SweepRunner:
         left = self.pending()
         if not left:
             status, reason, note = "finished", "finished", ""
+        elif self.stop_reason is not None:
+            status, reason, note = "stopped", "interrupted", f"{self.stop_reason}; {len(left)} run(s) left"
         elif self.budget_hit:
             status, reason = "stopped", "budget"
             note = (f"budget of ${self.limits.budget_usd:.2f} spent (${self.limits.spent_usd:.4f}); "
                     f"{len(left)} run(s) left")
-        else:
+        elif self.failed_models:
             status, reason = "stopped", "model failed"
-            note = "; ".join(f"{model}: {error}" for model, error in self.failed_models.items())[:500] or \
-                f"{len(left)} run(s) not finished"
+            note = "; ".join(f"{model}: {error}" for model, error in self.failed_models.items())[:500]
+        else:
+            status, reason = "stopped", "runs busy"
+            note = f"{len(self.busy)} run(s) driven by another process: {', '.join(self.busy)[:400]}"
         self.sweep = self.store.set_sweep_status(self.sweep.id, status, note=note)
         self.on_event(SweepEnded(self.sweep, reason))
         return self.sweep

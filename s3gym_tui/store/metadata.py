@@ -49,7 +49,6 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "status": "active or vetoed", "pinned": "1 if pinned (no new summaries until unpinned)",
         "author": "model:<name> or human:<user>", "parent_version": "the version a human edit started from",
         "created_at": "UTC time", "for_episode_id": "the exploration episode whose step 0 it was written for",
-        "for_x": "the experience state it was written for (exploration episodes done)",
         "tokens_in": "prompt tokens of its model call", "tokens_out": "completion tokens of its model call",
         "cost": "dollars of its model call (empty: unknown price)"}),
     "checkpoints": ("An evaluation checkpoint: the eval episodes at x and their verifier scores.", {

@@ -17,10 +17,13 @@ from pydantic import ValidationError
 
 from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, phase_of_seed,
                               utcnow)
+from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store.errors import LeakageError, StoreError
 from s3gym_tui.store.sweeps import SweepStore
+from s3gym_tui.store.hygiene import Hygiene
+from s3gym_tui.store.leases import LeaseRecords
 
 TEXT_REF_PREFIX = "[[text:"
 TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
@@ -56,12 +59,13 @@ _STEP_COLS = tuple(Step.model_fields)
 _INSERT_EPISODE = _insert_sql("episodes", _EPISODE_COLS)
 _INSERT_STEP = _insert_sql("steps", _STEP_COLS)
 _SELECT_EPISODE = f"SELECT {', '.join(_q(c) for c in _EPISODE_COLS)} FROM episodes"
+_TEXT_STEP_COLS = ("observation", "prompt", "reply", "action", "feedback", "proposed_action", "fault")
 _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(SweepStore, DerivedStore):
+class Store(SweepStore, DerivedStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
@@ -70,9 +74,11 @@ class Store(SweepStore, DerivedStore):
     # ------------------------------------------------------------------ runs
 
     def _run_from_row(self, row: Mapping[str, Any]) -> Run:
-        data = {"id": row["id"], "config": json.loads(row["config"]), "status": row["status"],
-                "created_at": row["created_at"], "note": row["note"], "sweep_id": row.get("sweep_id")}
-        return self._model(Run, data, f"run {row['id']!r}")
+        what = f"run {row['id']!r}"
+        data = {"id": row["id"], "config": self._json(row["config"], f"{what} (config)"),
+                "status": row["status"], "created_at": row["created_at"], "note": row["note"],
+                "status_reason": row.get("status_reason") or "", "sweep_id": row.get("sweep_id")}
+        return self._model(Run, data, what)
 
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
                    note: str = "", sweep_id: Optional[str] = None) -> Run:
@@ -85,6 +91,8 @@ class Store(SweepStore, DerivedStore):
                 raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
         run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note,
                   sweep_id=sweep_id)
+        stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base),
+                                           "api_bases": tuple(strip_url_credentials(b) for b in config.api_bases)})
         with self._tx("create a run") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
                 raise StoreError(f"run {run.id!r} already exists")
@@ -93,8 +101,9 @@ class Store(SweepStore, DerivedStore):
                 raise StoreError(f"no sweep {sweep_id!r}")
             conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
                                               "created_at", "note", "sweep_id")),
-                         (run.id, config.model_dump_json(), config.game, config.model,
-                          config.pathway, run.status, run.created_at, run.note, sweep_id))
+                         (run.id, redact_values(stored.model_dump_json()), config.game,
+                          redact_values(config.model), config.pathway, run.status,
+                          run.created_at, redact_values(run.note), sweep_id))
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -112,11 +121,13 @@ class Store(SweepStore, DerivedStore):
                 (int(limit), int(offset))))
         return [self._run_from_row(r) for r in rows]
 
-    def set_run_status(self, run_id: str, status: str) -> Run:
+    def set_run_status(self, run_id: str, status: str, reason: str = "") -> Run:
+        """Set the status and why (the reason is cleared when a run runs again or finishes)."""
         if status not in RUN_STATUSES:
             raise StoreError(f"bad run status {status!r}: one of {', '.join(RUN_STATUSES)}")
         with self._tx("set a run's status") as conn:
-            if conn.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id)).rowcount == 0:
+            if conn.execute("UPDATE runs SET status = ?, status_reason = ? WHERE id = ?",
+                            (status, " ".join(str(reason).split())[:500], run_id)).rowcount == 0:
                 raise StoreError(f"no run {run_id!r}")
         return self.get_run(run_id)
 
@@ -130,8 +141,10 @@ class Store(SweepStore, DerivedStore):
 
     def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
         data = dict(row)
-        data["history_episode_ids"] = json.loads(data["history_episode_ids"] or "[]")
-        return self._model(Episode, data, f"episode {row['id']!r}")
+        what = f"episode {row['id']!r}"
+        data["history_episode_ids"] = self._json(data["history_episode_ids"] or "[]",
+                                                 f"{what} (history_episode_ids)")
+        return self._model(Episode, data, what)
 
     def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
         """Insert a new episode, enforcing the seed/phase split and the history guard.
@@ -185,8 +198,8 @@ class Store(SweepStore, DerivedStore):
                                  **summary_fields: Any) -> tuple[Episode, Any]:
         """Store an exploration episode and the summary written at its step 0, in one transaction:
         the episode first (summaries.for_episode_id is a foreign key to it), then the summary,
-        then the episode's summary_id set to the version the agent uses with it (the new one, or
-        a pinned one). Returns (episode, summary)."""
+        then the episode's summary_id set to it (the version its state uses). Returns
+        (episode, summary)."""
         if episode.phase != "explore" or episode.run_id is None:
             raise LeakageError(f"episode {episode.id!r}: only a run's exploration episode can have a "
                                f"summary written for it")
@@ -194,8 +207,7 @@ class Store(SweepStore, DerivedStore):
             self.add_episode(episode.model_copy(update={"summary_id": None}))
             summary = self.add_summary(episode.run_id, retain, avoid, next,
                                        for_episode_id=episode.id, **summary_fields)
-            current = self.current_summary(episode.run_id)
-            stored = self.set_episode_summary(episode.id, current.id if current else None)
+            stored = self.set_episode_summary(episode.id, summary.id)
         return stored, summary
 
     @staticmethod
@@ -258,8 +270,12 @@ class Store(SweepStore, DerivedStore):
     # ------------------------------------------------------------------ steps
 
     @staticmethod
-    def _step_values(step: Step) -> tuple:
+    def _step_values(step: Step, secrets: list[str]) -> tuple:
         data = step.model_dump()
+        if secrets:  # a safety net: replies are redacted on arrival (engine.llm), human input here
+            for col in _TEXT_STEP_COLS:
+                if data[col]:
+                    data[col] = redact_values(data[col], secrets)
         return tuple(data[c] for c in _STEP_COLS)
 
     def add_step(self, step: Step) -> Step:
@@ -274,6 +290,7 @@ class Store(SweepStore, DerivedStore):
             return 0
         what = (f"add step {steps[0].index} of episode {steps[0].episode_id!r}" if len(steps) == 1
                 else f"add {len(steps)} steps")
+        secrets = secret_values()
         with self._tx(what) as conn:
             counts: dict[str, int] = {}
             for step in steps:
@@ -283,7 +300,7 @@ class Store(SweepStore, DerivedStore):
                         raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
                     counts[step.episode_id] = 0
                 try:
-                    conn.execute(_INSERT_STEP, self._step_values(step))
+                    conn.execute(_INSERT_STEP, self._step_values(step, secrets))
                 except sqlite3.IntegrityError as err:
                     if "UNIQUE" in str(err):
                         raise StoreError(f"step {step.index} of episode {step.episode_id!r} is "
@@ -321,6 +338,7 @@ class Store(SweepStore, DerivedStore):
 
     def put_text(self, text: str) -> str:
         """Store a large shared prompt part once; returns its key (a content hash)."""
+        text = redact_values(text)
         key = text_key(text)
         with self._tx("store a shared prompt part") as conn:
             conn.execute("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", (key, text))

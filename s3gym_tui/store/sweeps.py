@@ -9,6 +9,7 @@ from typing import Any, Mapping, Optional, Sequence, get_args
 from pydantic import ValidationError
 
 from s3gym_tui.models import Run, RunConfig, Sweep, SweepConfig
+from s3gym_tui.secrets import redact_values, strip_url_credentials
 from s3gym_tui.store.connection import Connection, _new_id
 from s3gym_tui.store.errors import StoreError
 
@@ -79,11 +80,15 @@ class SweepStore(Connection):
             raise StoreError(f"invalid sweep: {err.errors()[0].get('msg')}") from err
         sweep = Sweep(id=sweep_id or _new_id("sweep"), config=config)
         created: list[Run] = []
+        # credentials inside an api base URL are never stored (as for a run's api base)
+        stored = config.model_copy(update={"api_bases": {
+            model: tuple(strip_url_credentials(b) for b in bases) for model, bases in config.api_bases.items()}})
         with self._tx("create a sweep") as conn:
             if conn.execute("SELECT 1 FROM sweeps WHERE id = ?", (sweep.id,)).fetchone():
                 raise StoreError(f"sweep {sweep.id!r} already exists")
             conn.execute("INSERT INTO sweeps (id, config, status, created_at, note) VALUES (?, ?, ?, ?, ?)",
-                         (sweep.id, config.model_dump_json(), sweep.status, sweep.created_at, sweep.note))
+                         (sweep.id, redact_values(stored.model_dump_json()), sweep.status, sweep.created_at,
+                          sweep.note))
             for run_config in runs:
                 created.append(self.create_run(run_config, sweep_id=sweep.id))  # type: ignore[attr-defined]
         return sweep, created
@@ -122,7 +127,7 @@ class SweepStore(Connection):
         """Change how the sweep runs (budget, concurrency) on resume; its runs are unchanged."""
         with self._tx("update a sweep") as conn:
             if conn.execute("UPDATE sweeps SET config = ? WHERE id = ?",
-                            (config.model_dump_json(), sweep_id)).rowcount == 0:
+                            (redact_values(config.model_dump_json()), sweep_id)).rowcount == 0:
                 raise StoreError(f"no sweep {sweep_id!r}")
         return self.get_sweep(sweep_id)
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from s3gym_tui.models import EVAL_SEED_BASE, Run
+from s3gym_tui.models import EVAL_SEED_BASE, Run, eval_episode_id, explore_episode_id
 from s3gym_tui.store import LeakageError, Store, StoreError, audit
 
 
@@ -68,8 +68,8 @@ def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, e
     or for an evaluation episode, is refused."""
     episode, summary = store.add_episode_with_summary(
         make_episode(run, index=3, id="next-explore"), "r", "a", "n",
-        source_episode_ids=[explored[0].id], for_x=3)
-    assert summary.for_episode_id == "next-explore" and summary.for_x == 3
+        source_episode_ids=[explored[0].id])
+    assert summary.for_episode_id == "next-explore"
     assert episode.summary_id == summary.id == store.get_episode("next-explore").summary_id
     with pytest.raises(StoreError, match="no episode 'never-played'"):
         store.add_summary(run.id, "r", "a", "n", for_episode_id="never-played")
@@ -82,6 +82,23 @@ def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, e
                                        source_episode_ids=[explored[0].id, evaluated[0].id])
     assert store.find_episode("x4") is None
     assert len(store.summaries(run.id)) == 1
+    assert audit(store).ok
+
+
+def test_a_summary_for_an_episode_not_stored_is_refused(store: Store, run: Run, explored, make_episode):
+    """for_episode_id must name a stored episode: another run's or an evaluation id is a leak
+    attempt; the run's own next exploration episode must be stored first (with the summary, in one
+    transaction); an evaluation episode stored under an exploration-looking id cannot produce one."""
+    for bad in ("future-eval", eval_episode_id(run.id, 3, 0), explore_episode_id("other-run", 4)):
+        with pytest.raises(LeakageError, match="not a stored episode nor one of the run's"):
+            store.add_summary(run.id, "r", "a", "n", for_episode_id=bad)
+    with pytest.raises(StoreError, match="store the episode a summary is written for first"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 9))
+    disguised = explore_episode_id(run.id, 7)
+    store.add_episode(make_episode(run, phase="eval", id=disguised))
+    with pytest.raises(LeakageError, match="cannot be a summary producer"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id=disguised)
+    assert store.summaries(run.id) == []
     assert audit(store).ok
 
 

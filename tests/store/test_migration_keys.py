@@ -1,5 +1,5 @@
-"""The sweeps-and-keys migration: an old (schema 2) file upgrades with every row kept, every id
-reference becomes a declared foreign key, steps get a primary key, and the views read it."""
+"""The sweeps-and-keys migration: an older file upgrades with every row kept, every id reference
+becomes a declared foreign key, steps get a primary key, and the views read it."""
 
 from __future__ import annotations
 
@@ -15,17 +15,22 @@ from s3gym_tui.store import Store, schema
 from tests.store.conftest import make_episode, make_step
 
 
+# the index of this migration in MIGRATIONS (the file before it is at that version)
+KEYS = next(i for i, m in enumerate(schema.MIGRATIONS) if "sweeps" in (m.__doc__ or "").lower())
+
+
 def _old_file(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
-    """A schema-2 file written by the code of that version's shape: runs, explore and eval
-    episodes, steps, summaries (one for a state no episode was played from), a fork, a dataset."""
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    """A file at the schema before this migration, written in that version's shape: runs,
+    explore and eval episodes, steps, summaries (one for a state no episode was played from),
+    a fork, a dataset."""
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:KEYS])
     conn = sqlite3.connect(path, isolation_level=None)
     from sqlite_utils import Database
 
     db = Database(conn)
     conn.execute("PRAGMA foreign_keys = ON")
     schema.migrate(db, path)
-    assert schema.stored_version(conn) == 2
+    assert schema.stored_version(conn) == KEYS
     run = {"id": "trust-summary-1", "config": RunConfig(model="scripted/trust", game="trust",
                                                         pathway="summary").model_dump_json(),
            "game": "trust", "model": "scripted/trust", "pathway": "summary", "status": "stopped",
@@ -78,7 +83,7 @@ def _fks(conn: sqlite3.Connection, table: str) -> set[tuple]:
     return {(r[3], r[2], r[4]) for r in rows}  # (from, table, to)
 
 
-def test_a_schema_2_file_upgrades_with_every_row_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_an_older_file_upgrades_with_every_row_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "old.db"
     old = _old_file(path, monkeypatch)
     with Store(path) as store:
@@ -102,11 +107,14 @@ def test_a_schema_2_file_upgrades_with_every_row_kept(tmp_path: Path, monkeypatc
         assert [r[0] for r in rows] == list(range(1, len(old["steps"]) + 1))
         assert [(r[1], r[2], r[3]) for r in rows] == [(s["episode_id"], s["index"], s["reply"])
                                                        for s in old["steps"]]
-        # summaries: the state key is kept; a reference to an episode never stored became NULL
+        # summaries: a reference to an episode never stored became NULL, its state kept as what
+        # state x uses (where a resumed run finds it)
         summaries = {s.id: s for s in store.summaries("trust-summary-1")}
-        assert (summaries["sum-1"].for_x, summaries["sum-1"].for_episode_id) == (1, "trust-summary-1-x001")
-        assert (summaries["sum-2"].for_x, summaries["sum-2"].for_episode_id) == (2, None)
-        assert summaries["sum-3"].for_x is None and summaries["sum-3"].cost is None
+        assert summaries["sum-1"].for_episode_id == "trust-summary-1-x001"
+        assert summaries["sum-2"].for_episode_id is None
+        assert conn.execute("SELECT summary_id FROM experience_states WHERE run_id = 'trust-summary-1' "
+                            "AND x = 2").fetchall() == [("sum-2",)]
+        assert summaries["sum-3"].cost is None and summaries["sum-3"].tokens_in == 0
         assert store.get_episode("trust-summary-1-x001").summary_id == "sum-1"
         assert store.get_episode("fork-1").fork_of == "trust-summary-1-x000"
         assert store.get_run("trust-summary-1").sweep_id is None
@@ -152,7 +160,7 @@ def test_a_broken_reference_stops_the_migration_and_leaves_the_file(tmp_path: Pa
     with pytest.raises(StoreError, match="row .* of dataset_rows names a missing steps row"):
         Store(path)
     conn = sqlite3.connect(path)
-    assert schema.stored_version(conn) == 2
+    assert schema.stored_version(conn) == KEYS
     assert "sweeps" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 0  # a plain connection
     conn.close()
