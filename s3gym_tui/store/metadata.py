@@ -60,6 +60,18 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "dataset_rows": ("One exploration step as a training example.", {
         "dataset_id": "its dataset", "episode_id": "the step's episode", "step_index": "the step's index",
         "kind": "kept, corrected or dropped", "messages": "chat messages as JSON (empty list if dropped)"}),
+    "leases": ("The one process driving a run (resume only when it is gone).", {
+        "run_id": "the driven run", "token": "the lease's identity", "pid": "the driving process",
+        "host": "its host", "command": "what it runs (s3gym run, resume, sweep, the app)",
+        "acquired_at": "UTC time it took the run", "heartbeat_at": "last heartbeat (seconds since the epoch)"}),
+    "experience_states": ("Experience state x of a run: the summary it was built from and the one it uses.", {
+        "run_id": "the run", "x": "exploration episodes done", "base_summary_id": "the version current "
+        "when x began", "summary_id": "the version x uses (the pinned base, or the one the model wrote for x)",
+        "began_at": "UTC time x began"}),
+    "summary_actions": ("Curation log: every edit, veto, unveto, pin and unpin of a summary.", {
+        "id": "log entry", "run_id": "the run", "summary_id": "the version acted on (an edit: the new one)",
+        "action": "edit, veto, unveto, pin or unpin", "author": "who", "created_at": "UTC time",
+        "effective_from_x": "the first experience state that sees it"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
         "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
 }

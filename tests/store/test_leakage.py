@@ -71,8 +71,9 @@ def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, e
         source_episode_ids=[explored[0].id])
     assert summary.for_episode_id == "next-explore"
     assert episode.summary_id == summary.id == store.get_episode("next-explore").summary_id
-    with pytest.raises(StoreError, match="no episode 'never-played'"):
-        store.add_summary(run.id, "r", "a", "n", for_episode_id="never-played")
+    never = explore_episode_id(run.id, 8)
+    with pytest.raises(StoreError, match=f"no episode '{never}'"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id=never)
     with pytest.raises(LeakageError, match="only a run's exploration episode"):
         store.add_episode_with_summary(make_episode(run, phase="eval", id="an-eval"), "r", "a", "n")
     assert store.find_episode("an-eval") is None
