@@ -16,7 +16,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "id": "run id (<game>-<pathway>-<hex>)", "config": "RunConfig as JSON (every setting of the run)",
         "game": "the game", "model": "litellm model string", "pathway": "none, history, summary or trained",
         "status": "created, running, finished, failed or stopped", "created_at": "UTC time of creation",
-        "note": "free text; a training run keeps its TrainingInfo here", "sweep_id": "the sweep that made it"}),
+        "note": "free text; a training run keeps its TrainingInfo here", "sweep_id": "the sweep that made it",
+        "status_reason": "why it stopped or failed (Ctrl-C, SIGTERM, the model, the disk)"}),
     "episodes": ("One episode: exploration (feeds experience) or evaluation (held out, never experience).", {
         "id": "episode id (<run>-x<index> or <run>-c<x>-e<j>)", "run_id": "its run (empty: a standalone episode)",
         "game": "the game", "mode": "explore or eval (the game's rules)", "phase": "explore or eval (the protocol's "
