@@ -14,7 +14,7 @@ from s3gym_tui.cli import main
 from s3gym_tui.cli.common import ENV_VARS, EXIT_CODES, console
 from s3gym_tui.store import Store
 
-from tests.support.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--episodes", "2", "--eval-every", "2", "--eval-episodes", "1"]
@@ -57,7 +57,7 @@ def test_exit_codes_are_distinct_by_cause(tmp_path, capsys, monkeypatch):
     db = str(tmp_path / "x.db")
     assert run_cli(capsys, "run", "trust", "--no-such-flag", "--db", db)[0] == 2  # usage
     assert run_cli(capsys, "run", "go", "--db", db)[0] == 2  # refused before anything is stored
-    with FakeOpenAI(fail_status=401) as server:  # the provider refuses while the run works
+    with FakeOpenAI().behave(status=401) as server:  # the provider refuses while the run works
         code, _, err = run_cli(capsys, "run", "trust", "-m", "hosted_vllm/fake", "--api-base", server.base,
                                *TINY, "--db", db)
     assert code == 3 and "resume" in err

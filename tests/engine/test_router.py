@@ -10,9 +10,10 @@ from s3gym_tui.cli import main
 from s3gym_tui.engine.llm import CallSettings, complete
 from s3gym_tui.store import Store
 
-from tests.support.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 
 MESSAGES = [{"role": "user", "content": "Your move. Answer: <ACTION>, Score: <S>"}]
+PLAY = "I will cooperate.\nAnswer: collaborate, Score: 2"  # a valid Trust move
 
 
 def _closed_port_base() -> str:
@@ -23,7 +24,7 @@ def _closed_port_base() -> str:
 
 
 def test_calls_are_spread_over_both_replicas():
-    with FakeOpenAI() as a, FakeOpenAI() as b:
+    with FakeOpenAI(reply=PLAY) as a, FakeOpenAI(reply=PLAY) as b:
         settings = CallSettings("hosted_vllm/replicated", api_bases=(a.base, b.base), max_retries=0,
                                 timeout_s=10)
 
@@ -34,11 +35,12 @@ def test_calls_are_spread_over_both_replicas():
     assert all("Answer: collaborate" in r.reply for r in results)
     assert a.completed + b.completed == 40
     assert a.completed >= 5 and b.completed >= 5  # both replicas served (simple shuffle, 40 calls)
-    assert set(a.models + b.models) == {"replicated"}  # the provider prefix is litellm's, not sent
+    sent = {r["body"]["model"] for r in a.requests + b.requests}
+    assert sent == {"replicated"}  # the provider prefix is litellm's, not sent
 
 
 def test_a_replica_that_is_down_does_not_stop_the_calls():
-    with FakeOpenAI() as up:
+    with FakeOpenAI(reply=PLAY) as up:
         settings = CallSettings("hosted_vllm/replicated-2", api_bases=(_closed_port_base(), up.base),
                                 max_retries=4, backoff_base_s=0, timeout_s=10)
 
@@ -50,7 +52,7 @@ def test_a_replica_that_is_down_does_not_stop_the_calls():
 
 
 def test_a_run_over_two_replicas_from_the_cli(tmp_path, capsys):
-    with FakeOpenAI() as a, FakeOpenAI() as b:
+    with FakeOpenAI(reply=PLAY) as a, FakeOpenAI(reply=PLAY) as b:
         db = tmp_path / "r.db"
         code = main(["run", "trust", "-m", "hosted_vllm/fake", "--api-base", a.base, "--api-base", b.base,
                      "--episodes", "2", "--eval-every", "2", "--eval-episodes", "1", "--db", str(db)])

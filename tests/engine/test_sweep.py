@@ -15,9 +15,10 @@ from s3gym_tui.models import SweepConfig
 from s3gym_tui.store import Store
 
 from tests.engine.helpers import check_run_consistency, trajectory
-from tests.support.fake_openai import FakeOpenAI
+from tests.fake_openai import FakeOpenAI
 
 TINY = {"explore_episodes": 2, "eval_every": 2, "eval_episodes": 1}
+PLAY = "I will cooperate.\nAnswer: collaborate, Score: 2"  # a valid Trust move
 TINY_FLAGS = ["--episodes", "2", "--eval-every", "2", "--eval-episodes", "1"]
 
 
@@ -112,7 +113,7 @@ def test_calls_in_flight_never_exceed_the_per_model_limit(tmp_path):
     """Four runs of one model at once against a slow server: at most `concurrency` requests are
     ever in flight there, and the limit is reached (the runs really overlap)."""
     for limit in (1, 3):
-        with FakeOpenAI(delay_s=0.03) as server:
+        with FakeOpenAI(delay_s=0.03, reply=PLAY) as server:
             config = SweepConfig(games=("trust",), pathways=("none", "history"), models=("hosted_vllm/fake",),
                                  settings={**TINY, "max_retries": 0}, api_bases={"hosted_vllm/fake": (server.base,)},
                                  concurrency=limit, runs_per_model=2)
@@ -125,7 +126,7 @@ def test_calls_in_flight_never_exceed_the_per_model_limit(tmp_path):
 
 
 def test_a_rate_limit_pauses_every_call_of_the_model_and_the_sweep_finishes(tmp_path):
-    with FakeOpenAI(rate_limited=3, retry_after="0.05") as server:
+    with FakeOpenAI(reply=PLAY).behave(times=3, status=429, headers={"retry-after": "0.05"}) as server:
         config = SweepConfig(games=("trust",), pathways=("none", "history"), models=("hosted_vllm/fake",),
                              settings=TINY, api_bases={"hosted_vllm/fake": (server.base,)}, concurrency=3)
         store = Store(tmp_path / "r.db")
@@ -143,7 +144,7 @@ def test_a_rate_limit_pauses_every_call_of_the_model_and_the_sweep_finishes(tmp_
 def priced(monkeypatch):
     """openai/gpt-4o-mini (litellm knows its price) served by a fake server on 127.0.0.1."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0000000000000000")
-    with FakeOpenAI(delay_s=0.005) as server:
+    with FakeOpenAI(delay_s=0.005, reply=PLAY, usage="auto") as server:
         yield server
 
 
