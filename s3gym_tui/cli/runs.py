@@ -178,7 +178,7 @@ def list_runs(db: Optional[Path] = DbOption,
         Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
         tuple((r.id, r.config.game, r.config.model, r.config.pathway, shown_status(r.status, leases.get(r.id)),
                r.sweep_id or "-", r.created_at[:19]) for r in runs))
-    print_table(console, table)
+    print_table(console, table, more="see --json")
 
 
 def _print_reports(store, runs) -> None:

@@ -12,7 +12,6 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _store, cli, console
 
@@ -106,22 +105,23 @@ def print_plan(sweep_config, plan) -> None:
     budget = f"budget ${cfg.budget_usd:,.2f}" if cfg.budget_usd else "no budget limit (--budget-usd)"
     console.print(f"at most {cfg.concurrency} model call(s) in flight and {cfg.runs_per_model} run(s) at once "
                   f"per model; {budget}", soft_wrap=True)
-    table = Table(title="model calls, tokens and cost (upper bounds: step caps, history budget, output cap)",
-                  title_justify="left")
-    for col in ("model", "runs", "calls", "tokens in", "tokens out", "cost at most", "typical cost"):
-        table.add_column(col, justify="left" if col == "model" else "right", overflow="fold",
-                         no_wrap=col != "model")
+    from s3gym_tui.cli.tables import print_table
+    from s3gym_tui.engine.report_tables import INT, TEXT, Column, ReportTable
 
     def dollars(value):
         return "unknown" if value is None else f"${value:,.2f}"
 
-    for m in plan.models:
-        table.add_row(escape(m.model), str(m.runs), f"{m.calls:,}", f"{m.tokens_in:,}", f"{m.tokens_out:,}",
-                      dollars(m.cost_max), dollars(m.cost_typical))
+    rows = [(m.model, m.runs, f"{m.calls:,}", f"{m.tokens_in:,}", f"{m.tokens_out:,}", dollars(m.cost_max),
+             dollars(m.cost_typical)) for m in plan.models]
     if len(plan.models) > 1:
-        table.add_row("[bold]all[/]", str(len(runs)), f"{plan.calls:,}", f"{plan.tokens_in:,}",
-                      f"{plan.tokens_out:,}", dollars(plan.cost_max), dollars(plan.cost_typical))
-    console.print(table)
+        rows.append(("all", len(runs), f"{plan.calls:,}", f"{plan.tokens_in:,}", f"{plan.tokens_out:,}",
+                     dollars(plan.cost_max), dollars(plan.cost_typical)))
+    # figures are pre-formatted (thousands separators, dollars): shown whole, right-aligned as numbers
+    cols = (Column("model", "model", TEXT), Column("runs", "runs", INT, 3), Column("calls", "calls", INT),
+            Column("tokens_in", "tokens in", INT), Column("tokens_out", "tokens out", INT, 2),
+            Column("cost_max", "cost at most", INT), Column("cost_typical", "typical cost", INT, 1))
+    print_table(console, ReportTable("plan", "model calls, tokens and cost (upper bounds: step caps, history "
+                                     "budget, output cap)", cols, tuple(rows)), more="a wider terminal shows them")
     console.print("[dim]typical: replies of about 200 tokens; episodes that end early call less[/]")
     if plan.unpriced:
         console.print(f"[yellow]price unknown[/] for {escape(', '.join(plan.unpriced))}: its calls cost "
@@ -189,10 +189,16 @@ def sweep(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "sweep"
         raise UserError(f"{where}: {str(first.get('msg', '')).removeprefix('Value error, ')}") from None
-    preflight(runs)
     store = _store(db)  # a bad database is refused before the plan is computed
     plan = make_plan(runs)
     print_plan(config, plan)
+    if plan_only:
+        try:
+            preflight(runs)
+        except UserError as exc:
+            console.print(f"[yellow]it could not start now[/]: {escape(str(exc))}", soft_wrap=True)
+    else:
+        preflight(runs)  # a doomed model is refused before anything is stored
     if plan_only or not confirm(yes, f"Start these {len(runs)} runs?"):
         console.print("not started; nothing was stored")
         return
@@ -328,4 +334,4 @@ def list_sweeps(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--
                                              Column("models", "models", TEXT, 2),
                                              Column("created", "created", TEXT, 1),
                                              Column("note", "note", TEXT, 3)), tuple(rows))
-    print_table(console, table)
+    print_table(console, table, more="see --json")

@@ -84,12 +84,12 @@ def fit_table(console: Console, table: ReportTable, width: Optional[int] = None)
         dropped.append(victim.header)
 
 
-def print_table(console: Console, table: ReportTable) -> None:
+def print_table(console: Console, table: ReportTable, more: str = "see --json or --csv") -> None:
     rich, dropped = fit_table(console, table)
     console.print(rich)
     notes = [table.note] if table.note else []
     if dropped:
-        notes.append(f"not shown at {console.width} columns: {', '.join(dropped)} (see --json or --csv)")
+        notes.append(f"not shown at {console.width} columns: {', '.join(dropped)} ({more})")
     for note in notes:
         console.print(f"[dim]{escape(note)}[/]", highlight=False)
 
