@@ -166,19 +166,23 @@ def list_runs(db: Optional[Path] = DbOption,
     from s3gym_tui.store.leases import shown_status
 
     store = _store(db)
-    runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else store.list_runs(limit=limit)
+    damaged: list[tuple[str, str]] = []
+    runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else \
+        store.list_runs(limit=limit, damaged=damaged)
     leases = store.live_leases()
     if as_json:
         emit_json([{**r.model_dump(mode="json"), "shown_status": shown_status(r.status, leases.get(r.id))}
                    for r in runs])
-        return
-    table = ReportTable("runs", "runs", (
-        Column("id", "id", ID), Column("game", "game", TEXT), Column("model", "model", TEXT, 2),
-        Column("pathway", "pathway", TEXT), Column("status", "status", TEXT),
-        Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
-        tuple((r.id, r.config.game, r.config.model, r.config.pathway, shown_status(r.status, leases.get(r.id)),
-               r.sweep_id or "-", r.created_at[:19]) for r in runs))
-    print_table(console, table, more="see --json")
+    else:
+        table = ReportTable("runs", "runs", (
+            Column("id", "id", ID), Column("game", "game", TEXT), Column("model", "model", TEXT, 2),
+            Column("pathway", "pathway", TEXT), Column("status", "status", TEXT),
+            Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
+            tuple((r.id, r.config.game, r.config.model, r.config.pathway,
+                   shown_status(r.status, leases.get(r.id)), r.sweep_id or "-", r.created_at[:19]) for r in runs))
+        print_table(console, table, more="see --json")
+    for run_id, reason in damaged:  # listed, not hidden: the rest of the store is still readable
+        err.print(f"[yellow]warning:[/] {escape(reason)}", soft_wrap=True, highlight=False)
 
 
 def _print_reports(store, runs) -> None:

@@ -113,13 +113,24 @@ class Store(SweepStore, DerivedStore, LeaseRecords, Hygiene):
             raise StoreError(f"no run {run_id!r}")
         return self._run_from_row(row)
 
-    def list_runs(self, limit: int = 100, offset: int = 0) -> list[Run]:
-        """Newest first (index on created_at)."""
+    def list_runs(self, limit: int = 100, offset: int = 0,
+                  damaged: Optional[list[tuple[str, str]]] = None) -> list[Run]:
+        """Newest first (index on created_at). With `damaged` (a list), a row that cannot be read
+        (hand-edited JSON, a bad status) is skipped and reported there as (run id, reason), so one
+        damaged run does not hide the others; without it, it raises StoreError."""
         with self._reading("list runs") as conn:
             rows = self._dicts(conn.execute(
                 "SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 (int(limit), int(offset))))
-        return [self._run_from_row(r) for r in rows]
+        if damaged is None:
+            return [self._run_from_row(r) for r in rows]
+        runs = []
+        for row in rows:
+            try:
+                runs.append(self._run_from_row(row))
+            except StoreError as exc:
+                damaged.append((str(row.get("id")), str(exc)))
+        return runs
 
     def set_run_status(self, run_id: str, status: str, reason: str = "") -> Run:
         """Set the status and why (the reason is cleared when a run runs again or finishes)."""
