@@ -10,6 +10,7 @@ from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink
                                      ignore)
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
 from s3gym_tui.engine.lease import LeaseKeeper
+from s3gym_tui.engine.limits import BudgetSpent
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
 from s3gym_tui.engine.session import EpisodeSession
@@ -225,6 +226,8 @@ class ProtocolRunner:
             status = "finished"
         except (ModelUnavailable, HeldOutViolation) as exc:
             error, status, reason = str(exc), "stopped", str(exc)
+            if isinstance(exc, BudgetSpent):  # the calls in flight are paid for: let them finish and
+                await asyncio.gather(*evals, return_exceptions=True)  # be stored (none starts after)
         except asyncio.CancelledError:
             for task in evals:
                 task.cancel()
