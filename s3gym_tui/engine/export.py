@@ -17,7 +17,7 @@ def _prompt(store, step) -> Optional[list]:
     if not step.prompt:
         return None
     try:
-        return json.loads(store.expand_prompt(step.prompt))
+        return json.loads(store.prompt_of(step))  # shared parts and deltas expanded
     except ValueError as err:
         raise StoreError(f"the stored prompt of step {step.index} of episode {step.episode_id!r} is not "
                          f"JSON; nothing more was exported") from err

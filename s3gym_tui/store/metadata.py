@@ -42,7 +42,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "tokens_out": "completion tokens", "latency_ms": "model call time", "cost": "dollars (empty: litellm "
         "knows no price)", "created_at": "UTC time", "feedback": "the game's feedback line",
         "observation": "the observation before the action", "reply": "the raw model reply",
-        "prompt": "the messages as sent (JSON; [[text:key]] marks a shared part stored in texts)"}),
+        "prompt": "the messages as sent (JSON), or [[delta]] against an earlier prompt of the episode; "
+                  "[[text:key]] marks a shared part stored in texts (s3gym export shows them whole)"}),
     "summaries": ("Versioned Summary Memory of a run: model-written or human-edited, vetoable, pinnable.", {
         "id": "summary id", "run_id": "its run", "game": "the game", "version": "1, 2, ... within the run",
         "retain": "strategies to retain", "avoid": "mistakes to avoid", "next": "directions for the next episode",

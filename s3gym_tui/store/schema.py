@@ -125,8 +125,16 @@ def _v3(db: Database) -> None:
     db["summary_actions"].create_index(["summary_id"], index_name="idx_summary_actions_summary")
 
 
-def _v4(db: Database) -> None:
-    """Version 4: sweeps, declared foreign keys for every id reference, steps.id (migrate_keys)."""
+def _v4_prompt_deltas(db: Database) -> None:
+    """Version 4: a step's prompt may be stored as a delta against an earlier prompt of its episode
+    (`[[delta]]...`, see prompt_delta.py), so that an episode's prompts cost O(n), not O(n^2).
+    No table changes: prompts already stored read as before; the version bump keeps an older
+    s3gym, which would show a delta as the prompt, from opening a file that has them."""
+    db.execute("SELECT 1 FROM steps LIMIT 1")
+
+
+def _v5(db: Database) -> None:
+    """Version 5: sweeps, declared foreign keys for every id reference, steps.id (migrate_keys)."""
     from s3gym_tui.store.migrate_keys import sweeps_and_keys
 
     sweeps_and_keys(db)
@@ -138,7 +146,7 @@ def _v4(db: Database) -> None:
 # enforcement off (a table can be rebuilt, e.g. with sqlite-utils `transform`) and
 # `PRAGMA foreign_key_check` must pass before each commit. The views of views.py are dropped
 # before and recreated after the migrations.
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
