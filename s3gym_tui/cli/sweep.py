@@ -122,7 +122,8 @@ def print_plan(sweep_config, plan) -> None:
             Column("cost_max", "cost at most", INT), Column("cost_typical", "typical cost", INT, 1))
     print_table(console, ReportTable("plan", "model calls, tokens and cost (upper bounds: step caps, history "
                                      "budget, output cap)", cols, tuple(rows)), more="a wider terminal shows them")
-    console.print("[dim]typical: replies of about 200 tokens; episodes that end early call less[/]")
+    console.print("[dim]typical: replies of about 200 tokens; episodes that end early call less; tokens are "
+                  "litellm's count for the model (a server's own tokenizer may count more)[/]")
     if plan.unpriced:
         console.print(f"[yellow]price unknown[/] for {escape(', '.join(plan.unpriced))}: its calls cost "
                       f"nothing against --budget-usd", soft_wrap=True)
