@@ -145,6 +145,12 @@ class S3GymApp(App):
 
         self.push_screen(ReportScreen(run_ids))
 
+    def open_sweeps(self, sweep_id: Optional[str] = None) -> None:
+        """Stored sweeps and their runs, followed live."""
+        from s3gym_tui.screens.sweep import SweepScreen
+
+        self.push_screen(SweepScreen(sweep_id))
+
     def open_training(self, run_id: str) -> None:
         """A run's SFT datasets and the checkpoint curves of the trainings made from it."""
         from s3gym_tui.screens.training import TrainingScreen

@@ -104,6 +104,17 @@ class TrainingViewBuilt(Message):
 
 
 @dataclass
+class SweepsRead(Message):
+    """The stored sweeps and the chosen one's per-run progress, read by a thread worker."""
+
+    sweeps: list  # models.Sweep, newest first
+    sweep_id: Optional[str] = None
+    progress: Optional[list] = None  # store.sweeps.RunProgress of the chosen sweep
+    usage: Optional[dict] = None
+    error: Optional[str] = None
+
+
+@dataclass
 class StoreChanged(Message):
     """Some process committed to the store (seen through SQLite's data_version)."""
 

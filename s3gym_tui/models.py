@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -60,6 +60,8 @@ class RunConfig(Frozen):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     decoding_seed: Optional[int] = None
     api_base: Optional[str] = None
+    api_bases: tuple[str, ...] = ()  # replicas of the model (vLLM, SGLang, llama.cpp servers): litellm's
+    # Router spreads the calls over them (used instead of api_base)
     step_cap: int = Field(64, ge=1, le=64)
     oracle_feedback: bool = False  # ablation: show verifier rewards to the agent (recorded on the run)
     timeout_s: float = Field(120.0, gt=0)
@@ -79,6 +81,22 @@ class RunConfig(Frozen):
         if self.explore_episodes and last >= EVAL_SEED_BASE:
             raise ValueError(f"explore_seed_base {self.explore_seed_base} with {self.explore_episodes} "
                              f"episodes reaches seed {last}, an evaluation seed (>= {EVAL_SEED_BASE:,})")
+        return self
+
+    @field_validator("api_bases")
+    @classmethod
+    def _replicas(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bases = tuple(str(b).strip() for b in value)
+        if any(not b for b in bases):
+            raise ValueError("an api base is empty")
+        if len(set(bases)) != len(bases):
+            raise ValueError("an api base is named twice")
+        return bases
+
+    @model_validator(mode="after")
+    def _one_kind_of_base(self) -> "RunConfig":
+        if self.api_base and self.api_bases:
+            raise ValueError("give either api_base or api_bases (the replicas), not both")
         return self
 
     def checkpoints(self) -> list[int]:
@@ -101,6 +119,7 @@ class Run(Frozen):
     status: Literal["created", "running", "finished", "failed", "stopped"] = "created"
     created_at: str = Field(default_factory=utcnow)
     note: str = ""
+    sweep_id: Optional[str] = None  # the sweep that created this run, if any
     status_reason: str = ""  # why it stopped or failed (empty while it runs or once finished)
 
 
@@ -167,6 +186,9 @@ class Summary(Frozen):
     parent_version: Optional[int] = None
     created_at: str = Field(default_factory=utcnow)
     for_episode_id: Optional[str] = None  # the exploration episode whose step 0 produced it
+    tokens_in: int = 0  # the summary call's usage and cost (None: unknown price)
+    tokens_out: int = 0
+    cost: Optional[float] = None
 
     def as_tips(self) -> str:
         return (f"Strategies to retain:\n{self.retain.strip()}\n\n"
@@ -181,5 +203,64 @@ class Checkpoint(Frozen):
     scores: tuple[float, ...]
 
     @property
-    def mean(self) -> float:
-        return sum(self.scores) / len(self.scores) if self.scores else 0.0
+    def mean(self) -> Optional[float]:
+        """Mean verifier score of the checkpoint's episodes; None (missing, never 0) without any."""
+        return sum(self.scores) / len(self.scores) if self.scores else None
+
+
+SWEEP_PATHWAYS: tuple[str, ...] = ("none", "history", "summary")
+MODEL_FAMILIES: tuple[str, ...] = ("scripted", "fault")  # `scripted` means scripted/<game> per game
+
+
+class SweepConfig(Frozen):
+    """A sweep: every (game, pathway, model) with shared run settings, and how to run them."""
+
+    games: tuple[str, ...] = Field(min_length=1)
+    pathways: tuple[Literal["none", "history", "summary"], ...] = Field(min_length=1)
+    models: tuple[str, ...] = Field(min_length=1)  # litellm strings, or a family (MODEL_FAMILIES)
+    settings: dict[str, Any] = Field(default_factory=dict)  # RunConfig fields shared by every run
+    api_bases: dict[str, tuple[str, ...]] = Field(default_factory=dict)  # model -> its replicas
+    concurrency: int = Field(4, ge=1, le=4096)  # model calls in flight per model
+    runs_per_model: int = Field(4, ge=1, le=4096)  # runs of one model going at once
+    budget_usd: Optional[float] = Field(None, gt=0)
+
+    @field_validator("games")
+    @classmethod
+    def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from games import canonical
+
+        games_ = tuple(dict.fromkeys(canonical(g) for g in value))
+        return games_
+
+    @field_validator("pathways", "models")
+    @classmethod
+    def _distinct(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not str(v).strip() for v in value):
+            raise ValueError("an empty name")
+        return tuple(dict.fromkeys(str(v).strip() for v in value))
+
+    def model_for(self, model: str, game: str) -> str:
+        """The litellm string that plays `game` for `model` (a family becomes `<family>/<game>`)."""
+        return f"{model}/{game}" if model in MODEL_FAMILIES else model
+
+    def run_configs(self) -> list[RunConfig]:
+        """Every run of the sweep, model by model, then game, then pathway."""
+        runs = []
+        for model in self.models:
+            for game in self.games:
+                for pathway in self.pathways:
+                    name = self.model_for(model, game)
+                    bases = self.api_bases.get(model) or self.api_bases.get(name) or ()
+                    extra = {"api_bases": tuple(bases)} if len(bases) > 1 else (
+                        {"api_base": bases[0]} if bases else {})
+                    runs.append(RunConfig(**{**self.settings, **extra, "model": name, "game": game,
+                                             "pathway": pathway}))
+        return runs
+
+
+class Sweep(Frozen):
+    id: str
+    config: SweepConfig
+    status: Literal["created", "running", "finished", "stopped", "failed"] = "created"
+    created_at: str = Field(default_factory=utcnow)
+    note: str = ""  # why it stopped, if it did

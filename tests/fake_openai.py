@@ -1,5 +1,6 @@
 """A tiny OpenAI-compatible chat server on 127.0.0.1 for tests: configurable delay, reply, status,
-headers and usage, so the real litellm HTTP path is exercised without a network.
+headers and usage, so the real litellm HTTP path is exercised without a network. It counts the
+requests it answered (`completed`) and the most it had in flight at once (`peak`).
 
     server = FakeOpenAI(delay_s=0.2).start()      # in a thread; server.base_url -> .../v1
     server.behave(status=429, headers={"Retry-After": "nan"}, times=1)
@@ -42,6 +43,17 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:  # noqa: N802
+        fake = self.server
+        with fake.lock:
+            fake.in_flight += 1
+            fake.peak = max(fake.peak, fake.in_flight)
+        try:
+            self._post()
+        finally:
+            with fake.lock:
+                fake.in_flight -= 1
+
+    def _post(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
         fake = self.server
@@ -67,6 +79,10 @@ class _Handler(BaseHTTPRequestHandler):
         if callable(reply):
             reply = reply(request)
         usage = spec.get("usage") or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        if usage == "auto":  # about four characters a token, like a real server's count
+            prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
+            usage = {"prompt_tokens": prompt, "completion_tokens": len(reply) // 4 + 1,
+                     "total_tokens": prompt + len(reply) // 4 + 1}
         body = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                 "model": request.get("model", "fake"),
                 "choices": [{"index": 0, "finish_reason": "stop",
@@ -74,14 +90,20 @@ class _Handler(BaseHTTPRequestHandler):
                 "usage": usage}
         raw = spec.get("raw_body")
         self._send(200, raw.encode() if isinstance(raw, str) else body, headers)
+        with fake.lock:
+            fake.completed += 1
 
 
 class FakeOpenAI(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",)) -> None:
+    def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",),
+                 usage: Any = None) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.default: dict[str, Any] = {"delay_s": delay_s, "reply": reply}
+        self.default: dict[str, Any] = {"delay_s": delay_s, "reply": reply, "usage": usage}
+        self.in_flight = 0
+        self.peak = 0  # the most requests in flight at once
+        self.completed = 0  # requests answered with 200
         self.rules: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []
         self.models = list(models)
@@ -102,6 +124,16 @@ class FakeOpenAI(ThreadingHTTPServer):
         with self.lock:
             self.rules.append({**spec, "times": times})
         return self
+
+    def __enter__(self) -> "FakeOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def base(self) -> str:
+        return self.base_url
 
     def start(self) -> "FakeOpenAI":
         self._thread = threading.Thread(target=self.serve_forever, daemon=True)

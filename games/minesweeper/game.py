@@ -76,8 +76,8 @@ class MinesweeperView:
 
     @property
     def started(self) -> bool:
-        """True once the first uncover has happened (before it, every cell is '?')."""
-        return any(ch != UNKNOWN for row in self.grid for ch in row)
+        """True once the first uncover has happened (before it, every cell is '?' or a flag)."""
+        return any(ch not in (UNKNOWN, FLAG) for row in self.grid for ch in row)
 
 
 class MinesweeperGame(Game[MinesweeperConfig]):
@@ -94,8 +94,11 @@ class MinesweeperGame(Game[MinesweeperConfig]):
       their numbered border; a numbered cell never starts a flood. * Flagged cells are never
       revealed by a flood (classic behaviour): a wrong flag next to a 0 stays a flag until the
       player removes it and uncovers the cell.
-    - * `flag` and `unflag` before the first `uncover` are invalid ("uncover a cell first"): there
-      are no mines yet, so a flag could mean nothing.
+    - A `flag` before the first `uncover` is allowed (the spec's list of invalid actions does not
+      name it): it marks a `?` cell like any other flag and counts towards the flag limit. The
+      mines are still placed at the first uncover, by the same draw as without flags (flags do not
+      change where mines may go), and a flag that then sits on a mine becomes a correct flag: its
+      1/m of score is credited to the reward of that first uncover (the step that decided it).
     - Invalid: malformed text, a cell off the board, uncovering a revealed/flagged/hit cell,
       flagging a revealed or hit cell or an existing flag, unflagging a cell without a flag,
       placing flag number m+1 (* the limit stays m even after mines were hit). Invalid costs the
@@ -152,6 +155,8 @@ class MinesweeperGame(Game[MinesweeperConfig]):
         self.num_mines = sum(self.mine)
         self.counts = [sum(self.mine[j] for j in NEIGHBOURS[i]) for i in range(N_CELLS)]
         self.placed = True
+        # flags placed before the mines were: the ones on a mine are correct from now on
+        self.correct_flags = sum(1 for k in range(N_CELLS) if self.cells[k] == FLAG and self.mine[k])
 
     # ----- actions -------------------------------------------------------------------------
     @staticmethod
@@ -190,6 +195,7 @@ class MinesweeperGame(Game[MinesweeperConfig]):
 
     def _uncover(self, i: int, r: int, c: int) -> Outcome:
         cell = self.cells[i]
+        before = self.score()  # before the mines are placed: early flags may become correct now
         if cell == FLAG:
             return self._invalid(f"cell ({r},{c}) is flagged; unflag it before uncovering it.")
         if cell == HIT:
@@ -198,7 +204,7 @@ class MinesweeperGame(Game[MinesweeperConfig]):
             return self._invalid(f"cell ({r},{c}) is already uncovered (it shows {cell}).")
         if not self.placed:
             self._place_mines(i)
-        if self.mine[i]:
+        if self.mine[i]:  # never on the first uncover (first-click safety)
             self.cells[i] = HIT
             self.hits += 1
             self.lives -= 1
@@ -207,7 +213,6 @@ class MinesweeperGame(Game[MinesweeperConfig]):
                                terminated=True, info={"mine": True})
             return Outcome(f"Boom! ({r},{c}) was a mine. You lose a life ({self.lives} left); "
                            "it stays on the board as X.", info={"mine": True})
-        before = self.score()
         opened = self._flood(i)
         safe_total = N_CELLS - self.num_mines
         if self.revealed >= safe_total:
@@ -218,7 +223,7 @@ class MinesweeperGame(Game[MinesweeperConfig]):
             text = f"Uncovered ({r},{c}): 0, which opened {opened} cells."
         else:
             text = f"Uncovered ({r},{c}): {self.cells[i]}."
-        return Outcome(text, 0.0, info={"opened": opened})
+        return Outcome(text, self.score() - before, info={"opened": opened})  # early flags, if any
 
     def _flood(self, start: int) -> int:
         """Reveal `start` (a safe cell) and, if it is a 0, flood through zeros. Returns cells opened."""
@@ -239,9 +244,6 @@ class MinesweeperGame(Game[MinesweeperConfig]):
 
     def _flag(self, i: int, r: int, c: int) -> Outcome:
         cell = self.cells[i]
-        if not self.placed:
-            return self._invalid("uncover a cell first: the mines are placed at the first uncover, "
-                                 "so nothing can be flagged yet.")
         if cell == FLAG:
             return self._invalid(f"cell ({r},{c}) is already flagged.")
         if cell == HIT:
@@ -254,7 +256,7 @@ class MinesweeperGame(Game[MinesweeperConfig]):
         self.cells[i] = FLAG
         self.flags += 1
         reward = 0.0
-        if self.mine[i]:
+        if self.mine[i]:  # before the first uncover no cell is a mine yet: no reward (see _set_layout)
             self.correct_flags += 1
             reward = 1.0 / self.num_mines
         return Outcome(f"Flagged ({r},{c}).", reward)
@@ -327,8 +329,8 @@ class MinesweeperGame(Game[MinesweeperConfig]):
             "area. Uncovering a 0 automatically uncovers its neighbours, spreading through connected "
             "zeros; flagged cells are never uncovered automatically. "
             "Actions: uncover (r,c) reveals a cell; flag (r,c) marks a ? cell as a mine; unflag (r,c) "
-            "removes your flag. You may not place more flags than there are mines, and you can flag "
-            "only after your first uncover. "
+            "removes your flag. You may not place more flags than there are mines. A flag placed before "
+            "your first uncover stays where it is; it counts once the mines are placed. "
             f"{mine_rule} Your score is the number of correctly flagged mines divided by the number of "
             "mines, except that uncovering every safe cell wins the game with the full score of 1; "
             "flags on safe cells earn nothing. Invalid actions (malformed, off the board, uncovering an "
@@ -346,7 +348,7 @@ class MinesweeperGame(Game[MinesweeperConfig]):
         cells = self.cells
         groups: list[str] = []
         uncover = [i for i in range(N_CELLS) if cells[i] == UNKNOWN]
-        if self.placed and self.flags < self.num_mines:
+        if self.flags < self.num_mines:
             flag = uncover
         else:
             flag = []

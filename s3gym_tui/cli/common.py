@@ -1,10 +1,12 @@
-"""Shared pieces of the command line: the typer app, consoles, the one-line UserError, store access."""
+"""Shared pieces of the command line: the typer app, consoles, one-line errors with their exit
+codes, store access, JSON output, and the help text listing exit codes and environment variables."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
@@ -12,14 +14,85 @@ from rich.console import Console
 # Piped output is not wrapped at 80 columns: tables stay whole for files and other programs.
 console = Console(width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
+
+# Exit codes (distinct, documented in --help and the README).
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1  # a check found a problem (audit: a leak)
+EXIT_USAGE = 2  # usage error, or a run refused before anything was stored
+EXIT_MODEL = 3  # the model or provider failed while working (the run is stopped, resumable)
+EXIT_INTERRUPTED = 130  # Ctrl-C (stored data intact, resumable)
+
+EXIT_CODES = ((EXIT_OK, "ok"), (EXIT_CHECK_FAILED, "a check failed (audit found a leak)"),
+              (EXIT_USAGE, "usage error, or a run refused before anything was stored"),
+              (EXIT_MODEL, "the model or provider failed while working (resumable)"),
+              (EXIT_INTERRUPTED, "interrupted (Ctrl-C); stored data intact"))
+
+ENV_VARS = (
+    ("S3GYM_DB", "the SQLite file (else the config's db, else the user data dir)"),
+    ("S3GYM_CONFIG", "the config file (default ~/.config/s3gym/config.toml)"),
+    ("S3GYM_MODEL", "default model of run, sweep and the app (over the config's)"),
+    ("S3GYM_THEME", "dark or light (the app)"),
+    ("S3GYM_TRAINING_DIR", "where trainings keep adapters and exports"),
+    ("S3GYM_CACHE", "cache of the base model for training"),
+    ("LITELLM_LOCAL_MODEL_COST_MAP", "True by default (litellm's bundled prices, offline)"),
+    ("OPENAI_API_KEY, ANTHROPIC_API_KEY, ...", "provider keys, read by litellm (never stored)"),
+    ("OMP_WAIT_POLICY", "PASSIVE by default for the embedded model"),
+    ("USER", "the name recorded on human summary edits (config: human_name)"),
+)
+
+
+def _epilog() -> str:
+    """Exit codes and environment variables, laid out as is (click's \\b: no re-wrapping)."""
+    codes = "\n".join(f"  {code:<4} {text}" for code, text in EXIT_CODES)
+    env = "\n".join(f"  {name}\n      {text}" for name, text in ENV_VARS)
+    return f"\b\nExit codes:\n{codes}\n\n\b\nEnvironment:\n{env}"
+
+
 cli = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions_enable=False,
-                  help="s3gym: watch, judge and steer LLM agents on the seven S3Gym games.")
+                  help="s3gym: watch, judge and steer LLM agents on the seven S3Gym games.",
+                  epilog=_epilog(), rich_markup_mode=None)
 
 DbOption = typer.Option(None, "--db", help="SQLite file (default: $S3GYM_DB or the user data dir).")
+JsonOption = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
 
 
 class UserError(Exception):
-    """An error to show the user as one line (exit code 2)."""
+    """An error to show the user as one line (exit code 2: usage, or refused before storing)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ModelFailed(UserError):
+    """The model or provider failed while a run worked (exit code 3; the run is resumable)."""
+
+    exit_code = EXIT_MODEL
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("s3gym")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that was never installed
+        return "unknown"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        console.print(f"s3gym {_version()}", highlight=False)
+        raise typer.Exit(EXIT_OK)
+
+
+@cli.callback()
+def _root(version: bool = typer.Option(False, "--version", help="Print the version and exit.",
+                                       callback=_show_version, is_eager=True)) -> None:
+    """s3gym: watch, judge and steer LLM agents on the seven S3Gym games."""
+
+
+def emit_json(data: Any) -> None:
+    """One JSON document on stdout (no colour, no wrapping): for scripts."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    sys.stdout.flush()
 
 
 def _store(db: Optional[Path]):

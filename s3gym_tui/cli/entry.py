@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from s3gym_tui.cli.common import UserError, cli, err
+from s3gym_tui.cli.common import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_USAGE, UserError, cli, err
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -21,7 +21,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from s3gym_tui.output import OutputError
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h")):
+    if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
         args = ["tui", *args]  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
     try:
         from s3gym_tui.store import StoreError
@@ -32,16 +32,18 @@ def main(argv: Optional[list[str]] = None) -> int:
     except (UserError, GameError, StoreError, ModelUnavailable, ConfigError, OutputError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, markup=True, highlight=False)
-        return 2
+        if isinstance(exc, ModelUnavailable):
+            return EXIT_MODEL  # the model failed while working
+        return int(getattr(exc, "exit_code", EXIT_USAGE))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
         message = str(first.get("msg", "")).removeprefix("Value error, ")
         err.print(f"[red]error:[/] {escape(where)}: {escape(message)}", soft_wrap=True, highlight=False)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        err.print("interrupted: stored data is intact; `s3gym resume RUN` continues a run")
-        return 130
+        err.print("interrupted: stored data is intact; `s3gym resume RUN` (or SWEEP) continues")
+        return EXIT_INTERRUPTED
     except typer.Exit as exc:
         return int(exc.exit_code or 0)
     except Exception as exc:  # usage errors of typer's (vendored) click, and aborts
@@ -49,6 +51,6 @@ def main(argv: Optional[list[str]] = None) -> int:
             err.print(f"[red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
             return int(getattr(exc, "exit_code", 2) or 2)
         if type(exc).__name__ == "Abort":
-            return 130
+            return EXIT_INTERRUPTED
         raise
     return code if isinstance(code, int) else 0

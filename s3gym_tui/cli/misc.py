@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, cli, console
+from s3gym_tui.cli.common import DbOption, JsonOption, cli, console, emit_json
 
 
 @cli.command()
@@ -46,13 +46,16 @@ def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "-
 
 
 @cli.command()
-def models() -> None:
+def models(as_json: bool = JsonOption) -> None:
     """The built-in models (no key, no network); any litellm model string works too."""
     from s3gym_tui.providers import BUILTIN_MODELS
 
+    if as_json:
+        emit_json([{"model": name, "description": text} for name, text in BUILTIN_MODELS])
+        return
     table = Table(title="built-in models")
-    table.add_column("model")
-    table.add_column("what it is")
+    table.add_column("model", no_wrap=True)
+    table.add_column("what it is", overflow="fold")
     for name, description in BUILTIN_MODELS:
         table.add_row(name, description)
     console.print(table)
@@ -64,9 +67,9 @@ def list_games() -> None:
     import games
 
     table = Table(title="games")
-    table.add_column("name")
-    table.add_column("title")
-    table.add_column("description")
+    table.add_column("name", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    table.add_column("description", overflow="fold")
     for name in games.names():
         cls = games.game_class(name)
         table.add_row(name, cls.title, cls.description)
@@ -89,3 +92,28 @@ def tui(db: Optional[Path] = DbOption,
         raise typer.Exit(app.return_code)
 
 
+
+
+@cli.command("datasette-metadata")
+def datasette_metadata(out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write it to this file "
+                                                          "(default: stdout)."),
+                       db: Optional[Path] = DbOption) -> None:
+    """A Datasette metadata file describing every table, view and column of the store:
+    `datasette s3gym.db --metadata metadata.json`."""
+    from s3gym_tui.cli.common import UserError, _store
+    from s3gym_tui.store.metadata import datasette_metadata as build
+
+    store = _store(db)
+    document = build(store.conn, store.path.stem)
+    if out is None:
+        emit_json(document)
+        return
+    import json
+
+    try:
+        out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
+    console.print(f"wrote {escape(str(out))}: {len(document['databases'][store.path.stem]['tables'])} tables "
+                  f"and views described; run `datasette {escape(str(store.path))} --metadata {escape(str(out))}`",
+                  soft_wrap=True)

@@ -10,15 +10,16 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _caption, _fmt, _store, cli, console, err
+from s3gym_tui.cli.common import (DbOption, JsonOption, ModelFailed, UserError, _fmt, _store, cli, console,
+                                     emit_json, err)
 
 
 @cli.command()
 def run(
     game: str = typer.Argument(..., help="Game name (see `s3gym games`)."),
-    model: str = typer.Option("local/smollm2-135m", "--model", "-m", help="Any litellm model string."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Any litellm model string (default: the "
+                                        "config's default_model, or $S3GYM_MODEL)."),
     pathway: str = typer.Option("none", "--pathway", "-p", help="none | history | summary"),
     episodes: int = typer.Option(30, "--episodes", help="Exploration episodes."),
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
@@ -30,7 +31,8 @@ def run(
                                              "(default: the model's in the config file, else 14,000)."),
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
-    api_base: Optional[str] = typer.Option(None, "--api-base", help="Default: the model's in the config file."),
+    api_base: List[str] = typer.Option([], "--api-base", help="The model's server; repeat for replicas "
+                                       "(spread by litellm's Router)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, max=3600.0,
                                             help="Seconds one model call may take before it is retried "
@@ -42,22 +44,27 @@ def run(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Start a run of the explore/evaluate protocol and follow it with progress bars (the estimate of
-    calls, tokens and cost is printed first)."""
+    calls, tokens and cost is printed first). Repeat --api-base for replicas of one model."""
     from s3gym_tui.config import load_settings
     from s3gym_tui.engine.estimate import estimate_run
     from s3gym_tui.models import RunConfig
 
     if pathway == "trained":
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
-    own = load_settings().model_settings(model)  # the model's api base, max tokens, timeout
+    settings = load_settings()
+    model = model or settings.default_model  # the config file's, or $S3GYM_MODEL
+    own = settings.model_settings(model)  # the model's api base, max tokens, timeout
+    bases = [b.strip() for value in api_base for b in value.split(",") if b.strip()]
+    if not bases and own.api_base:
+        bases = [own.api_base]
     chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
-              "api_base": api_base if api_base is not None else own.api_base,
               "timeout_s": timeout if timeout is not None else own.timeout_s}
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        step_cap=step_cap, temperature=temperature, decoding_seed=seed,
-                       oracle_feedback=oracle_feedback, max_retries=max_retries,
-                       **{k: v for k, v in chosen.items() if v is not None})
+                       api_base=bases[0] if len(bases) == 1 else None,
+                       api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
+                       max_retries=max_retries, **{k: v for k, v in chosen.items() if v is not None})
     _preflight(config)  # a doomed run is refused before anything is stored
     estimate = estimate_run(config)
     console.print("[bold]estimate[/] " + "\n         ".join(escape(line) for line in estimate.lines()),
@@ -72,15 +79,31 @@ def run(
 
 
 @cli.command()
-def resume(run_id: str = typer.Argument(...),
+def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
            api_base: Optional[str] = typer.Option(
                None, "--api-base", help="The run's api base again, with the credentials that were "
                "not stored (http://user:KEY@host/v1): it must be the stored one once they are removed."),
+           budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Sweep: a new budget."),
+           concurrency: Optional[int] = typer.Option(None, "--concurrency", "-c",
+                                                     help="Sweep: model calls in flight per model."),
+           runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Sweep: runs of one "
+                                                        "model at once."),
+           yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking."),
            db: Optional[Path] = DbOption) -> None:
-    """Continue an interrupted run where it stopped."""
+    """Continue an interrupted run, or every unfinished run of a sweep, where it stopped."""
     from s3gym_tui.secrets import strip_url_credentials
 
     store = _store(db)
+    sweep = store.find_sweep(run_id)
+    if sweep is not None:
+        from s3gym_tui.cli.sweep import resume_sweep
+
+        if api_base is not None:
+            raise UserError("--api-base applies to a run, not a sweep (its runs keep their api bases)")
+        resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes)
+        return
+    if budget_usd is not None or concurrency is not None or runs_per_model is not None:
+        raise UserError("--budget-usd, --concurrency and --runs-per-model apply to a sweep, not a run")
     target = store.get_run(run_id)
     if api_base is not None:
         if strip_url_credentials(api_base) != target.config.api_base:
@@ -100,7 +123,7 @@ def _preflight(config) -> None:
     from s3gym_tui.engine.preflight import ModelRefused, check_model
 
     try:
-        check_model(config.model, config.game, config.api_base)
+        check_model(config.model, config.game, config.api_base or next(iter(config.api_bases), None))
     except ModelRefused as exc:
         raise UserError(f"{exc} (nothing was stored)") from None
 
@@ -137,7 +160,7 @@ def _follow(store, run, verb: str = "run") -> None:
             progress.update(explore_task, info=f"last score {_fmt(event.episode.score, 2)}")
         elif isinstance(event, CheckpointScored):
             progress.advance(cp_task)
-            progress.update(cp_task, info=f"x={event.checkpoint.x}: {event.checkpoint.mean:.3f}")
+            progress.update(cp_task, info=f"x={event.checkpoint.x}: {_fmt(event.checkpoint.mean)}")
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 
@@ -156,72 +179,55 @@ def _follow(store, run, verb: str = "run") -> None:
         err.print(f"resume with: s3gym resume {escape(final.id)}", highlight=False)
         raise typer.Exit(130)
     if outcome.get("error"):
-        raise UserError(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
+        raise ModelFailed(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
     _print_reports(store, [final])
 
 
 @cli.command("runs")
 def list_runs(db: Optional[Path] = DbOption,
-              limit: int = typer.Option(50, "--limit", min=1, max=1_000_000)) -> None:
-    """List stored runs, newest first."""
+              limit: int = typer.Option(50, "--limit", min=1, max=1_000_000),
+              sweep: Optional[str] = typer.Option(None, "--sweep", help="Only the runs of this sweep."),
+              as_json: bool = JsonOption) -> None:
+    """List stored runs, newest first (or a sweep's, in plan order)."""
+    from s3gym_tui.cli.tables import print_table
+    from s3gym_tui.engine.report_tables import ID, TEXT, Column, ReportTable
     from s3gym_tui.store.leases import shown_status
 
     store = _store(db)
-    table = Table(title="runs")
-    for col in ("id", "game", "model", "pathway", "status", "created"):
-        table.add_column(col)
-    leases = store.live_leases()
     damaged: list[tuple[str, str]] = []
-    for r in store.list_runs(limit=limit, damaged=damaged):
-        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway,
-                      escape(shown_status(r.status, leases.get(r.id))), r.created_at[:19])
-    console.print(table)
+    runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else \
+        store.list_runs(limit=limit, damaged=damaged)
+    leases = store.live_leases()
+    if as_json:
+        emit_json([{**r.model_dump(mode="json"), "shown_status": shown_status(r.status, leases.get(r.id))}
+                   for r in runs])
+    else:
+        table = ReportTable("runs", "runs", (
+            Column("id", "id", ID), Column("game", "game", TEXT), Column("model", "model", TEXT, 2),
+            Column("pathway", "pathway", TEXT), Column("status", "status", TEXT),
+            Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
+            tuple((r.id, r.config.game, r.config.model, r.config.pathway,
+                   shown_status(r.status, leases.get(r.id)), r.sweep_id or "-", r.created_at[:19]) for r in runs))
+        print_table(console, table, more="see --json")
     for run_id, reason in damaged:  # listed, not hidden: the rest of the store is still readable
         err.print(f"[yellow]warning:[/] {escape(reason)}", soft_wrap=True, highlight=False)
 
 
 def _print_reports(store, runs) -> None:
-    from s3gym_tui.engine.report import run_report, summary_vs_history
+    """The main tables after a run: curve, self-judging, coupling, Summary vs History."""
+    from s3gym_tui.cli.tables import print_report
+    from s3gym_tui.engine.report import run_report
+    from s3gym_tui.engine.report_tables import build_report
 
-    reports = [run_report(store, r) for r in runs]
-    curve = Table(title="checkpoint curve (eval episodes, verifier scores)", caption=_caption("curve"),
-                  caption_justify="left")
-    for col in ("run", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "final"):
-        curve.add_column(col, justify="left" if col in ("run", "pathway") else "right", no_wrap=True)
-    judging = Table(title="self-judging (exploration steps)", caption=_caption("judging"), caption_justify="left")
-    for col in ("run", "steps", "missing", "agree", "NMAE", "over", "under", "corr(A,g)"):
-        judging.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
-    for rep in reports:
-        c, j = rep.curve, rep.judging
-        curve.add_row(escape(rep.run.id), rep.run.config.pathway, _fmt(c.y0), _fmt(c.avg), _fmt(c.max),
-                      _fmt(c.auc_plus), _fmt(c.naba), _fmt(c.final))
-        judging.add_row(escape(rep.run.id), str(j.n), str(j.missing), _fmt(j.agreement), _fmt(j.nmae), _fmt(j.over),
-                        _fmt(j.under), _fmt(rep.coupling.corr_agreement))
-    console.print(curve)
-    console.print(judging)
-    for rep in reports:
-        console.print(f"{escape(rep.run.id)} ({rep.run.config.game}): " +
-                      "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points), soft_wrap=True)
-    rows = summary_vs_history(reports)
-    if rows:
-        delta = Table(title="Summary vs History (Delta NABA)", caption=_caption("delta"), caption_justify="left")
-        for col in ("game", "n", "wins", "losses", "ties", "mean"):
-            delta.add_column(col)
-        for row in rows:
-            delta.add_row(row.game, str(row.n), str(row.wins), str(row.losses), str(row.ties),
-                          _fmt(row.mean_delta))
-        console.print(delta)
-
-
-@cli.command()
-def report(run_ids: List[str] = typer.Argument(None), db: Optional[Path] = DbOption) -> None:
-    """The paper's tables for the chosen runs (default: all finished runs)."""
-    store = _store(db)
-    runs = [store.get_run(r) for r in run_ids] if run_ids else \
-        [r for r in store.list_runs(limit=10_000) if r.status == "finished"]
-    if not runs:
-        raise UserError("no finished runs to report on")
-    _print_reports(store, runs)
+    report = build_report([run_report(store, r) for r in runs])
+    print_report(console, report, skip=("runs", "by_model", "judging_by_game", "coupling_by_game", "checkpoints"))
+    for table in report.tables:
+        if table.name == "checkpoints":
+            by_run: dict = {}
+            for run_id, game, _pathway, _model, x, y in table.rows:
+                by_run.setdefault((run_id, game), []).append(f"x={x}:{_fmt(y, 2)}")
+            for (run_id, game), points in by_run.items():
+                console.print(f"{escape(run_id)} ({game}): " + "  ".join(points), soft_wrap=True)
 
 
 @cli.command()

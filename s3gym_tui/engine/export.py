@@ -1,12 +1,26 @@
-"""JSONL export of a run: one `run` line, then each episode followed by its steps."""
+"""JSONL export of a run: one `run` line, then each episode followed by its steps (a step's
+`prompt` is the list of messages as sent, as JSON), then summaries and checkpoints."""
 
 from __future__ import annotations
 
 import json
-from typing import TextIO
+from typing import Optional, TextIO
 
 from s3gym_tui.models import Run
 from s3gym_tui.secrets import redact_values
+from s3gym_tui.store.errors import StoreError
+
+
+def _prompt(store, step) -> Optional[list]:
+    """The messages as sent, as JSON (a list of {role, content}); None for a step no model was
+    asked for (a person's move)."""
+    if not step.prompt:
+        return None
+    try:
+        return json.loads(store.prompt_of(step))  # shared parts and deltas expanded
+    except ValueError as err:
+        raise StoreError(f"the stored prompt of step {step.index} of episode {step.episode_id!r} is not "
+                         f"JSON; nothing more was exported") from err
 
 
 def export_run(store, run: Run, out: TextIO) -> int:
@@ -29,7 +43,7 @@ def _export(store, run: Run, out: TextIO) -> int:
     for episode in sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
         emit("episode", episode.model_dump(mode="json"))
         for step in store.steps(episode.id):  # prompts as sent: shared parts expanded
-            emit("step", {**step.model_dump(mode="json"), "prompt": store.prompt_of(step)})
+            emit("step", {**step.model_dump(mode="json"), "prompt": _prompt(store, step)})
     for summary in store.summaries(run.id):
         emit("summary", summary.model_dump(mode="json"))
     for checkpoint in store.checkpoints(run.id):

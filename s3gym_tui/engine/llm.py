@@ -7,8 +7,9 @@ import math
 import os
 import re
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, AsyncIterator, Optional
 
 from s3gym_tui.secrets import REDACTED, has_secret, redact_values  # noqa: F401  (REDACTED re-exported)
 
@@ -23,6 +24,7 @@ class ModelUnavailable(RuntimeError):
 class CallSettings:
     model: str
     api_base: Optional[str] = None
+    api_bases: tuple[str, ...] = ()  # replicas of one model: litellm's Router spreads the calls
     temperature: float = 0.0
     max_tokens: int = 14_000
     seed: Optional[int] = None
@@ -70,17 +72,25 @@ MAX_TOKEN_COUNT = 10_000_000  # more than any context window: a larger count is 
 
 def _retry_after(exc: BaseException) -> Optional[float]:
     """The server's Retry-After in seconds, or None when absent or not a sane number (nan, inf,
-    negative, an HTTP date): then the engine's own backoff applies. Capped by the caller."""
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or getattr(exc, "headers", None) or {}
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-        delay = float(value) if value is not None else None
-    except (TypeError, ValueError, AttributeError):
-        return None
-    if delay is None or not math.isfinite(delay) or delay < 0:
-        return None
-    return delay
+    negative, an HTTP date): then the engine's own backoff applies. Capped by the caller. Read
+    wherever litellm keeps the response headers (a real provider's are in
+    `litellm_response_headers`; `response.headers` may be empty)."""
+    places = (getattr(exc, "litellm_response_headers", None), getattr(exc, "headers", None),
+              getattr(getattr(exc, "response", None), "headers", None))
+    for headers in places:
+        if not headers:
+            continue
+        try:
+            value = headers.get("retry-after") or headers.get("Retry-After")
+            if value is None:
+                continue
+            delay = float(value)
+        except (TypeError, ValueError, AttributeError):
+            return None
+        if not math.isfinite(delay) or delay < 0:
+            return None
+        return delay
+    return None
 
 
 def _count(value: Any, what: str, faults: list[str]) -> int:
@@ -124,16 +134,52 @@ def one_line(exc: BaseException) -> str:
     return text[:300] if text else type(exc).__name__
 
 
+_ROUTERS: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def router_for(litellm, model: str, api_bases: tuple[str, ...]):
+    """litellm's Router over the model's replicas (one deployment per api base), made once.
+    It spreads calls (simple shuffle), cools down a failing replica and, on a retryable failure,
+    re-picks another one; retries and backoff stay with `complete`."""
+    key = (model, tuple(api_bases))
+    if key not in _ROUTERS:
+        _ROUTERS[key] = litellm.Router(
+            model_list=[{"model_name": model, "litellm_params": {"model": model, "api_base": base}}
+                        for base in api_bases],
+            num_retries=0, enable_weighted_failover=True, cooldown_time=5, allowed_fails=2)
+    return _ROUTERS[key]
+
+
+async def _acompletion(litellm, settings: CallSettings, kwargs: dict[str, Any]) -> Any:
+    if len(settings.api_bases) > 1:
+        return await router_for(litellm, settings.model, settings.api_bases).acompletion(**kwargs)
+    return await litellm.acompletion(**kwargs)
+
+
+@asynccontextmanager
+async def _no_limits(_model: str) -> AsyncIterator[None]:
+    yield None
+
+
 async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None) -> CallResult:
-    """Call the model; retry transient faults with exponential backoff (honouring retry-after)."""
+    """Call the model; retry transient faults with exponential backoff (honouring retry-after).
+
+    Inside a sweep (engine.limits.use_limits) the call waits for a slot of its model, a rate limit
+    pauses all of that model's calls, and a spent budget refuses the call (BudgetSpent)."""
     litellm = _litellm()
+    from s3gym_tui.engine.limits import BudgetSpent, current_limits
     from s3gym_tui.providers import is_builtin
+
+    limits = current_limits()
+    slot = limits.slot if limits is not None else _no_limits
 
     kwargs: dict[str, Any] = {
         "model": settings.model, "messages": messages, "temperature": settings.temperature,
         "max_tokens": settings.max_tokens, "timeout": settings.timeout_s, "num_retries": 0,
     }
-    if settings.api_base:
+    if len(settings.api_bases) == 1:
+        kwargs["api_base"] = settings.api_bases[0]
+    elif settings.api_base and not settings.api_bases:
         kwargs["api_base"] = settings.api_base
     if settings.seed is not None:
         kwargs["seed"] = settings.seed
@@ -146,7 +192,11 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
             kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
         started = time.perf_counter()
         try:
-            response = await asyncio.wait_for(litellm.acompletion(**kwargs), settings.timeout_s + 5)
+            async with slot(settings.model):
+                started = time.perf_counter()  # the latency excludes waiting for a slot
+                response = await asyncio.wait_for(_acompletion(litellm, settings, kwargs), settings.timeout_s + 5)
+        except BudgetSpent:
+            raise
         except transient as exc:
             faults.append(_fault_name(exc))
             if attempt >= settings.max_retries:
@@ -154,12 +204,18 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
             delay = _retry_after(exc)
             if delay is None:
                 delay = min(settings.backoff_cap_s, settings.backoff_base_s * (2 ** attempt))
-            await asyncio.sleep(max(0.0, min(delay, settings.backoff_cap_s)))
+            delay = max(0.0, min(delay, settings.backoff_cap_s))
+            if limits is not None and faults[-1] == "rate_limit":
+                limits.gate(settings.model).pause(delay)  # every call of this model backs off
+            await asyncio.sleep(delay)
             continue
         except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
             raise ModelUnavailable(f"{settings.model}: {one_line(exc)}") from exc
         latency = (time.perf_counter() - started) * 1000
-        return _result(litellm, response, latency, tuple(faults))
+        result = _result(litellm, response, latency, tuple(faults))
+        if limits is not None:
+            limits.record(result.cost)
+        return result
     raise ModelUnavailable(f"{settings.model}: no attempt was made")  # pragma: no cover
 
 

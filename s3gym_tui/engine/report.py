@@ -5,20 +5,40 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from s3gym_tui.engine.judging import JudgingReport, CouplingReport, coupling, game_range_width, judging_report
+from s3gym_tui.engine.judging import (CouplingReport, JudgingReport, coupling, game_range_width,
+                                      judging_report)
 from s3gym_tui.engine.metrics import CurveMetrics, DeltaNabaRow, delta_naba_table, game_curve_metrics
 from s3gym_tui.models import Run
+
+StepPair = tuple[Optional[float], float]  # (self-score s, verifier reward r)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What a run's model calls used: steps and summaries (cost None where the price is unknown)."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float = 0.0  # over the calls whose price is known
+    unpriced: int = 0  # calls without a known price
 
 
 @dataclass(frozen=True)
 class RunReport:
     run: Run
-    points: tuple[tuple[int, Optional[float]], ...]  # (x, mean eval score) per checkpoint
+    points: tuple[tuple[int, Optional[float]], ...]  # (x, mean eval score) per checkpoint; None = missing
     curve: CurveMetrics
     judging: JudgingReport  # over the run's exploration steps
     judging_eval: JudgingReport  # over its evaluation steps (reported, never fed back)
     coupling: CouplingReport
     explore_scores: tuple[float, ...]
+    judging_all: Optional[JudgingReport] = None  # over all its steps, both phases
+    explore_pairs: tuple[tuple[int, Optional[float], float], ...] = ()  # (episode index, s, r)
+    eval_pairs: tuple[StepPair, ...] = ()
+    usage: Usage = Usage()
+    episodes_done: int = 0  # finished episodes, both phases
+    episodes_total: int = 0  # what the protocol plays (explore + eval at every checkpoint)
 
 
 def run_report(store, run: Run) -> RunReport:
@@ -26,21 +46,46 @@ def run_report(store, run: Run) -> RunReport:
     by_x = {c.x: c.mean for c in store.checkpoints(run.id)}
     points = tuple((x, by_x.get(x)) for x in config.checkpoints())
     curve = game_curve_metrics(points, config.game, "eval")
-    explore_steps: list[tuple[float, Optional[float], float]] = []
+    explore_steps: list[tuple[int, Optional[float], float]] = []
     explore_scores: list[float] = []
-    eval_pairs: list[tuple[Optional[float], float]] = []
+    eval_pairs: list[StepPair] = []
+    calls = tokens_in = tokens_out = unpriced = done = 0
+    cost = 0.0
     for episode in store.episodes(run.id):
-        steps = store.steps(episode.id)
+        done += episode.status == "finished"
+        steps = store.steps(episode.id, include_prompt=False)  # prompts are not needed here
+        for s in steps:
+            if s.actor == "model":
+                calls += 1
+                tokens_in += s.tokens_in
+                tokens_out += s.tokens_out
+                if s.cost is None:
+                    unpriced += 1
+                else:
+                    cost += s.cost
         if episode.phase == "explore":
             explore_steps.extend((episode.index, s.self_score, s.reward) for s in steps)
             if episode.score is not None:
                 explore_scores.append(episode.score)
         else:
             eval_pairs.extend((s.self_score, s.reward) for s in steps)
-    judging = judging_report([(s, r) for _, s, r in explore_steps])
+    for summary in store.summaries(run.id):
+        if summary.author.startswith("model"):
+            calls += 1
+            tokens_in += summary.tokens_in
+            tokens_out += summary.tokens_out
+            if summary.cost is None:
+                unpriced += 1
+            else:
+                cost += summary.cost
+    explore_pairs = [(s, r) for _, s, r in explore_steps]
     width = game_range_width(config.game, "eval")
     couple = coupling([(x, y) for x, y in points], explore_steps, width)
-    return RunReport(run, points, curve, judging, judging_report(eval_pairs), couple, tuple(explore_scores))
+    total = config.explore_episodes + len(config.checkpoints()) * config.eval_episodes
+    return RunReport(run, points, curve, judging_report(explore_pairs), judging_report(eval_pairs), couple,
+                     tuple(explore_scores), judging_report(explore_pairs + eval_pairs),
+                     tuple(explore_steps), tuple(eval_pairs),
+                     Usage(calls, tokens_in, tokens_out, cost, unpriced), done, total)
 
 
 def summary_vs_history(reports: Sequence[RunReport]) -> list[DeltaNabaRow]:

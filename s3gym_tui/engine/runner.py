@@ -6,9 +6,11 @@ import asyncio
 from typing import Optional
 
 import games
-from s3gym_tui.engine.events import CheckpointScored, EventSink, RunFinished, SummaryWritten, ignore
+from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink, RunFinished, SummaryWritten,
+                                     ignore)
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
 from s3gym_tui.engine.lease import LeaseKeeper
+from s3gym_tui.engine.limits import BudgetSpent
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
 from s3gym_tui.engine.session import EpisodeSession
@@ -18,7 +20,8 @@ from s3gym_tui.store.errors import StoreError
 
 
 def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSettings:
-    return CallSettings(model=config.model, api_base=config.api_base, temperature=config.temperature,
+    return CallSettings(model=config.model, api_base=config.api_base, api_bases=config.api_bases,
+                        temperature=config.temperature,
                         max_tokens=config.max_tokens, seed=config.decoding_seed, timeout_s=config.timeout_s,
                         max_retries=config.max_retries, backoff_base_s=backoff_base_s)
 
@@ -101,11 +104,20 @@ class ProtocolRunner:
         context = {"task": "summary", "game": self.config.game, "mode": "explore", "seed": -1, "actions": []}
         result = await complete(self.settings, messages, context)
         retain, avoid, nxt = (_bounded(part) for part in parse_summary(result.reply))
-        summary = self.store.add_summary(
-            run_id=self.run.id, game=self.config.game, retain=retain, avoid=avoid, next=nxt,
-            source_episode_ids=window.episode_ids, author=self.summary_author,
-            for_episode_id=state_key, parent_version=base.version if base else None,
-            for_state_x=x)
+        fields = dict(source_episode_ids=window.episode_ids, author=self.summary_author,
+                      parent_version=base.version if base else None, for_state_x=x,
+                      tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost=result.cost)
+        if x < self.config.explore_episodes and self.store.find_episode(state_key) is None:
+            # written at step 0 of exploration episode x: the episode is stored with it (one
+            # transaction; summaries.for_episode_id is a foreign key to it)
+            episode = self._episode("explore", x, self.config.explore_seed(x), None,
+                                    ExperienceState(x, "summary"), state_key)
+            started, summary = self.store.add_episode_with_summary(episode, retain, avoid, nxt, **fields)
+            self.on_event(EpisodeStarted(started))
+        else:  # the last checkpoint's state (no exploration episode follows), or x already started
+            producer = state_key if x < self.config.explore_episodes else None
+            summary = self.store.add_summary(self.run.id, retain, avoid, nxt, game=self.config.game,
+                                             for_episode_id=producer, **fields)
         self.on_event(SummaryWritten(summary))
         return summary
 
@@ -214,6 +226,8 @@ class ProtocolRunner:
             status = "finished"
         except (ModelUnavailable, HeldOutViolation) as exc:
             error, status, reason = str(exc), "stopped", str(exc)
+            if isinstance(exc, BudgetSpent):  # the calls in flight are paid for: let them finish and
+                await asyncio.gather(*evals, return_exceptions=True)  # be stored (none starts after)
         except asyncio.CancelledError:
             for task in evals:
                 task.cancel()

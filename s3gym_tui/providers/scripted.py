@@ -16,7 +16,7 @@ from s3gym_tui.providers._common import (bad_request, build_response, estimate_t
 
 PROVIDER = "scripted"
 # a history step as the engine serialises it: `LLM: Answer: <action>, Score: <self-score>`
-_HISTORY_STEP = re.compile(r"^\s*LLM:\s*Answer:\s*(?P<action>.*?),\s*Score:\s*(?P<score>[-+]?\d+(?:\.\d+)?)\s*$",
+_HISTORY_STEP = re.compile(r"^\s*LLM:\s*Answer:\s*(?P<action>.*?),\s*Score:\s*(?P<score>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*$",
                            re.MULTILINE)
 
 
@@ -44,21 +44,27 @@ class _PolicyCache:
     the move is a function of the request alone: a run killed and resumed mid-episode, in another
     process, continues exactly as it would have."""
 
-    def __init__(self, size: int = 256) -> None:
+    def __init__(self, size: int = 256, per_key: int = 16) -> None:
         self.size = size
-        self.entries: "OrderedDict[tuple, tuple[Any, tuple[str, ...], games.Move]]" = OrderedDict()
+        self.per_key = per_key  # episodes on the same (game, mode, seed) played at once (a sweep's runs)
+        self.entries: "OrderedDict[tuple, list[tuple[Any, tuple[str, ...], games.Move]]]" = OrderedDict()
         self.lock = threading.Lock()
 
     def move(self, key: tuple, game: str, actions: tuple[str, ...], view: Any,
              past_views: Callable[[int], list] = lambda start: []) -> games.Move:
         """`past_views(start)`: the views before actions[start:] (the states the policy should have
-        seen before `view`)."""
+        seen before `view`). Several episodes on one seed (the runs of a sweep, checkpoints evaluated
+        at once) each keep their own policy: a request extends the longest one it continues."""
         with self.lock:
-            entry = self.entries.pop(key, None)
-            if entry is not None and entry[1] == actions:
-                self.entries[key] = entry
-                return entry[2]
-            if entry is not None and actions[: len(entry[1])] == entry[1]:
+            chains = self.entries.pop(key, [])
+            self.entries[key] = chains
+            exact = next((e for e in chains if e[1] == actions), None)
+            if exact is not None:
+                return exact[2]
+            prefixes = [e for e in chains if actions[: len(e[1])] == e[1]]
+            if prefixes:
+                entry = max(prefixes, key=lambda e: len(e[1]))
+                chains.remove(entry)
                 policy, start = entry[0], len(entry[1]) + 1
             else:
                 policy, start = games.reference_policy(game), 0
@@ -66,7 +72,8 @@ class _PolicyCache:
                 for past in past_views(start):
                     policy.act(past)
             move = policy.act(view)
-            self.entries[key] = (policy, actions, move)
+            chains.append((policy, actions, move))
+            del chains[: max(0, len(chains) - self.per_key)]
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
             return move

@@ -31,6 +31,7 @@ SCREENS = [
     ("Pairs", "s3gym_tui.screens.pairs", "PairsScreen"),
     ("Report", "s3gym_tui.screens.report", "ReportScreen"),
     ("Training", "s3gym_tui.screens.training", "TrainingScreen"),
+    ("Sweeps", "s3gym_tui.screens.sweep", "SweepScreen"),
 ]
 
 PATHWAYS = [

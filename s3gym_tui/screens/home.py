@@ -86,6 +86,7 @@ class HomeScreen(LiveScreenMixin, Screen):
         Binding("g", "open_report", "Report", id="open_report"),
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
+        Binding("w", "open_sweeps", "Sweeps", id="open_sweeps", show=False),
         Binding("delete", "delete_run", "Delete run", id="delete_run", show=False),
         Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
     ]
@@ -378,6 +379,17 @@ class HomeScreen(LiveScreenMixin, Screen):
 
     def action_open_pairs(self) -> None:
         self.app.open_pairs()
+
+    def action_open_sweeps(self) -> None:
+        """The sweeps (grid runs of `s3gym sweep`), live; the highlighted run's sweep first."""
+        run_id = self._selected_run_id()
+        sweep_id = None
+        if run_id is not None:
+            try:
+                sweep_id = self.app.store.get_run(run_id).sweep_id
+            except Exception:  # noqa: BLE001 - the list still opens
+                sweep_id = None
+        self.app.open_sweeps(sweep_id)
 
     def action_open_episodes(self) -> None:
         run_id = self._selected_run_id()

@@ -134,7 +134,8 @@ class RunsPanel(Horizontal):
         if checkpoints:
             text.append("\ncheckpoint means\n", style="bold")
             for cp in checkpoints:
-                text.append(f"  x={cp.x:<3} {cp.mean:.2f}\n")
+                mean = "missing (no eval episodes)" if cp.mean is None else f"{cp.mean:.2f}"
+                text.append(f"  x={cp.x:<3} {mean}\n")
         if summaries:
             text.append(f"\nsummaries: {len(summaries)} version(s)\n", style="bold")
             if current is not None:

@@ -42,13 +42,16 @@ class DerivedStore(Connection):
                     source_episode_ids: Sequence[str] = (), author: str = "model",
                     for_episode_id: Optional[str] = None, parent_version: Optional[int] = None,
                     summary_id: Optional[str] = None, game: Optional[str] = None,
-                    for_state_x: Optional[int] = None) -> Summary:
+                    for_state_x: Optional[int] = None, tokens_in: int = 0, tokens_out: int = 0,
+                    cost: Optional[float] = None) -> Summary:
         """Store the run's next summary version (1, 2, ...), refusing evaluation sources.
         `for_state_x`: the model wrote it for that begun experience state, which now uses it.
+        Tokens and cost are those of its model call.
 
-        Sources must be stored exploration episodes. `for_episode_id` names the exploration
-        episode whose step 0 it is written for; that episode may not be stored yet (it is added
-        after its summary), but it must not be an evaluation episode, now or later.
+        Sources must be stored exploration episodes. `for_episode_id` names the stored
+        exploration episode whose step 0 it is written for (a declared foreign key: store the
+        episode first, see Store.add_episode_with_summary); it must not be an evaluation
+        episode, now or later.
         `game` defaults to the run's game (and must match it if given)."""
         sources = tuple(source_episode_ids)
         retain, avoid, next = (redact_values(t) for t in (retain, avoid, next))
@@ -63,20 +66,24 @@ class DerivedStore(Connection):
             self._require_experience(conn, sources, "summary source", user)
             if for_episode_id is not None:
                 producer = self._phases(conn, [for_episode_id]).get(for_episode_id)
-                if producer is not None and _is_eval(*producer):
-                    raise LeakageError(f"{user}: evaluation episode {for_episode_id!r} cannot be "
-                                       f"a summary producer (held-out data never becomes "
-                                       f"experience)")
                 if producer is None and not is_explore_episode_id(run_id, for_episode_id):
                     raise LeakageError(f"{user}: {for_episode_id!r} is not a stored episode nor one "
                                        f"of the run's exploration episodes (a summary is written "
                                        f"for an exploration episode only)")
+                if producer is None:
+                    raise StoreError(f"{user}: no episode {for_episode_id!r} (store the episode a "
+                                     f"summary is written for first: Store.add_episode_with_summary)")
+                if _is_eval(*producer):
+                    raise LeakageError(f"{user}: evaluation episode {for_episode_id!r} cannot be "
+                                       f"a summary producer (held-out data never becomes "
+                                       f"experience)")
             version = conn.execute("SELECT coalesce(max(version), 0) + 1 FROM summaries "
                                    "WHERE run_id = ?", (run_id,)).fetchone()[0]
             summary = Summary(id=summary_id or _new_id("sum"), run_id=run_id, game=run[0],
                               version=version, retain=retain, avoid=avoid, next=next,
                               source_episode_ids=sources, author=author,
-                              parent_version=parent_version, for_episode_id=for_episode_id)
+                              parent_version=parent_version, for_episode_id=for_episode_id,
+                              tokens_in=int(tokens_in), tokens_out=int(tokens_out), cost=cost)
             try:
                 self._insert_summary(conn, summary)
             except sqlite3.IntegrityError as err:

@@ -142,6 +142,8 @@ class Hygiene(Connection):
             conn.execute(f"DELETE FROM steps WHERE episode_id IN {in_runs}", (episodes,))
             conn.execute(f"UPDATE episodes SET summary_id = NULL, fork_of = NULL, fork_step = NULL "
                          f"WHERE id IN {in_runs}", (episodes,))
+            conn.execute(f"UPDATE summaries SET for_episode_id = NULL WHERE for_episode_id IN {in_runs}",
+                         (episodes,))  # a declared foreign key (summaries are removed below)
             conn.execute(f"DELETE FROM episodes WHERE id IN {in_runs}", (episodes,))
             for table in ("summary_actions", "experience_states", "checkpoints", "leases"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id IN {in_runs}", (runs,))

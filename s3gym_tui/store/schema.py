@@ -133,11 +133,20 @@ def _v4_prompt_deltas(db: Database) -> None:
     db.execute("SELECT 1 FROM steps LIMIT 1")
 
 
+def _v5(db: Database) -> None:
+    """Version 5: sweeps, declared foreign keys for every id reference, steps.id (migrate_keys)."""
+    from s3gym_tui.store.migrate_keys import sweeps_and_keys
+
+    sweeps_and_keys(db)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
-# failing migration leaves the file at the previous version. (A future migration that rebuilds a
-# table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas]
+# failing migration leaves the file at the previous version. Migrations run with foreign-key
+# enforcement off (a table can be rebuilt, e.g. with sqlite-utils `transform`) and
+# `PRAGMA foreign_key_check` must pass before each commit. The views of views.py are dropped
+# before and recreated after the migrations.
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -177,22 +186,40 @@ def migrate(db: Database, path: object = "database") -> int:
     target = current_version()
     if stored_version(conn) == target:  # the usual case: no write lock needed to open
         return target
-    while True:
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            found = stored_version(conn)
-            if found is None:
-                raise StoreError(f"{path} is an SQLite database but not an s3gym store")
-            if found > target:
-                raise StoreError(newer_message(path, found))
-            if found == target:
+    enforced = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: set before BEGIN
+    conn.execute("PRAGMA legacy_alter_table = ON")  # a rebuild's rename leaves any view alone
+    try:
+        while True:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = stored_version(conn)
+                if found is None:
+                    raise StoreError(f"{path} is an SQLite database but not an s3gym store")
+                if found > target:
+                    raise StoreError(newer_message(path, found))
+                if found == target:
+                    conn.execute("COMMIT")
+                    return found
+                from s3gym_tui.store.views import create_views, drop_views
+
+                drop_views(conn)
+                MIGRATIONS[found](db)
+                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+                if broken:
+                    table, rowid, parent, _ = broken[0]
+                    raise StoreError(f"{path}: migration to schema {found + 1} stopped: row {rowid} "
+                                     f"of {table} names a missing {parent} row ({len(broken)} such "
+                                     f"rows); the file is unchanged")
+                if found + 1 == target:
+                    create_views(conn)
+                conn.execute(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)",
+                             (VERSION_KEY, str(found + 1)))
                 conn.execute("COMMIT")
-                return found
-            MIGRATIONS[found](db)
-            conn.execute(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)",
-                         (VERSION_KEY, str(found + 1)))
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+    finally:
+        conn.execute("PRAGMA legacy_alter_table = OFF")
+        conn.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")

@@ -20,6 +20,7 @@ from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.sweeps import SweepStore
 from s3gym_tui.store.hygiene import Hygiene
 from s3gym_tui.store.leases import LeaseRecords
 from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
@@ -38,7 +39,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
+class Store(SweepStore, PromptTexts, DerivedStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
@@ -50,27 +51,33 @@ class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
         what = f"run {row['id']!r}"
         data = {"id": row["id"], "config": self._json(row["config"], f"{what} (config)"),
                 "status": row["status"], "created_at": row["created_at"], "note": row["note"],
-                "status_reason": row.get("status_reason") or ""}
+                "status_reason": row.get("status_reason") or "", "sweep_id": row.get("sweep_id")}
         return self._model(Run, data, what)
 
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
-                   note: str = "") -> Run:
-        """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'."""
+                   note: str = "", sweep_id: Optional[str] = None) -> Run:
+        """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'.
+        `sweep_id` names the stored sweep it belongs to (see SweepStore.create_sweep)."""
         if not isinstance(config, RunConfig):
             try:
                 config = RunConfig.model_validate(config)
             except ValidationError as err:
                 raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
-        run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note)
-        stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base)})
+        run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note,
+                  sweep_id=sweep_id)
+        stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base),
+                                           "api_bases": tuple(strip_url_credentials(b) for b in config.api_bases)})
         with self._tx("create a run") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
                 raise StoreError(f"run {run.id!r} already exists")
+            if sweep_id is not None and not conn.execute("SELECT 1 FROM sweeps WHERE id = ?",
+                                                         (sweep_id,)).fetchone():
+                raise StoreError(f"no sweep {sweep_id!r}")
             conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
-                                              "created_at", "note")),
+                                              "created_at", "note", "sweep_id")),
                          (run.id, redact_values(stored.model_dump_json()), config.game,
                           redact_values(config.model), config.pathway, run.status,
-                          run.created_at, redact_values(run.note)))
+                          run.created_at, redact_values(run.note), sweep_id))
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -171,6 +178,22 @@ class Store(PromptTexts, DerivedStore, LeaseRecords, Hygiene):
                 self.add_steps(steps)  # nested: part of this transaction
                 ep = ep.model_copy(update={"n_steps": ep.n_steps + len(steps)})
         return ep
+
+    def add_episode_with_summary(self, episode: Episode, retain: str, avoid: str, next: str,
+                                 **summary_fields: Any) -> tuple[Episode, Any]:
+        """Store an exploration episode and the summary written at its step 0, in one transaction:
+        the episode first (summaries.for_episode_id is a foreign key to it), then the summary,
+        then the episode's summary_id set to it (the version its state uses). Returns
+        (episode, summary)."""
+        if episode.phase != "explore" or episode.run_id is None:
+            raise LeakageError(f"episode {episode.id!r}: only a run's exploration episode can have a "
+                               f"summary written for it")
+        with self._tx(f"add episode {episode.id!r} with its summary"):
+            self.add_episode(episode.model_copy(update={"summary_id": None}))
+            summary = self.add_summary(episode.run_id, retain, avoid, next,
+                                       for_episode_id=episode.id, **summary_fields)
+            stored = self.set_episode_summary(episode.id, summary.id)
+        return stored, summary
 
     @staticmethod
     def _episode_values(ep: Episode) -> tuple:

@@ -71,7 +71,8 @@ def run_training(console: Console, store, run_id: str, options: TrainOptions) ->
         elif isinstance(event, EpisodeDone):
             progress.advance(t)
         elif isinstance(event, CheckpointScored):
-            progress.update(t, info=f"epoch {event.checkpoint.x}: mean {event.checkpoint.mean:.3f}")
+            progress.update(t, info=f"epoch {event.checkpoint.x}: mean "
+                            f"{'-' if event.checkpoint.mean is None else format(event.checkpoint.mean, '.3f')}")
 
     hooks = Hooks(dataset_progress=on_dataset, dataset_built=on_built, train_event=on_train,
                   remote_status=on_remote, run_created=on_run, eval_event=on_eval)

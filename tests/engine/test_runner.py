@@ -12,7 +12,6 @@ import time
 
 import pytest
 
-import games
 from s3gym_tui.engine.report import run_report
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
@@ -52,15 +51,9 @@ def test_default_size_run_on_trust(tmp_path, pathway):
     assert report.curve.avg == pytest.approx(sum(by_x.values()) / len(by_x))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("game", games.names())
-@pytest.mark.parametrize("pathway", PATHWAYS)
-def test_default_size_run_every_game_and_pathway(tmp_path, game, pathway):
-    """30 exploration episodes, 11 checkpoints x 3 eval episodes, scripted player: audit clean and
-    every stored score equal to the verifier's recomputation."""
-    store, run = run_protocol(tmp_path / "g.db", model=f"scripted/{game}", game=game, pathway=pathway)
-    assert run.status == "finished"
-    check_run_consistency(store, run)
+# The default-size run of every game and pathway (30 exploration episodes, 11 checkpoints x 3 eval
+# episodes, scripted players, check_run_consistency on each) is one sweep now:
+# tests/engine/test_sweep_default.py, which also checks its report against the stored rows.
 
 
 def test_verifier_rewards_never_reach_the_agent(tmp_path, monkeypatch):

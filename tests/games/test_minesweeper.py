@@ -148,14 +148,65 @@ def test_flood_stops_at_the_pocket():
 
 
 # ----- flags ---------------------------------------------------------------------------------
-def test_flag_before_first_uncover_is_invalid():
+def test_flag_before_first_uncover_is_allowed_and_mines_are_still_placed_at_the_first_uncover():
     for mode in ("explore", "eval"):
+        plain = make("minesweeper", mode)
+        plain.reset(3)
+        plain.step("uncover (4,4)")
+        mines = {i for i in range(81) if plain.mine[i]}
         game = make("minesweeper", mode)
         game.reset(3)
         res = game.step("flag (0,0)")
-        assert not res.valid and "uncover a cell first" in res.feedback
-        assert res.reward == 0.0 and not res.done and game.steps == 1
-        assert game.flags == 0 and not game.placed
+        assert res.valid and res.reward == 0.0 and not res.done and game.steps == 1
+        assert game.flags == 1 and not game.placed
+        assert "Flags: 1" in res.observation.splitlines()[0]
+        assert not game.view().started  # a flag is not an uncover
+        assert '"flag ("' in game.action_grammar() and '"unflag ("' in game.action_grammar()
+        res = game.step("uncover (4,4)")
+        assert res.valid and game.placed
+        assert {i for i in range(81) if game.mine[i]} == mines  # the same draw as without the flag
+        assert game.cells[0] == "F"  # a flood never uncovers a flag
+
+
+def test_an_early_flag_on_a_mine_is_credited_at_the_first_uncover():
+    """Find a seed where (0,0) turns out a mine: its early flag becomes correct at the uncover."""
+    for seed in range(200):
+        probe = make("minesweeper", "explore")
+        probe.reset(seed)
+        probe.step("uncover (4,4)")
+        if probe.mine[0]:
+            break
+    else:
+        pytest.fail("no seed with a mine at (0,0)")
+    game = make("minesweeper", "explore")
+    game.reset(seed)
+    assert game.step("flag (0,0)").reward == 0.0
+    res = game.step("uncover (4,4)")
+    m = game.num_mines
+    assert res.reward == pytest.approx(1 / m) and game.score() == pytest.approx(1 / m)
+    assert game.step("unflag (0,0)").reward == pytest.approx(-1 / m) and game.score() == 0.0
+    assert verify_trajectory("minesweeper", "explore", seed, ["flag (0,0)", "uncover (4,4)"]) \
+        == pytest.approx(1 / m)
+
+
+def test_the_flag_limit_holds_before_the_first_uncover():
+    game = make("minesweeper", "explore")
+    game.reset(5)
+    m = game.num_mines
+    cells = [(r, c) for r in range(9) for c in range(9)]
+    for k in range(m):
+        assert game.step("flag ({},{})".format(*cells[k])).valid
+    res = game.step("flag ({},{})".format(*cells[m]))
+    assert not res.valid and "no more flags than mines" in res.feedback
+
+
+def test_the_reference_policy_opens_next_to_an_early_flag():
+    game = make("minesweeper", "eval")
+    game.reset(1_000_000)
+    game.step("flag (3,3)")  # the policy's usual first cell
+    move = reference_policy("minesweeper").act(game.view())
+    assert move.action.startswith("uncover") and move.action != "uncover (3,3)"
+    assert game.step(move.action).valid
 
 
 def test_flag_counting_and_limit():
@@ -352,7 +403,7 @@ def test_action_grammar_lists_exactly_the_legal_actions():
     game = board("explore", WALL)
     assert game.action_grammar().startswith('"uncover ("')
     game.reset(0)
-    assert '"flag ("' not in game.action_grammar()  # nothing to flag before the first uncover
+    assert '"flag ("' in game.action_grammar()  # flags are allowed before the first uncover
     game = board("explore", WALL)
     game.step("uncover (0,0)")
     game.step("flag (0,4)")

@@ -309,7 +309,15 @@ def test_doomed_configs_are_refused_at_creation(tmp_path):
 
         with pytest.raises(LeakageError):
             store.add_summary(run.id, "r", "a", "n", for_episode_id=f"{run.id}-c003-e0")
-        store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 3))
+        # for_episode_id is a declared foreign key: the exploration episode is stored with its summary
+        with pytest.raises(StoreError, match="store the episode a summary is written for first"):
+            store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 3))
+        from s3gym_tui.models import Episode
+
+        episode = Episode(id=explore_episode_id(run.id, 3), run_id=run.id, game="trust", mode="explore",
+                          phase="explore", seed=3, index=3, model=run.config.model, pathway=run.config.pathway)
+        _, summary = store.add_episode_with_summary(episode, "r", "a", "n")
+        assert summary.for_episode_id == episode.id
 
 
 @pytest.mark.parametrize("line, problem", [

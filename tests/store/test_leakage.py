@@ -61,25 +61,46 @@ def test_eval_episode_as_summary_source_refused(store: Store, run: Run, explored
                              source_episode_ids=[explored[0].id]).version == 1
 
 
-def test_summary_written_before_its_episode(store: Store, run: Run, explored, make_episode):
-    """The runner writes the summary for episode x, then adds episode x: allowed for the run's
-    exploration episodes only. Any other unstored id is refused at once (a summary "for" a future
-    evaluation episode would make that episode, and so the run, impossible to store), and an
-    evaluation episode is still refused later if a summary names it."""
-    ahead_id = explore_episode_id(run.id, 3)
-    ahead = store.add_summary(run.id, "r", "a", "n", for_episode_id=ahead_id,
-                              source_episode_ids=[explored[0].id])
-    store.add_episode(make_episode(run, index=3, id=ahead_id, summary_id=ahead.id))
+def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, explored, evaluated,
+                                                       make_episode):
+    """The runner stores exploration episode x and the summary written at its step 0 in one
+    transaction (for_episode_id is a foreign key); a summary for an episode that is not stored,
+    or for an evaluation episode, is refused."""
+    episode, summary = store.add_episode_with_summary(
+        make_episode(run, index=3, id="next-explore"), "r", "a", "n",
+        source_episode_ids=[explored[0].id])
+    assert summary.for_episode_id == "next-explore"
+    assert episode.summary_id == summary.id == store.get_episode("next-explore").summary_id
+    never = explore_episode_id(run.id, 8)
+    with pytest.raises(StoreError, match=f"no episode '{never}'"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id=never)
+    with pytest.raises(LeakageError, match="only a run's exploration episode"):
+        store.add_episode_with_summary(make_episode(run, phase="eval", id="an-eval"), "r", "a", "n")
+    assert store.find_episode("an-eval") is None
+    # all or nothing: a refused summary leaves no episode behind
+    with pytest.raises(LeakageError, match="cannot be a summary source"):
+        store.add_episode_with_summary(make_episode(run, index=4, id="x4"), "r", "a", "n",
+                                       source_episode_ids=[explored[0].id, evaluated[0].id])
+    assert store.find_episode("x4") is None
+    assert len(store.summaries(run.id)) == 1
+    assert audit(store).ok
+
+
+def test_a_summary_for_an_episode_not_stored_is_refused(store: Store, run: Run, explored, make_episode):
+    """for_episode_id must name a stored episode: another run's or an evaluation id is a leak
+    attempt; the run's own next exploration episode must be stored first (with the summary, in one
+    transaction); an evaluation episode stored under an exploration-looking id cannot produce one."""
     for bad in ("future-eval", eval_episode_id(run.id, 3, 0), explore_episode_id("other-run", 4)):
         with pytest.raises(LeakageError, match="not a stored episode nor one of the run's"):
             store.add_summary(run.id, "r", "a", "n", for_episode_id=bad)
+    with pytest.raises(StoreError, match="store the episode a summary is written for first"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 9))
     disguised = explore_episode_id(run.id, 7)
-    store.add_summary(run.id, "r", "a", "n", for_episode_id=disguised)
-    with pytest.raises(LeakageError, match="evaluation episode but summary"):
-        store.add_episode(make_episode(run, phase="eval", id=disguised))
-    assert store.find_episode(disguised) is None
-    store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 9))
-    assert audit(store).ok  # a summary for a state no episode was played from is not a leak
+    store.add_episode(make_episode(run, phase="eval", id=disguised))
+    with pytest.raises(LeakageError, match="cannot be a summary producer"):
+        store.add_summary(run.id, "r", "a", "n", for_episode_id=disguised)
+    assert store.summaries(run.id) == []
+    assert audit(store).ok
 
 
 def test_eval_episode_as_training_row_refused(store: Store, run: Run, explored, evaluated):

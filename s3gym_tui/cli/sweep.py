@@ -1,0 +1,338 @@
+"""`s3gym sweep` and `s3gym sweeps`: the paper's grid (games x pathways x models) in one command,
+planned and priced before it starts, run concurrently, stored and resumable as a whole."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _store, cli, console
+
+GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
+MODELS_HELP = ("Comma-separated litellm model strings; the family `scripted` means scripted/<game> for each "
+               "game (`fault` likewise). Default: the config's default_model ($S3GYM_MODEL).")
+API_BASE_HELP = ("An api base: URL (every model), or MODEL=URL1,URL2 for a model's replicas (vLLM, SGLang, "
+                 "llama.cpp servers), spread by litellm's Router. Repeat for several models.")
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def parse_api_bases(values: List[str], models: List[str]) -> dict[str, tuple[str, ...]]:
+    """`URL[,URL]` for every model, or `MODEL=URL[,URL]` for one (a model may contain '/', a URL ':')."""
+    out: dict[str, list[str]] = {}
+    for value in values:
+        model, sep, urls = value.partition("=")
+        if sep and "://" not in model:
+            targets, bases = [model.strip()], _split(urls)
+        else:
+            targets, bases = list(models), _split(value)
+        if not bases or not all(t for t in targets):
+            raise UserError(f"--api-base {value!r}: give URL or MODEL=URL[,URL...]")
+        for target in targets:
+            if target not in models:
+                raise UserError(f"--api-base {value!r} names {target!r}, which is not one of --models")
+            out.setdefault(target, [])
+            out[target] += [b for b in bases if b not in out[target]]
+    return {model: tuple(bases) for model, bases in out.items()}
+
+
+def _games(text: str) -> list[str]:
+    import games
+
+    if text.strip().lower() == "all":
+        return list(games.names())
+    names = _split(text)
+    if not names:
+        raise UserError("--games is empty: give all or a comma-separated list")
+    return [games.canonical(n) for n in names]  # GameError: one line
+
+
+def check_models(models: List[str], game_names: List[str]) -> None:
+    """Refuse, before anything is stored, a built-in model that cannot play a game of the sweep."""
+    import games
+
+    from s3gym_tui.models import MODEL_FAMILIES
+    from s3gym_tui.providers import split_model
+
+    for model in models:
+        provider, name = split_model(model)
+        if model in MODEL_FAMILIES or provider not in MODEL_FAMILIES:
+            continue
+        own = games.canonical(name)
+        others = [g for g in game_names if g != own]
+        if others:
+            raise UserError(f"{model} plays only {own}, not {', '.join(others)}: use the family "
+                            f"`{provider}` (one {provider}/<game> per game) or --games {own}")
+
+
+def preflight(runs) -> None:
+    """Every (model, game) of the sweep must be able to work (issue 9's check), before storing."""
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    seen = set()
+    for config in runs:
+        key = (config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            check_model(*key)
+        except ModelRefused as exc:
+            raise UserError(f"{exc} (nothing was stored)") from None
+
+
+def print_plan(sweep_config, plan) -> None:
+    cfg = sweep_config
+    runs = plan.runs
+    settings = runs[0].config if runs else None
+    console.print(f"[bold]sweep plan[/]: {len(cfg.games)} game(s) x {len(cfg.pathways)} pathway(s) x "
+                  f"{len(cfg.models)} model(s) = [bold]{len(runs)} runs[/]", soft_wrap=True)
+    if settings is not None:
+        xs = settings.checkpoints()
+        console.print(f"each run: {settings.explore_episodes} exploration episodes; {settings.eval_episodes} "
+                      f"eval episodes at x = {xs[0]}..{xs[-1]} every {settings.eval_every} "
+                      f"({len(xs)} checkpoints); history budget {settings.history_budget:,} tokens; output cap "
+                      f"{settings.max_tokens:,}; step cap {settings.step_cap}", soft_wrap=True)
+    budget = f"budget ${cfg.budget_usd:,.2f}" if cfg.budget_usd else "no budget limit (--budget-usd)"
+    console.print(f"at most {cfg.concurrency} model call(s) in flight and {cfg.runs_per_model} run(s) at once "
+                  f"per model; {budget}", soft_wrap=True)
+    from s3gym_tui.cli.tables import print_table
+    from s3gym_tui.engine.report_tables import INT, TEXT, Column, ReportTable
+
+    def dollars(value):
+        return "unknown" if value is None else f"${value:,.2f}"
+
+    rows = [(m.model, m.runs, f"{m.calls:,}", f"{m.tokens_in:,}", f"{m.tokens_out:,}", dollars(m.cost_max),
+             dollars(m.cost_typical)) for m in plan.models]
+    if len(plan.models) > 1:
+        rows.append(("all", len(runs), f"{plan.calls:,}", f"{plan.tokens_in:,}", f"{plan.tokens_out:,}",
+                     dollars(plan.cost_max), dollars(plan.cost_typical)))
+    # figures are pre-formatted (thousands separators, dollars): shown whole, right-aligned as numbers
+    cols = (Column("model", "model", TEXT), Column("runs", "runs", INT, 3), Column("calls", "calls", INT),
+            Column("tokens_in", "tokens in", INT), Column("tokens_out", "tokens out", INT, 2),
+            Column("cost_max", "cost at most", INT), Column("cost_typical", "typical cost", INT, 1))
+    print_table(console, ReportTable("plan", "model calls, tokens and cost (upper bounds: step caps, history "
+                                     "budget, output cap)", cols, tuple(rows)), more="a wider terminal shows them")
+    console.print("[dim]typical: replies of about 200 tokens; episodes that end early call less; tokens are "
+                  "litellm's count for the model (a server's own tokenizer may count more)[/]")
+    if plan.unpriced:
+        console.print(f"[yellow]price unknown[/] for {escape(', '.join(plan.unpriced))}: its calls cost "
+                      f"nothing against --budget-usd", soft_wrap=True)
+
+
+def confirm(yes: bool, question: str) -> bool:
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UserError("stdin is not a terminal: pass --yes to start without asking")
+    return typer.confirm(question, default=False)
+
+
+@cli.command()
+def sweep(
+    games_: str = typer.Option("all", "--games", "-g", help=GAMES_HELP),
+    pathways: str = typer.Option("none,history,summary", "--pathways", "-p", help="Comma-separated: none, "
+                                 "history, summary."),
+    models: Optional[str] = typer.Option(None, "--models", "-m", help=MODELS_HELP),
+    episodes: int = typer.Option(30, "--episodes", help="Exploration episodes per run."),
+    eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
+    eval_episodes: int = typer.Option(3, "--eval-episodes", help="Evaluation episodes per checkpoint."),
+    history_budget: int = typer.Option(100_000, "--history-budget", help="Tokens of previous-episode history."),
+    max_tokens: int = typer.Option(14_000, "--max-tokens", help="Output cap per response."),
+    step_cap: int = typer.Option(64, "--step-cap", help="Steps per episode (the game's own cap applies too)."),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
+    api_base: List[str] = typer.Option([], "--api-base", help=API_BASE_HELP),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model call."),
+    max_retries: int = typer.Option(4, "--max-retries", help="Retries of a failing model call."),
+    concurrency: int = typer.Option(4, "--concurrency", "-c", help="Model calls in flight per model."),
+    runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Runs of one model going at "
+                                                 "once (default: --concurrency)."),
+    budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Stop cleanly (resumable) once the "
+                                               "calls cost this much (litellm's prices)."),
+    oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking."),
+    plan_only: bool = typer.Option(False, "--plan", help="Print the plan and stop (nothing is stored)."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Run games x pathways x models (the paper's tables): prints the plan and its cost, asks, then
+    runs concurrently with progress bars. Stored and resumable as a whole: `s3gym resume SWEEP`."""
+    from pydantic import ValidationError
+
+    from s3gym_tui.config import load_settings
+    from s3gym_tui.engine.sweep_plan import plan as make_plan
+    from s3gym_tui.models import SweepConfig
+
+    names = _split(models) if models else [load_settings().default_model]
+    game_names = _games(games_)
+    check_models(names, game_names)
+    if "trained" in _split(pathways):
+        raise UserError("the trained pathway is started with `s3gym train`, not `s3gym sweep`")
+    settings = dict(explore_episodes=episodes, eval_every=eval_every, eval_episodes=eval_episodes,
+                    history_budget=history_budget, max_tokens=max_tokens, step_cap=step_cap,
+                    temperature=temperature, decoding_seed=seed, timeout_s=timeout, max_retries=max_retries,
+                    oracle_feedback=oracle_feedback)
+    try:
+        config = SweepConfig(games=game_names, pathways=_split(pathways), models=names, settings=settings,
+                             api_bases=parse_api_bases(api_base, names), concurrency=concurrency,
+                             runs_per_model=runs_per_model or concurrency, budget_usd=budget_usd)
+        runs = config.run_configs()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "sweep"
+        raise UserError(f"{where}: {str(first.get('msg', '')).removeprefix('Value error, ')}") from None
+    store = _store(db)  # a bad database is refused before the plan is computed
+    plan = make_plan(runs)
+    print_plan(config, plan)
+    if plan_only:
+        try:
+            preflight(runs)
+        except UserError as exc:
+            console.print(f"[yellow]it could not start now[/]: {escape(str(exc))}", soft_wrap=True)
+    else:
+        preflight(runs)  # a doomed model is refused before anything is stored
+    if plan_only or not confirm(yes, f"Start these {len(runs)} runs?"):
+        console.print("not started; nothing was stored")
+        return
+    stored, _ = store.create_sweep(config, runs)
+    console.print(f"sweep [bold]{escape(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
+                  f"`s3gym resume {escape(stored.id)}`)", soft_wrap=True)
+    follow_sweep(store, stored)
+
+
+def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Optional[int],
+                 runs_per_model: Optional[int], yes: bool) -> None:
+    """`s3gym resume SWEEP`: the runs left, priced, then run like `sweep` (budget and limits may change)."""
+    from s3gym_tui.engine.sweep_plan import plan as make_plan
+
+    updates = {k: v for k, v in (("budget_usd", budget_usd), ("concurrency", concurrency),
+                                 ("runs_per_model", runs_per_model)) if v is not None}
+    if updates:
+        from pydantic import ValidationError
+
+        try:
+            config = stored.config.model_validate({**stored.config.model_dump(), **updates})
+        except ValidationError as exc:
+            raise UserError(f"{exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+        stored = store.set_sweep_config(stored.id, config)
+    left = [r for r in store.sweep_runs(stored.id) if r.status != "finished"]
+    if not left:
+        store.set_sweep_status(stored.id, "finished", note="")
+        console.print(f"sweep {escape(stored.id)} is finished: `s3gym report --sweep {escape(stored.id)}`")
+        return
+    spent = store.sweep_usage(stored.id)["cost"]
+    budget = stored.config.budget_usd
+    if budget is not None and spent >= budget:
+        raise UserError(f"sweep {stored.id}: its budget of ${budget:.2f} is spent (${spent:.4f}); resume with "
+                        f"a larger --budget-usd")
+    console.print(f"sweep {escape(stored.id)}: {len(left)} of {len(store.sweep_runs(stored.id))} runs left; "
+                  f"spent so far ${spent:.4f}", soft_wrap=True)
+    plan = make_plan([r.config for r in left])
+    print_plan(stored.config, plan)
+    console.print("[dim](upper bounds for the runs left, as if none had started)[/]")
+    if not confirm(yes, f"Continue these {len(left)} runs?"):
+        console.print("not resumed")
+        return
+    follow_sweep(store, stored)
+
+
+def follow_sweep(store, stored) -> None:
+    """Run the sweep with one progress bar per active run and one for the whole sweep."""
+    from s3gym_tui.engine import events as ev
+    from s3gym_tui.engine.sweep import SweepEnded, SweepRunEnded, SweepRunEvent, SweepRunner, SweepRunStarted
+
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
+    all_runs = store.sweep_runs(stored.id)
+    done = sum(r.status == "finished" for r in all_runs)
+    overall = progress.add_task("[bold]sweep[/]", total=len(all_runs), completed=done, info="")
+    tasks: dict[str, int] = {}
+    runner = SweepRunner(store, stored)
+
+    def spend_info() -> str:
+        limits = runner.limits
+        budget = f" of ${limits.budget_usd:,.2f}" if limits.budget_usd else ""
+        return f"${limits.spent_usd:,.4f}{budget}"
+
+    def on_event(event) -> None:
+        if isinstance(event, SweepRunStarted):
+            cfg = event.run.config
+            done_eps = sum(1 for e in store.episodes(event.run.id) if e.status == "finished")
+            total = cfg.explore_episodes + len(cfg.checkpoints()) * cfg.eval_episodes
+            label = escape(f"{cfg.game} {cfg.pathway} {cfg.model}")
+            tasks[event.run.id] = progress.add_task(label, total=total, completed=done_eps, info="")
+        elif isinstance(event, SweepRunEvent) and event.run_id in tasks:
+            inner = event.event
+            if isinstance(inner, ev.EpisodeDone):
+                progress.advance(tasks[event.run_id])
+            elif isinstance(inner, ev.CheckpointScored):
+                mean = inner.checkpoint.mean
+                progress.update(tasks[event.run_id],
+                                info=f"x={inner.checkpoint.x}: {'-' if mean is None else format(mean, '.3f')}")
+            progress.update(overall, info=spend_info())
+        elif isinstance(event, SweepRunEnded):
+            task = tasks.pop(event.run.id, None)
+            if task is not None:
+                progress.update(task, visible=False)
+            if event.run.status == "finished":
+                progress.advance(overall)
+            elif event.error:
+                progress.console.print(f"[yellow]run {escape(event.run.id)} stopped[/]: {escape(event.error)}",
+                                       soft_wrap=True)
+
+    runner.on_event = on_event
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(runner.stop):  # Ctrl-C / SIGTERM: every run stops cleanly
+            return await runner.run()
+
+    with progress:
+        final = asyncio.run(drive())
+    usage = store.sweep_usage(final.id)
+    console.print(f"sweep [bold]{escape(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
+                  f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
+                  + (f" ({usage['unpriced']:,} calls unpriced)" if usage["unpriced"] else ""), soft_wrap=True)
+    if final.status == "finished":
+        console.print(f"the paper's tables: `s3gym report --sweep {escape(final.id)}`")
+        return
+    console.print(f"{escape(final.note)}\ncontinue with `s3gym resume {escape(final.id)}`", soft_wrap=True)
+    if runner.stop_reason is not None:
+        raise typer.Exit(130)
+    if runner.failed_models and not runner.budget_hit:
+        raise ModelFailed(f"sweep {final.id} stopped: {final.note} (continue with `s3gym resume {final.id}`)")
+
+
+@cli.command("sweeps")
+def list_sweeps(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit", min=1),
+                as_json: bool = typer.Option(False, "--json", help="One JSON document instead of a table.")) -> None:
+    """List stored sweeps, newest first, with their progress."""
+    from s3gym_tui.cli.tables import print_table
+    from s3gym_tui.engine.report_tables import ID, INT, TEXT, Column, ReportTable
+
+    store = _store(db)
+    rows = []
+    for item in store.list_sweeps(limit=limit):
+        progress = store.sweep_progress(item.id)
+        rows.append((item.id, item.status, len(progress), sum(p.status == "finished" for p in progress),
+                     ",".join(item.config.models), item.created_at[:19], item.note))
+    if as_json:
+        keys = ("id", "status", "runs", "finished", "models", "created", "note")
+        console.print_json(json.dumps([dict(zip(keys, r)) for r in rows]))
+        return
+    table = ReportTable("sweeps", "sweeps", (Column("id", "id", ID), Column("status", "status", TEXT),
+                                             Column("runs", "runs", INT), Column("finished", "done", INT),
+                                             Column("models", "models", TEXT, 2),
+                                             Column("created", "created", TEXT, 1),
+                                             Column("note", "note", TEXT, 3)), tuple(rows))
+    print_table(console, table, more="see --json")

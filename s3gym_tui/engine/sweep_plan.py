@@ -1,0 +1,146 @@
+"""What a sweep will cost before it starts: runs, model calls, tokens and dollars (where litellm
+knows the model's price). Upper bounds at the step caps, the history budget and the output cap,
+plus a typical figure for replies of a usual length."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import games
+from s3gym_tui.engine.experience import effective_budget
+from s3gym_tui.engine.prompts import TurnRecord, build_messages, build_summary_messages, render_turns
+from s3gym_tui.engine.tokens import count_tokens
+from s3gym_tui.models import RunConfig
+
+TYPICAL_REPLY_TOKENS = 200  # a short reasoning and the answer line
+SUMMARY_TOKENS = 400  # the three-part summary shown as Hint Messages
+
+
+@dataclass(frozen=True)
+class RunEstimate:
+    config: RunConfig
+    calls: int  # at most: every episode runs to its step cap
+    tokens_in: int  # at most: step caps, the history budget filled as fast as the caps allow
+    tokens_out: int  # at most: every reply at the output cap
+    tokens_out_typical: int  # every reply TYPICAL_REPLY_TOKENS long
+
+
+@dataclass(frozen=True)
+class ModelEstimate:
+    model: str
+    runs: int
+    calls: int
+    tokens_in: int
+    tokens_out: int
+    tokens_out_typical: int
+    cost_max: Optional[float]  # None: litellm knows no price for the model
+    cost_typical: Optional[float]
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    runs: tuple[RunEstimate, ...]
+    models: tuple[ModelEstimate, ...]
+
+    @property
+    def calls(self) -> int:
+        return sum(m.calls for m in self.models)
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(m.tokens_in for m in self.models)
+
+    @property
+    def tokens_out(self) -> int:
+        return sum(m.tokens_out for m in self.models)
+
+    @property
+    def unpriced(self) -> list[str]:
+        return [m.model for m in self.models if m.cost_max is None]
+
+    @property
+    def cost_max(self) -> float:
+        return sum(m.cost_max or 0.0 for m in self.models)
+
+    @property
+    def cost_typical(self) -> float:
+        return sum(m.cost_typical or 0.0 for m in self.models)
+
+
+def _shape(model: str, game_name: str, mode: str, seed: int) -> tuple[int, int, int]:
+    """(step cap, tokens of the first prompt, tokens one remembered turn adds) for a game."""
+    game = games.make(game_name, mode)
+    game.reset(seed)
+    move = games.reference_policy(game_name).act(game.view())
+    base = sum(count_tokens(model, m["content"]) for m in build_messages(game, None, [], ""))
+    turn = count_tokens(model, render_turns([TurnRecord(game.observation(), move.action, 1.0,
+                                                        "Feedback of the last action.")]))
+    return game.max_steps, base, turn
+
+
+def _episode_in(steps: int, base: int, turn: int, hint: int) -> int:
+    """Input tokens of an episode of `steps` calls: each prompt repeats the hint, the rules and the
+    episode so far."""
+    return steps * (base + hint) + turn * steps * (steps - 1) // 2
+
+
+def estimate_run(config: RunConfig) -> RunEstimate:
+    cap_x, base_x, turn_x = _shape(config.model, config.game, "explore", config.explore_seed(0))
+    cap_e, base_e, turn_e = _shape(config.model, config.game, "eval", config.eval_seed(0))
+    cap_x, cap_e = min(cap_x, config.step_cap), min(cap_e, config.step_cap)
+    budget = effective_budget(config.model, config.history_budget, config.max_tokens)
+    episode_history = cap_x * turn_x  # one previous exploration episode as Hint Messages
+
+    def hint(x: int) -> int:
+        if config.pathway == "history":
+            return min(budget, x * episode_history)
+        if config.pathway == "summary":
+            return SUMMARY_TOKENS if x > 0 else 0
+        return 0
+
+    calls = tokens_in = 0
+    for i in range(config.explore_episodes):
+        calls += cap_x
+        tokens_in += _episode_in(cap_x, base_x, turn_x, hint(i))
+    for x in config.checkpoints():
+        calls += config.eval_episodes * cap_e
+        tokens_in += config.eval_episodes * _episode_in(cap_e, base_e, turn_e, hint(x))
+    if config.pathway == "summary" and config.explore_episodes:
+        game = games.make(config.game, "explore")
+        rules = sum(count_tokens(config.model, m["content"]) for m in build_summary_messages(game, None, ""))
+        for x in range(1, config.explore_episodes + 1):  # a summary for every state after the first
+            calls += 1
+            tokens_in += rules + SUMMARY_TOKENS + min(budget, x * episode_history)
+    return RunEstimate(config, calls, tokens_in, calls * config.max_tokens,
+                       calls * min(TYPICAL_REPLY_TOKENS, config.max_tokens))
+
+
+def price(model: str, tokens_in: int, tokens_out: int) -> Optional[float]:
+    """Dollars for these tokens at litellm's price of the model; None when it knows none."""
+    from s3gym_tui.engine.llm import _litellm
+
+    litellm = _litellm()
+    try:
+        prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=int(tokens_in),
+                                                    completion_tokens=int(tokens_out))
+    except Exception:  # noqa: BLE001 - litellm raises plain exceptions for unmapped models
+        return None
+    if prompt is None or completion is None:
+        return None
+    return float(prompt) + float(completion)
+
+
+def plan(configs: Sequence[RunConfig]) -> SweepPlan:
+    estimates = tuple(estimate_run(c) for c in configs)
+    grouped: dict[str, list[RunEstimate]] = {}
+    for estimate in estimates:
+        grouped.setdefault(estimate.config.model, []).append(estimate)
+    models = []
+    for model, group in grouped.items():
+        t_in = sum(e.tokens_in for e in group)
+        t_out = sum(e.tokens_out for e in group)
+        t_typ = sum(e.tokens_out_typical for e in group)
+        models.append(ModelEstimate(model, len(group), sum(e.calls for e in group), t_in, t_out, t_typ,
+                                    price(model, t_in, t_out), price(model, t_in, t_typ)))
+    return SweepPlan(estimates, tuple(models))

@@ -1,0 +1,135 @@
+"""What every table, view and column of the store means, as a Datasette metadata document
+(`s3gym datasette-metadata`); the tests check that nothing stored goes undescribed."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+TABLES: dict[str, tuple[str, dict[str, str]]] = {
+    "meta": ("Store bookkeeping.", {"key": "setting name (schema_version)", "value": "its value"}),
+    "sweeps": ("A sweep: games x pathways x models run together (`s3gym sweep`), resumable as a whole.", {
+        "id": "sweep id (sweep-<hex>)", "config": "SweepConfig as JSON: games, pathways, models, shared run "
+        "settings, api bases, concurrency, budget", "status": "created, running, finished, stopped or failed",
+        "created_at": "UTC time of creation", "note": "why it stopped, if it did"}),
+    "runs": ("A run of the protocol: (model, game, pathway, settings).", {
+        "id": "run id (<game>-<pathway>-<hex>)", "config": "RunConfig as JSON (every setting of the run)",
+        "game": "the game", "model": "litellm model string", "pathway": "none, history, summary or trained",
+        "status": "created, running, finished, failed or stopped", "created_at": "UTC time of creation",
+        "note": "free text; a training run keeps its TrainingInfo here", "sweep_id": "the sweep that made it",
+        "status_reason": "why it stopped or failed (Ctrl-C, SIGTERM, the model, the disk)"}),
+    "episodes": ("One episode: exploration (feeds experience) or evaluation (held out, never experience).", {
+        "id": "episode id (<run>-x<index> or <run>-c<x>-e<j>)", "run_id": "its run (empty: a standalone episode)",
+        "game": "the game", "mode": "explore or eval (the game's rules)", "phase": "explore or eval (the protocol's "
+        "role; equals mode in runs)", "seed": "instance seed (evaluation seeds are >= 1,000,000)",
+        "index": "exploration index, or evaluation index within its checkpoint",
+        "checkpoint": "x (exploration episodes done) for evaluation episodes", "model": "litellm model string",
+        "pathway": "the pathway it was played with", "status": "running, finished, failed or stopped",
+        "score": "verifier score y (benchmark side)", "n_steps": "steps stored",
+        "summary_id": "the summary version the agent saw", "history_episode_ids": "JSON list of the previous "
+        "episodes fed as History ICL (see the history_sources view)", "history_cut": "how many oldest previous "
+        "episodes the history budget dropped", "fork_of": "the episode this one was forked from",
+        "fork_step": "source steps replayed before the fork", "started_at": "UTC start",
+        "finished_at": "UTC end"}),
+    "steps": ("One step: what the agent saw, its reply, action and self-score, and the verifier's reward.", {
+        "id": "step id (insertion order)", "episode_id": "its episode", "index": "step number in the episode",
+        "action": "the action executed", "self_score": "the agent's self-judged score s (empty: missing in the "
+        "reply)", "reward": "verifier reward r (never shown to the agent in the main setting)",
+        "valid": "1 if the game accepted the action", "terminated": "1 if the game ended here",
+        "truncated": "1 if the step cap ended the episode here", "actor": "model, human or human-edit",
+        "proposed_action": "the model's action when a person replaced it", "fault": "what went wrong with the "
+        "model call or the reply (retries, a missing or malformed score, ...)", "tokens_in": "prompt tokens",
+        "tokens_out": "completion tokens", "latency_ms": "model call time", "cost": "dollars (empty: litellm "
+        "knows no price)", "created_at": "UTC time", "feedback": "the game's feedback line",
+        "observation": "the observation before the action", "reply": "the raw model reply",
+        "prompt": "the messages as sent (JSON), or [[delta]] against an earlier prompt of the episode; "
+                  "[[text:key]] marks a shared part stored in texts (s3gym export shows them whole)"}),
+    "summaries": ("Versioned Summary Memory of a run: model-written or human-edited, vetoable, pinnable.", {
+        "id": "summary id", "run_id": "its run", "game": "the game", "version": "1, 2, ... within the run",
+        "retain": "strategies to retain", "avoid": "mistakes to avoid", "next": "directions for the next episode",
+        "source_episode_ids": "JSON list of the exploration episodes it was built from (see summary_sources)",
+        "status": "active or vetoed", "pinned": "1 if pinned (no new summaries until unpinned)",
+        "author": "model:<name> or human:<user>", "parent_version": "the version a human edit started from",
+        "created_at": "UTC time", "for_episode_id": "the exploration episode whose step 0 it was written for",
+        "tokens_in": "prompt tokens of its model call", "tokens_out": "completion tokens of its model call",
+        "cost": "dollars of its model call (empty: unknown price)"}),
+    "checkpoints": ("An evaluation checkpoint: the eval episodes at x and their verifier scores.", {
+        "run_id": "its run", "x": "exploration episodes done", "episode_ids": "JSON list of its eval episodes "
+        "(see checkpoint_episodes)", "scores": "JSON list of their scores (the mean is the curve's y)"}),
+    "datasets": ("A training set built from a run's exploration steps.", {
+        "id": "dataset id", "run_id": "its run", "rule": "selection rule as JSON (threshold, correction)",
+        "created_at": "UTC time", "counts": "rows per kind as JSON"}),
+    "dataset_rows": ("One exploration step as a training example.", {
+        "dataset_id": "its dataset", "episode_id": "the step's episode", "step_index": "the step's index",
+        "kind": "kept, corrected or dropped", "messages": "chat messages as JSON (empty list if dropped)"}),
+    "leases": ("The one process driving a run (resume only when it is gone).", {
+        "run_id": "the driven run", "token": "the lease's identity", "pid": "the driving process",
+        "host": "its host", "command": "what it runs (s3gym run, resume, sweep, the app)",
+        "acquired_at": "UTC time it took the run", "heartbeat_at": "last heartbeat (seconds since the epoch)"}),
+    "experience_states": ("Experience state x of a run: the summary it was built from and the one it uses.", {
+        "run_id": "the run", "x": "exploration episodes done", "base_summary_id": "the version current "
+        "when x began", "summary_id": "the version x uses (the pinned base, or the one the model wrote for x)",
+        "began_at": "UTC time x began"}),
+    "summary_actions": ("Curation log: every edit, veto, unveto, pin and unpin of a summary.", {
+        "id": "log entry", "run_id": "the run", "summary_id": "the version acted on (an edit: the new one)",
+        "action": "edit, veto, unveto, pin or unpin", "author": "who", "created_at": "UTC time",
+        "effective_from_x": "the first experience state that sees it"}),
+    "texts": ("Large prompt parts shared by many steps, stored once.", {
+        "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
+}
+
+VIEWS: dict[str, tuple[str, dict[str, str]]] = {
+    "steps_in_runs": ("Every step with its run, sweep, game, model, pathway and phase (no prompt text).", {}),
+    "run_overview": ("Per run: finished episodes and checkpoints, steps, tokens and step cost.", {}),
+    "history_sources": ("The History ICL sources of each episode, one row per source (from the JSON list).", {}),
+    "summary_sources": ("The source episodes of each summary version, one row per source.", {}),
+    "checkpoint_episodes": ("The evaluation episodes of each checkpoint with their scores.", {}),
+}
+
+LABELS = {"runs": "id", "episodes": "id", "sweeps": "id", "summaries": "id", "datasets": "id"}
+
+
+def datasette_metadata(conn: sqlite3.Connection, database: str) -> dict[str, Any]:
+    """The metadata document for Datasette (`datasette FILE --metadata metadata.json`), for the
+    tables and views present in the store; `database` is the file's stem (Datasette's name)."""
+    present = {r[0]: r[1] for r in conn.execute("SELECT name, type FROM sqlite_master "
+                                                 "WHERE type IN ('table', 'view')")}
+    tables: dict[str, Any] = {}
+    for name, (description, columns) in {**TABLES, **VIEWS}.items():
+        if name not in present:
+            continue
+        entry: dict[str, Any] = {"description": description}
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+        described = {c: columns.get(c) or _from_tables(name, c) for c in cols}
+        entry["columns"] = {c: d for c, d in described.items() if d}
+        if name in LABELS:
+            entry["label_column"] = LABELS[name]
+        if name == "steps":
+            entry["sort"] = "id"
+        tables[name] = entry
+    return {
+        "title": "s3gym store",
+        "description": "Runs, episodes, steps, versioned summaries, checkpoints and training sets of s3gym "
+                       "(S3Gym, arXiv 2608.31100). Self-scores s are the agent's; rewards r and scores y the "
+                       "verifier's. Evaluation episodes are held out: never history, summaries or training.",
+        "databases": {database: {"tables": tables}},
+    }
+
+
+_VIEW_SOURCES = {"step_id": ("steps", "id"), "step_index": ("steps", "index"), "episode_index": ("episodes", "index"),
+                 "source_episode_id": (None, "an exploration episode id"), "position": (None, "place in the JSON list"),
+                 "summary_id": ("episodes", "summary_id"), "explore_done": (None, "finished exploration episodes"),
+                 "eval_done": (None, "finished evaluation episodes"), "checkpoints_done": (None, "checkpoints stored"),
+                 "steps": (None, "steps stored"), "step_cost": (None, "dollars of its steps (known prices)"),
+                 "score": (None, "the episode's verifier score at the checkpoint")}
+
+
+def _from_tables(view: str, column: str) -> str | None:
+    """A view column's description: the table column it shows (steps first, then episodes, runs)."""
+    if column in _VIEW_SOURCES:
+        table, text = _VIEW_SOURCES[column]
+        return TABLES[table][1].get(text) if table else text
+    for table in ("steps", "episodes", "runs", "checkpoints", "summaries"):
+        if column in TABLES[table][1]:
+            return TABLES[table][1][column]
+    return None

@@ -1,0 +1,64 @@
+"""SQL views for browsing a store (Datasette, sqlite3): steps with their run, game, pathway and
+phase; the JSON id lists (history sources, summary sources, checkpoint episodes) as rows.
+
+Views are derived: `schema.migrate` drops them before any migration (so a table can be rebuilt
+under them) and creates the current ones after the last (migrations add views here, not in a
+migration). A user's own views are left alone.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+VIEWS: dict[str, str] = {
+    "steps_in_runs": """
+SELECT s.id AS step_id, s.episode_id, s."index" AS step_index, r.sweep_id, e.run_id, e.game,
+       e.model, e.pathway, e.phase, e.mode, e.checkpoint, e."index" AS episode_index, e.seed,
+       s.action, s.self_score, s.reward, s.valid, s.terminated, s.truncated, s.actor, s.fault,
+       s.tokens_in, s.tokens_out, s.latency_ms, s.cost, s.created_at, s.feedback
+FROM steps s JOIN episodes e ON e.id = s.episode_id LEFT JOIN runs r ON r.id = e.run_id""",
+    "run_overview": """
+SELECT r.id AS run_id, r.sweep_id, r.game, r.model, r.pathway, r.status, r.created_at,
+       (SELECT count(*) FROM episodes e WHERE e.run_id = r.id AND e.phase = 'explore'
+          AND e.status = 'finished') AS explore_done,
+       (SELECT count(*) FROM episodes e WHERE e.run_id = r.id AND e.phase = 'eval'
+          AND e.status = 'finished') AS eval_done,
+       (SELECT count(*) FROM checkpoints c WHERE c.run_id = r.id) AS checkpoints_done,
+       (SELECT coalesce(sum(e.n_steps), 0) FROM episodes e WHERE e.run_id = r.id) AS steps,
+       (SELECT coalesce(sum(s.tokens_in), 0) FROM steps s JOIN episodes e ON e.id = s.episode_id
+          WHERE e.run_id = r.id) AS tokens_in,
+       (SELECT coalesce(sum(s.tokens_out), 0) FROM steps s JOIN episodes e ON e.id = s.episode_id
+          WHERE e.run_id = r.id) AS tokens_out,
+       (SELECT sum(s.cost) FROM steps s JOIN episodes e ON e.id = s.episode_id
+          WHERE e.run_id = r.id) AS step_cost
+FROM runs r""",
+    "history_sources": """
+SELECT e.id AS episode_id, e.run_id, CAST(j.key AS INTEGER) AS position,
+       j.value AS source_episode_id
+FROM episodes e, json_each(CASE WHEN json_valid(e.history_episode_ids)
+                                THEN e.history_episode_ids ELSE '[]' END) j""",
+    "summary_sources": """
+SELECT m.id AS summary_id, m.run_id, m.version, CAST(j.key AS INTEGER) AS position,
+       j.value AS source_episode_id
+FROM summaries m, json_each(CASE WHEN json_valid(m.source_episode_ids)
+                                 THEN m.source_episode_ids ELSE '[]' END) j""",
+    "checkpoint_episodes": """
+SELECT c.run_id, c.x, CAST(j.key AS INTEGER) AS position, j.value AS episode_id,
+       json_extract(CASE WHEN json_valid(c.scores) THEN c.scores ELSE '[]' END,
+                    '$[' || j.key || ']') AS score
+FROM checkpoints c, json_each(CASE WHEN json_valid(c.episode_ids) THEN c.episode_ids
+                                   ELSE '[]' END) j""",
+}
+
+
+def drop_views(conn: sqlite3.Connection) -> None:
+    """Drop our views (a user's own views are left alone)."""
+    for name in VIEWS:
+        conn.execute(f'DROP VIEW IF EXISTS "{name}"')
+
+
+def create_views(conn: sqlite3.Connection) -> None:
+    """(Re)create every view of VIEWS; the tables they read must exist."""
+    for name, sql in VIEWS.items():
+        conn.execute(f'DROP VIEW IF EXISTS "{name}"')
+        conn.execute(f'CREATE VIEW "{name}" AS {sql.strip()}')

@@ -1,0 +1,155 @@
+"""The paper's grid at default size with the scripted players: all seven games x three pathways
+(30 exploration episodes, 11 checkpoints x 3 eval episodes each), run as one sweep from the CLI;
+every run consistent, and the sweep's report equal to values recomputed here from the stored rows."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import statistics
+from collections import defaultdict
+
+import pytest
+
+import games
+from s3gym_tui.cli import main
+from s3gym_tui.store import Store
+
+from tests.engine.helpers import check_run_consistency
+
+pytestmark = pytest.mark.slow
+
+
+def _curve(points: list[tuple[int, float]], eps: float) -> dict:
+    """y0, Avg, Max, AUC+ (positive part of y - y0, piecewise linear) and NABA, from scratch."""
+    ys = [y for _, y in points]
+    y0 = ys[0]
+    auc = 0.0
+    for (xa, ya), (xb, yb) in zip(points, points[1:]):
+        a, b, w = ya - y0, yb - y0, xb - xa
+        if a >= 0 and b >= 0:
+            auc += w * (a + b) / 2
+        elif a > 0 or b > 0:
+            hi, lo = max(a, b), min(a, b)
+            auc += 0.5 * w * hi * hi / (hi - lo)
+    return {"y0": y0, "avg": statistics.mean(ys), "max": max(ys), "auc_plus": auc, "naba": auc / max(y0, eps)}
+
+
+def _judge(pairs: list[tuple]) -> dict:
+    kept = [(s, r) for s, r in pairs if s is not None]
+    n = len(kept)
+    s_lo, s_hi = min(s for s, _ in kept), max(s for s, _ in kept)
+    r_lo, r_hi = min(r for _, r in kept), max(r for _, r in kept)
+
+    def norm(v, lo, hi):
+        return 0.0 if hi == lo else (v - lo) / (hi - lo)
+
+    return {"steps": n, "missing": len(pairs) - n,
+            "agreement": sum((s > 0) == (r > 0) for s, r in kept) / n,
+            "over": sum(s > 0 and r <= 0 for s, r in kept) / n,
+            "under": sum(s <= 0 and r > 0 for s, r in kept) / n,
+            "nmae": statistics.mean(abs(norm(s, s_lo, s_hi) - norm(r, r_lo, r_hi)) for s, r in kept)}
+
+
+def _corr(xs, ys):
+    if len(xs) < 3:
+        return None
+    try:
+        return statistics.correlation(xs, ys)
+    except statistics.StatisticsError:
+        return None
+
+
+def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
+    db = tmp_path / "sweep.db"
+    code = main(["sweep", "--games", "all", "--models", "scripted", "--yes", "--db", str(db)])
+    assert code == 0, capsys.readouterr().err
+    capsys.readouterr()
+    with Store(db) as store:
+        [sweep] = store.list_sweeps()
+        runs = store.sweep_runs(sweep.id)
+        assert sweep.status == "finished" and len(runs) == 21
+        assert {(r.config.game, r.config.pathway) for r in runs} == {(g, p) for g in games.names()
+                                                                      for p in ("none", "history", "summary")}
+        for run in runs:
+            assert run.status == "finished" and run.config.explore_episodes == 30
+            check_run_consistency(store, run)
+    code = main(["report", "--sweep", sweep.id, "--json", "--db", str(db)])
+    tables = json.loads(capsys.readouterr().out)["tables"]
+    assert code == 0
+
+    conn = sqlite3.connect(db)
+    meta = {r[0]: (r[1], r[2]) for r in conn.execute("SELECT id, game, pathway FROM runs WHERE sweep_id = ?",
+                                                      (sweep.id,))}
+    # curves: checkpoint means from the stored evaluation episodes
+    means = defaultdict(list)
+    for run_id, x, mean in conn.execute("SELECT run_id, checkpoint, avg(score) FROM episodes WHERE phase = 'eval' "
+                                        "GROUP BY run_id, checkpoint ORDER BY run_id, checkpoint"):
+        means[run_id].append((x, mean))
+    curves = {row["run"]: row for row in tables["curves"]["rows"]}
+    nabas = {}
+    for run_id, (game, pathway) in meta.items():
+        assert [x for x, _ in means[run_id]] == list(range(0, 31, 3))
+        expected = _curve(means[run_id], games.game_class(game).score_eps("eval"))
+        for key, value in expected.items():
+            assert curves[run_id][key] == pytest.approx(value, abs=1e-9), (run_id, key)
+        nabas[(game, pathway)] = expected["naba"]
+    # Summary vs History per game
+    deltas = {row["game"]: row for row in tables["delta_naba"]["rows"]}
+    for game in games.names():
+        delta = nabas[(game, "summary")] - nabas[(game, "history")]
+        assert deltas[game]["mean_delta"] == pytest.approx(delta, abs=1e-9)
+        assert deltas[game]["wins"] == (delta >= 1e-9) and deltas[game]["losses"] == (delta <= -1e-9)
+    # self-judging by game, over all steps and per phase
+    pairs = defaultdict(list)
+    for game, phase, s, r in conn.execute(
+            "SELECT e.game, e.phase, s.self_score, s.reward FROM steps s JOIN episodes e ON e.id = s.episode_id "
+            "JOIN runs u ON u.id = e.run_id WHERE u.sweep_id = ?", (sweep.id,)):
+        pairs[(game, phase)].append((s, r))
+        pairs[(game, "all")].append((s, r))
+    judged = {(row["game"], row["phase"]): row for row in tables["judging_by_game"]["rows"]}
+    assert len(judged) == 21
+    for key, values in pairs.items():
+        for metric, value in _judge(values).items():
+            assert judged[key][metric] == pytest.approx(value, abs=1e-9), (key, metric)
+    # coupling per run: blocks of exploration between checkpoints, E_t on run-wide bounds
+    coupling = {row["run"]: row for row in tables["coupling"]["rows"]}
+    for run_id, (game, _) in meta.items():
+        lo, hi = games.game_class(game).score_range("eval")
+        steps = conn.execute("SELECT e.\"index\", s.self_score, s.reward FROM steps s JOIN episodes e "
+                             "ON e.id = s.episode_id WHERE e.run_id = ? AND e.phase = 'explore'", (run_id,)).fetchall()
+        kept = [(i, s, r) for i, s, r in steps if s is not None]
+        sb = (min(s for _, s, _ in kept), max(s for _, s, _ in kept))
+        rb = (min(r for _, _, r in kept), max(r for _, _, r in kept))
+
+        def norm(v, b):
+            return 0.0 if b[1] == b[0] else (v - b[0]) / (b[1] - b[0])
+
+        a_t, e_t, g_t = [], [], []
+        ys = dict(means[run_id])
+        for x in range(0, 30, 3):
+            block = [(s, r) for i, s, r in kept if x <= i < x + 3]
+            if block:
+                a_t.append(sum((s > 0) == (r > 0) for s, r in block) / len(block))
+                e_t.append(statistics.mean(abs(norm(s, sb) - norm(r, rb)) for s, r in block))
+                g_t.append((ys[x + 3] - ys[x]) / (hi - lo))
+        row = coupling[run_id]
+        assert row["used"] == len(a_t)
+        for key, value in (("corr_agreement_gain", _corr(a_t, g_t)), ("corr_neg_nmae_gain", _corr([-e for e in e_t], g_t))):
+            if value is None:
+                assert row[key] is None, (run_id, key)
+            else:
+                assert row[key] == pytest.approx(value, abs=1e-9), (run_id, key)
+    # calls, tokens: every step and every model-written summary of the run
+    usage = {row["run"]: row for row in tables["runs"]["rows"]}
+    for run_id in meta:
+        calls, t_in, t_out = conn.execute(
+            "SELECT count(*), sum(s.tokens_in), sum(s.tokens_out) FROM steps s JOIN episodes e ON e.id = s.episode_id "
+            "WHERE e.run_id = ?", (run_id,)).fetchone()
+        s_calls, s_in, s_out = conn.execute(
+            "SELECT count(*), coalesce(sum(tokens_in), 0), coalesce(sum(tokens_out), 0) FROM summaries "
+            "WHERE run_id = ? AND author LIKE 'model%'", (run_id,)).fetchone()
+        assert (usage[run_id]["calls"], usage[run_id]["tokens_in"], usage[run_id]["tokens_out"]) == \
+            (calls + s_calls, t_in + s_in, t_out + s_out)
+        assert usage[run_id]["episodes_done"] == usage[run_id]["episodes_total"] == 30 + 11 * 3
+    conn.close()
