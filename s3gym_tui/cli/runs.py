@@ -49,11 +49,27 @@ def run(
 
 @cli.command()
 def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
-    """Continue an interrupted run where it stopped."""
+    """Continue an interrupted run, training or distillation study where it stopped."""
     store = _store(db)
+    if store.find_training(run_id) is not None:
+        from s3gym_tui.cli.train import resume_training_cli
+
+        resume_training_cli(store, run_id)
+        return
+    if store.find_study(run_id) is not None:
+        from s3gym_tui.cli.distill import resume_study_cli
+
+        resume_study_cli(store, run_id)
+        return
     target = store.get_run(run_id)
     if target.config.pathway == "trained":
-        raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
+        link = store.training_of_run(run_id)
+        if link is None:
+            raise UserError(f"{run_id} is a training's evaluation run without its training: nothing to resume")
+        from s3gym_tui.cli.train import resume_training_cli
+
+        resume_training_cli(store, link[0].id)
+        return
     _follow(store, target)
 
 
@@ -145,6 +161,9 @@ def report(run_ids: List[str] = typer.Argument(None), db: Optional[Path] = DbOpt
     if not runs:
         raise UserError("no finished runs to report on")
     _print_reports(store, runs)
+    from s3gym_tui.training.matrix_view import print_study_matrices
+
+    print_study_matrices(console, store, [r.id for r in runs])
 
 
 @cli.command()
@@ -154,8 +173,8 @@ def audit(db: Optional[Path] = DbOption) -> None:
 
     result = run_audit(_store(db))
     if result.ok:
-        console.print("[green]audit clean[/]: no evaluation step feeds history, summaries or datasets; "
-                      "no seed crosses phases")
+        console.print("[green]audit clean[/]: no evaluation step feeds history, summaries, datasets or "
+                      "trainings (rollouts, prompts); no seed crosses phases")
         return
     for problem in result.problems:
         console.print(f"[red]leak[/] {escape(str(problem))}")

@@ -92,11 +92,19 @@ def _v2(db: Database) -> None:
     db["texts"].create({"key": str, "text": str}, pk="key", not_null={"text"})
 
 
+def _v3(db: Database) -> None:
+    """Version 3: tables for trainings (checkpoints, losses, evaluation runs, sources) and studies;
+    dataset rows say why a row was dropped and how many tokens it has; old run notes move over."""
+    from s3gym_tui.store.schema_trainings import migrate_v3
+
+    migrate_v3(db)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. (A future migration that rebuilds a
 # table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,5 +1,5 @@
 """The s3gym store: one SQLite file (WAL) of runs, episodes, steps, versioned summaries,
-checkpoints and training datasets. One Store per thread (see connection.py).
+checkpoints, training datasets and trainings. One Store per thread (see connection.py).
 
 The held-out line is enforced here (see LeakageError): an evaluation episode never becomes history,
 a summary source or a training row, and an episode's phase always matches its seed range.
@@ -18,8 +18,8 @@ from pydantic import ValidationError
 from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, phase_of_seed,
                               utcnow)
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
-from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.trainings import TrainingStore
 
 TEXT_REF_PREFIX = "[[text:"
 TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
@@ -60,7 +60,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(DerivedStore):
+class Store(TrainingStore):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.

@@ -44,16 +44,19 @@ def tiny_training(tiny_base, tmp_path_factory):
 
 def test_one_adapter_per_epoch_and_a_loss_per_step(tiny_training):
     result, events = tiny_training
-    assert result.examples == 4 and result.steps == 4
+    assert result.examples == 8 and result.steps == 4  # 4 examples seen twice
+    assert result.tokens > 8 * 100 and result.examples_per_s > 0 and result.tokens_per_s > 0
+    assert result.peak_rss_mb > 100 and result.steps_at == {1: 2, 2: 4}
     assert sorted(result.adapters) == [1, 2]
     for path in result.adapters.values():
         assert (path / "adapter_config.json").is_file() and (path / "adapter_model.safetensors").is_file()
     kinds = [e.kind for e in events]
     assert kinds[0] == "load" and kinds[-1] == "done"
-    assert kinds.count("step") == 4 and kinds.count("epoch") == 2
+    assert kinds.count("step") == 4 and kinds.count("checkpoint") == 2
     assert [e.step for e in events if e.kind == "step"] == [1, 2, 3, 4]
-    assert [e.adapter_dir for e in events if e.kind == "epoch"] == [result.adapters[1], result.adapters[2]]
-    assert [s for s, _, _ in result.losses] == [1, 2, 3, 4] and all(math.isfinite(l) for _, _, l in result.losses)
+    assert [e.adapter_dir for e in events if e.kind == "checkpoint"] == [result.adapters[1], result.adapters[2]]
+    assert [p.step for p in result.losses] == [1, 2, 3, 4] and all(math.isfinite(p.loss) for p in result.losses)
+    assert all(p.phase == "sft" and "mean_token_accuracy" in p.metrics for p in result.losses)
 
 
 def test_training_refuses_an_empty_dataset_and_a_base_that_is_not_a_model(tiny_base, tmp_path):
@@ -120,8 +123,8 @@ async def test_the_engine_reaches_it_and_repairs_are_counted(served):
 async def test_clear_errors_for_unknown_trainings_epochs_and_names(served):
     from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 
-    for model, needle in (("trained/tiny-run/7", "has no epoch 7"), ("trained/nope/1", "unknown training 'nope'"),
-                          ("trained/tiny-run", "trained/<training_id>/<epoch>")):
+    for model, needle in (("trained/tiny-run/7", "has no checkpoint 7"), ("trained/nope/1", "unknown training 'nope'"),
+                          ("trained/tiny-run", "trained/<training_id>/<checkpoint>")):
         with pytest.raises(ModelUnavailable, match=needle):
             await complete(CallSettings(model=model, max_retries=0), [{"role": "user", "content": "x"}])
 

@@ -9,10 +9,9 @@ from s3gym_tui.app import S3GymApp
 from s3gym_tui.models import Checkpoint, Episode
 from s3gym_tui.screens.analysis_common import fmt, fmt_score
 from s3gym_tui.screens.training import TrainingScreen
-from s3gym_tui.store import Store
+from s3gym_tui.store import LossPoint, Store, Training, TrainingCheckpoint
 from s3gym_tui.training.dataset import build_dataset
-from s3gym_tui.training.evaluate import create_training_run
-from s3gym_tui.training.runs import TrainingInfo
+from s3gym_tui.training.evaluate import create_eval_run
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 
 MEANS = {0: 10.0, 1: 4.0, 2: 12.0}  # epoch 1 falls below the base: negative transfer
@@ -21,12 +20,16 @@ MEANS = {0: 10.0, 1: 4.0, 2: 12.0}  # epoch 1 falls below the base: negative tra
 def stored_training(store, source_id: str, dataset_id: str):
     """A training run with its checkpoints written directly (no model needed for the UI)."""
     source = store.get_run(source_id)
-    info = TrainingInfo(source_run=source_id, dataset_id=dataset_id, base="tiny",
-                        checkpoints={x: f"trained/t-ui/{x}" for x in MEANS}, epochs=2, examples=5)
-    run = create_training_run(store, source, info, eval_episodes=1, run_id="trust-trained-ui")
+    training = store.add_training(Training(id=f"trust-sft-ui-{source_id[-6:]}", games=("trust",), source_run=source_id,
+                                           dataset_id=dataset_id, base="tiny", epochs=2, examples=5))
+    models = {x: f"trained/t-ui/{x}" for x in MEANS}
+    for x, model in models.items():
+        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
+    store.add_losses(training.id, [LossPoint(step=i, loss=3.0 - i, phase="sft") for i in (1, 2)])
+    run = create_eval_run(store, training, source.config, list(MEANS), eval_episodes=1, run_id=training.id)
     for x, mean in MEANS.items():
         episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game="trust", mode="eval", phase="eval",
-                          seed=run.config.eval_seed(0), index=0, checkpoint=x, model=info.checkpoints[x],
+                          seed=run.config.eval_seed(0), index=0, checkpoint=x, model=models[x],
                           pathway="trained")
         store.add_episode(episode)
         store.finish_episode(episode.id, mean)
@@ -83,9 +86,10 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
         assert checkpoints[f"{training.id}:1"][2:] == ["4", "-6", "negative"]
         assert checkpoints[f"{training.id}:2"][4] == ""
-        assert screen.query_one(CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
+        assert screen.query_one("#training-curve", CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
+        assert screen.query_one("#training-loss", CurvePlot).curves == (Curve(f"{training.id} sft", ((1, 2.0), (2, 1.0))),)
         flags = str(screen.query_one("#training-flags", Static).render())
-        assert "negative transfer at epoch 1" in flags and "Avg 8.667" in flags
+        assert "negative transfer at epoch 1" in flags and "Avg 8.667" in flags and "sft ·" in flags
 
         await pilot.press("d")
         await pilot.pause()
