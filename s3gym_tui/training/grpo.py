@@ -14,11 +14,23 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, load_for_training, quiet
 from s3gym_tui.training.options import GrpoConfig
 from s3gym_tui.training.rollouts import OnRollout
+
+if TYPE_CHECKING:
+    from s3gym_tui.training.rollouts import StateStream
+
+
+# `datasets` fingerprints a generator's closure by pickling it (the model, the store...): the stream is
+# reached through this registry by a plain integer key instead.
+_STREAMS: dict[int, "StateStream"] = {}
+
+
+def _stream_rows(stream_key: int):
+    yield from _STREAMS[stream_key].rows()
 
 
 def state_features():
@@ -65,7 +77,9 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         result.resumed_from = checkpoint
     sampler = Sampler(model, tokenizer, config.temperature, config.max_completion_length, seed=lora.seed)
     stream = StateStream(game, seeds, sampler, config.rollout_step_cap, on_rollout)
-    dataset = IterableDataset.from_generator(stream.rows, features=state_features())
+    key = id(stream)
+    _STREAMS[key] = stream
+    dataset = IterableDataset.from_generator(_stream_rows, features=state_features(), gen_kwargs={"stream_key": key})
     judge = FrozenJudge(model, tokenizer, config.judge_max_new_tokens) if config.reward == "self" else None
     args = GRPOConfig(
         output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates, per_device_train_batch_size=config.num_generations,
@@ -77,12 +91,15 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False)
     reporter = Reporter(result, progress, "grpo", save_every=config.save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=config.updates, phase="grpo"))
-    with quiet():
-        trainer = quiet_trainer(GRPOTrainer(model=model, reward_funcs=[make_reward(config.reward, judge)], args=args,
-                                            train_dataset=dataset, processing_class=tokenizer, callbacks=[reporter],
-                                            environment_factory=GameEnvironment))
-        started = time.perf_counter()
-        trainer.train(resume_from_checkpoint=checkpoint)
+    try:
+        with quiet():
+            trainer = quiet_trainer(GRPOTrainer(model=model, reward_funcs=[make_reward(config.reward, judge)],
+                                                args=args, train_dataset=dataset, processing_class=tokenizer,
+                                                callbacks=[reporter], environment_factory=GameEnvironment))
+            started = time.perf_counter()
+            trainer.train(resume_from_checkpoint=checkpoint)
+    finally:
+        _STREAMS.pop(key, None)
     result.examples = trainer.state.global_step * config.states_per_update * config.num_generations
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)

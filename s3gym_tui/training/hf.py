@@ -26,7 +26,8 @@ def lora_config(cfg: Any) -> Any:
                       target_modules=cfg.target_modules, task_type="CAUSAL_LM")
 
 
-LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm")
+LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
+          "parsed_replies")
 
 
 class Reporter(TrainerCallback):
