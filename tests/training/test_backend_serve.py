@@ -157,3 +157,37 @@ def test_trained_model_strings_are_builtin_and_registered_next_to_the_others():
     names = [e["provider"] for e in litellm.custom_provider_map]
     assert sorted(names) == sorted(set(names)) and {"local", "scripted", "fault", "trained"} <= set(names)
     assert "trained" in providers.PROVIDERS
+
+
+FRESH_PROCESS = """
+import asyncio, sys
+from s3gym_tui.engine.llm import CallSettings, complete
+from s3gym_tui.engine.parsing import parse_reply
+ctx = {"task": "act", "game": "trust", "mode": "eval", "seed": 1000000, "actions": [],
+       "grammar": '"collaborate" | "cheat"'}
+result = asyncio.run(complete(CallSettings(model="trained/from-disk/1", max_tokens=40, max_retries=0),
+                              [{"role": "user", "content": "Round 1. collaborate or cheat?"}], ctx))
+assert parse_reply(result.reply).action in ("collaborate", "cheat"), result.reply
+assert not any(m.startswith("s3gym_tui.cli") for m in sys.modules)  # nothing but the engine was imported
+print("ok")
+"""
+
+
+def test_any_process_serves_a_training_by_name(tiny_training, tiny_base, tmp_path):
+    """A process that only uses the engine finds `trained/<id>/<x>`: the providers package loads the
+    plugin by name and the handler reads the training's manifest."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from s3gym_tui.training.runs import write_manifest
+
+    result, _ = tiny_training
+    write_manifest(tmp_path / "from-disk", "from-disk", tiny_base, result.adapters)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(root), S3GYM_TRAINING_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")
