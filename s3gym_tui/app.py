@@ -10,6 +10,8 @@ from textual.binding import Binding
 
 from s3gym_tui.config import Settings, load_settings
 
+STORE_POLL_S = 0.5  # how often the app asks SQLite whether anything changed (microseconds each)
+
 
 class S3GymApp(App):
     """s3gym: watch, judge and steer LLM agents on the seven S3Gym games."""
@@ -29,10 +31,21 @@ class S3GymApp(App):
         self.settings = settings or load_settings()
         if default_model:
             self.settings = self.settings.model_copy(update={"default_model": default_model})
+        if self.settings.keymap:  # a broken keymap must not leave the app without a way out
+            from s3gym_tui.config import ConfigError, config_path
+            from s3gym_tui.screens.keymap import binding_ids, keymap_problem
+
+            problem = keymap_problem(self.settings.keymap, binding_ids(),
+                                     source=None if settings else config_path())
+            if problem:
+                raise ConfigError(problem)
         from s3gym_tui.store import default_db_path
 
         self.db_path = Path(db_path or self.settings.db or default_db_path())
         self._store = None
+        self._watcher = None
+        self.store_generation = 0  # bumped whenever any process commits to the store
+        self._quit_asked = False
 
     # ----- shared services --------------------------------------------------------------
     @property
@@ -57,10 +70,24 @@ class S3GymApp(App):
                         severity="error", timeout=3600)
             return
         from s3gym_tui.screens.home import HomeScreen
+        from s3gym_tui.store.watch import StoreWatcher
 
+        self._watcher = StoreWatcher(self.db_path)
+        self._watcher.changed()  # the starting point
+        self.set_interval(STORE_POLL_S, self._poll_store)
         self.push_screen(HomeScreen())
 
+    def _poll_store(self) -> None:
+        """Tell the screen on top when any process (this one included) committed to the store."""
+        if self._watcher is not None and self._watcher.changed():
+            from s3gym_tui.messages import StoreChanged
+
+            self.store_generation += 1
+            self.screen.post_message(StoreChanged(self.store_generation))
+
     def on_unmount(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
         if self._store is not None:
             self._store.close()
 
@@ -112,6 +139,34 @@ class S3GymApp(App):
         from s3gym_tui.screens.help import HelpScreen
 
         self.push_screen(HelpScreen())
+
+    def driving_screens(self) -> list:
+        """Screens of this app that drive a run right now."""
+        return [screen for screen in self.screen_stack
+                if getattr(screen, "has_live_work", None) and screen.has_live_work()]
+
+    async def action_quit(self) -> None:
+        """Quit; while this app drives a run, ask first (a second ctrl+q quits at once)."""
+        driving = self.driving_screens()
+        if not driving or self._quit_asked:
+            for screen in driving:
+                screen.stop_run("the app quit")
+            self.exit()
+            return
+        from s3gym_tui.screens.dialogs import ConfirmDialog
+
+        def answer(yes: Optional[bool]) -> None:
+            self._quit_asked = False
+            if yes:
+                for screen in self.driving_screens():
+                    screen.stop_run("the app quit")
+                self.exit()
+
+        self._quit_asked = True
+        runs = ", ".join(getattr(screen, "run_id", "?") for screen in driving)
+        self.push_screen(ConfirmDialog(f"This app is driving run {runs}.\nQuit anyway? The run stops "
+                                       f"now and stays resumable (s3gym resume).", yes="Quit",
+                                       no="Keep running"), answer)
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

@@ -100,3 +100,10 @@ class TrainingViewBuilt(Message):
 
     view: Any = None
     error: Optional[str] = None
+
+
+@dataclass
+class StoreChanged(Message):
+    """Some process committed to the store (seen through SQLite's data_version)."""
+
+    generation: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Pathway = Literal["none", "history", "summary", "trained"]
 Phase = Literal["explore", "eval"]
@@ -23,6 +23,21 @@ def utcnow() -> str:
 def phase_of_seed(seed: int) -> Phase:
     """The phase a seed belongs to: the two ranges are disjoint and fixed for the project."""
     return "eval" if seed >= EVAL_SEED_BASE else "explore"
+
+
+def explore_episode_id(run_id: str, index: int) -> str:
+    """The id of a run's exploration episode `index` (also the key of experience state x = index)."""
+    return f"{run_id}-x{index:03d}"
+
+
+def eval_episode_id(run_id: str, x: int, j: int) -> str:
+    """The id of evaluation episode j at checkpoint x of a run."""
+    return f"{run_id}-c{x:03d}-e{j}"
+
+
+def is_explore_episode_id(run_id: str, episode_id: str) -> bool:
+    prefix = f"{run_id}-x"
+    return episode_id.startswith(prefix) and episode_id[len(prefix):].isdigit()
 
 
 class Frozen(BaseModel):
@@ -57,6 +72,15 @@ class RunConfig(Frozen):
 
         return canonical(value)
 
+    @model_validator(mode="after")
+    def _seeds_stay_in_their_range(self) -> "RunConfig":
+        """Every exploration seed below EVAL_SEED_BASE, else the run could never finish."""
+        last = self.explore_seed_base + self.explore_episodes - 1
+        if self.explore_episodes and last >= EVAL_SEED_BASE:
+            raise ValueError(f"explore_seed_base {self.explore_seed_base} with {self.explore_episodes} "
+                             f"episodes reaches seed {last}, an evaluation seed (>= {EVAL_SEED_BASE:,})")
+        return self
+
     def checkpoints(self) -> list[int]:
         """Exploration counts at which evaluation happens: 0, every, 2*every, ..., explore_episodes."""
         xs = list(range(0, self.explore_episodes + 1, self.eval_every))
@@ -77,6 +101,7 @@ class Run(Frozen):
     status: Literal["created", "running", "finished", "failed", "stopped"] = "created"
     created_at: str = Field(default_factory=utcnow)
     note: str = ""
+    status_reason: str = ""  # why it stopped or failed (empty while it runs or once finished)
 
 
 class Episode(Frozen):

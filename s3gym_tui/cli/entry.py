@@ -18,6 +18,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from games import GameError
     from s3gym_tui.config import ConfigError
     from s3gym_tui.engine.llm import ModelUnavailable
+    from s3gym_tui.output import OutputError
 
     args = list(sys.argv[1:] if argv is None else argv)
     if not args:
@@ -28,7 +29,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         StoreError = RuntimeError  # type: ignore[misc,assignment]
     try:
         code = cli(args=args, standalone_mode=False)  # click returns a command's typer.Exit code
-    except (UserError, GameError, StoreError, ModelUnavailable, ConfigError) as exc:
+    except (UserError, GameError, StoreError, ModelUnavailable, ConfigError, OutputError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, markup=True, highlight=False)
         return 2

@@ -14,12 +14,22 @@ from s3gym_tui.cli.common import DbOption, cli, console
 
 @cli.command()
 def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "--mode"),
-         seed: int = typer.Option(0, "--seed"), delay: float = typer.Option(0.0, "--delay")) -> None:
+         seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Default: the mode's first seed."),
+         delay: float = typer.Option(0.0, "--delay", min=0.0, max=60.0, help="Seconds between steps.")) -> None:
     """Watch the game's reference policy play one episode in the terminal (no model, no store)."""
     import time
 
     import games
+    from s3gym_tui.cli.common import UserError
+    from s3gym_tui.models import EVAL_SEED_BASE, phase_of_seed
 
+    if mode not in ("explore", "eval"):
+        raise UserError(f"--mode is explore or eval, not {mode!r}")
+    if seed is None:
+        seed = EVAL_SEED_BASE if mode == "eval" else 0
+    if phase_of_seed(seed) != mode:
+        raise UserError(f"seed {seed:,} is an {phase_of_seed(seed)} seed: {mode} episodes use seeds "
+                        f"{'>= ' if mode == 'eval' else 'below '}{EVAL_SEED_BASE:,}")
     g = games.make(game, mode)
     g.reset(seed)
     policy = games.reference_policy(game)

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console
+from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console, err
 
 
 @cli.command()
@@ -29,6 +29,10 @@ def run(
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
     api_base: Optional[str] = typer.Option(None, "--api-base"),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    timeout: float = typer.Option(120.0, "--timeout", min=0.1, max=3600.0,
+                                  help="Seconds one model call may take before it is retried."),
+    max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
+                                    help="Retries of a failed model call (timeouts, 429, 5xx)."),
     db: Optional[Path] = DbOption,
 ) -> None:
     """Start a run of the explore/evaluate protocol and follow it with progress bars."""
@@ -39,7 +43,9 @@ def run(
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                        max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
-                       api_base=api_base, oracle_feedback=oracle_feedback)
+                       api_base=api_base, oracle_feedback=oracle_feedback, timeout_s=timeout,
+                       max_retries=max_retries)
+    _preflight(config)  # a doomed run is refused before anything is stored
     store = _store(db)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
@@ -48,8 +54,14 @@ def run(
 
 
 @cli.command()
-def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> None:
+def resume(run_id: str = typer.Argument(...),
+           api_base: Optional[str] = typer.Option(
+               None, "--api-base", help="The run's api base again, with the credentials that were "
+               "not stored (http://user:KEY@host/v1): it must be the stored one once they are removed."),
+           db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run, training or distillation study where it stopped."""
+    from s3gym_tui.secrets import strip_url_credentials
+
     store = _store(db)
     if store.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
@@ -62,6 +74,12 @@ def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> 
         resume_study_cli(store, run_id)
         return
     target = store.get_run(run_id)
+    if api_base is not None:
+        if strip_url_credentials(api_base) != target.config.api_base:
+            raise UserError(f"--api-base {strip_url_credentials(api_base)} is not the run's api base "
+                            f"({target.config.api_base}): a resumed run keeps its model")
+        target = target.model_copy(update={"config": target.config.model_copy(
+            update={"api_base": api_base})})
     if target.config.pathway == "trained":
         link = store.training_of_run(run_id)
         if link is None:
@@ -70,10 +88,22 @@ def resume(run_id: str = typer.Argument(...), db: Optional[Path] = DbOption) -> 
 
         resume_training_cli(store, link[0].id)
         return
-    _follow(store, target)
+    if target.status == "finished":
+        raise UserError(f"run {run_id} is finished: nothing left to run")
+    _preflight(target.config)
+    _follow(store, target, verb="resume")
 
 
-def _follow(store, run) -> None:
+def _preflight(config) -> None:
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    try:
+        check_model(config.model, config.game, config.api_base)
+    except ModelRefused as exc:
+        raise UserError(f"{exc} (nothing was stored)") from None
+
+
+def _follow(store, run, verb: str = "run") -> None:
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
 
@@ -100,23 +130,39 @@ def _follow(store, run) -> None:
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 
+    runner = ProtocolRunner(store, run, on_event)
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(runner.stop):
+            return await runner.run_protocol(command=f"s3gym {verb}")
+
     with progress:
-        final = asyncio.run(ProtocolRunner(store, run, on_event).run_protocol())
+        final = asyncio.run(drive())
+    if runner.stop_reason is not None:  # Ctrl-C or SIGTERM: a clean, resumable stop
+        err.print(f"run {escape(final.id)} {runner.stop_reason}: stored data is intact")
+        err.print(f"resume with: s3gym resume {escape(final.id)}", highlight=False)
+        raise typer.Exit(130)
     if outcome.get("error"):
         raise UserError(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
     _print_reports(store, [final])
 
 
 @cli.command("runs")
-def list_runs(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
+def list_runs(db: Optional[Path] = DbOption,
+              limit: int = typer.Option(50, "--limit", min=1, max=1_000_000)) -> None:
     """List stored runs, newest first."""
+    from s3gym_tui.store.leases import shown_status
+
     store = _store(db)
     table = Table(title="runs")
     for col in ("id", "game", "model", "pathway", "status", "created"):
         table.add_column(col)
+    leases = store.live_leases()
     for r in store.list_runs(limit=limit):
-        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway, r.status,
-                      r.created_at[:19])
+        table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway,
+                      escape(shown_status(r.status, leases.get(r.id))), r.created_at[:19])
     console.print(table)
 
 
@@ -186,15 +232,20 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
            db: Optional[Path] = DbOption) -> None:
     """Export a run's episodes and steps as JSONL (one object a line)."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
-    run = store.get_run(run_id)  # before opening --out: an unknown run must not truncate the file
-    handle = open(out, "w", encoding="utf-8") if out else sys.stdout
     try:
-        count = export_run(store, run, handle)
-    finally:
-        if out:
-            handle.close()
+        if out:  # before anything is written: never the database, never a half-written file
+            check_target(out, store.path)
+        run = store.get_run(run_id)
+        if not out:
+            export_run(store, run, sys.stdout)
+            return
+        with atomic_text(out, store.path) as handle:
+            count = export_run(store, run, handle)
+    except OutputError as exc:
+        raise UserError(str(exc)) from None
     if out:
         console.print(f"wrote {count} lines to {escape(str(out))}")
 

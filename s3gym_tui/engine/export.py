@@ -6,15 +6,23 @@ import json
 from typing import TextIO
 
 from s3gym_tui.models import Run
+from s3gym_tui.secrets import redact_values
 
 
 def export_run(store, run: Run, out: TextIO) -> int:
-    """Write the run as JSONL; returns the number of lines written."""
+    """Write the run as JSONL from one consistent read snapshot (a live run writing meanwhile
+    cannot tear it); returns the number of lines written. Secret values are redacted."""
+    with store.snapshot("export a run"):
+        run = store.get_run(run.id)
+        return _export(store, run, out)
+
+
+def _export(store, run: Run, out: TextIO) -> int:
     lines = 0
 
     def emit(kind: str, payload: dict) -> None:
         nonlocal lines
-        out.write(json.dumps({"type": kind, **payload}, ensure_ascii=False) + "\n")
+        out.write(redact_values(json.dumps({"type": kind, **payload}, ensure_ascii=False)) + "\n")
         lines += 1
 
     emit("run", run.model_dump(mode="json"))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
+
+from s3gym_tui.secrets import REDACTED, has_secret, redact_values  # noqa: F401  (REDACTED re-exported)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -62,19 +65,38 @@ def _fault_name(exc: BaseException) -> str:
             "TimeoutError": "timeout"}.get(name, name)
 
 
+MAX_TOKEN_COUNT = 10_000_000  # more than any context window: a larger count is a server's garbage
+
+
 def _retry_after(exc: BaseException) -> Optional[float]:
+    """The server's Retry-After in seconds, or None when absent or not a sane number (nan, inf,
+    negative, an HTTP date): then the engine's own backoff applies. Capped by the caller."""
     response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or {}
+    headers = getattr(response, "headers", None) or getattr(exc, "headers", None) or {}
     try:
         value = headers.get("retry-after") or headers.get("Retry-After")
-        return float(value) if value is not None else None
-    except (TypeError, ValueError):
+        delay = float(value) if value is not None else None
+    except (TypeError, ValueError, AttributeError):
         return None
+    if delay is None or not math.isfinite(delay) or delay < 0:
+        return None
+    return delay
 
 
-# Environment variables whose values are secrets (API keys, tokens, passwords) ...
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|API_?KEY|^AWS_", re.IGNORECASE)
-# ... and the shapes of keys and auth headers that providers echo in error messages (often partly
+def _count(value: Any, what: str, faults: list[str]) -> int:
+    """A token count from the server as a sane int (0 and a fault when negative, absurd, not a number)."""
+    try:
+        number = float(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        faults.append(f"server sent a non-numeric {what} ({str(value)[:40]!r}); stored as 0")
+        return 0
+    if not math.isfinite(number) or number < 0 or number > MAX_TOKEN_COUNT:
+        faults.append(f"server sent an impossible {what} ({str(value)[:40]}); stored as 0")
+        return 0
+    return int(number)
+
+
+# The shapes of keys and auth headers that providers echo in error messages (often partly
 # masked, e.g. "Incorrect API key provided: sk-abc*****wxyz").
 _SECRET_SHAPES = (
     re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}"),
@@ -84,16 +106,13 @@ _SECRET_SHAPES = (
     re.compile(r"(?i)((?:api[_-]?key|x-api-key|authorization|access[_-]?token|secret)[\"']?\s*[:=]\s*[\"']?)"
                r"[^\s\"',;}]{6,}"),
 )
-REDACTED = "[redacted]"
 
 
 def redact(text: str) -> str:
     """`text` with secrets removed: the values of secret-looking environment variables (API keys)
     and anything shaped like a key or an auth header. Applied to every model error message, so
     a provider that echoes a key cannot carry it into the store, the logs or the UI."""
-    for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
-            text = text.replace(value, REDACTED)
+    text = redact_values(text)
     for shape in _SECRET_SHAPES:
         text = shape.sub(lambda m: (m.group(1) + REDACTED) if m.re.groups else REDACTED, text)
     return text
@@ -135,7 +154,7 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
             delay = _retry_after(exc)
             if delay is None:
                 delay = min(settings.backoff_cap_s, settings.backoff_base_s * (2 ** attempt))
-            await asyncio.sleep(min(delay, settings.backoff_cap_s))
+            await asyncio.sleep(max(0.0, min(delay, settings.backoff_cap_s)))
             continue
         except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
             raise ModelUnavailable(f"{settings.model}: {one_line(exc)}") from exc
@@ -153,12 +172,19 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     clean = reply.encode("utf-8", errors="replace").decode("utf-8", errors="replace")
     if clean != reply:  # lone surrogates: not storable, replaced by '?', and noted on the step
         faults = faults + ("invalid UTF-8 in the reply (replaced)",)
+    if has_secret(clean):  # a provider echoing a key: it never reaches the agent, store or screen
+        clean = redact_values(clean)
+        faults = faults + ("a secret in the reply (redacted)",)
     reply = clean
     usage = getattr(response, "usage", None)
-    tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-    tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+    found: list[str] = []
+    tokens_in = _count(getattr(usage, "prompt_tokens", 0), "prompt_tokens", found)
+    tokens_out = _count(getattr(usage, "completion_tokens", 0), "completion_tokens", found)
     try:
         cost = float(litellm.completion_cost(completion_response=response))
     except Exception:
         cost = None
-    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults)
+    if cost is not None and (not math.isfinite(cost) or cost < 0):
+        found.append(f"impossible cost ({cost}); stored as unknown")
+        cost = None
+    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found))

@@ -8,16 +8,30 @@ from typing import Optional
 import games
 from s3gym_tui.engine.events import CheckpointScored, EventSink, RunFinished, SummaryWritten, ignore
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
+from s3gym_tui.engine.lease import LeaseKeeper
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
 from s3gym_tui.engine.session import EpisodeSession
-from s3gym_tui.models import Checkpoint, Episode, Run, RunConfig, Summary
+from s3gym_tui.models import (Checkpoint, Episode, Run, RunConfig, Summary, eval_episode_id,
+                              explore_episode_id)
+from s3gym_tui.store.errors import StoreError
 
 
 def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSettings:
     return CallSettings(model=config.model, api_base=config.api_base, temperature=config.temperature,
                         max_tokens=config.max_tokens, seed=config.decoding_seed, timeout_s=config.timeout_s,
                         max_retries=config.max_retries, backoff_base_s=backoff_base_s)
+
+
+def _bounded(section: str) -> str:
+    """A model-written summary section within the store's per-section limit (it goes into every
+    later prompt), with a visible mark where it was cut."""
+    from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS
+
+    if len(section) <= MAX_EDIT_SECTION_CHARS:
+        return section
+    mark = f"\n[cut: {len(section) - MAX_EDIT_SECTION_CHARS + 40:,} more characters]"
+    return section[:MAX_EDIT_SECTION_CHARS - 40] + mark
 
 
 def _current_as_of(versions: list[Summary], version: int) -> Optional[Summary]:
@@ -27,14 +41,6 @@ def _current_as_of(versions: list[Summary], version: int) -> Optional[Summary]:
     if pinned:
         return max(pinned, key=lambda s: s.version)
     return max(seen, key=lambda s: s.version) if seen else None
-
-
-def explore_episode_id(run_id: str, index: int) -> str:
-    return f"{run_id}-x{index:03d}"
-
-
-def eval_episode_id(run_id: str, x: int, j: int) -> str:
-    return f"{run_id}-c{x:03d}-e{j}"
 
 
 class ProtocolRunner:
@@ -47,6 +53,9 @@ class ProtocolRunner:
         self.on_event = on_event
         self.settings = call_settings(self.config, backoff_base_s)
         self.summary_author = f"model:{self.config.model}"
+        self.stop_reason: Optional[str] = None  # set by stop(): a requested stop, not an error
+        self._task: Optional[asyncio.Task] = None
+        self._lease_lost = False
 
     # ----- experience -----------------------------------------------------------------
     def _finished_explore(self, x: int) -> list[tuple[Episode, list]]:
@@ -71,31 +80,34 @@ class ProtocolRunner:
         return ExperienceState(x, pathway)
 
     async def summary_for(self, x: int) -> Optional[Summary]:
-        """Write the summary version for state x (once; reused on resume), unless one is pinned."""
+        """The summary state x uses: the pinned version as is, else the one the model writes for x
+        from the version current when x began (written once; read back on resume).
+
+        State x begins in one store transaction (Store.begin_state): a person's edit, veto or pin
+        committed before it is seen by x, one committed after it first by x + 1."""
+        base, used = self.store.begin_state(self.run.id, x)
+        if used is not None or x == 0 or (base is not None and base.pinned):
+            return used if used is not None else base
         state_key = explore_episode_id(self.run.id, x)
-        current = self.store.current_summary(self.run.id)
-        if current is not None and current.pinned:
-            return current
-        if x == 0:
-            return current
         versions = self.store.summaries(self.run.id)
         keyed = [s for s in versions if s.for_episode_id == state_key and s.author.startswith("model")]
-        if keyed:  # written before an interruption: the agent's version as of that state
+        if keyed:  # written by a run from before states were recorded
             return _current_as_of(versions, keyed[-1].version)
         budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens)
         sources = self._finished_explore(x)
         window = history_window(self.config.model, sources, budget, self.config.oracle_feedback)
         game = games.make(self.config.game, "explore")
-        messages = build_summary_messages(game, current.as_tips() if current else None, window.text)
+        messages = build_summary_messages(game, base.as_tips() if base else None, window.text)
         context = {"task": "summary", "game": self.config.game, "mode": "explore", "seed": -1, "actions": []}
         result = await complete(self.settings, messages, context)
-        retain, avoid, nxt = parse_summary(result.reply)
+        retain, avoid, nxt = (_bounded(part) for part in parse_summary(result.reply))
         summary = self.store.add_summary(
             run_id=self.run.id, game=self.config.game, retain=retain, avoid=avoid, next=nxt,
             source_episode_ids=window.episode_ids, author=self.summary_author,
-            for_episode_id=state_key)
+            for_episode_id=state_key, parent_version=base.version if base else None,
+            for_state_x=x)
         self.on_event(SummaryWritten(summary))
-        return self.store.current_summary(self.run.id)
+        return summary
 
     # ----- episodes ---------------------------------------------------------------------
     def _episode(self, phase: str, index: int, seed: int, checkpoint: Optional[int],
@@ -140,12 +152,50 @@ class ProtocolRunner:
         self.on_event(CheckpointScored(checkpoint))
         return checkpoint
 
-    async def run_protocol(self) -> Run:
-        """Run or resume the whole protocol. Returns the run with its final status."""
-        self.store.set_run_status(self.run.id, "running")
+    def stop(self, reason: str = "stopped") -> None:
+        """Ask the run to stop now (from the event loop's thread): the model call in flight is
+        cancelled, nothing half-done is stored, the run is left 'stopped' with `reason` and
+        stays resumable. run_protocol then returns normally. The first reason given is kept."""
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+
+    async def run_protocol(self, command: str = "") -> Run:
+        """Run or resume the whole protocol as the run's one driver. Returns the run with its final
+        status. Raises RunBusy (before anything changes) if another live process drives it."""
+        lease = self.store.acquire_lease(self.run.id, command or "s3gym")
+        loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        self._lease_lost = False
+
+        def lost() -> None:  # from the keeper's thread
+            self._lease_lost = True
+            loop.call_soon_threadsafe(self.stop, "another process took over the run")
+
+        keeper = LeaseKeeper(self.store, lease, lost).start()
+        try:
+            return await self._drive()
+        finally:
+            keeper.stop()
+            self._task = None
+            if not self._lease_lost:
+                try:
+                    self.store.release_lease(lease)
+                except StoreError:
+                    pass  # the lease lapses by itself (its process is gone soon)
+
+    def _set_status(self, status: str, reason: str = "") -> None:
+        if self._lease_lost:
+            return  # the run has a new driver: its status is not ours to write
+        self.store.set_run_status(self.run.id, status, reason)
+
+    async def _drive(self) -> Run:
+        self._set_status("running")
         done_checkpoints = {c.x for c in self.store.checkpoints(self.run.id)}
         evals: list[asyncio.Task] = []
         error: Optional[str] = None
+        reason = ""
         try:
             xs = set(self.config.checkpoints())
             for i in range(self.config.explore_episodes + 1):
@@ -163,11 +213,23 @@ class ProtocolRunner:
             await asyncio.gather(*evals)
             status = "finished"
         except (ModelUnavailable, HeldOutViolation) as exc:
-            error, status = str(exc), "stopped"
+            error, status, reason = str(exc), "stopped", str(exc)
         except asyncio.CancelledError:
             for task in evals:
                 task.cancel()
-            self.store.set_run_status(self.run.id, "stopped")
+            await asyncio.gather(*evals, return_exceptions=True)
+            requested = self.stop_reason is not None
+            self._set_status("stopped", self.stop_reason or "cancelled")
+            if not requested:
+                raise
+            self.run = self.store.get_run(self.run.id)
+            self.on_event(RunFinished(self.run, None))
+            return self.run
+        except StoreError as exc:  # disk full, a lock held too long, a damaged page
+            self._record_failure(evals, f"store: {exc}")
+            raise
+        except Exception as exc:
+            self._record_failure(evals, f"{type(exc).__name__}: {exc}")
             raise
         finally:
             for task in evals:
@@ -175,7 +237,15 @@ class ProtocolRunner:
                     task.cancel()
         if error is not None:
             await asyncio.gather(*evals, return_exceptions=True)
-        self.store.set_run_status(self.run.id, status)
+        self._set_status(status, reason)
         self.run = self.store.get_run(self.run.id)
         self.on_event(RunFinished(self.run, error))
         return self.run
+
+    def _record_failure(self, evals: list[asyncio.Task], reason: str) -> None:
+        for task in evals:
+            task.cancel()
+        try:
+            self._set_status("failed", reason)
+        except StoreError:
+            pass  # e.g. the disk is still full: the lapsed lease shows the run as interrupted

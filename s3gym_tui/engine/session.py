@@ -17,6 +17,20 @@ from s3gym_tui.store.store import TEXT_REF_PREFIX, escape_refs
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
 NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
+# What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
+# later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
+# game sees exactly the (cut) action that is stored, so the verifier's replay stays exact.
+MAX_ACTION_CHARS = 2_000
+MAX_REPLY_CHARS = 100_000
+
+
+def _cut_reply(reply: str) -> tuple[str, str | None]:
+    if len(reply) <= MAX_REPLY_CHARS:
+        return reply, None
+    half = MAX_REPLY_CHARS // 2
+    cut = len(reply) - 2 * half
+    return (reply[:half] + f"\n[... {cut:,} characters cut ...]\n" + reply[-half:],
+            f"reply cut to {MAX_REPLY_CHARS:,} characters (was {len(reply):,})")
 
 
 @dataclass(frozen=True)
@@ -108,20 +122,27 @@ class EpisodeSession:
         else:
             score = self_score if self_score is not None else (proposal.parsed.self_score if proposal else None)
         action = _storable(action)  # the game sees exactly the action that is stored
-        result = self.game.step(action)
         call = proposal.call if proposal else None
         faults = list(call.faults) if call else []
+        if len(action) > MAX_ACTION_CHARS:
+            faults.append(f"action cut to {MAX_ACTION_CHARS:,} characters (was {len(action):,})")
+            action = action[:MAX_ACTION_CHARS]
+        result = self.game.step(action)
         if proposal and proposal.parsed.problem:
             faults.append(proposal.parsed.problem)
+        reply, reply_cut = _cut_reply(call.reply if call else "")
+        if reply_cut:
+            faults.append(reply_cut)
         step = Step(
             episode_id=self.episode.id, index=len(self.steps), observation=observation,
             prompt=self._stored_prompt(proposal.messages) if proposal else "",
-            reply=call.reply if call else "", action=action, self_score=score,
+            reply=reply, action=action, self_score=score,
             reward=result.reward, feedback=result.feedback, valid=result.valid,
             terminated=result.terminated,
             truncated=result.truncated or (not result.terminated and len(self.steps) + 1 >= self.step_cap),
             actor=actor,
-            proposed_action=(proposal.parsed.action if proposal and actor != "model" else None),
+            proposed_action=(proposal.parsed.action[:MAX_ACTION_CHARS]
+                             if proposal and actor != "model" and proposal.parsed.action else None),
             fault="; ".join(faults) or None,
             tokens_in=call.tokens_in if call else 0, tokens_out=call.tokens_out if call else 0,
             latency_ms=call.latency_ms if call else 0.0, cost=call.cost if call else None,

@@ -15,7 +15,8 @@ from textual.widgets.option_list import Option
 
 import games
 from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, phase_of_seed
-from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, EpisodePickerDialog
+from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, ConfirmDialog, EpisodePickerDialog
+from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.model_picker import ModelPicker
 
@@ -58,7 +59,7 @@ def parse_seed(text: str, mode: str) -> tuple[Optional[int], str]:
     return seed, ""
 
 
-class HomeScreen(Screen):
+class HomeScreen(LiveScreenMixin, Screen):
     """Pick game, mode, seed, model, pathway (and a run to draw experience from); play or start a run."""
 
     def __init__(self) -> None:
@@ -76,6 +77,7 @@ class HomeScreen(Screen):
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
         Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
+        Binding("delete", "delete_run", "Delete run", id="delete_run", show=False),
     ]
 
     def compose(self) -> ComposeResult:
@@ -110,7 +112,7 @@ class HomeScreen(Screen):
         self.query_one("#new-session").border_title = "New session"
         panel = self.query_one("#runs-panel")
         panel.border_title = "Recent runs"
-        panel.border_subtitle = "o protocol · s summaries · g report · e episodes · c pairs"
+        panel.border_subtitle = "o protocol · s summaries · g report · e episodes · c pairs · del delete"
         table = self.query_one("#runs", DataTable)
         for label, key in (("id", "id"), ("game", "game"), ("model", "model"), ("pathway", "pathway"),
                            ("status", "status"), ("created", "created")):
@@ -127,7 +129,13 @@ class HomeScreen(Screen):
 
     def on_screen_resume(self) -> None:
         if self.is_mounted:
-            self.refresh_runs()
+            self.refresh_from_store()
+
+    def refresh_from_store(self) -> None:
+        """Follow the store: the runs list, and the highlighted run's details (any process's
+        changes, within about a second)."""
+        self.refresh_runs()
+        self.show_run_details(self._selected_run_id())
 
     # ----- reading the form -----------------------------------------------------------------
     @property
@@ -233,8 +241,14 @@ class HomeScreen(Screen):
         choices = self._choices()
         if choices is None:
             return
+        from s3gym_tui.engine.preflight import ModelRefused, check_model
         from s3gym_tui.models import RunConfig
 
+        try:
+            check_model(choices["model"], choices["game"])
+        except ModelRefused as exc:
+            self.say(f"{exc}.", error=True)
+            return
         try:
             run = self.app.store.create_run(RunConfig(model=choices["model"], game=choices["game"],
                                                       pathway=choices["pathway"]))
@@ -252,8 +266,34 @@ class HomeScreen(Screen):
         row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
         return row_key.value
 
+    def action_delete_run(self) -> None:
+        """Remove the highlighted run (and what was made from it), after a confirmation."""
+        run_id = self._selected_run_id()
+        if run_id is None:
+            return
+        try:
+            plan = self.app.store.removal_plan([run_id])
+        except Exception as exc:  # noqa: BLE001 - a driven run, a dataset of another run: say why
+            self.notify(f"Cannot delete {run_id}: {exc}", severity="error")
+            return
+
+        def confirmed(yes: Optional[bool]) -> None:
+            if not yes:
+                return
+            try:
+                done = self.app.store.remove_runs([run_id])
+            except Exception as exc:  # noqa: BLE001
+                self.notify(f"Cannot delete {run_id}: {exc}", severity="error")
+                return
+            self.say(f"Deleted {run_id}: {done.describe()}. `s3gym vacuum` returns the space.")
+            self.refresh_from_store()
+
+        self.app.push_screen(ConfirmDialog(f"Delete run {run_id}?\nThis removes {plan.describe()}.",
+                                           yes="Delete", no="Keep"), confirmed)
+
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
-        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes"):
+        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes",
+                      "delete_run"):
             return self.is_mounted and self.query_one("#runs", DataTable).row_count > 0
         return True
 
@@ -304,21 +344,29 @@ class HomeScreen(Screen):
         if run_id is None:
             target.update("")
             return
-        store = self.app.store
         try:
-            run = store.get_run(run_id)
-            episodes = store.episodes(run_id)
-            checkpoints = store.checkpoints(run_id)
-            summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
-            current = store.current_summary(run_id) if summaries else None
+            with self.app.store.snapshot() as store:
+                run = store.get_run(run_id)
+                episodes = store.episodes(run_id)
+                checkpoints = store.checkpoints(run_id)
+                summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
+                current = store.current_summary(run_id) if summaries else None
+                lease = store.lease(run_id)
         except Exception as exc:  # noqa: BLE001
             target.update(f"Cannot read run {run_id}: {exc}")
             return
         c = run.config
         explore = sum(1 for e in episodes if e.phase == "explore")
         text = Text()
+        from s3gym_tui.store.leases import shown_status
+
         text.append(f"{run.id}\n", style="bold")
-        text.append(f"{run.status} · created {run.created_at[:16].replace('T', ' ')}\n")
+        text.append(f"{shown_status(run.status, lease)} · created "
+                    f"{run.created_at[:16].replace('T', ' ')}\n")
+        if lease is not None and lease.alive():
+            text.append(f"driven by {lease.describe()}\n", style="yellow")
+        elif run.status_reason:
+            text.append(f"{run.status_reason}\n", style="italic")
         text.append(f"{c.model} · {c.game} · pathway {c.pathway}\n")
         text.append(f"explore {explore}/{c.explore_episodes} · eval {c.eval_episodes} per checkpoint\n")
         text.append(f"seeds explore {c.explore_seed_base}.. · eval {c.eval_seed_base}..\n")
@@ -354,14 +402,21 @@ class HomeScreen(Screen):
         except Exception as exc:  # noqa: BLE001 - e.g. a corrupt database: say so, keep the app
             self.notify(f"Cannot list runs: {exc}", severity="error")
             runs = []
-        shown = [(r.id, r.status) for r in runs]
+        from s3gym_tui.store.leases import shown_status
+
+        try:
+            leases = self.app.store.live_leases()
+        except Exception:  # noqa: BLE001 - the status column is still right without drivers
+            leases = {}
+        statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
+        shown = [(r.id, statuses[r.id]) for r in runs]
         if shown != self._shown_runs:
             self._shown_runs = shown
             selected = self._selected_run_id()
             table.clear()
             for run in runs:
-                table.add_row(run.id, run.config.game, run.config.model, run.config.pathway, run.status,
-                              run.created_at[:16].replace("T", " "), key=run.id)
+                table.add_row(run.id, run.config.game, run.config.model, run.config.pathway,
+                              statuses[run.id], run.created_at[:16].replace("T", " "), key=run.id)
             if selected is not None and any(r.id == selected for r in runs):
                 table.move_cursor(row=table.get_row_index(selected))
             self.query_one("#runs-panel").border_title = f"Recent runs ({len(runs)})"

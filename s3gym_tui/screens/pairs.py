@@ -16,6 +16,7 @@ import games
 from s3gym_tui.engine.compare import EpisodePair, best_pairs
 from s3gym_tui.messages import PairsListed
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
+from s3gym_tui.screens.live import LiveScreenMixin
 
 WINNER_CHOICES = [("all pairs", "all"), ("history better", "history"), ("summary better", "summary"),
                   ("ties", "tie")]
@@ -30,7 +31,7 @@ def game_title(name: str) -> str:
         return name
 
 
-class PairsScreen(AnalysisScreen):
+class PairsScreen(LiveScreenMixin, AnalysisScreen):
     """The list of evaluation pairs from engine.compare.best_pairs, with filters."""
 
     DEFAULT_CSS = """
@@ -78,6 +79,10 @@ class PairsScreen(AnalysisScreen):
         table.focus()
 
     # ----- data -------------------------------------------------------------------------
+    def refresh_from_store(self) -> None:
+        """Follow the store quietly: pairs of runs that finished checkpoints meanwhile."""
+        self._find_pairs(None if self.winner == "all" else self.winner, self.game)
+
     def refresh_pairs(self) -> None:
         self.busy = True
         self.query_one("#pairs-status", Static).update(Text("finding pairs…", style="italic"))
@@ -88,7 +93,8 @@ class PairsScreen(AnalysisScreen):
         try:
             store = self.app.store.for_thread()
             try:
-                pairs = best_pairs(store, limit=PAIR_LIMIT, winner=winner, game=game)
+                with store.snapshot():
+                    pairs = best_pairs(store, limit=PAIR_LIMIT, winner=winner, game=game)
             finally:
                 store.close()
         except Exception as exc:  # noqa: BLE001

@@ -17,7 +17,9 @@ from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.compare import state_at
 from s3gym_tui.messages import CheckpointScored, EpisodeFinished, RunEnded, StepCompleted, SummaryWritten
 from s3gym_tui.models import Episode, Run, Step, Summary
+from s3gym_tui.store.leases import RunBusy
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
+from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 
@@ -36,7 +38,7 @@ def summary_sections(summary: Optional[Summary]) -> Text:
     return text
 
 
-class ProtocolScreen(AnalysisScreen):
+class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     """Runs (or resumes) a run in an async worker and renders the engine's events as they come."""
 
     DEFAULT_CSS = """
@@ -81,6 +83,8 @@ class ProtocolScreen(AnalysisScreen):
         self._episode_dirty = False
         self.error: Optional[str] = None
         self._worker: Optional[Worker] = None
+        self._runner = None  # the ProtocolRunner while this screen drives the run
+        self.lease = None  # the run's live lease when another process (or screen) drives it
 
     # ----- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -114,22 +118,55 @@ class ProtocolScreen(AnalysisScreen):
             return
         self.sub_title = f"protocol · {self.run_id}"
         self._load_from_store()
+        if self.driven_elsewhere:
+            return  # follow the other driver read-only (refresh_from_store keeps up)
         if self.autostart and self.run.status in ("created", "stopped"):
             self.action_resume()
         elif self.run.status == "running":
-            self.notify("This run is marked running but nothing runs it here: press r to resume it.",
+            self.notify("This run was interrupted (its driver is gone): press r to resume it.",
                         severity="warning")
 
+    @property
+    def driven_elsewhere(self) -> bool:
+        return self.lease is not None and not self.running
+
     def _load_from_store(self) -> None:
-        store = self.app.store
-        self.points = {c.x: c.mean for c in store.checkpoints(self.run_id)}
-        self.explore_done = {e.id for e in store.episodes(self.run_id, phase="explore")
-                             if e.status == "finished"}
-        self.latest_summary = store.current_summary(self.run_id)
-        episodes = store.episodes(self.run_id)
-        if episodes and self.current_episode is None:
-            self._set_episode(episodes[-1])
+        with self.app.store.snapshot() as store:
+            self.run = store.get_run(self.run_id)
+            lease = store.lease(self.run_id)
+            self.lease = lease if lease is not None and lease.alive() else None
+            self.points = {c.x: c.mean for c in store.checkpoints(self.run_id)}
+            episodes = store.episodes(self.run_id)
+            self.explore_done = {e.id for e in episodes if e.phase == "explore" and e.status == "finished"}
+            self.latest_summary = store.current_summary(self.run_id)
+            if episodes and not self.running:
+                self._follow(episodes)
         self._render_all()
+
+    def refresh_from_store(self) -> None:
+        """Follow changes by any process: the driver (this app or another process), checkpoints,
+        curated summaries, and, when another process drives the run, its current episode."""
+        try:
+            self._load_from_store()
+        except Exception as exc:  # noqa: BLE001 - e.g. the run was deleted meanwhile
+            self.error = str(exc)
+            self._render_status()
+
+    def _follow(self, episodes: list[Episode]) -> None:
+        """Show the newest episode another driver works on, reading only its new steps."""
+        newest = next((e for e in reversed(episodes) if e.status == "running"), episodes[-1])
+        current = self.current_episode
+        if current is None or current.id != newest.id:
+            self._set_episode(newest)
+            return
+        if newest.n_steps > len(self.current_steps):
+            fresh = [s for s in self.app.store.steps(newest.id, include_prompt=False)
+                     if s.index >= len(self.current_steps)]
+            for step in fresh:
+                self.current_steps.append(step)
+                if self._game is not None:
+                    self._game.step(step.action)
+        self.current_episode = newest
 
     # ----- worker -----------------------------------------------------------------------
     @property
@@ -142,7 +179,11 @@ class ProtocolScreen(AnalysisScreen):
         if self.running:
             self.notify("The run is already running.")
             return
-        self.run = self.app.store.get_run(self.run_id)
+        self.refresh_from_store()
+        if self.lease is not None:
+            self.notify(f"This run is driven by {self.lease.describe()}: following it read-only.",
+                        severity="warning")
+            return
         if self.run.status == "finished":
             self.notify("This run is finished: nothing left to run.")
             return
@@ -150,23 +191,63 @@ class ProtocolScreen(AnalysisScreen):
         self._worker = self._run_protocol()
         self._render_status()
 
+    def stop_run(self, reason: str) -> None:
+        """Stop the run this screen drives, now: the call in flight is abandoned, nothing half-done
+        is stored, the run stays resumable."""
+        if self._runner is not None:
+            self._runner.stop(reason)
+        elif self._worker is not None:
+            self._worker.cancel()
+
     def action_stop(self) -> None:
         if not self.running:
-            self.notify("Nothing is running.")
+            if self.lease is not None:
+                self._offer_remote_stop()
+            else:
+                self.notify("Nothing is running.")
             return
-        self._worker.cancel()
+        self.stop_run("stopped in the app")
         self.notify("Stopping: the run stays resumable (press r).")
+
+    def _offer_remote_stop(self) -> None:
+        import os
+        import signal
+
+        from s3gym_tui.screens.dialogs import ConfirmDialog
+        from s3gym_tui.store.leases import HOST
+
+        lease = self.lease
+        if lease.host != HOST:
+            self.notify(f"This run is driven by {lease.describe()} on another machine: stop it there.",
+                        severity="warning")
+            return
+
+        def confirmed(yes: Optional[bool]) -> None:
+            if yes:
+                try:
+                    os.kill(lease.pid, signal.SIGINT)
+                    self.notify(f"Sent Ctrl-C to PID {lease.pid}: it stops cleanly, resumable.")
+                except OSError as exc:
+                    self.notify(f"Cannot stop PID {lease.pid}: {exc}", severity="error")
+
+        self.app.push_screen(ConfirmDialog(
+            f"This run is driven by {lease.describe()}.\nSend that process Ctrl-C? It stops every run "
+            f"it drives; they stay resumable.", yes="Stop it", no="Keep running"), confirmed)
+
+    def has_live_work(self) -> bool:
+        """True while this screen drives a run (quitting the app then asks first)."""
+        return self.running
 
     def action_back(self) -> None:
         """Leaving stops a running run (it stays resumable: reopening the screen resumes it)."""
         if self.running:
-            self._worker.cancel()
+            self.stop_run("left the protocol screen")
             self.notify("Run stopped; it resumes when you open it again.")
         super().action_back()
 
     def on_unmount(self) -> None:
         if self.running:
-            self._worker.cancel()
+            self.stop_run("the app closed the protocol screen")
 
     def action_summaries(self) -> None:
         self.app.open_summaries(self.run_id)
@@ -181,16 +262,21 @@ class ProtocolScreen(AnalysisScreen):
         store = self.app.store
         run = store.get_run(self.run_id)
         runner = ProtocolRunner(store, run, on_event=self._forward)
+        self._runner = runner
         try:
-            await runner.run_protocol()
+            await runner.run_protocol(command="s3gym app")
         except asyncio.CancelledError:
             raise
+        except RunBusy as exc:  # another process started driving it a moment ago
+            self.post_message(RunEnded(run, error=str(exc)))
         except Exception as exc:  # noqa: BLE001 - report, keep the app alive, leave the run resumable
             try:
                 run = store.set_run_status(self.run_id, "failed")
             except Exception:  # noqa: BLE001
                 pass
             self.post_message(RunEnded(run, error=f"{type(exc).__name__}: {exc}"))
+        finally:
+            self._runner = None
 
     def _forward(self, event: ev.Event) -> None:
         """Engine events -> UI messages (called inside the worker, on the app's event loop)."""
@@ -305,14 +391,27 @@ class ProtocolScreen(AnalysisScreen):
             status.update(Text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
             return
         cfg = self.run.config
-        state = "running" if self.running else self.run.status
+        if self.running:
+            state = "running here"
+        elif self.lease is not None:
+            state = "running"
+        elif self.run.status == "running":
+            state = "interrupted"
+        else:
+            state = self.run.status
         text = Text()
         text.append(f"{self.run.id}", style="bold")
         text.append(f"  {cfg.game} · {cfg.pathway} · {cfg.model}  ")
-        style = {"running": "bold yellow", "finished": "bold green", "failed": "bold red",
-                 "stopped": "bold magenta"}.get(state, "bold")
+        style = {"running": "bold yellow", "running here": "bold yellow", "finished": "bold green",
+                 "failed": "bold red", "stopped": "bold magenta",
+                 "interrupted": "bold magenta"}.get(state, "bold")
         text.append(f"[{state}]", style=style)
-        if state in ("stopped", "failed", "created"):
+        if self.lease is not None and not self.running:
+            text.append(f"  driven by {self.lease.describe()} · following it live (s: stop it)",
+                        style="yellow")
+        elif state in ("stopped", "failed", "created", "interrupted"):
+            if self.run.status_reason and not self.error:
+                text.append(f"  {self.run.status_reason}", style="italic")
             text.append("  press r to resume", style="dim")
         if self.error:
             text.append(f"  {self.error}", style="red")

@@ -17,6 +17,7 @@ from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
 from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
+from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 
 RUN_LIST_LIMIT = 500
@@ -28,7 +29,7 @@ def build_reports(store, run_ids: Sequence[str]) -> tuple[list[RunReport], list]
     return reports, summary_vs_history(reports)
 
 
-class ReportScreen(AnalysisScreen):
+class ReportScreen(LiveScreenMixin, AnalysisScreen):
     """Protocol tables and curves for a chosen set of runs."""
 
     DEFAULT_CSS = """
@@ -107,12 +108,21 @@ class ReportScreen(AnalysisScreen):
                     self.all_runs.append(self.app.store.get_run(run_id))
                 except Exception:  # noqa: BLE001
                     pass
+        shown = tuple((r.id, r.id in self.run_ids) for r in self.all_runs)
+        if shown == getattr(self, "_shown_runs", None):
+            return  # unchanged (a live refresh): keep the list and its cursor
+        self._shown_runs = shown
         runs = self.query_one("#report-runs", SelectionList)
         runs.clear_options()
         runs.add_options([Selection(f"{r.id} ({r.config.game}/{r.config.pathway})", r.id, r.id in self.run_ids)
                           for r in self.all_runs])
 
     # ----- data -------------------------------------------------------------------------
+    def refresh_from_store(self) -> None:
+        """Follow the store quietly (no "computing…"): new checkpoints of live runs, new runs."""
+        self._fill_run_list()
+        self._build(list(self.run_ids))
+
     def refresh_report(self) -> None:
         missing = [r for r in self.run_ids if r not in {run.id for run in self.all_runs}]
         for run_id in missing:
@@ -126,7 +136,8 @@ class ReportScreen(AnalysisScreen):
         try:
             store = self.app.store.for_thread()
             try:
-                reports, deltas = build_reports(store, run_ids)
+                with store.snapshot():  # one consistent state, whatever a live run writes meanwhile
+                    reports, deltas = build_reports(store, run_ids)
             finally:
                 store.close()
         except Exception as exc:  # noqa: BLE001

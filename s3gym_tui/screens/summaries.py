@@ -16,6 +16,7 @@ from s3gym_tui.engine.compare import summary_diff
 from s3gym_tui.messages import SummaryEdited, SummaryTested
 from s3gym_tui.models import Run, Summary
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
+from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.summary_diff import SummaryDiff
 
 from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
@@ -105,7 +106,7 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
         self.action_cancel()
 
 
-class SummariesScreen(AnalysisScreen):
+class SummariesScreen(LiveScreenMixin, AnalysisScreen):
     """The versions of one run's summary memory and the person's controls over them."""
 
     DEFAULT_CSS = """
@@ -181,11 +182,19 @@ class SummariesScreen(AnalysisScreen):
         versions.focus()
 
     # ----- data ---------------------------------------------------------------------------
+    def refresh_from_store(self) -> None:
+        """Follow the store: versions written by a live run or edited in another process."""
+        if self.run is not None:
+            try:
+                self.reload()
+            except Exception as exc:  # noqa: BLE001 - e.g. the run was deleted meanwhile
+                self.query_one("#sum-status", Static).update(Text(str(exc), style="bold red"))
+
     def reload(self, select: Optional[str] = None) -> None:
         """Re-read the versions and the current one from the store and redraw."""
-        store = self.app.store
-        self.versions = store.summaries(self.run_id)
-        self.current = store.current_summary(self.run_id)
+        with self.app.store.snapshot() as store:
+            self.versions = store.summaries(self.run_id)
+            self.current = store.current_summary(self.run_id)
         ids = [s.id for s in self.versions]
         if select is not None:
             self.selected_id = select
@@ -220,6 +229,11 @@ class SummariesScreen(AnalysisScreen):
 
     def _render_table(self) -> None:
         table = self.query_one("#sum-versions", DataTable)
+        shown = (tuple(self.versions), self.current.id if self.current else None, self.marked_id,
+                 tuple(sorted(self.tests.items())))
+        if shown == getattr(self, "_shown", None) and table.row_count == len(self.versions):
+            return  # unchanged (a live refresh): keep the table, its cursor and its scroll
+        self._shown = shown
         table.clear()
         for s in self.versions:
             use = Text("▶", style="bold green") if self.current and s.id == self.current.id else ""
@@ -254,7 +268,8 @@ class SummariesScreen(AnalysisScreen):
         if summary.pinned:
             facts.append("pinned")
         if summary.parent_version is not None:
-            facts.append(f"edited from v{summary.parent_version}")
+            facts.append(f"edited from v{summary.parent_version}" if summary.author.startswith("human")
+                         else f"written from v{summary.parent_version}")
         if self.current and summary.id == self.current.id:
             facts.append("used next")
         text.append(" · ".join(facts) + "\n\n", style="dim")
@@ -294,7 +309,24 @@ class SummariesScreen(AnalysisScreen):
     def _changed(self, summary: Summary, message: str) -> None:
         self.post_message(SummaryEdited(summary))
         self.reload(select=summary.id)
-        self.notify(message)
+        self.notify(f"{message} {self._effect(summary)}", timeout=8)
+
+    def _effect(self, summary: Summary) -> str:
+        """When the action just logged for `summary` takes effect (from the stored record)."""
+        from s3gym_tui.engine.curation import effect_text
+
+        store = self.app.store
+        try:
+            actions = [a for a in store.summary_actions(self.run_id) if a["summary_id"] == summary.id]
+            lease = store.lease(self.run_id)
+            self.run = store.get_run(self.run_id)
+        except Exception:  # noqa: BLE001 - the message is a courtesy; the action is saved
+            return ""
+        if not actions or self.run is None:
+            return ""
+        last = actions[-1]
+        return effect_text(self.run, last["effective_from_x"], bool(lease and lease.alive()),
+                           last["action"])
 
     def action_edit(self) -> None:
         summary = self._need_selection()

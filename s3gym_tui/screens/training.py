@@ -17,12 +17,13 @@ from textual.widgets import DataTable, Footer, Header, Static
 
 from s3gym_tui.messages import TrainingViewBuilt
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, fmt_signed, judgement
+from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 
 KIND_STYLE = {"kept": "bold green", "corrected": "bold yellow", "dropped": "dim"}
 
 
-class TrainingScreen(AnalysisScreen):
+class TrainingScreen(LiveScreenMixin, AnalysisScreen):
     """Datasets and training checkpoints of one run (an exploring run, or a training run's source)."""
 
     DEFAULT_CSS = """
@@ -86,6 +87,10 @@ class TrainingScreen(AnalysisScreen):
     def refresh_view(self) -> None:
         self._build(self.run_id)
 
+    def refresh_from_store(self) -> None:
+        """Follow the store: datasets and epoch evaluations of a training driven elsewhere."""
+        self._build(self.run_id)
+
     @work(thread=True, exclusive=True, group="training", exit_on_error=False)
     def _build(self, run_id: str) -> None:
         from s3gym_tui.training.view import training_view
@@ -93,7 +98,8 @@ class TrainingScreen(AnalysisScreen):
         try:
             store = self.app.store.for_thread()
             try:
-                view = training_view(store, run_id)
+                with store.snapshot():
+                    view = training_view(store, run_id)
             finally:
                 store.close()
         except Exception as exc:  # noqa: BLE001 - a bad id or a broken store is a message, not a crash

@@ -16,6 +16,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +31,6 @@ from s3gym_tui.store import schema
 from s3gym_tui.store.errors import LeakageError, StoreError, one_line
 
 ENV_VAR = "S3GYM_DB"
-SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 def default_db_path() -> Path:
@@ -109,16 +109,23 @@ class Connection:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as err:
                 raise StoreError(f"cannot create {self.path.parent}: {err.strerror or err}") from err
+        self.immutable = False
         try:
             self.conn = self._connect()
             if existing:
-                self._check_file(check)  # reads only: a refused file is left byte-identical
+                try:
+                    self._check_file(check)  # reads only: a refused file is left byte-identical
+                except sqlite3.OperationalError as err:
+                    if not (self.read_only and "unable to open" in str(err)
+                            and self._open_read_only_media()):
+                        raise
+                    self._check_file(check)
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.db = Database(self.conn, execute_plugins=False)
             if not self.read_only:
-                self.db.enable_wal()
+                self._retry_busy(self.db.enable_wal)
                 self.conn.execute("PRAGMA synchronous = NORMAL")  # durable in WAL across app crashes
-                self.schema_version = schema.migrate(self.db, self.path)
+                self.schema_version = self._retry_busy(lambda: schema.migrate(self.db, self.path))
         except StoreError:
             self._close_quietly()
             raise
@@ -132,29 +139,68 @@ class Connection:
     # ------------------------------------------------------------------ opening and closing
 
     def _inspect_file(self) -> bool:
-        """True if a non-empty file exists; refuse at once anything that is not SQLite."""
-        if not self.path.exists():
-            return False
-        if self.path.is_dir():
-            raise StoreError(f"{self.path} is a directory, not an s3gym database")
+        """True if a non-empty file exists; refuse at once a directory or a special file.
+
+        Only stat(): the file is never opened outside SQLite. Closing *any* descriptor of a
+        database file drops every POSIX lock the process holds on it, so a header check with
+        open()/close() while another connection of this process is open lets another process
+        delete the live -wal and -shm files under it (SQLite's "How To Corrupt An SQLite
+        Database File", section 2.2). Whether the content is SQLite is asked of SQLite itself
+        (_check_file), which shares one descriptor per file among a process's connections."""
         try:
-            with open(self.path, "rb") as handle:
-                head = handle.read(len(SQLITE_MAGIC))
+            info = self.path.stat()
+        except FileNotFoundError:
+            return False
+        except ValueError as err:  # e.g. an embedded NUL byte in the path
+            raise StoreError(f"{self.path!r} is not a usable database path ({err})") from err
         except OSError as err:
             raise StoreError(f"cannot read {self.path}: {err.strerror or err}") from err
-        if not head:
-            return False  # an empty file is an empty database
-        if head != SQLITE_MAGIC:
-            raise StoreError(f"{self.path} is not an SQLite database (left untouched)")
-        return True
+        if stat.S_ISDIR(info.st_mode):
+            raise StoreError(f"{self.path} is a directory, not an s3gym database")
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"{self.path} is not a regular file, not an s3gym database")
+        return info.st_size > 0  # an empty file is an empty database
 
-    def _connect(self) -> sqlite3.Connection:
+    def _retry_busy(self, action):
+        """Run `action`, retrying for up to busy_timeout while SQLite answers "locked" without
+        waiting (switching a fresh file to WAL, or two openers racing to create the schema: SQLite
+        skips its busy handler there to avoid a deadlock)."""
+        deadline = time.monotonic() + self.busy_timeout
+        delay = 0.005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() >= deadline:
+                    raise
+                if self.conn is not None and self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+
+    def _connect(self, immutable: bool = False) -> sqlite3.Connection:
         if self.read_only:
-            target, uri = self.path.resolve().as_uri() + "?mode=ro", True
+            query = "?immutable=1" if immutable else "?mode=ro"
+            target, uri = self.path.resolve().as_uri() + query, True
         else:
             target, uri = str(self.path), False
         # isolation_level=None: no implicit transactions; every write below says BEGIN IMMEDIATE.
+        # check_same_thread stays on: one connection per thread (see the module docstring).
         return sqlite3.connect(target, uri=uri, timeout=self.busy_timeout, isolation_level=None)
+
+    def _open_read_only_media(self) -> bool:
+        """A WAL database on read-only media (no -shm, and none can be created): SQLite can read it
+        only as immutable, which is exact when there is no -wal holding uncheckpointed pages."""
+        wal = Path(str(self.path) + "-wal")
+        try:
+            if wal.exists() and wal.stat().st_size > 0:
+                return False
+        except OSError:
+            return False
+        self._close_quietly()
+        self.conn = self._connect(immutable=True)
+        self.immutable = True
+        return True
 
     def _check_file(self, integrity: bool) -> None:
         assert self.conn is not None
@@ -172,6 +218,8 @@ class Connection:
         except sqlite3.OperationalError:
             raise  # locked, cannot open, ...: not a verdict on the file's content
         except sqlite3.DatabaseError as err:
+            if getattr(err, "sqlite_errorname", "") == "SQLITE_NOTADB":
+                raise StoreError(f"{self.path} is not an SQLite database (left untouched)") from err
             raise StoreError(f"{self.path} is corrupt ({one_line(err)}); left untouched") from err
         if found is None:
             raise StoreError(f"{self.path} is an SQLite database but not an s3gym store")
@@ -271,6 +319,27 @@ class Connection:
             raise
 
     @contextmanager
+    def snapshot(self, what: str = "read a consistent snapshot") -> Iterator[Self]:
+        """Every read inside sees one consistent state of the file (one read transaction), however
+        many statements it takes and whatever other processes commit meanwhile. Nests."""
+        conn = self._live(what)
+        if conn.in_transaction:
+            yield self
+            return
+        try:
+            conn.execute("BEGIN")
+        except sqlite3.Error as err:
+            raise self._wrap(err, what) from err
+        try:
+            yield self
+        finally:
+            try:
+                if conn.in_transaction:
+                    conn.execute("COMMIT" if not self.read_only else "ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    @contextmanager
     def _reading(self, what: str) -> Iterator[sqlite3.Connection]:
         conn = self._live(what)
         try:
@@ -287,6 +356,15 @@ class Connection:
         cursor = conn.execute(sql, params)
         row = cursor.fetchone()
         return None if row is None else dict(zip([d[0] for d in cursor.description], row))
+
+    @staticmethod
+    def _json(text: Any, what: str) -> Any:
+        """A stored JSON column, or a one-line StoreError naming the row (a hand-edited file)."""
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError) as err:
+            raise StoreError(f"stored {what} is not valid JSON ({one_line(err)}); fix or remove "
+                             f"that row") from err
 
     @staticmethod
     def _model(cls: type, row: Mapping[str, Any], what: str) -> Any:

@@ -8,7 +8,8 @@ from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, get_args
 
 from pydantic import ValidationError
 
-from s3gym_tui.models import Checkpoint, Summary
+from s3gym_tui.models import Checkpoint, Summary, is_explore_episode_id, utcnow
+from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection, _insert_sql, _is_eval, _new_id, _q
 from s3gym_tui.store.errors import LeakageError, StoreError, one_line
 from s3gym_tui.store.records import ROW_KINDS, Dataset, DatasetRow
@@ -27,8 +28,10 @@ class DerivedStore(Connection):
 
     def _summary_from_row(self, row: Mapping[str, Any]) -> Summary:
         data = dict(row)
-        data["source_episode_ids"] = json.loads(data["source_episode_ids"] or "[]")
-        return self._model(Summary, data, f"summary {row['id']!r}")
+        what = f"summary {row['id']!r}"
+        data["source_episode_ids"] = self._json(data["source_episode_ids"] or "[]",
+                                                f"{what} (source_episode_ids)")
+        return self._model(Summary, data, what)
 
     def _insert_summary(self, conn: sqlite3.Connection, summary: Summary) -> None:
         data = summary.model_dump()
@@ -38,14 +41,17 @@ class DerivedStore(Connection):
     def add_summary(self, run_id: str, retain: str, avoid: str, next: str, *,
                     source_episode_ids: Sequence[str] = (), author: str = "model",
                     for_episode_id: Optional[str] = None, parent_version: Optional[int] = None,
-                    summary_id: Optional[str] = None, game: Optional[str] = None) -> Summary:
+                    summary_id: Optional[str] = None, game: Optional[str] = None,
+                    for_state_x: Optional[int] = None) -> Summary:
         """Store the run's next summary version (1, 2, ...), refusing evaluation sources.
+        `for_state_x`: the model wrote it for that begun experience state, which now uses it.
 
         Sources must be stored exploration episodes. `for_episode_id` names the exploration
         episode whose step 0 it is written for; that episode may not be stored yet (it is added
         after its summary), but it must not be an evaluation episode, now or later.
         `game` defaults to the run's game (and must match it if given)."""
         sources = tuple(source_episode_ids)
+        retain, avoid, next = (redact_values(t) for t in (retain, avoid, next))
         with self._tx(f"add a summary to run {run_id!r}") as conn:
             run = conn.execute("SELECT game FROM runs WHERE id = ?", (run_id,)).fetchone()
             if run is None:
@@ -61,6 +67,10 @@ class DerivedStore(Connection):
                     raise LeakageError(f"{user}: evaluation episode {for_episode_id!r} cannot be "
                                        f"a summary producer (held-out data never becomes "
                                        f"experience)")
+                if producer is None and not is_explore_episode_id(run_id, for_episode_id):
+                    raise LeakageError(f"{user}: {for_episode_id!r} is not a stored episode nor one "
+                                       f"of the run's exploration episodes (a summary is written "
+                                       f"for an exploration episode only)")
             version = conn.execute("SELECT coalesce(max(version), 0) + 1 FROM summaries "
                                    "WHERE run_id = ?", (run_id,)).fetchone()[0]
             summary = Summary(id=summary_id or _new_id("sum"), run_id=run_id, game=run[0],
@@ -71,6 +81,13 @@ class DerivedStore(Connection):
                 self._insert_summary(conn, summary)
             except sqlite3.IntegrityError as err:
                 raise StoreError(f"summary {summary.id!r} already exists") from err
+            if for_state_x is not None:
+                cur = conn.execute("UPDATE experience_states SET summary_id = ? WHERE run_id = ? "
+                                   "AND x = ? AND summary_id IS NULL", (summary.id, run_id,
+                                                                        for_state_x))
+                if cur.rowcount != 1:
+                    raise StoreError(f"{user}: state x={for_state_x} has not begun or already "
+                                     f"has its summary")
         return summary
 
     def get_summary(self, summary_id: str) -> Summary:
@@ -87,33 +104,36 @@ class DerivedStore(Connection):
                                             (run_id,)))
         return [self._summary_from_row(r) for r in rows]
 
-    def update_summary_status(self, summary_id: str, status: Literal["active", "vetoed"]) -> Summary:
-        """Veto a version (the agent falls back to the previous active one) or restore it."""
+    def update_summary_status(self, summary_id: str, status: Literal["active", "vetoed"],
+                              author: str = "human") -> Summary:
+        """Veto a version (the agent falls back to the previous active one) or restore it.
+        Logged in summary_actions with the first experience state it applies to."""
         if status not in SUMMARY_STATUSES:
             raise StoreError(f"bad summary status {status!r}: active or vetoed")
         with self._tx(f"set the status of summary {summary_id!r}") as conn:
-            cur = conn.execute("UPDATE summaries SET status = ? WHERE id = ?", (status, summary_id))
-            if cur.rowcount == 0:
-                raise StoreError(f"no summary {summary_id!r}")
+            run_id = self._summary_run(conn, summary_id)
+            conn.execute("UPDATE summaries SET status = ? WHERE id = ?", (status, summary_id))
+            self._log_action(conn, run_id, summary_id, "veto" if status == "vetoed" else "unveto",
+                             author)
         return self.get_summary(summary_id)
 
-    def set_pinned(self, summary_id: str, pinned: bool) -> Summary:
+    def set_pinned(self, summary_id: str, pinned: bool, author: str = "human") -> Summary:
         """Pin a version (at most one per run: pinning unpins the others) or unpin it."""
         with self._tx(f"pin summary {summary_id!r}") as conn:
-            row = conn.execute("SELECT run_id FROM summaries WHERE id = ?", (summary_id,)).fetchone()
-            if row is None:
-                raise StoreError(f"no summary {summary_id!r}")
+            run_id = self._summary_run(conn, summary_id)
             if pinned:
                 conn.execute("UPDATE summaries SET pinned = 0 WHERE run_id = ? AND id != ?",
-                             (row[0], summary_id))
+                             (run_id, summary_id))
             conn.execute("UPDATE summaries SET pinned = ? WHERE id = ?", (int(bool(pinned)),
                                                                          summary_id))
+            self._log_action(conn, run_id, summary_id, "pin" if pinned else "unpin", author)
         return self.get_summary(summary_id)
 
     def edit_summary(self, summary_id: str, retain: str, avoid: str, next: str,
                      author: str) -> Summary:
         """A human edit: a new active version with parent_version, the editor and the time.
-        Same sources as the parent; if the parent was pinned, the pin moves to the edit."""
+        Same sources as the parent; if the parent was pinned, the pin moves to the edit.
+        Logged in summary_actions with the first experience state that will use it."""
         if not author.strip():
             raise StoreError("an edit needs an author (e.g. 'human:alice')")
         sections = {"retain": retain, "avoid": avoid, "next": next}
@@ -125,14 +145,103 @@ class DerivedStore(Connection):
                 raise StoreError(f"the '{name}' section of an edit of summary {summary_id!r} is "
                                  f"{len(text):,} characters; the limit is "
                                  f"{MAX_EDIT_SECTION_CHARS:,} (nothing was saved)")
-        with self._tx(f"edit summary {summary_id!r}"):
+        with self._tx(f"edit summary {summary_id!r}") as conn:
             parent = self.get_summary(summary_id)
             new = self.add_summary(parent.run_id, retain, avoid, next,
                                    source_episode_ids=parent.source_episode_ids, author=author,
                                    parent_version=parent.version)
+            self._log_action(conn, parent.run_id, new.id, "edit", author)
             if parent.pinned:
-                new = self.set_pinned(new.id, True)
+                new = self.set_pinned(new.id, True, author=author)
         return new
+
+    # ------------------------------------------------------------------ curation and states
+
+    def _summary_run(self, conn: sqlite3.Connection, summary_id: str) -> str:
+        row = conn.execute("SELECT run_id FROM summaries WHERE id = ?", (summary_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"no summary {summary_id!r}")
+        return row[0]
+
+    def _next_state(self, conn: sqlite3.Connection, run_id: str) -> Optional[int]:
+        """The first experience state x of the run not begun yet (None: the run has no more)."""
+        run = conn.execute("SELECT config FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if run is None:
+            return None
+        try:
+            last_x = int(json.loads(run[0]).get("explore_episodes", 0))
+        except (TypeError, ValueError, AttributeError):
+            return None
+        last = conn.execute("SELECT x, summary_id FROM experience_states WHERE run_id = ? ORDER BY "
+                            "x DESC LIMIT 1", (run_id,)).fetchone()
+        if last is None:  # nothing begun yet, or a run from before states were recorded
+            began = conn.execute("SELECT count(*) - 1 FROM episodes WHERE run_id = ? AND "
+                                 "phase = 'explore' AND status = 'finished'", (run_id,)).fetchone()[0]
+            nxt = int(began) + 1
+        elif last[0] > 0 and last[1] is None and not self._driven(conn, run_id):
+            nxt = int(last[0])  # never fixed, and its driver is gone: a resume begins it afresh
+        else:
+            nxt = int(last[0]) + 1
+        return nxt if nxt <= last_x else None
+
+    @staticmethod
+    def _driven(conn: sqlite3.Connection, run_id: str) -> bool:
+        from s3gym_tui.store.leases import _SELECT, _lease
+
+        row = conn.execute(_SELECT + " WHERE run_id = ?", (run_id,)).fetchone()
+        return row is not None and _lease(row).alive()
+
+    def _log_action(self, conn: sqlite3.Connection, run_id: str, summary_id: str, action: str,
+                    author: str) -> None:
+        conn.execute("INSERT INTO summary_actions (run_id, summary_id, action, author, created_at, "
+                     "effective_from_x) VALUES (?, ?, ?, ?, ?, ?)",
+                     (run_id, summary_id, action, author, utcnow(), self._next_state(conn, run_id)))
+
+    def summary_actions(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's curation log, oldest first: action, summary id and version, author, time,
+        effective_from_x (the first experience state that sees it; None: no state will)."""
+        with self._reading("read the curation log") as conn:
+            return self._dicts(conn.execute(
+                "SELECT a.id, a.action, a.summary_id, s.version, a.author, a.created_at, "
+                "a.effective_from_x FROM summary_actions a JOIN summaries s ON s.id = a.summary_id "
+                "WHERE a.run_id = ? ORDER BY a.id", (run_id,)))
+
+    def begin_state(self, run_id: str, x: int) -> tuple[Optional[Summary], Optional[Summary]]:
+        """Start experience state x of a summary run, or read it back when it began before.
+
+        Returns (base, used): the version current when x began (pinned first, vetoes skipped) and
+        the version state x uses when already known: the pinned base (used as is), the base at
+        x = 0 (nothing to summarise yet), or the version the model wrote for x (add_summary with
+        for_state_x). One write transaction: a curation commits either before it (x sees it) or
+        after (x + 1 is the first that can)."""
+        with self._tx(f"begin state x={x} of run {run_id!r}") as conn:
+            row = conn.execute("SELECT base_summary_id, summary_id FROM experience_states WHERE "
+                               "run_id = ? AND x = ?", (run_id, x)).fetchone()
+            if row is None:
+                current = self._one(conn, _SELECT_SUMMARY + " WHERE run_id = ? AND status = "
+                                    "'active' ORDER BY pinned DESC, version DESC LIMIT 1", (run_id,))
+                base_id = current["id"] if current else None
+                used_id = base_id if (x == 0 or (current and current["pinned"])) else None
+                conn.execute("INSERT INTO experience_states (run_id, x, base_summary_id, summary_id, "
+                             "began_at) VALUES (?, ?, ?, ?, ?)", (run_id, x, base_id, used_id,
+                                                                  utcnow()))
+            else:
+                base_id, used_id = row
+            base = self.get_summary(base_id) if base_id else None
+            used = self.get_summary(used_id) if used_id else None
+        return base, used
+
+    def state_x_began(self, run_id: str) -> dict[int, Optional[str]]:
+        """x -> base summary id of every experience state the run has begun."""
+        with self._reading("read experience states") as conn:
+            return {r[0]: r[1] for r in conn.execute(
+                "SELECT x, base_summary_id FROM experience_states WHERE run_id = ? ORDER BY x",
+                (run_id,)).fetchall()}
+
+    def next_state(self, run_id: str) -> Optional[int]:
+        """The first experience state x that a curation made now would reach (None: none will)."""
+        with self._reading("read the next state") as conn:
+            return self._next_state(conn, run_id)
 
     def current_summary(self, run_id: str) -> Optional[Summary]:
         """The version the agent uses next: the pinned active one, else the latest active one."""
@@ -173,8 +282,8 @@ class DerivedStore(Connection):
             rows = self._dicts(conn.execute("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY x",
                                             (run_id,)))
         return [self._model(Checkpoint, {"run_id": r["run_id"], "x": r["x"],
-                                         "episode_ids": json.loads(r["episode_ids"]),
-                                         "scores": json.loads(r["scores"])},
+                                         "episode_ids": self._json(r["episode_ids"], f"checkpoint x={r['x']}"),
+                                         "scores": self._json(r["scores"], f"checkpoint x={r['x']}")},
                             f"checkpoint x={r['x']}") for r in rows]
 
     # ------------------------------------------------------------------ training datasets
@@ -225,8 +334,9 @@ class DerivedStore(Connection):
             row = self._one(conn, "SELECT * FROM datasets WHERE id = ?", (dataset_id,))
         if row is None:
             raise StoreError(f"no dataset {dataset_id!r}")
-        return self._model(Dataset, {**row, "rule": json.loads(row["rule"]),
-                                     "counts": json.loads(row["counts"])}, f"dataset {dataset_id!r}")
+        what = f"dataset {dataset_id!r}"
+        return self._model(Dataset, {**row, "rule": self._json(row["rule"], what),
+                                     "counts": self._json(row["counts"], what)}, what)
 
     def datasets(self, run_id: Optional[str] = None) -> list[Dataset]:
         with self._reading("list datasets") as conn:

@@ -93,18 +93,51 @@ def _v2(db: Database) -> None:
 
 
 def _v3(db: Database) -> None:
-    """Version 3: tables for trainings (checkpoints, losses, evaluation runs, sources) and studies;
-    dataset rows say why a row was dropped and how many tokens it has; old run notes move over."""
-    from s3gym_tui.store.schema_trainings import migrate_v3
+    """Version 3: live sharing of one file by several processes.
 
-    migrate_v3(db)
+    - `runs.status_reason`: why a run stopped or failed (Ctrl-C, SIGTERM, disk full, the model).
+    - `leases`: the one process driving a run (pid, host, heartbeat); resume only when it is gone.
+    - `experience_states`: the summary version each experience state x was built from (recorded in
+      the transaction that starts it, so a human edit is exactly before or after it) and the one
+      it uses (the pinned base, or the version the model wrote for x).
+    - `summary_actions`: every curation (edit, veto, unveto, pin, unpin): who, when, and the first
+      state x that uses it."""
+    db["runs"].add_column("status_reason", str, not_null_default="")
+    db["leases"].create(
+        {"run_id": str, "token": str, "pid": int, "host": str, "command": str,
+         "acquired_at": str, "heartbeat_at": float},
+        pk="run_id", not_null={"token", "pid", "host", "command", "acquired_at", "heartbeat_at"},
+        foreign_keys=[("run_id", "runs", "id")],
+    )
+    db["experience_states"].create(
+        {"run_id": str, "x": int, "base_summary_id": str, "summary_id": str, "began_at": str},
+        pk=("run_id", "x"), not_null={"run_id", "x", "began_at"},
+        foreign_keys=[("run_id", "runs", "id"), ("base_summary_id", "summaries", "id"),
+                      ("summary_id", "summaries", "id")],
+    )
+    db["summary_actions"].create(
+        {"id": int, "run_id": str, "summary_id": str, "action": str, "author": str,
+         "created_at": str, "effective_from_x": int},
+        pk="id", not_null={"run_id", "summary_id", "action", "author", "created_at"},
+        foreign_keys=[("run_id", "runs", "id"), ("summary_id", "summaries", "id")],
+    )
+    db["summary_actions"].create_index(["run_id"], index_name="idx_summary_actions_run")
+    db["summary_actions"].create_index(["summary_id"], index_name="idx_summary_actions_summary")
+
+
+def _v4(db: Database) -> None:
+    """Version 4: tables for trainings (checkpoints, losses, evaluation runs, sources) and studies;
+    dataset rows say why a row was dropped and how many tokens it has; old run notes move over."""
+    from s3gym_tui.store.schema_trainings import migrate_trainings
+
+    migrate_trainings(db)
 
 
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. (A future migration that rebuilds a
 # table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,4 +1,4 @@
-"""Schema version 3: trainings get tables of their own (no more JSON text in runs.note).
+"""The trainings migration: trainings get tables of their own (no more JSON text in runs.note).
 
 Self-contained on purpose (plain SQL and json, no app models): a migration must keep meaning the same
 thing however the code around it changes. References to runs, datasets and episodes are plain
@@ -118,7 +118,7 @@ def _move_note(conn: sqlite3.Connection, run_id: str, game: str, created_at: str
                      (run_id, data["dataset_id"], game))
 
 
-def migrate_v3(db: Database) -> None:
+def migrate_trainings(db: Database) -> None:
     """Create the training tables and move every readable `training {json}` run note into them (the
     note is then cleared); an unreadable note is left as it was."""
     conn = db.conn

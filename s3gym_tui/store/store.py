@@ -17,8 +17,11 @@ from pydantic import ValidationError
 
 from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, phase_of_seed,
                               utcnow)
+from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.hygiene import Hygiene
+from s3gym_tui.store.leases import LeaseRecords
 from s3gym_tui.store.trainings import TrainingStore
 
 TEXT_REF_PREFIX = "[[text:"
@@ -55,12 +58,13 @@ _STEP_COLS = tuple(Step.model_fields)
 _INSERT_EPISODE = _insert_sql("episodes", _EPISODE_COLS)
 _INSERT_STEP = _insert_sql("steps", _STEP_COLS)
 _SELECT_EPISODE = f"SELECT {', '.join(_q(c) for c in _EPISODE_COLS)} FROM episodes"
+_TEXT_STEP_COLS = ("observation", "prompt", "reply", "action", "feedback", "proposed_action", "fault")
 _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(TrainingStore):
+class Store(TrainingStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
@@ -69,9 +73,11 @@ class Store(TrainingStore):
     # ------------------------------------------------------------------ runs
 
     def _run_from_row(self, row: Mapping[str, Any]) -> Run:
-        data = {"id": row["id"], "config": json.loads(row["config"]), "status": row["status"],
-                "created_at": row["created_at"], "note": row["note"]}
-        return self._model(Run, data, f"run {row['id']!r}")
+        what = f"run {row['id']!r}"
+        data = {"id": row["id"], "config": self._json(row["config"], f"{what} (config)"),
+                "status": row["status"], "created_at": row["created_at"], "note": row["note"],
+                "status_reason": row.get("status_reason") or ""}
+        return self._model(Run, data, what)
 
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
                    note: str = "") -> Run:
@@ -82,13 +88,15 @@ class Store(TrainingStore):
             except ValidationError as err:
                 raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
         run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note)
+        stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base)})
         with self._tx("create a run") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
                 raise StoreError(f"run {run.id!r} already exists")
             conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
                                               "created_at", "note")),
-                         (run.id, config.model_dump_json(), config.game, config.model,
-                          config.pathway, run.status, run.created_at, run.note))
+                         (run.id, redact_values(stored.model_dump_json()), config.game,
+                          redact_values(config.model), config.pathway, run.status,
+                          run.created_at, redact_values(run.note)))
         return run
 
     def get_run(self, run_id: str) -> Run:
@@ -106,11 +114,13 @@ class Store(TrainingStore):
                 (int(limit), int(offset))))
         return [self._run_from_row(r) for r in rows]
 
-    def set_run_status(self, run_id: str, status: str) -> Run:
+    def set_run_status(self, run_id: str, status: str, reason: str = "") -> Run:
+        """Set the status and why (the reason is cleared when a run runs again or finishes)."""
         if status not in RUN_STATUSES:
             raise StoreError(f"bad run status {status!r}: one of {', '.join(RUN_STATUSES)}")
         with self._tx("set a run's status") as conn:
-            if conn.execute("UPDATE runs SET status = ? WHERE id = ?", (status, run_id)).rowcount == 0:
+            if conn.execute("UPDATE runs SET status = ?, status_reason = ? WHERE id = ?",
+                            (status, " ".join(str(reason).split())[:500], run_id)).rowcount == 0:
                 raise StoreError(f"no run {run_id!r}")
         return self.get_run(run_id)
 
@@ -124,8 +134,10 @@ class Store(TrainingStore):
 
     def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
         data = dict(row)
-        data["history_episode_ids"] = json.loads(data["history_episode_ids"] or "[]")
-        return self._model(Episode, data, f"episode {row['id']!r}")
+        what = f"episode {row['id']!r}"
+        data["history_episode_ids"] = self._json(data["history_episode_ids"] or "[]",
+                                                 f"{what} (history_episode_ids)")
+        return self._model(Episode, data, what)
 
     def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
         """Insert a new episode, enforcing the seed/phase split and the history guard.
@@ -235,8 +247,12 @@ class Store(TrainingStore):
     # ------------------------------------------------------------------ steps
 
     @staticmethod
-    def _step_values(step: Step) -> tuple:
+    def _step_values(step: Step, secrets: list[str]) -> tuple:
         data = step.model_dump()
+        if secrets:  # a safety net: replies are redacted on arrival (engine.llm), human input here
+            for col in _TEXT_STEP_COLS:
+                if data[col]:
+                    data[col] = redact_values(data[col], secrets)
         return tuple(data[c] for c in _STEP_COLS)
 
     def add_step(self, step: Step) -> Step:
@@ -251,6 +267,7 @@ class Store(TrainingStore):
             return 0
         what = (f"add step {steps[0].index} of episode {steps[0].episode_id!r}" if len(steps) == 1
                 else f"add {len(steps)} steps")
+        secrets = secret_values()
         with self._tx(what) as conn:
             counts: dict[str, int] = {}
             for step in steps:
@@ -260,7 +277,7 @@ class Store(TrainingStore):
                         raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
                     counts[step.episode_id] = 0
                 try:
-                    conn.execute(_INSERT_STEP, self._step_values(step))
+                    conn.execute(_INSERT_STEP, self._step_values(step, secrets))
                 except sqlite3.IntegrityError as err:
                     if "UNIQUE" in str(err):
                         raise StoreError(f"step {step.index} of episode {step.episode_id!r} is "
@@ -298,6 +315,7 @@ class Store(TrainingStore):
 
     def put_text(self, text: str) -> str:
         """Store a large shared prompt part once; returns its key (a content hash)."""
+        text = redact_values(text)
         key = text_key(text)
         with self._tx("store a shared prompt part") as conn:
             conn.execute("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", (key, text))

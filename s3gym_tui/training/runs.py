@@ -55,7 +55,15 @@ def read_manifest(path: Path) -> tuple[Path, dict[int, Path]]:
 
 def eval_runs(store, training: Training) -> list[tuple[str, Run, tuple[int, ...]]]:
     """(game, run, checkpoints it plays) of each evaluation run of the training, oldest first."""
-    return [(game, store.get_run(run_id), xs) for game, run_id, xs in store.training_evals(training.id)]
+    from s3gym_tui.store import StoreError
+
+    found = []
+    for game, run_id, xs in store.training_evals(training.id):
+        try:
+            found.append((game, store.get_run(run_id), xs))
+        except StoreError:  # removed with `s3gym rm` meanwhile: the training keeps its checkpoints
+            continue
+    return found
 
 
 def own_eval_run(store, training: Training) -> Optional[Run]:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from s3gym_tui.models import EVAL_SEED_BASE, Run
+from s3gym_tui.models import EVAL_SEED_BASE, Run, eval_episode_id, explore_episode_id
 from s3gym_tui.store import LeakageError, Store, StoreError, audit
 
 
@@ -62,16 +62,23 @@ def test_eval_episode_as_summary_source_refused(store: Store, run: Run, explored
 
 
 def test_summary_written_before_its_episode(store: Store, run: Run, explored, make_episode):
-    """The runner writes the summary for episode x, then adds episode x: allowed for exploration
-    episodes, refused if that id turns out to be an evaluation episode."""
-    ahead = store.add_summary(run.id, "r", "a", "n", for_episode_id="future-explore",
+    """The runner writes the summary for episode x, then adds episode x: allowed for the run's
+    exploration episodes only. Any other unstored id is refused at once (a summary "for" a future
+    evaluation episode would make that episode, and so the run, impossible to store), and an
+    evaluation episode is still refused later if a summary names it."""
+    ahead_id = explore_episode_id(run.id, 3)
+    ahead = store.add_summary(run.id, "r", "a", "n", for_episode_id=ahead_id,
                               source_episode_ids=[explored[0].id])
-    store.add_episode(make_episode(run, index=3, id="future-explore", summary_id=ahead.id))
-    store.add_summary(run.id, "r", "a", "n", for_episode_id="future-eval")
+    store.add_episode(make_episode(run, index=3, id=ahead_id, summary_id=ahead.id))
+    for bad in ("future-eval", eval_episode_id(run.id, 3, 0), explore_episode_id("other-run", 4)):
+        with pytest.raises(LeakageError, match="not a stored episode nor one of the run's"):
+            store.add_summary(run.id, "r", "a", "n", for_episode_id=bad)
+    disguised = explore_episode_id(run.id, 7)
+    store.add_summary(run.id, "r", "a", "n", for_episode_id=disguised)
     with pytest.raises(LeakageError, match="evaluation episode but summary"):
-        store.add_episode(make_episode(run, phase="eval", id="future-eval"))
-    assert store.find_episode("future-eval") is None
-    store.add_summary(run.id, "r", "a", "n", for_episode_id="never-played")
+        store.add_episode(make_episode(run, phase="eval", id=disguised))
+    assert store.find_episode(disguised) is None
+    store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 9))
     assert audit(store).ok  # a summary for a state no episode was played from is not a leak
 
 

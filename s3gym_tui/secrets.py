@@ -1,0 +1,54 @@
+"""Keeping credentials out of everything stored, exported or shown: the values of the secret
+environment variables that are set (API keys, tokens), and credentials inside URLs."""
+
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+REDACTED = "[redacted]"
+# Environment variables whose values are secrets (API keys, tokens, passwords).
+SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|API_?KEY|^AWS_",
+                         re.IGNORECASE)
+MIN_SECRET_CHARS = 8  # shorter values are not credentials and would redact ordinary words
+_SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credential", re.IGNORECASE)
+
+
+def secret_values() -> list[str]:
+    """The values of the secret-looking environment variables that are set, longest first."""
+    values = {value for name, value in os.environ.items()
+              if len(value) >= MIN_SECRET_CHARS and SECRET_NAME.search(name)}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact_values(text: str, values: list[str] | None = None) -> str:
+    """`text` with every secret value (see secret_values) replaced by [redacted]."""
+    if not text:
+        return text
+    for value in secret_values() if values is None else values:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+def has_secret(text: str) -> bool:
+    return bool(text) and any(value in text for value in secret_values())
+
+
+def strip_url_credentials(url: str | None) -> str | None:
+    """The URL without a user:password part and with secret-looking query parameters redacted
+    (http://u:KEY@host/v1?api-key=KEY -> http://host/v1?api-key=[redacted])."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact_values(url)
+    netloc = parts.netloc.rsplit("@", 1)[-1] if "@" in parts.netloc else parts.netloc
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, REDACTED if _SECRET_QUERY.search(k) else v) for k, v in pairs],
+                          safe="[]")
+    return redact_values(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))

@@ -1,0 +1,119 @@
+"""A tiny OpenAI-compatible chat server on 127.0.0.1 for tests: configurable delay, reply, status,
+headers and usage, so the real litellm HTTP path is exercised without a network.
+
+    server = FakeOpenAI(delay_s=0.2).start()      # in a thread; server.base_url -> .../v1
+    server.behave(status=429, headers={"Retry-After": "nan"}, times=1)
+    ...
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+
+DEFAULT_REPLY = "I will cooperate.\nAnswer: C, Score: 1"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "FakeOpenAI"
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def _send(self, status: int, body: Any, headers: Optional[dict] = None) -> None:
+        data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server API
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model"}
+                                                        for m in self.server.models]})
+        else:
+            self._send(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        request = json.loads(self.rfile.read(length) or b"{}")
+        fake = self.server
+        with fake.lock:
+            fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": request})
+            rule = fake.rules[0] if fake.rules else None
+            if rule is not None and rule.get("times") is not None:
+                rule["times"] -= 1
+                if rule["times"] <= 0:
+                    fake.rules.pop(0)
+        spec = {**fake.default, **(rule or {})}
+        if spec.get("delay_s"):
+            time.sleep(float(spec["delay_s"]))
+        if spec.get("hang"):
+            fake.hang.wait(600)
+        status = int(spec.get("status", 200))
+        headers = spec.get("headers") or {}
+        if status != 200:
+            self._send(status, {"error": {"message": spec.get("error", f"fake error {status}"),
+                                          "type": "fake", "code": status}}, headers)
+            return
+        reply = spec.get("reply", DEFAULT_REPLY)
+        if callable(reply):
+            reply = reply(request)
+        usage = spec.get("usage") or {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        body = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                "model": request.get("model", "fake"),
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": reply}}],
+                "usage": usage}
+        raw = spec.get("raw_body")
+        self._send(200, raw.encode() if isinstance(raw, str) else body, headers)
+
+
+class FakeOpenAI(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",)) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.default: dict[str, Any] = {"delay_s": delay_s, "reply": reply}
+        self.rules: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.models = list(models)
+        self.lock = threading.Lock()
+        self.hang = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def behave(self, times: Optional[int] = None, **spec: Any) -> "FakeOpenAI":
+        """Answer the next `times` requests (all, if None) with `spec` (status, headers, reply,
+        usage, delay_s, hang, raw_body, error) instead of the default."""
+        with self.lock:
+            self.rules.append({**spec, "times": times})
+        return self
+
+    def start(self) -> "FakeOpenAI":
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.hang.set()
+        self.shutdown()
+        self.server_close()
+
+
+if __name__ == "__main__":  # a standalone server for manual checks: prints its base URL
+    import sys
+
+    server = FakeOpenAI(delay_s=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)
+    print(server.base_url, flush=True)
+    server.serve_forever()
