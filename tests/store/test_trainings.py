@@ -170,7 +170,7 @@ def test_a_half_done_migration_leaves_the_old_file(tmp_path: Path, monkeypatch):
     conn.close()
 
 
-def test_removing_runs_keeps_trainings_whole(store: Store, run, explored):
+def test_removing_runs_keeps_trainings_whole(store: Store, run, explored, make_episode):
     """`s3gym rm` refuses a run a training learnt from; an evaluation run may go (the link goes with it)."""
     dataset = store.add_dataset(run.id, {}, [{"episode_id": explored[0].id, "step_index": 0, "kind": "kept"}])
     store.add_training(Training(id="kept", games=("trust",), source_run=run.id, dataset_id=dataset.id))
@@ -179,7 +179,7 @@ def test_removing_runs_keeps_trainings_whole(store: Store, run, explored):
     assert store.get_run(run.id) and store.get_dataset(dataset.id)
     other = store.create_run(RunConfig(model="scripted/trust", game="trust"))
     store.add_training(Training(id="prompts", games=("trust",)))
-    episode = store.add_episode(__import__("conftest").make_episode(other, index=0))
+    episode = store.add_episode(make_episode(other, index=0))
     store.add_training_sources("prompts", [TrainingSource(kind="prompt", ref=episode.id)])
     with pytest.raises(StoreError, match="training prompts learnt"):
         store.remove_runs([other.id])
