@@ -77,6 +77,11 @@ def _run_study(store, factory) -> None:
             study = asyncio.run(factory(hooks))
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        from s3gym_tui.cli.train import interrupted
+
+        latest = store.studies(limit=1)
+        interrupted(f"study {latest[0].id} interrupted: `s3gym resume {latest[0].id}` continues it" if latest else None)
     print_matrix(console, study_matrix(store, study.id))
 
 

@@ -83,9 +83,20 @@ def train(
                                 epochs if method == "sft" else None)
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        stopped = [t for t in store.trainings(source_run=run_id) if t.status == "interrupted"]
+        interrupted(stopped[-1].error if stopped else None)
     print_outcome(console, outcome)
     if reward == "oracle" and method == "grpo":
         console.print("[yellow]oracle ablation[/]: trained on the verifier's rewards (recorded on the training)")
+
+
+def interrupted(message) -> None:
+    """Ctrl-C: say exactly how to continue, exit 130."""
+    from s3gym_tui.cli.common import err
+
+    err.print(f"{message or 'interrupted'}; stored data is intact", soft_wrap=True, highlight=False)
+    raise typer.Exit(130)
 
 
 def resume_training_cli(store, training_id: str) -> None:
@@ -98,6 +109,8 @@ def resume_training_cli(store, training_id: str) -> None:
         outcome = run_with_bars(console, lambda hooks: resume_training(store, training_id, hooks))
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        interrupted(store.get_training(training_id).error)
     print_outcome(console, outcome)
 
 

@@ -168,3 +168,23 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
     assert code == 0 and trained[0].id in capsys.readouterr().out
     code = main(["train", "no-such-run", "--db", str(db)])
     assert code == 2 and "no run 'no-such-run'" in capsys.readouterr().err
+
+
+def test_ctrl_c_in_s3gym_train_says_how_to_continue(tmp_path, tiny_base, capsys, monkeypatch):
+    import asyncio
+
+    from s3gym_tui.training import backend
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    db = tmp_path / "c.db"
+    with Store(db) as store:
+        source = asyncio.run(scripted_run(store))
+    monkeypatch.setattr(backend, "train_lora", interrupted)
+    code = main(["train", source.id, "--base", str(tiny_base), "--max-examples", "1", "--db", str(db)])
+    err = capsys.readouterr().err
+    with Store(db) as store:
+        (training,) = store.trainings(source_run=source.id)
+    assert code == 130 and f"`s3gym resume {training.id}` continues it" in err and "intact" in err
+    assert training.status == "interrupted"
