@@ -80,6 +80,7 @@ class TrainResult:
     peak_rss_mb: float = 0.0
     peak_gpu_mb: Optional[float] = None
     resumed_from: Optional[str] = None
+    notes: dict[str, Any] = field(default_factory=dict)  # trainer-specific counts (e.g. rollout states)
 
     @property
     def examples_per_s(self) -> Optional[float]:
@@ -92,7 +93,7 @@ class TrainResult:
     def figures(self) -> dict[str, Any]:
         return {"peak_rss_mb": round(self.peak_rss_mb, 1), "peak_gpu_mb": self.peak_gpu_mb,
                 "examples_per_s": self.examples_per_s, "tokens_per_s": self.tokens_per_s, "tokens": self.tokens,
-                "seconds": round(self.seconds, 2), "resumed_from": self.resumed_from}
+                "seconds": round(self.seconds, 2), "resumed_from": self.resumed_from, **self.notes}
 
 
 def cache_dir() -> Path:

@@ -23,14 +23,15 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from s3gym_tui.models import RunConfig
-from s3gym_tui.store import ExpertRef, Study, Training, TrainingSource
+from s3gym_tui.store import Study, Training, TrainingSource
 from s3gym_tui.training import require_extra
 from s3gym_tui.training.backend import TrainConfig
 from s3gym_tui.training.dataset import build_dataset, training_examples
-from s3gym_tui.training.evaluate import create_eval_run
+from s3gym_tui.training.experts import expert_adapter, resolve_experts
 from s3gym_tui.training.options import DistillOptions
-from s3gym_tui.training.pipeline import Hooks, TrainingError, evaluate_all, mark_stopped, record_local
-from s3gym_tui.training.runs import new_training_id, own_eval_run, training_root
+from s3gym_tui.training.pipeline import Hooks, TrainingError, mark_stopped, record_local
+from s3gym_tui.training.runs import new_training_id, training_root
+from s3gym_tui.training.study_eval import evaluate_cells
 
 STUDENT_ROLES: tuple[str, ...] = ("phase1", "phase2", "off-only", "on-only", "mixed-sft")
 ROLE_METHOD = {"phase1": "distill-off", "phase2": "distill-on", "off-only": "distill-off",
@@ -40,44 +41,6 @@ ROLE_METHOD = {"phase1": "distill-off", "phase2": "distill-on", "off-only": "dis
 @dataclass
 class DistillHooks(Hooks):
     stage: Callable[[str, str], None] = lambda stage, info: None  # a step of the study started
-
-
-# ----- experts -------------------------------------------------------------------------------------
-def resolve_experts(store, specs: Sequence[str]) -> list[ExpertRef]:
-    """'TRAINING' (its last checkpoint) or 'TRAINING:X' -> the expert; one per game, one shared base."""
-    if len(specs) < 2:
-        raise TrainingError("distillation needs experts for at least two games")
-    experts, bases = [], set()
-    for spec in specs:
-        training_id, _, x_text = str(spec).partition(":")
-        training = store.find_training(training_id)
-        if training is None:
-            raise TrainingError(f"no training {training_id!r} (see `s3gym trainings`)")
-        if training.role != "expert" or training.game is None:
-            raise TrainingError(f"{training_id} is not a single-game expert (it is a {training.role})")
-        if training.backend != "local":
-            raise TrainingError(f"{training_id} was trained remotely: distillation needs local LoRA experts")
-        cps = {c.x: c for c in store.training_checkpoints(training_id)}
-        adapters = [x for x, c in cps.items() if c.adapter]
-        if not adapters:
-            raise TrainingError(f"{training_id} has no trained checkpoint yet ({training.status})")
-        x = max(adapters) if not x_text else int(x_text) if x_text.isdigit() else -1
-        if x not in cps or not cps[x].adapter:
-            raise TrainingError(f"{training_id} has no trained checkpoint {x_text!r} (checkpoints: "
-                                f"{', '.join(map(str, sorted(adapters)))})")
-        experts.append(ExpertRef(training_id=training_id, x=x, game=training.game, model=cps[x].model))
-        bases.add(str(Path(training.base).resolve()))
-    games = [e.game for e in experts]
-    if len(set(games)) != len(games):
-        raise TrainingError(f"two experts for {next(g for g in games if games.count(g) > 1)}: one expert per game")
-    if len(bases) != 1:
-        raise TrainingError("the experts were trained on different base models: they must share one")
-    return experts
-
-
-def _adapter(store, expert: ExpertRef) -> Path:
-    cp = next(c for c in store.training_checkpoints(expert.training_id) if c.x == expert.x)
-    return Path(cp.adapter)
 
 
 # ----- the study -----------------------------------------------------------------------------------
@@ -132,7 +95,8 @@ class _Study:
                 source = self.store.get_run(self.store.get_training(expert.training_id).source_run)
                 cfg = source.config
                 config = RunConfig(model=expert.model, game=expert.game, pathway="none",
-                                   explore_episodes=self.options.rollout_episodes, eval_every=max(1, self.options.rollout_episodes),
+                                   explore_episodes=self.options.rollout_episodes,
+                                   eval_every=max(1, self.options.rollout_episodes),
                                    eval_episodes=0, explore_seed_base=cfg.explore_seed_base,
                                    eval_seed_base=cfg.eval_seed_base, history_budget=0, max_tokens=cfg.max_tokens,
                                    temperature=cfg.temperature, decoding_seed=cfg.decoding_seed,
@@ -232,7 +196,7 @@ class _Study:
         training = self.store.update_training(training.id, status="training", error=None, examples=len(rows),
                                               settings=settings)
         self.hooks.training_created(training)
-        experts = {e.game: _adapter(self.store, e) for e in self.study.experts}
+        experts = {e.game: expert_adapter(self.store, e) for e in self.study.experts}
         try:
             result, routed = train_onpolicy(
                 rows, self.base, experts, Path(training.directory) / "adapters", updates=updates,
@@ -322,57 +286,6 @@ class _Study:
             found.update(await self.datasets("mixed_datasets", pending, 0.0))
         return found
 
-    # ----- 6. evaluation ------------------------------------------------------------------------
-    def _column(self, game: str) -> tuple[RunConfig, Optional[str]]:
-        """The template of a game's column, and the run giving its base cell (x = 0) when reusable."""
-        expert = next(e for e in self.study.experts if e.game == game)
-        run = own_eval_run(self.store, self.store.get_training(expert.training_id))
-        if run is None:
-            raise TrainingError(f"expert {expert.training_id} has no evaluation run on {game}")
-        o = self.options
-        reusable = o.eval_episodes in (None, run.config.eval_episodes) and o.step_cap in (None, run.config.step_cap)
-        return run.config, (run.id if reusable else None)
-
-    def cells(self, students: list[Training]) -> dict[str, str]:
-        """Create (once) every evaluation run of the matrix; returns 'training|game' -> run id."""
-        cells = dict(self.study.settings.get("cells") or {})
-        base_cells = dict(self.study.settings.get("base_cells") or {})
-        o = self.options
-        for game in self.study.games:
-            template, own = self._column(game)
-            for expert in self.study.experts:
-                key = f"{expert.training_id}|{game}"
-                if key in cells:
-                    continue
-                training = self.store.get_training(expert.training_id)
-                if expert.game == game and own is not None:
-                    cells[key] = base_cells[game] = own
-                    continue
-                xs = [0, expert.x] if expert.game == game else [expert.x]
-                run = create_eval_run(self.store, training, template, xs, game=game, eval_episodes=o.eval_episodes,
-                                      step_cap=o.step_cap)
-                cells[key] = run.id
-                if expert.game == game:
-                    base_cells[game] = run.id
-            for student in students:
-                key = f"{student.id}|{game}"
-                if key not in cells:
-                    last = max(c.x for c in self.store.training_checkpoints(student.id))
-                    cells[key] = create_eval_run(self.store, student, template, [last], game=game,
-                                                 eval_episodes=o.eval_episodes, step_cap=o.step_cap).id
-        self.save(cells=cells, base_cells=base_cells)
-        return cells
-
-    async def evaluate(self, students: list[Training]) -> None:
-        self.cells(students)
-        trainings = {e.training_id for e in self.study.experts} | {s.id for s in students}
-        for training_id in sorted(trainings):
-            training = self.store.get_training(training_id)
-            runs = [self.store.get_run(r) for _, r, _ in self.store.training_evals(training_id)]
-            if any(r.status != "finished" for r in runs) or training.status != "finished":
-                self.hooks.stage("evaluation", f"{training_id} on {', '.join(self.study.games)}")
-                await evaluate_all(self.store, training, self.hooks)
-
 
 async def run_study(store, study_id: str, hooks: Optional[DistillHooks] = None) -> Study:
     hooks = hooks or DistillHooks()
@@ -389,7 +302,7 @@ async def run_study(store, study_id: str, hooks: Optional[DistillHooks] = None) 
         if s.options.ablations:
             students += await s.ablations(datasets, phase1)
         serve.HANDLER.release()
-        await s.evaluate(students)
+        await evaluate_cells(store, s.study, s.options, students, hooks, s.save)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "CancelledError"
         store.set_study_status(study_id, "interrupted" if interrupted else "failed")

@@ -54,7 +54,9 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
 
     from s3gym_tui.training.device import cpu_threads, pick_device
     from s3gym_tui.training.environment import GameEnvironment, ensure_tool_template
-    from s3gym_tui.training.hf import TRAINER_DIR, Reporter, existing_adapters, finish, lora_config, quiet_trainer, resume_point
+    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config, quiet_trainer,
+                                       resume_point)
+    from s3gym_tui.training.lengths import context_window
     from s3gym_tui.training.rewards import FrozenJudge, make_reward
     from s3gym_tui.training.rollouts import Sampler, StateStream
 
@@ -76,13 +78,22 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         result.adapters.update(existing_adapters(out_dir))
         result.resumed_from = checkpoint
     sampler = Sampler(model, tokenizer, config.temperature, config.max_completion_length, seed=lora.seed)
-    stream = StateStream(game, seeds, sampler, config.rollout_step_cap, on_rollout)
+    window = context_window(base_dir)
+
+    def fits(messages: list) -> bool:
+        if not window:
+            return True
+        ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
+        return len(ids) + max(config.max_completion_length, config.judge_max_new_tokens) <= window
+
+    stream = StateStream(game, seeds, sampler, config.rollout_step_cap, on_rollout, fits)
     key = id(stream)
     _STREAMS[key] = stream
     dataset = IterableDataset.from_generator(_stream_rows, features=state_features(), gen_kwargs={"stream_key": key})
     judge = FrozenJudge(model, tokenizer, config.judge_max_new_tokens) if config.reward == "self" else None
     args = GRPOConfig(
-        output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates, per_device_train_batch_size=config.num_generations,
+        output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates,
+        per_device_train_batch_size=config.num_generations,
         gradient_accumulation_steps=config.states_per_update, num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature,
         learning_rate=config.learning_rate, beta=config.beta, logging_steps=1, save_strategy="steps",
@@ -103,6 +114,8 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     result.examples = trainer.state.global_step * config.states_per_update * config.num_generations
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)
+    result.notes["rollout_states"] = stream.states
+    result.notes["rollout_episodes_cut_by_the_window"] = stream.too_long
     progress(TrainEvent("done", result.steps, result.steps, phase="grpo"))
     del trainer, model
     return result

@@ -24,7 +24,8 @@ class StateStream:
     """An endless stream of states reached by `policy` on `seeds` (never an evaluation seed)."""
 
     def __init__(self, game: str, seeds: Sequence[int], policy: Policy, step_cap: Optional[int] = None,
-                 on_rollout: OnRollout = lambda game, seed, steps: None) -> None:
+                 on_rollout: OnRollout = lambda game, seed, steps: None,
+                 fits: Callable[[list], bool] = lambda messages: True) -> None:
         bad = [s for s in seeds if phase_of_seed(int(s)) != "explore"]
         if not seeds or bad:
             raise ValueError(f"rollouts need exploration seeds (got {bad[0] if bad else 'none'})")
@@ -33,8 +34,10 @@ class StateStream:
         self.policy = policy
         self.step_cap = step_cap
         self.on_rollout = on_rollout
+        self.fits = fits  # False: the prompt would not fit the model's window (the episode ends there)
         self.episodes = 0
         self.states = 0
+        self.too_long = 0  # episodes cut short because the next prompt was too long
 
     def rows(self) -> Iterator[dict]:
         for seed in itertools.cycle(self.seeds):
@@ -50,9 +53,13 @@ class StateStream:
         turns: list[TurnRecord] = []
         feedback = ""
         while not env.done and len(actions) < cap:
+            messages = build_messages(env, None, turns, feedback)
+            if not self.fits(messages):
+                self.too_long += 1
+                break
             self.states += 1
             yield prompt_row(self.game, seed, actions, scores)
-            reply = self.policy(build_messages(env, None, turns, feedback), env)
+            reply = self.policy(messages, env)
             parsed = parse_reply(reply)
             action = parsed.action if parsed.action is not None else NO_ANSWER
             observation = env.observation()

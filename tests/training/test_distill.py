@@ -166,7 +166,7 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
     assert f"study {study.id}" in capsys.readouterr().out
 
 
-def test_ctrl_c_in_phase_2_then_resume(experts, monkeypatch):
+def test_ctrl_c_in_phase_2_then_resume(experts, monkeypatch, capsys):
     from s3gym_tui.training import backend, onpolicy
     from s3gym_tui.training.distill import distill, resume_study
 
@@ -199,10 +199,17 @@ def test_ctrl_c_in_phase_2_then_resume(experts, monkeypatch):
             return real_on(*args, **kwargs)
 
         monkeypatch.setattr(onpolicy, "train_onpolicy", resumed)
-        study = asyncio.run(resume_study(store, study.id))
-        assert study.status == "finished"
+        study_id = study.id
+    capsys.readouterr()
+    assert main(["resume", study_id, "--db", str(db)]) == 0  # through the command line
+    out = capsys.readouterr().out
+    assert f"study {study_id}" in out and "student, phase 2 (on-policy)" in out and "phase 2 updates" in out
+    with Store(db) as store:
+        assert store.get_study(study_id).status == "finished"
         assert sft_calls == [False] and on_calls == [False, True]  # phase 1 was not trained again
-        assert {t.status for t in store.trainings(study_id=study.id)} == {"finished"}
+        assert {t.status for t in store.trainings(study_id=study_id)} == {"finished"}
+        assert asyncio.run(resume_study(store, study_id)).status == "finished"
+        assert on_calls == [False, True]
 
 
 def test_the_experts_are_checked_first(experts, capsys):

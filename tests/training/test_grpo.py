@@ -10,7 +10,6 @@ import pytest
 
 import games
 from s3gym_tui.cli import main
-from s3gym_tui.engine.experience import turns_from_steps
 from s3gym_tui.engine.prompts import SYSTEM_PROMPT, build_messages
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit
@@ -261,3 +260,14 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     assert code == 2 and "unknown method 'ppo'" in capsys.readouterr().err
     code = main(["train", run.id, "--method", "grpo", "--reward", "verifier", "--db", str(db)])
     assert code == 2 and "unknown reward 'verifier'" in capsys.readouterr().err
+
+
+def test_a_rollout_ends_where_the_next_prompt_would_not_fit():
+    ended = []
+    stream = StateStream("trust", [2], lambda messages, game: "Answer: cheat, Score: 3", step_cap=5,
+                         on_rollout=lambda *a: ended.append(a),
+                         fits=lambda messages: messages[-1]["content"].count("LLM:") < 2)  # a tiny "window"
+    rows = stream.rows()
+    first = [next(rows) for _ in range(3)]
+    assert [len(r["actions"]) for r in first] == [0, 1, 0]  # the episode stops before its third state
+    assert stream.too_long == 1 and stream.episodes == 1 and ended == [("trust", 2, 2)]
