@@ -92,9 +92,10 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     dataset = IterableDataset.from_generator(_stream_rows, features=state_features(), gen_kwargs={"stream_key": key})
     judge = FrozenJudge(model, tokenizer, config.judge_max_new_tokens) if config.reward == "self" else None
     args = GRPOConfig(
-        output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates,
-        per_device_train_batch_size=config.num_generations,
-        gradient_accumulation_steps=config.states_per_update, num_generations=config.num_generations,
+        # one sampled reply per forward/backward (the rest accumulated): RAM like SFT at batch 1
+        output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates, per_device_train_batch_size=1,
+        gradient_accumulation_steps=config.num_generations * config.states_per_update,
+        num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature,
         learning_rate=config.learning_rate, beta=config.beta, logging_steps=1, save_strategy="steps",
         save_steps=config.save_every, save_total_limit=1, report_to="none", use_cpu=device.use_cpu,
