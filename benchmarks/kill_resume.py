@@ -38,7 +38,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("S3GYM_CONFIG", "/nonexistent/s3gym-kill-resume.toml")
 
 from s3gym_tui.models import RunConfig  # noqa: E402
-from s3gym_tui.store import Store, audit  # noqa: E402
+from s3gym_tui.store import Store, StoreError, audit  # noqa: E402
 from s3gym_tui.store.connection import Connection  # noqa: E402
 
 # (game, pathway, model provider): every game, every pathway, scripted and fault-injecting models
@@ -100,7 +100,11 @@ def snapshot(store: Store, run_id: str) -> dict[str, Any]:
                               n_steps=e.n_steps, summary=versions.get(e.summary_id),
                               history=list(e.history_episode_ids), cut=e.history_cut)
         for s in store.steps(e.id):
-            steps[(e.id, s.index)] = (s.observation, store.expand_prompt(s.prompt), s.reply, s.action,
+            try:
+                prompt = store.prompt_of(s)
+            except StoreError as err:  # a prompt whose base step was lost cannot be rebuilt
+                prompt = f"<unreadable: {err}>"
+            steps[(e.id, s.index)] = (s.observation, prompt, s.reply, s.action,
                                       s.self_score, s.reward, s.feedback, s.valid, s.terminated,
                                       s.truncated, s.actor, s.fault, s.tokens_in, s.tokens_out)
     summaries = {s.version: (s.retain, s.avoid, s.next, list(s.source_episode_ids), s.for_episode_id,

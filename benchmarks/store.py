@@ -5,7 +5,10 @@
     python benchmarks/store.py --path big.db --keep
 
 Figures tracked: median time to load one 64-step episode (target < 20 ms), add_step throughput
-(one transaction per step, as the runner writes them), DB size; plus open, list_runs and audit.
+(one transaction per step, as the runner writes them), DB size; plus open, list_runs and audit;
+and, from a real scripted Tetris run (pathway none, 3 exploration + 1 evaluation episode per
+checkpoint, 320 steps): bytes per stored step (target <= 3 KB; prompts are deltas, see
+store/prompt_delta.py) and the time to read a prompt back (target < 1 ms).
 """
 
 from __future__ import annotations
@@ -100,6 +103,50 @@ def build(store: Store, n_episodes: int, n_with_steps: int, prompt_bytes: int,
     db.execute("UPDATE episodes SET n_steps = (SELECT count(*) FROM steps s "
                "WHERE s.episode_id = episodes.id) WHERE id IN (SELECT DISTINCT episode_id FROM steps)")
     return sampled
+
+
+def scripted_run_figures(path: Path, game: str = "tetris", pathway: str = "none") -> list[tuple[str, str]]:
+    """Run the protocol with the game's scripted player (3 exploration episodes, 1 evaluation
+    episode at x = 0 and x = 3), then measure what it stored and how fast prompts read back."""
+    import asyncio
+
+    from s3gym_tui.engine.runner import ProtocolRunner
+
+    with Store(path) as store:
+        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
+                                         explore_episodes=3, eval_every=3, eval_episodes=1))
+        asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
+        store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        episodes = store.episodes(run.id)
+        n = sum(e.n_steps for e in episodes)
+        stored = store.conn.execute("SELECT sum(length(prompt)) FROM steps").fetchone()[0]
+        full = sum(len(store.step_prompt(e.id, i)) for e in episodes for i in range(e.n_steps))
+    size = path.stat().st_size
+    cold_last, cold_any, sequential = [], [], []
+    rng = random.Random(1)
+    for _ in range(10):
+        for e in episodes:
+            for target, samples in ((e.n_steps - 1, cold_last), (rng.randrange(e.n_steps), cold_any)):
+                with Store(path, check=False) as fresh:
+                    t = time.perf_counter()
+                    fresh.step_prompt(e.id, target)
+                    samples.append(time.perf_counter() - t)
+    with Store(path, check=False) as fresh:
+        for e in episodes:
+            for i in range(e.n_steps):
+                t = time.perf_counter()
+                fresh.step_prompt(e.id, i)
+                sequential.append(time.perf_counter() - t)
+    verdict = "ok" if size / n <= 3000 else "TOO BIG (target <= 3 KB)"
+    return [
+        (f"scripted {game} run, pathway {pathway}", f"{len(episodes)} episodes, {n} steps"),
+        ("  database size per step", f"{size / n:,.0f} B ({size / 1e6:.2f} MB)  {verdict}"),
+        ("  stored prompt chars per step", f"{stored / n:,.0f} (full prompts: {full / n:,.0f}, "
+                                           f"{full / stored:.0f}x)"),
+        ("  prompt read, last step, cold store", _ms(cold_last)),
+        ("  prompt read, random step, cold store", _ms(cold_any)),
+        ("  prompt read, episode in order", _ms(sequential)),
+    ]
 
 
 def _ms(samples: list[float]) -> str:
@@ -201,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     size = args.path.stat().st_size
     rows.append(("database size", f"{size / 1e6:.1f} MB ({args.path})"))
+    rows += scripted_run_figures(args.path.with_name(args.path.stem + "-tetris.db"))
 
     width = max(len(k) for k, _ in rows)
     print(f"{'figure'.ljust(width)}  value")

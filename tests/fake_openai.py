@@ -89,6 +89,9 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.hang = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
+    def handle_error(self, request, client_address) -> None:
+        """A client that gave up (a timeout) closes the socket under a slow reply: not an error."""
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/v1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.console import Group
 from rich.text import Text
@@ -29,6 +30,15 @@ def _neighbours(rows: int, cols: int) -> tuple[tuple[int, ...], ...]:
 
 
 NEIGHBOURS = _neighbours(ROWS, COLS)
+
+
+@lru_cache(maxsize=None)
+def _board_layout(rows: int, cols: int) -> tuple[str, tuple[tuple[str, int, int], ...]]:
+    """The observation's column header, and per board row its label and the slice of the
+    space-joined cell texts that holds it."""
+    header = "   " + " ".join(str(c) for c in range(cols))
+    return header, tuple((f"\n{r}  ", r * 2 * cols, r * 2 * cols + 2 * cols - 1) for r in range(rows))
+
 
 # `uncover (3,4)`, `uncover(3, 4)`, `uncover 3 4`, `uncover 3,4`, `UNCOVER [3,4]`. ASCII digits only;
 # bounded so that huge numbers are reported as malformed rather than parsed.
@@ -273,11 +283,10 @@ class MinesweeperGame(Game[MinesweeperConfig]):
         return f"Mines: {self.num_mines}  Flags: {self.flags}  Lives: {self.lives}"
 
     def observation(self) -> str:
-        lines = [self._header(), "   " + " ".join(str(c) for c in range(self.cols))]
-        for r, row in enumerate(self._rows()):
-            lines.append(f"{r}  " + " ".join(row))
-        lines.append(f"Steps used: {self.steps} of {self.max_steps}")
-        return "\n".join(lines)
+        header, rows = _board_layout(self.rows, self.cols)
+        text = " ".join(self.cells)  # every cell text is one character
+        return (f"{self._header()}\n{header}" + "".join([label + text[a:b] for label, a, b in rows])
+                + f"\nSteps used: {self.steps} of {self.max_steps}")
 
     _STYLE = {
         UNKNOWN: "grey50", FLAG: "bold yellow on red", HIT: "bold white on dark_red", "0": "grey35",

@@ -41,22 +41,27 @@ def num(value: Union[int, Fraction, str]) -> Unit:
     return (NUM, Fraction(value))
 
 
+def _fraction(value: Union[int, Fraction]) -> Fraction:
+    """`Fraction(value)`, without the cost of rebuilding a value that already is one."""
+    return value if type(value) is Fraction else Fraction(value)
+
+
 def is_num(unit: Unit) -> bool:
     return unit[0] == NUM
 
 
 def format_number(x: Fraction) -> str:
-    if x == 0:
+    n, d = x.numerator, x.denominator  # a Fraction is kept in lowest terms with d > 0
+    if n == 0:
         return "0"
-    sign = "+" if x > 0 else "-"
-    a = abs(x)
-    return f"{sign}{a.numerator}" if a.denominator == 1 else f"{sign}{a.numerator}/{a.denominator}"
+    sign = "+" if n > 0 else "-"
+    return f"{sign}{abs(n)}" if d == 1 else f"{sign}{abs(n)}/{d}"
 
 
 def format_unit(unit: Unit) -> str:
     kind, value = unit
     if kind == NUM:
-        return format_number(Fraction(value))
+        return format_number(_fraction(value))
     if kind in SCALE_OPS:
         return f"{kind}{value}"
     return kind
@@ -130,12 +135,12 @@ def combine(a: Unit, b: Unit) -> tuple[bool, Unit | None, str]:
     """Combine two units. Returns (legal, result unit or None when they cancel, error text)."""
     a_num, b_num = is_num(a), is_num(b)
     if a_num and b_num:
-        total = Fraction(a[1]) + Fraction(b[1])
+        total = _fraction(a[1]) + _fraction(b[1])
         return (True, None, "") if total == 0 else (True, (NUM, total), "")
     if not a_num and not b_num:
         return False, None, "two operators cannot be combined (one of the two units must be a number)"
     number, op = (a, b) if a_num else (b, a)
-    result = apply_op(op, Fraction(number[1]))
+    result = apply_op(op, _fraction(number[1]))
     if isinstance(result, str):
         return False, None, result
     return True, (NUM, result), ""
@@ -148,7 +153,7 @@ def has_legal_move(units: list[Unit] | tuple[Unit, ...]) -> bool:
         return True
     if not numbers:
         return False
-    x = Fraction(numbers[0][1])
+    x = _fraction(numbers[0][1])
     return any(not is_num(u) and not isinstance(apply_op(u, x), str) for u in units)
 
 
@@ -361,14 +366,8 @@ def _backward_op(rng: random.Random, m: Fraction) -> tuple[Fraction, Unit] | Non
         idx = kinds.index(kind)
         del kinds[idx], weights[idx]
         candidates: list[tuple[Fraction, Unit]] = []
-        if kind == "*":
-            for k in range(K_RANGE[0], K_RANGE[1] + 1):
-                if k not in (0, 1):
-                    candidates.append((m / k, ("*", k)))
-        elif kind == "/":
-            for k in range(K_RANGE[0], K_RANGE[1] + 1):
-                if k not in (0, 1):
-                    candidates.append((m * k, ("/", k)))
+        if kind in SCALE_OPS:  # readable and exact by construction
+            candidates = _scale_candidates(kind, m)
         elif kind == "sqrt":
             if m > 0:
                 candidates.append((m * m, ("sqrt", 0)))
@@ -384,13 +383,32 @@ def _backward_op(rng: random.Random, m: Fraction) -> tuple[Fraction, Unit] | Non
         elif kind == "ceil":
             if m.denominator == 1:
                 candidates += [(m - f, ("ceil", 0)) for f in FLOOR_FRACTIONS]
-        candidates = [(n, op) for n, op in candidates if _readable(n) and apply_op(op, n) == m]
+        if kind not in SCALE_OPS:
+            candidates = [(n, op) for n, op in candidates if _readable(n) and apply_op(op, n) == m]
         if candidates:
             # prefer integers for scale operators so that the numbers stay friendly
             ints = [c for c in candidates if c[0].denominator == 1]
             pool = ints if ints and kind in SCALE_OPS and rng.random() < 0.8 else candidates
             return rng.choice(pool)
     return None
+
+
+def _scale_candidates(kind: str, m: Fraction) -> list[tuple[Fraction, Unit]]:
+    """The readable n with n*k == m (kind `*`) or n/k == m (kind `/`), k in [-10, 10] except 0 and
+    1, in increasing k; worked out on integers so that only the readable n become Fractions."""
+    mn, md = m.numerator, m.denominator
+    out = []
+    for k in range(K_RANGE[0], K_RANGE[1] + 1):
+        if k in (0, 1):
+            continue
+        top, bottom = (mn, md * k) if kind == "*" else (mn * k, md)
+        if bottom < 0:
+            top, bottom = -top, -bottom
+        g = math.gcd(top, bottom)
+        top, bottom = top // g, bottom // g
+        if top != 0 and abs(top) <= MAX_NUMERATOR and bottom <= MAX_DENOMINATOR:
+            out.append((Fraction(top, bottom), (kind, k)))
+    return out
 
 
 def _random_number(rng: random.Random) -> Fraction:
@@ -425,7 +443,7 @@ def _construct(rng: random.Random, k: int) -> tuple[list[Unit], list[str]] | Non
                 done = True
             elif kind == "split":
                 c = rng.choice(numbers)
-                m = Fraction(values[c][1])
+                m = _fraction(values[c][1])
                 part = _random_number(rng)
                 if m.denominator > 1 and rng.random() < 0.7:
                     # a part with the same denominator keeps both halves in the same "units"
@@ -439,7 +457,7 @@ def _construct(rng: random.Random, k: int) -> tuple[list[Unit], list[str]] | Non
                     done = True
             else:
                 c = rng.choice(numbers)
-                chosen = _backward_op(rng, Fraction(values[c][1]))
+                chosen = _backward_op(rng, _fraction(values[c][1]))
                 if chosen is not None:
                     n_val, op = chosen
                     board.remove(c)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional
 
 from rich.console import Group
@@ -49,6 +50,7 @@ _PLANT_ALIASES = {
 _PASS_WORDS = {"", "none", "pass", "wait", "skip", "nothing", "no placement", "no placements", "-"}
 _COORD_RE = re.compile(r"^[rc]?([0-9]{1,4})$", re.IGNORECASE)
 _MAX_PARTS = 40
+_SEPARATORS_RE = re.compile(r"[(),:@]")
 
 Plants = list  # rows x cols grid of Optional[list[str, int]] ([type, hp])
 Zombie = list  # [row, col, type, hp]
@@ -175,6 +177,27 @@ def resolve_turn(plants: Plants, zombies: list[Zombie], chili_rows: list[int],
     return produced, breaches
 
 
+_PRICES_LINE = "Prices: " + ", ".join(f"{k} {PLANTS[k][0]} {PLANTS[k][1]}" for k in PLANT_ORDER)
+
+
+@lru_cache(maxsize=None)
+def _field_head(cols: int, width: int) -> str:
+    """The observation's lines between the turn line and the first field row."""
+    return "\n".join([
+        _PRICES_LINE,
+        f"Field (row r, column c; zombies enter at column {cols - 1} and walk left; "
+        "cell = plant+HP, then zombie letters):",
+        ("     " + "".join(f"c{c}".ljust(width) for c in range(cols))).rstrip()])
+
+
+@lru_cache(maxsize=None)
+def _grid_format(rows: int, cols: int, width: int) -> str:
+    """A format string for the field rows: `r0 | ` then each cell left-justified to `width`
+    characters, the last one not padded (cell texts never end in a blank)."""
+    cells = ("{:<%d}" % width) * (cols - 1) + "{}"
+    return "\n".join(f"r{r} | " + cells for r in range(rows))
+
+
 class PvzGame(Game[PvzConfig]):
     """Plants-vs-Zombies, turn based. Rows and columns are 0-based; zombies enter at the rightmost
     column and walk left.
@@ -237,7 +260,7 @@ class PvzGame(Game[PvzConfig]):
 
     def _parse_part(self, part: str) -> tuple[Optional[tuple[str, int, int]], str]:
         """(placement or None, error message) for one `;`-separated part."""
-        tokens = re.sub(r"[(),:@]", " ", part).split()
+        tokens = _SEPARATORS_RE.sub(" ", part).split()
         tokens = [t for t in tokens if t.lower() != "at"]
         if len(tokens) < 3:
             return None, f"{part[:30]!r} is not a placement (use T r c, e.g. W 1 2)"
@@ -332,32 +355,26 @@ class PvzGame(Game[PvzConfig]):
         return PvzView(self.turn, self.max_steps, self.sun, self.config.rows, self.config.cols,
                        plants, zombies, prices, self.lost)
 
-    def _cells(self) -> list[list[str]]:
-        cells = []
-        for r, row in enumerate(self.plants):
-            line = []
-            for p in row:
-                line.append(f"{p[0]}{p[1]}" if p is not None else ".")
-            cells.append(line)
+    def _cells(self) -> list[str]:
+        """Cell texts in row-major order: plant letter and HP (or `.`), then ` ` and the letters of
+        the zombies standing there, in spawn order."""
+        cols = self.config.cols
+        cells = [f"{p[0]}{p[1]}" if p is not None else "." for row in self.plants for p in row]
         for z in self.zombies:
-            text = cells[z[0]][z[1]]
-            cells[z[0]][z[1]] = (text + " " + z[2]) if " " not in text else text + z[2]
+            i = z[0] * cols + z[1]
+            text = cells[i]
+            cells[i] = (text + " " + z[2]) if " " not in text else text + z[2]
         return cells
 
     def observation(self) -> str:
-        rows, cols = self.config.rows, self.config.cols
         cells = self._cells()
-        width = max(6, max(len(x) for line in cells for x in line) + 1)
-        lines = [f"Turn: {self.turn} of {self.max_steps}   Sun: {self.sun}",
-                 "Prices: " + ", ".join(f"{k} {PLANTS[k][0]} {PLANTS[k][1]}" for k in PLANT_ORDER),
-                 f"Field (row r, column c; zombies enter at column {cols - 1} and walk left; "
-                 "cell = plant+HP, then zombie letters):",
-                 ("     " + "".join(f"c{c}".ljust(width) for c in range(cols))).rstrip()]
-        for r in range(rows):
-            lines.append(f"r{r} | " + "".join(x.ljust(width) for x in cells[r]).rstrip())
+        cols = self.config.cols
+        width = max(6, max(map(len, cells)) + 1)
+        lines = [f"Turn: {self.turn} of {self.max_steps}   Sun: {self.sun}", _field_head(cols, width),
+                 _grid_format(self.config.rows, cols, width).format(*cells)]
         if self.zombies:
             lines.append("Zombies (row,col type HP): " + "; ".join(
-                f"({z[0]},{z[1]}) {z[2]} {z[3]}" for z in self.zombies))
+                [f"({z[0]},{z[1]}) {z[2]} {z[3]}" for z in self.zombies]))
         else:
             lines.append("Zombies (row,col type HP): none")
         if self.lost and self.breach is not None:

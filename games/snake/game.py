@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.console import Group
 from rich.text import Text
@@ -58,20 +59,54 @@ def parse_direction(action: str) -> str | None:
 
 
 def interior_connected(size: int, obstacles: set[Cell]) -> bool:
-    """True when every interior cell that is not an obstacle is reachable from every other."""
-    free = [(r, c) for r in range(1, size - 1) for c in range(1, size - 1) if (r, c) not in obstacles]
+    """True when every interior cell that is not an obstacle is reachable from every other.
+
+    Flood fill on a bit mask (bit r*size+c): the wall ring is never in the mask, so shifting by
+    one column or one row cannot jump from one row's edge to the next row."""
+    free = _interior_mask(size)
+    for r, c in obstacles:
+        if 0 < r < size - 1 and 0 < c < size - 1:
+            free &= ~(1 << (r * size + c))
     if not free:
         return True
-    seen = {free[0]}
-    stack = [free[0]]
-    while stack:
-        r, c = stack.pop()
-        for dr, dc in DIRECTIONS.values():
-            n = (r + dr, c + dc)
-            if 0 < n[0] < size - 1 and 0 < n[1] < size - 1 and n not in obstacles and n not in seen:
-                seen.add(n)
-                stack.append(n)
-    return len(seen) == len(free)
+    reach = free & -free
+    while True:
+        grown = (reach | reach << 1 | reach >> 1 | reach << size | reach >> size) & free
+        if grown == reach:
+            return reach == free
+        reach = grown
+
+
+@lru_cache(maxsize=None)
+def _interior_mask(size: int) -> int:
+    return sum(1 << (r * size + c) for r in range(1, size - 1) for c in range(1, size - 1))
+
+
+@lru_cache(maxsize=None)
+def _interior(size: int) -> tuple[Cell, ...]:
+    """The playing area's cells, row-major."""
+    return tuple((r, c) for r in range(1, size - 1) for c in range(1, size - 1))
+
+
+@lru_cache(maxsize=None)
+def _obstacle_candidates(size: int, body: tuple[Cell, ...], ahead: Cell) -> tuple[Cell, ...]:
+    return tuple(cell for cell in _interior(size) if cell not in body and cell != ahead)
+
+
+@lru_cache(maxsize=256)
+def _grid_template(size: int, obstacles: tuple[Cell, ...]) -> tuple[str, ...]:
+    """The observation's grid as a list of pieces: the column header, then per row its label and
+    one character per cell (walls and obstacles in place). Cell (r, c) is at r*(size+1) + c + 2."""
+    pieces = ["   " + "".join(str(c % 10) for c in range(size))]
+    for r in range(size):
+        pieces.append(f"\n{r:>2} ")
+        if r in (0, size - 1):
+            pieces += [WALL] * size
+        else:
+            pieces += [WALL] + [EMPTY] * (size - 2) + [WALL]
+    for r, c in obstacles:
+        pieces[r * (size + 1) + c + 2] = OBSTACLE
+    return tuple(pieces)
 
 
 class SnakeGame(Game[SnakeConfig]):
@@ -117,8 +152,7 @@ class SnakeGame(Game[SnakeConfig]):
         head = self.body[0]
         dr, dc = DIRECTIONS[self.direction]
         ahead = (head[0] + dr, head[1] + dc)
-        interior = [(r, c) for r in range(1, size - 1) for c in range(1, size - 1)]
-        candidates = [cell for cell in interior if cell not in self.body and cell != ahead]
+        candidates = _obstacle_candidates(size, tuple(self.body), ahead)
         while True:
             obstacles = self.rng.sample(candidates, self.config.obstacles)
             if interior_connected(size, set(obstacles)):
@@ -129,9 +163,10 @@ class SnakeGame(Game[SnakeConfig]):
             self._spawn_apple()
 
     def _free_cells(self) -> list[Cell]:
-        size = self.config.size
-        taken = set(self.body) | set(self.obstacles) | set(self.apples)
-        return [(r, c) for r in range(1, size - 1) for c in range(1, size - 1) if (r, c) not in taken]
+        taken = set(self.body)
+        taken.update(self.obstacles)
+        taken.update(self.apples)
+        return [cell for cell in _interior(self.config.size) if cell not in taken]
 
     def _spawn_apple(self) -> None:
         free = self._free_cells()
@@ -207,12 +242,18 @@ class SnakeGame(Game[SnakeConfig]):
 
     def observation(self) -> str:
         size = self.config.size
-        lines = [f"Step: {self.steps} of {self.max_steps}   Direction: {self.direction}   "
-                 f"Length: {len(self.body)}",
-                 "   " + "".join(str(c % 10) for c in range(size))]
-        for r, row in enumerate(self._grid()):
-            lines.append(f"{r:>2} " + "".join(row))
-        return "\n".join(lines)
+        stride = size + 1
+        pieces = list(_grid_template(size, tuple(self.obstacles)))
+        for r, c in self.apples:
+            pieces[r * stride + c + 2] = APPLE
+        body = self.body
+        for i in range(1, len(body)):
+            r, c = body[i]
+            pieces[r * stride + c + 2] = BODY
+        hr, hc = body[0]
+        pieces[hr * stride + hc + 2] = HEAD
+        return (f"Step: {self.steps} of {self.max_steps}   Direction: {self.direction}   "
+                f"Length: {len(body)}\n" + "".join(pieces))
 
     def render(self) -> Group:
         styles = {WALL: "bold white on grey23", EMPTY: "grey50", HEAD: "bold black on green3",

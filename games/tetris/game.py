@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from rich.console import Group
 from rich.text import Text
@@ -122,8 +123,59 @@ def column_range(shape: Shape, width: int) -> tuple[int, int]:
     return 1, width - shape.width + 1
 
 
+@lru_cache(maxsize=None)
+def _row_texts(width: int) -> tuple[str, ...]:
+    """`draw_row` of every possible row mask of a board this wide (1,024 strings for width 10)."""
+    return tuple(" ".join("*" if mask >> c & 1 else "." for c in range(width))
+                 for mask in range(1 << width))
+
+
 def draw_row(mask: int, width: int) -> str:
+    """A row as the observation shows it: `*` filled, `.` empty, one space between cells."""
+    if width <= 12:
+        return _row_texts(width)[mask]
     return " ".join("*" if mask >> c & 1 else "." for c in range(width))
+
+
+@lru_cache(maxsize=None)
+def _board_row_texts(width: int) -> tuple[str, ...]:
+    """Each possible board row framed as in the observation (`   |* . *|`)."""
+    return tuple(f"   |{text}|" for text in _row_texts(width))
+
+
+@lru_cache(maxsize=None)
+def _piece_block(piece: str, width: int) -> tuple[str, ...]:
+    """The four rotations of a piece drawn side by side, each over a fixed-width column, with the
+    board columns each may use."""
+    shapes = SHAPES[piece]
+    cell_w = 16
+    lines = [("  " + "".join(f"rotation {s.rotation}:".ljust(cell_w) for s in shapes)).rstrip()]
+    for i in range(max(s.height for s in shapes)):
+        parts = [(draw_row(s.rows[i], s.width) if i < s.height else "").ljust(cell_w) for s in shapes]
+        lines.append(("  " + "".join(parts)).rstrip())
+    ranges = []
+    for s in shapes:
+        lo, hi = column_range(s, width)
+        ranges.append(f"columns {lo}-{hi}".ljust(cell_w))
+    lines.append(("  " + "".join(ranges)).rstrip())
+    return tuple(lines)
+
+
+@lru_cache(maxsize=None)
+def _observation_head(width: int, height: int) -> str:
+    return (f"Board ({width} columns x {height} rows, * filled, . empty):\n"
+            "    " + " ".join(str(c) for c in range(1, width + 1)) + "\n")
+
+
+@lru_cache(maxsize=None)
+def _observation_tail(width: int, current: str, next_piece: str) -> str:
+    """Everything below the board: its bottom edge, the current piece's rotations, the preview."""
+    lines = ["   +" + "-" * (2 * width - 1) + "+", f"Current piece: {current}"]
+    lines += _piece_block(current, width)
+    lines.append(f"Next piece: {next_piece}")
+    shape = SHAPES[next_piece][0]
+    lines += ["  " + draw_row(m, shape.width) for m in shape.rows]
+    return "\n" + "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -234,34 +286,11 @@ class TetrisGame(Game[TetrisConfig]):
     def _header(self) -> str:
         return "    " + " ".join(str(c) for c in range(1, self.width + 1))
 
-    def _piece_block(self, piece: str, rotations: tuple[int, ...]) -> list[str]:
-        """Rotations drawn side by side, each over a fixed-width column, with their column ranges."""
-        shapes = [SHAPES[piece][ROTATIONS.index(r)] for r in rotations]
-        cell_w = 16
-        lines = [("  " + "".join(f"rotation {r}:".ljust(cell_w) for r in rotations)).rstrip()]
-        for i in range(max(s.height for s in shapes)):
-            parts = [(draw_row(s.rows[i], s.width) if i < s.height else "").ljust(cell_w)
-                     for s in shapes]
-            lines.append(("  " + "".join(parts)).rstrip())
-        ranges = []
-        for s in shapes:
-            lo, hi = column_range(s, self.width)
-            ranges.append(f"columns {lo}-{hi}".ljust(cell_w))
-        lines.append(("  " + "".join(ranges)).rstrip())
-        return lines
-
     def observation(self) -> str:
-        lines = [f"Board ({self.width} columns x {self.height} rows, * filled, . empty):",
-                 self._header()]
-        for row in self.board:
-            lines.append("   |" + draw_row(row, self.width) + "|")
-        lines.append("   +" + "-" * (2 * self.width - 1) + "+")
-        lines.append(f"Current piece: {self.current}")
-        lines += self._piece_block(self.current, ROTATIONS)
-        lines.append(f"Next piece: {self.next}")
-        shape = SHAPES[self.next][0]
-        lines += ["  " + draw_row(m, shape.width) for m in shape.rows]
-        return "\n".join(lines)
+        rows = _board_row_texts(self.width)
+        return (_observation_head(self.width, self.height)
+                + "\n".join([rows[row] for row in self.board])
+                + _observation_tail(self.width, self.current, self.next))
 
     def render(self) -> Group:
         board = Text()
@@ -278,7 +307,7 @@ class TetrisGame(Game[TetrisConfig]):
         current = Text()
         current.append("Current piece: ")
         current.append(self.current, style=f"bold {PIECE_STYLE[self.current]}")
-        current.append("\n" + "\n".join(self._piece_block(self.current, ROTATIONS)),
+        current.append("\n" + "\n".join(_piece_block(self.current, self.width)),
                        style=PIECE_STYLE[self.current])
         preview = Text()
         preview.append("Next piece: ")

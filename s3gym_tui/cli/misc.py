@@ -24,7 +24,7 @@ def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "-
     from s3gym_tui.models import EVAL_SEED_BASE, phase_of_seed
 
     if mode not in ("explore", "eval"):
-        raise UserError(f"--mode is explore or eval, not {mode!r}")
+        raise UserError(f"unknown mode {mode!r}: explore or eval")
     if seed is None:
         seed = EVAL_SEED_BASE if mode == "eval" else 0
     if phase_of_seed(seed) != mode:
@@ -84,5 +84,7 @@ def tui(db: Optional[Path] = DbOption,
     app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
     Store(app.db_path).close()  # a corrupt, newer or unreadable database: one line, before the screen opens
     app.run()
+    if app.return_code:  # the app crashed (Textual printed why): the process says so too
+        raise typer.Exit(app.return_code)
 
 

@@ -160,10 +160,13 @@ def list_runs(db: Optional[Path] = DbOption,
     for col in ("id", "game", "model", "pathway", "status", "created"):
         table.add_column(col)
     leases = store.live_leases()
-    for r in store.list_runs(limit=limit):
+    damaged: list[tuple[str, str]] = []
+    for r in store.list_runs(limit=limit, damaged=damaged):
         table.add_row(escape(r.id), r.config.game, escape(r.config.model), r.config.pathway,
                       escape(shown_status(r.status, leases.get(r.id))), r.created_at[:19])
     console.print(table)
+    for run_id, reason in damaged:  # listed, not hidden: the rest of the store is still readable
+        err.print(f"[yellow]warning:[/] {escape(reason)}", soft_wrap=True, highlight=False)
 
 
 def _print_reports(store, runs) -> None:

@@ -245,10 +245,13 @@ class EpisodePair:
 
 def _all_runs(store, page: int = 500) -> list[Run]:
     runs: list[Run] = []
+    offset = 0
     while True:
-        chunk = store.list_runs(limit=page, offset=len(runs))
+        damaged: list[tuple[str, str]] = []  # a damaged run cannot be paired: skipped
+        chunk = store.list_runs(limit=page, offset=offset, damaged=damaged)
         runs.extend(chunk)
-        if len(chunk) < page:
+        offset += page
+        if len(chunk) + len(damaged) < page:
             return runs
 
 

@@ -29,7 +29,7 @@ def _export(store, run: Run, out: TextIO) -> int:
     for episode in sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
         emit("episode", episode.model_dump(mode="json"))
         for step in store.steps(episode.id):  # prompts as sent: shared parts expanded
-            emit("step", {**step.model_dump(mode="json"), "prompt": store.expand_prompt(step.prompt)})
+            emit("step", {**step.model_dump(mode="json"), "prompt": store.prompt_of(step)})
     for summary in store.summaries(run.id):
         emit("summary", summary.model_dump(mode="json"))
     for checkpoint in store.checkpoints(run.id):

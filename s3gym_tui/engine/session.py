@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Optional
 
@@ -13,10 +12,13 @@ from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete
 from s3gym_tui.engine.parsing import ParsedReply, parse_reply
 from s3gym_tui.engine.prompts import build_messages, messages_json
-from s3gym_tui.store.store import TEXT_REF_PREFIX, escape_refs
+from s3gym_tui.secrets import redact_values
+from s3gym_tui.store import prompt_delta
+from s3gym_tui.store.prompt_texts import compact_prompt, escape_refs, unescape_refs
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
 NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
+PROMPT_STRIDE = 8  # see EpisodeSession._prompt_base
 # What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
 # later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
 # game sees exactly the (cut) action that is stored, so the verifier's replay stays exact.
@@ -72,6 +74,7 @@ class EpisodeSession:
         self.episode = existing
         self.steps: list[Step] = list(store.steps(existing.id))
         self._hint_key: Optional[str] = None
+        self._prompts: dict[int, str] = {}  # full prompts of possible delta bases (read lazily on resume)
         self._replay(reset=False)
 
     def _replay(self, reset: bool = True) -> None:
@@ -122,6 +125,8 @@ class EpisodeSession:
         else:
             score = self_score if self_score is not None else (proposal.parsed.self_score if proposal else None)
         action = _storable(action)  # the game sees exactly the action that is stored
+        stored_prompt, full_prompt = (self._stored_prompt(proposal.messages, len(self.steps))
+                                      if proposal else ("", ""))
         call = proposal.call if proposal else None
         faults = list(call.faults) if call else []
         if len(action) > MAX_ACTION_CHARS:
@@ -135,7 +140,7 @@ class EpisodeSession:
             faults.append(reply_cut)
         step = Step(
             episode_id=self.episode.id, index=len(self.steps), observation=observation,
-            prompt=self._stored_prompt(proposal.messages) if proposal else "",
+            prompt=stored_prompt,
             reply=reply, action=action, self_score=score,
             reward=result.reward, feedback=result.feedback, valid=result.valid,
             terminated=result.terminated,
@@ -153,6 +158,10 @@ class EpisodeSession:
             self._replay()  # not stored, so not taken: the game returns to the stored state
             raise
         self.steps.append(step)
+        if stored_prompt:  # the bases of the next prompts: the latest and every PROMPT_STRIDE-th
+            self._prompts = {i: t for i, t in self._prompts.items() if i % PROMPT_STRIDE == 0
+                             and i > step.index - 2 * PROMPT_STRIDE}
+            self._prompts[step.index] = full_prompt
         self.feedback = result.feedback
         self.episode = self.episode.model_copy(update={"n_steps": len(self.steps)})
         self.on_event(StepDone(self.episode, step))
@@ -160,21 +169,43 @@ class EpisodeSession:
             self.finish("finished")
         return step
 
-    def _stored_prompt(self, messages: list) -> str:
-        """The prompt as sent, with the episode's Hint Messages block stored once and referenced
-        (`[[text:<key>]]`, expanded by Store.step_prompt); replaced before JSON encoding, so the
-        per-step cost does not grow with the history. A literal `[[text:` in the prompt (typed in
-        an action or a summary) is escaped so that it reads back as text (store.escape_refs); a
-        random stand-in marks the hint meanwhile."""
+    def _stored_prompt(self, messages: list, index: int) -> tuple[str, str]:
+        """(the stored form, the full text) of the prompt as sent for step `index`.
+
+        Stored as a delta against the previous prompt of this episode when there is one (the
+        system text, Hint Messages, earlier turns and rules are then copies: O(n) per episode,
+        see store/prompt_delta.py); otherwise whole, with the episode's Hint Messages block stored
+        once and referenced (`[[text:<key>]]`). A literal `[[text:` in the prompt (typed in an
+        action or a summary) is escaped so that it reads back as text (store.escape_refs)."""
+        full = redact_values(messages_json(messages))  # what the store keeps (secrets never land there)
+        base = self._prompt_base(index)
+        if base is not None:
+            stored = prompt_delta.encode(full, base[1], self.episode.id, base[0], escape_refs,
+                                         unescape_refs)
+            if stored is not None:
+                return stored, full
         hint = self.experience.hint_text()
         if not hint or len(hint) < 512:
-            return escape_refs(messages_json(messages))
+            return escape_refs(full), full
+        hint = redact_values(hint)
         if self._hint_key is None:
             self._hint_key = self.store.put_text(hint)
-        stand_in = uuid.uuid4().hex
-        text = escape_refs(messages_json([{**m, "content": m["content"].replace(hint, stand_in)}
-                                          for m in messages]))
-        return text.replace(stand_in, f"{TEXT_REF_PREFIX}{self._hint_key}]]")
+        return compact_prompt(full, self._hint_key, hint), full
+
+    def _prompt_base(self, index: int) -> Optional[tuple[int, str]]:
+        """(index, full prompt) of the step the prompt of step `index` is stored against: the
+        latest earlier step with a prompt, except that every PROMPT_STRIDE-th step is based
+        PROMPT_STRIDE steps back, so rebuilding any prompt walks at most about
+        index/PROMPT_STRIDE + PROMPT_STRIDE deltas."""
+        with_prompt = [s.index for s in self.steps if s.prompt]
+        if not with_prompt:
+            return None
+        base = with_prompt[-1]
+        if index % PROMPT_STRIDE == 0 and index - PROMPT_STRIDE in with_prompt:
+            base = index - PROMPT_STRIDE
+        if base not in self._prompts:
+            self._prompts[base] = self.store.step_prompt(self.episode.id, base)
+        return base, self._prompts[base]
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()

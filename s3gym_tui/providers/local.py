@@ -9,8 +9,9 @@ import logging
 import os
 import re
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 import litellm
 from litellm import CustomLLM
@@ -44,6 +45,10 @@ _MESSAGE_OVERHEAD = 8
 _PROMPT_MARGIN = 48
 _DEFAULT_SYSTEM_TOKENS = 32  # the template adds a default system prompt when there is none
 TRUNCATION_MARKER = "[... earlier text truncated to fit the context window ...]\n"
+
+
+class GenerationStopped(Exception):
+    """A generation given up by its caller (cancelled or past its deadline), stopped between tokens."""
 
 
 def act_grammar(action_rule: str) -> str:
@@ -101,6 +106,10 @@ class LocalLLM(CustomLLM):
         self._llama_cpp: Any = None
         self._grammar_ok: dict[str, bool] = {}
         self._atexit_registered = False
+        # called (in the generating thread, lock held) before every model evaluation (the prompt,
+        # then each generated token) with (evaluations so far, whether the call was given up and
+        # stops here); tests and benchmarks observe generations through it
+        self.on_eval: Optional[Callable[[int, bool], None]] = None
 
     # ----- lifecycle ---------------------------------------------------------------------
     def _load(self, model: str = f"{PROVIDER}/{MODEL_NAME}") -> Any:
@@ -229,11 +238,23 @@ class LocalLLM(CustomLLM):
         return plan
 
     # ----- generation --------------------------------------------------------------------
-    def generate(self, messages: list, plan: dict, model: str = f"{PROVIDER}/{MODEL_NAME}") -> dict:
-        """One blocking, serialised chat completion; returns llama-cpp-python's response dict + 'truncated'."""
+    def generate(self, messages: list, plan: dict, model: str = f"{PROVIDER}/{MODEL_NAME}",
+                 cancel: Optional[threading.Event] = None, deadline: Optional[float] = None) -> dict:
+        """One blocking, serialised chat completion; returns llama-cpp-python's response dict + 'truncated'.
+
+        The caller can give up: once `cancel` is set (or time.monotonic() passes `deadline`) the
+        generation stops before the next token is evaluated and GenerationStopped is raised, so the
+        lock is free again within one token's time (a call still waiting for the lock gives up
+        without generating)."""
         chat = [{"role": str(m.get("role", "user")), "content": _clean(content_text(m.get("content")))}
                 for m in messages]
+
+        def given_up() -> bool:
+            return (cancel is not None and cancel.is_set()) or (deadline is not None and time.monotonic() > deadline)
+
         with self.lock:
+            if given_up():
+                raise GenerationStopped("the call was given up before it reached the model")
             llm = self._load(model)
             llama_cpp = self._llama_cpp
             grammar = None
@@ -243,6 +264,20 @@ class LocalLLM(CustomLLM):
             chat, removed = self._fit(llm, chat, plan["max_tokens"])
             kwargs = {k: plan[k] for k in ("temperature", "seed", "max_tokens", "repeat_penalty", "top_p", "stop")
                       if k in plan}
+            evaluate = llm.eval  # llama-cpp-python evaluates the prompt, then every sampled token, here
+            calls = 0
+
+            def eval_unless_given_up(tokens: Any) -> Any:
+                nonlocal calls
+                stop = given_up()
+                if self.on_eval is not None:
+                    self.on_eval(calls, stop)
+                if stop:
+                    raise GenerationStopped(f"generation stopped after {max(0, calls - 1)} tokens")
+                calls += 1
+                return evaluate(tokens)
+
+            llm.eval = eval_unless_given_up
             try:
                 result = llm.create_chat_completion(chat, grammar=grammar, **kwargs)
             except ValueError as exc:
@@ -250,6 +285,8 @@ class LocalLLM(CustomLLM):
                     raise litellm.ContextWindowExceededError(message=str(exc), model=model,
                                                              llm_provider=PROVIDER) from None
                 raise
+            finally:
+                del llm.eval  # the class's method again
         result["truncated"] = removed
         return result
 
@@ -269,16 +306,41 @@ class LocalLLM(CustomLLM):
                               f"{PROVIDER}/{model}", PROVIDER)
         return self.request_plan(s3gym_context(optional_params, kwargs), dict(optional_params or {}))
 
+    @staticmethod
+    def _deadline(kwargs: dict) -> Optional[float]:
+        """When litellm's `timeout` (seconds) for this call runs out, as a time.monotonic() value."""
+        timeout = kwargs.get("timeout")
+        if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+            return time.monotonic() + float(timeout)
+        return None
+
+    def _timed_out(self, model: str, exc: GenerationStopped) -> Exception:
+        return litellm.Timeout(message=f"the embedded model ran out of time ({exc})", model=f"{PROVIDER}/{model}",
+                               llm_provider=PROVIDER)
+
     def completion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
                    optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
         plan = self._prepare(model, optional_params, kwargs)
-        result = self.generate(messages, plan, f"{PROVIDER}/{model}")
+        try:
+            result = self.generate(messages, plan, f"{PROVIDER}/{model}", deadline=self._deadline(kwargs))
+        except GenerationStopped as exc:
+            raise self._timed_out(model, exc) from None
         return self._respond(model, result, plan, model_response)
 
     async def acompletion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
                           optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
+        """The generation runs in a worker thread; when this call is cancelled (asyncio.wait_for's
+        timeout, a stopped episode) or litellm's timeout passes, it stops between two tokens."""
         plan = self._prepare(model, optional_params, kwargs)
-        result = await asyncio.to_thread(self.generate, messages, plan, f"{PROVIDER}/{model}")
+        cancel = threading.Event()
+        try:
+            result = await asyncio.to_thread(self.generate, messages, plan, f"{PROVIDER}/{model}", cancel,
+                                             self._deadline(kwargs))
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+        except GenerationStopped as exc:
+            raise self._timed_out(model, exc) from None
         return self._respond(model, result, plan, model_response)
 
 

@@ -189,7 +189,7 @@ class HomeScreen(LiveScreenMixin, Screen):
         select = self.query_one("#source-run", Select)
         game = self.game
         if all_runs is None:
-            all_runs = self.app.store.list_runs(limit=RECENT_RUNS) if game else []
+            all_runs = self._list_runs() if game else []
         runs = [r for r in all_runs if r.config.game == game]
         listed = [(r.id, r.status) for r in runs]
         previous = select.value
@@ -393,15 +393,27 @@ class HomeScreen(LiveScreenMixin, Screen):
     def action_refresh_runs(self) -> None:
         self.refresh_runs()
 
+    def _list_runs(self) -> list:
+        """The recent runs; a damaged row is reported once and skipped, the others still listed."""
+        damaged: list[tuple[str, str]] = []
+        try:
+            runs = self.app.store.list_runs(limit=RECENT_RUNS, damaged=damaged)
+        except Exception as exc:  # noqa: BLE001 - e.g. a corrupt database: say so, keep the app
+            self.notify(f"Cannot list runs: {exc}", severity="error")
+            return []
+        told = getattr(self, "_damaged_told", set())
+        for run_id, reason in damaged:
+            if run_id not in told:
+                self.notify(reason, title="A damaged run is not listed", severity="warning", timeout=15)
+                told.add(run_id)
+        self._damaged_told = told
+        return runs
+
     def refresh_runs(self) -> None:
         """Reload the recent runs; the table is rebuilt only when they changed (returning to Home
         after every screen must stay cheap)."""
         table = self.query_one("#runs", DataTable)
-        try:
-            runs = self.app.store.list_runs(limit=RECENT_RUNS)
-        except Exception as exc:  # noqa: BLE001 - e.g. a corrupt database: say so, keep the app
-            self.notify(f"Cannot list runs: {exc}", severity="error")
-            runs = []
+        runs = self._list_runs()
         from s3gym_tui.store.leases import shown_status
 
         try:

@@ -45,7 +45,7 @@ class ReplayControls:
             return
         at = self._fork_point()
         episode = self.episode
-        runs = [(f"{r.id} · {r.config.pathway}", r.id) for r in self.app.store.list_runs(limit=200)
+        runs = [(f"{r.id} · {r.config.pathway}", r.id) for r in self.app.store.list_runs(limit=200, damaged=[])
                 if r.config.game == episode.game]
 
         def chosen(choice: Optional[dict]) -> None:

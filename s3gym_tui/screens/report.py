@@ -97,7 +97,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
 
     def _fill_run_list(self) -> None:
         try:
-            self.all_runs = self.app.store.list_runs(limit=RUN_LIST_LIMIT)
+            self.all_runs = self.app.store.list_runs(limit=RUN_LIST_LIMIT, damaged=[])
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot list runs: {exc}", severity="error")
             self.all_runs = []

@@ -125,8 +125,16 @@ def _v3(db: Database) -> None:
     db["summary_actions"].create_index(["summary_id"], index_name="idx_summary_actions_summary")
 
 
-def _v4(db: Database) -> None:
-    """Version 4: tables for trainings (checkpoints, losses, evaluation runs, sources) and studies;
+def _v4_prompt_deltas(db: Database) -> None:
+    """Version 4: a step's prompt may be stored as a delta against an earlier prompt of its episode
+    (`[[delta]]...`, see prompt_delta.py), so that an episode's prompts cost O(n), not O(n^2).
+    No table changes: prompts already stored read as before; the version bump keeps an older
+    s3gym, which would show a delta as the prompt, from opening a file that has them."""
+    db.execute("SELECT 1 FROM steps LIMIT 1")
+
+
+def _v5_trainings(db: Database) -> None:
+    """Version 5: tables for trainings (checkpoints, losses, evaluation runs, sources) and studies;
     dataset rows say why a row was dropped and how many tokens it has; old run notes move over."""
     from s3gym_tui.store.schema_trainings import migrate_trainings
 
@@ -137,7 +145,7 @@ def _v4(db: Database) -> None:
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. (A future migration that rebuilds a
 # table, e.g. sqlite-utils `transform`, must keep foreign keys consistent: it runs with them on.)
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5_trainings]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -7,9 +7,7 @@ a summary source or a training row, and an episode's phase always matches its se
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import sqlite3
 from typing import Any, Iterable, Mapping, Optional, get_args
 
@@ -19,37 +17,13 @@ from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, pha
                               utcnow)
 from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
+from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import LeakageError, StoreError
 from s3gym_tui.store.hygiene import Hygiene
 from s3gym_tui.store.leases import LeaseRecords
+from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
+                                          PromptTexts, compact_prompt, escape_refs, text_key)
 from s3gym_tui.store.trainings import TrainingStore
-
-TEXT_REF_PREFIX = "[[text:"
-TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
-
-
-def text_key(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
-
-
-# A literal "[[text:" typed into a prompt (an action, an observation, a human-edited summary) must
-# not read back as a reference: stored prompts carry it with the colon JSON-escaped (`\u003a`),
-# which json.loads reads as the same text and TEXT_REF does not match. json.dumps never writes
-# `\u003a` itself, so expand_prompt can undo exactly these escapes.
-TEXT_REF_ESCAPED = "[[text\\u003a"
-
-
-def escape_refs(prompt_json: str) -> str:
-    """Make every literal `[[text:` in a prompt (messages JSON) inert (same JSON value)."""
-    return prompt_json.replace(TEXT_REF_PREFIX, TEXT_REF_ESCAPED)
-
-
-def compact_prompt(prompt_json: str, key: str, text: str) -> str:
-    """Replace the JSON-escaped `text` inside a prompt (messages JSON) by a `[[text:key]]` reference
-    (literal `[[text:` elsewhere in the prompt is escaped first, see escape_refs)."""
-    prompt_json = escape_refs(prompt_json)
-    escaped = escape_refs(json.dumps(text, ensure_ascii=False)[1:-1])
-    return prompt_json.replace(escaped, f"{TEXT_REF_PREFIX}{key}]]") if escaped else prompt_json
 
 RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
 EPISODE_STATUSES: tuple[str, ...] = get_args(Episode.model_fields["status"].annotation)
@@ -64,7 +38,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(TrainingStore, LeaseRecords, Hygiene):
+class Store(PromptTexts, TrainingStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
@@ -106,13 +80,24 @@ class Store(TrainingStore, LeaseRecords, Hygiene):
             raise StoreError(f"no run {run_id!r}")
         return self._run_from_row(row)
 
-    def list_runs(self, limit: int = 100, offset: int = 0) -> list[Run]:
-        """Newest first (index on created_at)."""
+    def list_runs(self, limit: int = 100, offset: int = 0,
+                  damaged: Optional[list[tuple[str, str]]] = None) -> list[Run]:
+        """Newest first (index on created_at). With `damaged` (a list), a row that cannot be read
+        (hand-edited JSON, a bad status) is skipped and reported there as (run id, reason), so one
+        damaged run does not hide the others; without it, it raises StoreError."""
         with self._reading("list runs") as conn:
             rows = self._dicts(conn.execute(
                 "SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 (int(limit), int(offset))))
-        return [self._run_from_row(r) for r in rows]
+        if damaged is None:
+            return [self._run_from_row(r) for r in rows]
+        runs = []
+        for row in rows:
+            try:
+                runs.append(self._run_from_row(row))
+            except StoreError as exc:
+                damaged.append((str(row.get("id")), str(exc)))
+        return runs
 
     def set_run_status(self, run_id: str, status: str, reason: str = "") -> Run:
         """Set the status and why (the reason is cleared when a run runs again or finishes)."""
@@ -270,12 +255,15 @@ class Store(TrainingStore, LeaseRecords, Hygiene):
         secrets = secret_values()
         with self._tx(what) as conn:
             counts: dict[str, int] = {}
+            added: dict[tuple[str, int], str] = {}
             for step in steps:
                 if step.episode_id not in counts:
                     if not conn.execute("SELECT 1 FROM episodes WHERE id = ?",
                                         (step.episode_id,)).fetchone():
                         raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
                     counts[step.episode_id] = 0
+                if step.prompt and prompt_delta.is_delta(step.prompt):
+                    step = self._own_delta(conn, step, added)
                 try:
                     conn.execute(_INSERT_STEP, self._step_values(step, secrets))
                 except sqlite3.IntegrityError as err:
@@ -284,10 +272,34 @@ class Store(TrainingStore, LeaseRecords, Hygiene):
                                          f"already stored") from err
                     raise
                 counts[step.episode_id] += 1
+                added[(step.episode_id, step.index)] = step.prompt
             for episode_id, n in counts.items():
                 conn.execute("UPDATE episodes SET n_steps = n_steps + ? WHERE id = ?",
                              (n, episode_id))
         return len(steps)
+
+    def _own_delta(self, conn: sqlite3.Connection, step: Step, added: Mapping[tuple[str, int], str]) -> Step:
+        """A delta prompt based on another episode's step (a fork's copied prefix) is re-based on
+        this episode's copy of that step when both hold the same text, else stored whole."""
+        what = f"the prompt of step {step.index} of episode {step.episode_id!r}"
+        d = self._parse(step.prompt, what)
+        if d.episode_id == step.episode_id:
+            return step
+        base = added.get((step.episode_id, d.base_index))
+        if base is None:
+            row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
+                               (step.episode_id, d.base_index)).fetchone()
+            base = row[0] if row else None
+        if base is not None:
+            if prompt_delta.is_delta(base):
+                b = self._parse(base, what)
+                same = (b.length, b.crc) == (d.base_length, d.base_crc)
+            else:
+                text = self._expand_refs(base)
+                same = (len(text), prompt_delta.crc(text)) == (d.base_length, d.base_crc)
+            if same:
+                return step.model_copy(update={"prompt": prompt_delta.rebase(d, step.episode_id)})
+        return step.model_copy(update={"prompt": escape_refs(self._apply_delta(d, what))})
 
     def steps(self, episode_id: str, *, include_prompt: bool = True) -> list[Step]:
         """An episode's steps in order (one index range scan). include_prompt=False leaves
@@ -301,40 +313,6 @@ class Store(TrainingStore, LeaseRecords, Hygiene):
         except ValidationError as err:
             raise StoreError(f"stored step of episode {episode_id!r} does not validate "
                              f"({err.errors()[0].get('msg')})") from err
-
-    def step_prompt(self, episode_id: str, index: int) -> str:
-        """The prompt exactly as sent (shared parts expanded)."""
-        with self._reading("read a prompt") as conn:
-            row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
-                               (episode_id, index)).fetchone()
-        if row is None:
-            raise StoreError(f"no step {index} in episode {episode_id!r}")
-        return self.expand_prompt(row[0])
-
-    # ------------------------------------------------------------------ shared prompt parts
-
-    def put_text(self, text: str) -> str:
-        """Store a large shared prompt part once; returns its key (a content hash)."""
-        text = redact_values(text)
-        key = text_key(text)
-        with self._tx("store a shared prompt part") as conn:
-            conn.execute("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", (key, text))
-        return key
-
-    def get_text(self, key: str) -> Optional[str]:
-        with self._reading("read a shared prompt part") as conn:
-            row = conn.execute("SELECT text FROM texts WHERE key = ?", (key,)).fetchone()
-        return row[0] if row else None
-
-    def expand_prompt(self, prompt: str) -> str:
-        """Replace `[[text:<key>]]` references in a stored prompt (JSON) by the JSON-escaped part."""
-        if TEXT_REF_PREFIX in prompt:
-            def sub(match: "re.Match[str]") -> str:
-                text = self.get_text(match.group(1))
-                return match.group(0) if text is None else json.dumps(text, ensure_ascii=False)[1:-1]
-
-            prompt = TEXT_REF.sub(sub, prompt)
-        return prompt.replace(TEXT_REF_ESCAPED, TEXT_REF_PREFIX)
 
     def last_step_index(self, episode_id: str) -> Optional[int]:
         """Highest stored step index of the episode, or None if it has no steps."""

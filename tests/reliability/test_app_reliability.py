@@ -4,6 +4,7 @@ way, bad input typed or opened, a bad database, and a headless run writing the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
@@ -147,7 +148,7 @@ async def test_bad_ids_and_choices_are_notifications_not_crashes(tmp_path, setti
     app = S3GymApp(db_path=db, settings=settings)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
-        before = len(app._notifications)
+        seen = []
         for open_screen, needle in ((lambda: app.open_protocol("nosuch"), "no run 'nosuch'"),
                                     (lambda: app.open_episode("nosuch"), "no episode 'nosuch'"),
                                     (lambda: app.push_screen(PlayScreen(game="go", seed=0)), "unknown game 'go'"),
@@ -160,9 +161,10 @@ async def test_bad_ids_and_choices_are_notifications_not_crashes(tmp_path, setti
             open_screen()
             await pilot.pause(0.1)
             assert needle in notes_of(app), (needle, notes_of(app))
+            seen.append(needle)
             await pilot.press("escape")
             await pilot.pause()
-        assert len(app._notifications) >= before + 6 and app.is_running
+        assert len(seen) == 6 and app.is_running
 
 
 async def test_an_empty_or_enormous_summary_edit_saves_nothing(tmp_path, settings):
@@ -288,16 +290,28 @@ async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp
         finally:
             blocker.execute("ROLLBACK")
             blocker.close()
-        pages = app.store.conn.execute("PRAGMA page_count").fetchone()[0]
-        app.store.conn.execute(f"PRAGMA max_page_count = {pages}")
-        await type_action(pilot, "cheat" * 2000)
-        await wait_until(pilot, lambda: "disk full" in notes_of(app))
-        app.store.conn.execute("PRAGMA max_page_count = 1073741823")
+        conn = app.store.conn
+        conn.execute("CREATE TABLE filler (x)")
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages + 2}")
+        with contextlib.suppress(sqlite3.OperationalError):  # fill every page: the disk is full
+            for _ in range(10_000):
+                conn.execute("INSERT INTO filler VALUES (?)", ("f" * 500,))
+        for _ in range(12):  # long actions fill the steps table's last page, then one needs a new page
+            await type_action(pilot, "cheat" * 400)
+            if "disk full" in notes_of(app):
+                break
+        await wait_until(pilot, lambda: "disk full" in notes_of(app), limit=20)
+        refused_at = len(app.store.steps(screen.episode.id))
+        conn.execute("PRAGMA max_page_count = 1073741823")
+        conn.execute("DROP TABLE filler")
         await type_action(pilot, "cheat")
         await pilot.press("r")
         await wait_until(pilot, lambda: screen.session.done and not screen.thinking)
         steps = app.store.steps(screen.episode.id)
-        assert [s.action for s in steps[:2]] == ["collaborate", "cheat"]
+        assert steps[0].action == "collaborate"  # the step refused while locked was not stored
+        assert all(s.action == "cheat" * 400 for s in steps[1:refused_at])
+        assert steps[refused_at].action == "cheat"  # the one refused when full was not stored
         replayed = games.game_class("trust").replay("explore", 8, [s.action for s in steps])
         assert replayed.score() == app.store.get_episode(screen.episode.id).score
         assert app.is_running

@@ -55,9 +55,10 @@ def db(template, tmp_path) -> Path:
 @pytest.mark.parametrize("args,needle", [
     (["run", "go"], "unknown game 'go'"),
     (["run", "[/bold]"], "unknown game '[/bold]'"),
-    (["run", "trust", "-m", "nosuchprovider/x", *TINY], "stopped"),
-    (["run", "trust", "-m", "fault/go", *TINY], "stopped"),
-    (["run", "trust", "-m", "[/red]broken", *TINY], "stopped"),
+    (["run", "trust", "-m", "nosuchprovider/x", *TINY], "does not know the provider"),
+    (["run", "trust", "-m", "fault/go", *TINY], "fault/go is not a built-in model"),
+    (["run", "trust", "-m", "[/red]broken", *TINY], "does not know the provider"),
+    (["run", "trust", "-m", "scripted/chess", *TINY], "scripted/chess plays chess only"),
     (["run", "trust", "-m", "openai/gpt-4.1", "--api-base", "http://127.0.0.1:9", *TINY], "stopped"),
     (["resume", "nosuch"], "no run 'nosuch'"),
     (["report", "nosuch", "done"], "no run 'nosuch'"),
@@ -175,7 +176,7 @@ def test_read_only_database_reads_but_refuses_writes_with_one_line(db, capsys):
         assert code == 0 and "done" in out
         code, out, _ = cli(capsys, "report", "done", "--db", db)
         assert code == 0 and "done" in out
-        for args in (["run", "trust", "-m", "scripted/trust", *TINY], ["resume", "done"]):
+        for args in (["run", "trust", "-m", "scripted/trust", *TINY], ["rm", "done", "--yes"]):
             code, _, err = cli(capsys, *args, "--db", db)
             assert code == 2 and "read-only" in one_line(err)
     finally:
@@ -202,7 +203,7 @@ def test_database_locked_by_another_writer_is_one_line_then_works(db, capsys, sh
     try:
         code, out, _ = cli(capsys, "runs", "--db", db)  # readers are not blocked (WAL)
         assert code == 0 and "done" in out
-        for args in (["run", "trust", "-m", "scripted/trust", *TINY], ["resume", "done"]):
+        for args in (["run", "trust", "-m", "scripted/trust", *TINY], ["rm", "done", "--yes"]):
             code, _, err = cli(capsys, *args, "--db", db)
             assert code == 2 and "locked by another writer (waited 0.3 s)" in one_line(err)
     finally:

@@ -15,6 +15,7 @@ from s3gym_tui.engine import llm
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.play import new_play_session
 from s3gym_tui.engine.runner import ProtocolRunner, call_settings
+from s3gym_tui.engine.session import MAX_ACTION_CHARS
 from s3gym_tui.models import RunConfig
 from s3gym_tui.providers import fault
 from s3gym_tui.store import Store
@@ -247,7 +248,11 @@ def test_a_human_action_never_corrupts_stored_prompts(tmp_path, sent_prompts, ac
     for _ in range(3):
         session.commit(asyncio.run(session.propose()))
     steps = store.steps(session.episode.id)
-    assert steps[0].action == action.encode("utf-8", "replace").decode("utf-8")
+    expected = action.encode("utf-8", "replace").decode("utf-8")
+    if len(expected) > MAX_ACTION_CHARS:  # bounded as stored, and the game saw the same cut action
+        assert "action cut to 2,000 characters (was 5,000)" in steps[0].fault
+        expected = expected[:MAX_ACTION_CHARS]
+    assert steps[0].action == expected
     assert steps[0].proposed_action and steps[0].actor == "human-edit"
     for step, messages in zip(steps, sent_prompts):
         assert store.step_prompt(session.episode.id, step.index) == json.dumps(messages, ensure_ascii=False)

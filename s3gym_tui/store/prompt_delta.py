@@ -1,0 +1,156 @@
+"""Stored prompts as deltas: a step's prompt kept as copies from an earlier step's prompt plus new text.
+
+A step's prompt repeats almost all of the previous step's prompt: the system text, the Hint Messages,
+every earlier turn of the episode, the rules. Storing each in full grows as O(n^2) in the episode
+length; storing it as a delta against the previous prompt of the same episode keeps it O(n) and
+exact. Stored form (schema v3):
+
+    [[delta]]["<episode id>", <base index>, <base length>, <base crc>, <length>, <crc>, <ops>]
+
+`ops` is a list of `[start, length]` (copy that slice of the base's full text) and strings (new
+text, in the store's compact form: `[[text:` escaped, shared parts as `[[text:<key>]]`, see
+prompt_texts.py). Lengths are in characters of the full texts; the CRC-32s (of the UTF-8 bytes)
+let a reader prove it rebuilt the prompt byte for byte, and a fork check that its copied base is
+the same text. A prompt as sent is JSON that starts with `[{`,
+so the `[[delta]]` prefix never occurs in one.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+DELTA_PREFIX = "[[delta]]"
+BLOCK = 32  # the shortest copy looked for after the common prefix (shorter runs stay literal)
+_CHUNK = 4096
+
+Op = Union[list, str]
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A parsed delta prompt."""
+
+    episode_id: str
+    base_index: int
+    base_length: int
+    base_crc: int
+    length: int
+    crc: int
+    ops: tuple[Op, ...]
+
+
+def is_delta(stored: str) -> bool:
+    return stored.startswith(DELTA_PREFIX)
+
+
+def crc(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def parse(stored: str) -> Delta:
+    """The delta in a stored prompt (ValueError if it is not a well-formed one)."""
+    if not is_delta(stored):
+        raise ValueError("not a delta prompt")
+    data = json.loads(stored[len(DELTA_PREFIX):])
+    if not (isinstance(data, list) and len(data) == 7 and isinstance(data[0], str)
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in data[1:6])
+            and isinstance(data[6], list)):
+        raise ValueError("malformed delta prompt")
+    return Delta(data[0], data[1], data[2], data[3], data[4], data[5], tuple(data[6]))
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (compared a chunk at a time, then bisected)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i:i + _CHUNK] == b[i:i + _CHUNK]:
+        i += _CHUNK
+    if i >= n:
+        return n
+    lo, hi = i, min(i + _CHUNK, n)  # a[:lo] == b[:lo]; they differ at some position < hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[lo:mid + 1] == b[lo:mid + 1]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _extend(a: str, i: int, b: str, p: int) -> int:
+    """Length of the common run of a[i:] and b[p:]."""
+    n = min(len(a) - i, len(b) - p)
+    k = 0
+    step = 256
+    while k < n:
+        m = min(step, n - k)
+        if a[i + k:i + k + m] == b[p + k:p + k + m]:
+            k += m
+            continue
+        if step == 1:
+            break
+        step = max(1, step // 8)
+    return k
+
+
+def diff(text: str, base: str) -> list[Op]:
+    """Ops that rebuild `text` from `base`: the common prefix, then copies of runs of at least
+    BLOCK characters found through an index of the base's aligned blocks, literals between."""
+    ops: list[Op] = []
+    start = _common_prefix(text, base)
+    if start:
+        ops.append([0, start])
+    index: dict[str, int] = {}
+    for p in range(0, len(base) - BLOCK + 1, BLOCK):
+        index.setdefault(base[p:p + BLOCK], p)
+    i = literal = start
+    end = len(text) - BLOCK
+    while i <= end:
+        p = index.get(text[i:i + BLOCK])
+        if p is None:
+            i += 1
+            continue
+        while i > literal and p > 0 and text[i - 1] == base[p - 1]:
+            i, p = i - 1, p - 1
+        n = _extend(text, i, base, p)
+        if i > literal:
+            ops.append(text[literal:i])
+        ops.append([p, n])
+        i = literal = i + n
+    if literal < len(text):
+        ops.append(text[literal:])
+    return ops
+
+
+def apply(ops: tuple[Op, ...] | list[Op], base: str, literal: Callable[[str], str]) -> str:
+    """The full text of a delta: copies sliced from `base`, literals through `literal` (which
+    turns the stored compact form back into text). ValueError for a malformed op."""
+    try:
+        return "".join([base[op[0]:op[0] + op[1]] if type(op) is list else literal(op) for op in ops])
+    except (TypeError, IndexError, AttributeError) as err:
+        raise ValueError(f"malformed delta op ({err})") from err
+
+
+def encode(text: str, base: str, episode_id: str, base_index: int,
+           compact: Callable[[str], str], expand: Callable[[str], str]) -> Optional[str]:
+    """The stored delta of `text` against `base` (the full prompt of step `base_index` of the same
+    episode), or None when a delta would not be smaller than storing `text` whole. The result is
+    decoded once here and must give `text` back exactly."""
+    ops = diff(text, base)
+    stored_ops = [op if isinstance(op, list) else compact(op) for op in ops]
+    if apply(stored_ops, base, expand) != text:  # never expected; then the prompt is stored whole
+        return None
+    stored = _dump(episode_id, base_index, len(base), crc(base), len(text), crc(text), stored_ops)
+    return stored if len(stored) < len(text) else None
+
+
+def _dump(*fields) -> str:
+    return DELTA_PREFIX + json.dumps(list(fields), ensure_ascii=False, separators=(",", ":"))
+
+
+def rebase(d: Delta, episode_id: str) -> str:
+    """The same delta, naming another episode as the owner of its base step."""
+    return _dump(episode_id, d.base_index, d.base_length, d.base_crc, d.length, d.crc, list(d.ops))
