@@ -52,16 +52,19 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
     assert audit(store).ok
 
     # one on-policy reverse-KL update of a fresh student towards the expert, on the expert's own prompts
+    from s3gym_tui.training import serve
     from s3gym_tui.training.environment import GameEnvironment
-    from s3gym_tui.training.onpolicy import train_onpolicy
-    from s3gym_tui.engine.prompts import SYSTEM_PROMPT
     from pathlib import Path
+
+    from s3gym_tui.engine.prompts import SYSTEM_PROMPT
+    from s3gym_tui.training.onpolicy import train_onpolicy
 
     env = GameEnvironment()
     rows = [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT},
                         {"role": "user", "content": env.reset(game="trust", seed=seed)}], "game": "trust"}
             for seed in (0, 1)]
     expert = next(c for c in store.training_checkpoints(training.id) if c.x == 2)
+    serve.HANDLER.release()  # the served expert makes room for the student and its teacher
     result, routed = train_onpolicy(rows, Path(training.base), {"trust": Path(expert.adapter)}, tmp_path / "student",
                                     updates=1, batch=2, learning_rate=1e-4, max_completion_length=12, temperature=1.0,
                                     save_every=1)
