@@ -83,7 +83,8 @@ def _check(tally: Tally, label: str, args: list[str], db: Path | None, codes=(1,
     tally.cases += 1
     lines = [line for line in err.strip().splitlines() if line.strip()]
     clean_fail = code in codes and (len(lines) == 1 or (code == 1 and not lines))
-    if "Traceback" not in err and (clean_fail or (may_succeed and code == 0 and not lines)):
+    warned = len(lines) <= 1 and all(line.startswith("warning:") for line in lines)
+    if "Traceback" not in err and (clean_fail or (may_succeed and code == 0 and warned)):
         tally.one_line += 1
     else:
         tally.problems.append(f"{label}: exit {code}, stderr {err.strip()[:300]!r}")

@@ -6,11 +6,15 @@
 Figures:
 - step key (n) -> StepCompleted handled and the steps table updated, scripted model (median, p95);
 - accept key (a) in propose-then-wait -> step stored and the table updated (no model call);
-- with a 100,000-episode database (benchmarks/store.py's generator, plus real 64-step Snake episodes):
-  app start to the Home screen ready (recent runs listed), opening a stored 64-step episode in the
-  PlayScreen (replay), and opening the compare screen on two 64-step episodes.
-All timings go through the real app driven by Textual's Pilot (headless), so they include Pilot's own
-message-queue round trips: a real terminal is no slower.
+- with a 100,000-episode database (benchmarks/store.py's generator, plus real 64-step Snake episodes and a
+  Snake Summary run shaped like a full protocol run: 30 exploration episodes, 11 checkpoints, 30 summary
+  versions): app start to the Home screen ready (recent runs listed), opening a stored 64-step episode in
+  the PlayScreen (replay), opening the compare screen on two 64-step episodes, `C` on a fork (compare it
+  with its original), opening Summaries on the run with 30 versions, and Home -> Protocol (`o` on that run).
+All timings drive the real app (headless `run_test`): keys go through the driver as a terminal sends them,
+and the clock stops at the first frame the compositor renders with the change (see FrameProbe), so Pilot's
+idle-detection sleeps are not counted. CPU time is the process's over the same span. On a shared machine
+wall time follows the load: the load average is printed with the table.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from benchmarks._util import print_table, stats_ms  # noqa: E402
 
 import games  # noqa: E402
 from s3gym_tui.config import Settings  # noqa: E402
-from s3gym_tui.models import EVAL_SEED_BASE, Episode, RunConfig, Step  # noqa: E402
+from s3gym_tui.models import EVAL_SEED_BASE, Checkpoint, Episode, RunConfig, Step  # noqa: E402
 from s3gym_tui.store import Store  # noqa: E402
 
 SETTINGS = Settings(default_model="scripted/snake", theme="dark", human_name="bench")
@@ -45,56 +49,108 @@ async def until(pilot, condition, limit: int = 10_000) -> None:
     raise RuntimeError("condition never became true")
 
 
+class FrameProbe:
+    """Timestamps the frames the app renders. `App._display` is called once per screen update, right
+    after the compositor rendered it (headless, it then writes nothing). A measure ends at the last frame
+    of the burst that first shows the change: the first frame in which the condition holds, plus any
+    frames that follow it within QUIET_S (a table sizing its columns on idle, a second layout pass), so
+    the figure is "until the screen is complete and still". Waiting polls with 1 ms sleeps instead of
+    Pilot's idle detection, whose 20 ms sleeps would be counted otherwise."""
+
+    QUIET_S = 0.06
+
+    def __init__(self, app) -> None:
+        self.condition = None
+        self.first: tuple[float, float] | None = None
+        self.last: tuple[float, float] | None = None
+        original = app._display
+
+        def display(screen, renderable) -> None:
+            original(screen, renderable)
+            if renderable is None or self.condition is None:
+                return
+            now = (time.perf_counter(), time.process_time())
+            if self.first is None:
+                try:
+                    ok = bool(self.condition())
+                except Exception:  # noqa: BLE001 - a screen half-built: not yet
+                    ok = False
+                if ok:
+                    self.first = now
+            if self.first is not None:
+                self.last = now
+
+        app._display = display
+
+    async def measure(self, start, condition, timeout: float = 60.0) -> tuple[float, float]:
+        """(wall s, CPU s) from calling `start()` to the settled frame showing what `condition()` checks."""
+        self.first = self.last = None
+        self.condition = condition
+        t0, c0 = time.perf_counter(), time.process_time()
+        start()
+        while self.last is None or time.perf_counter() - self.last[0] < self.QUIET_S:
+            await asyncio.sleep(0.001)
+            if time.perf_counter() - t0 > timeout:
+                raise RuntimeError("no frame satisfied the condition")
+        self.condition = None
+        return self.last[0] - t0, self.last[1] - c0
+
+
+def key_sender(app, key: str):
+    """A function that sends one key press the way a terminal does (through the driver)."""
+    from textual import events
+
+    def send() -> None:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(app)
+        app._driver.send_message(event)
+
+    return send
+
+
 # ----- key to updated screen --------------------------------------------------------------------
-async def step_latencies(db: Path, n_steps: int) -> tuple[list[float], list[float], list[float], list[float]]:
+async def step_latencies(db: Path, n_steps: int) -> tuple[list, list]:
+    """(step key samples, accept key samples), each (wall s, CPU s) to the frame showing the new step
+    in the steps table and on the board."""
     from s3gym_tui.app import S3GymApp
     from s3gym_tui.screens.play import PlayScreen
-    from s3gym_tui.widgets.steps_table import StepsTable
 
-    step_times: list[float] = []
-    accept_times: list[float] = []
-    step_cpu: list[float] = []
-    accept_cpu: list[float] = []
+    steps: list = []
+    accepts: list = []
     app = S3GymApp(db_path=db, settings=SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
-        seed = 0
-        app.open_play(game="snake", mode="explore", seed=seed, model="scripted/snake")
+        probe = FrameProbe(app)
+        app.open_play(game="snake", mode="explore", seed=0, model="scripted/snake")
         await pilot.pause()
         screen: PlayScreen = app.screen
         await pilot.press("n")  # warm-up: litellm import and provider registration
         await app.workers.wait_for_complete()
         await until(pilot, lambda: not screen.thinking)
-        table = screen.query_one(StepsTable)
-        while len(step_times) < n_steps:
+        board = screen.query_one("#board")
+
+        def shown(before: int):
+            return lambda: (len(screen.steps) > before and screen.query_one("#steps").step_count > before
+                            and f"step {before + 1}/" in str(board.border_subtitle))
+
+        while len(steps) < n_steps:
             if screen.session.done:
                 await pilot.press("R")
                 await pilot.pause()
-                table = screen.query_one(StepsTable)
-            before = table.row_count
-            t0, c0 = time.perf_counter(), time.process_time()
-            await pilot.press("n")
-            await until(pilot, lambda: table.row_count > before)
-            step_times.append(time.perf_counter() - t0)
-            step_cpu.append(time.process_time() - c0)
+            steps.append(await probe.measure(key_sender(app, "n"), shown(len(screen.steps))))
+            await pilot.pause()
         # propose-then-wait: the accept key (no model call in the timed part)
         await pilot.press("R")
         await pilot.pause()
-        table = screen.query_one(StepsTable)
         await pilot.press("p")
-        while len(accept_times) < max(20, n_steps // 4):
+        while len(accepts) < max(20, n_steps // 4):
             if screen.session.done:
                 await pilot.press("R")
                 await pilot.pause()
-                table = screen.query_one(StepsTable)
             await pilot.press("n")
             await until(pilot, lambda: screen.proposal is not None)
-            before = table.row_count
-            t0, c0 = time.perf_counter(), time.process_time()
-            await pilot.press("a")
-            await until(pilot, lambda: table.row_count > before)
-            accept_times.append(time.perf_counter() - t0)
-            accept_cpu.append(time.process_time() - c0)
-    return step_times, accept_times, step_cpu, accept_cpu
+            accepts.append(await probe.measure(key_sender(app, "a"), shown(len(screen.steps))))
+            await pilot.pause()
+    return steps, accepts
 
 
 # ----- a big database -----------------------------------------------------------------------------
@@ -107,6 +163,20 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
         runs[pathway] = store.create_run(RunConfig(model="scripted/snake", game="snake", pathway=pathway),
                                          run_id=f"bench-snake-{pathway}")
     out = []
+    summary_run = runs["summary"]
+    explore_ids = []
+    for k in range(30):  # the Summary run's exploration episodes (the sources of its 30 summary versions)
+        episode = Episode(id=f"{summary_run.id}-x{k}", run_id=summary_run.id, game="snake", mode="explore",
+                          phase="explore", seed=k, index=k, model=summary_run.config.model, pathway="summary")
+        store.add_episode(episode)
+        store.add_steps(_policy_steps(episode, k, "explore", rng, prompt_bytes))
+        store.finish_episode(episode.id, float(k % 7))
+        explore_ids.append(episode.id)
+        store.add_summary(summary_run.id, f"Retain {k}: keep to open rows; " + "tip " * 40,
+                          f"Avoid {k}: turning into the body. " + "mistake " * 30,
+                          f"Next {k}: aim for the nearest apple. " + "plan " * 30,
+                          source_episode_ids=explore_ids[-3:], author="model:scripted/snake",
+                          for_episode_id=episode.id)
     for j in range(pairs):
         seed = EVAL_SEED_BASE + j
         ids = []
@@ -114,27 +184,47 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
             episode = Episode(id=f"{run.id}-e{j}", run_id=run.id, game="snake", mode="eval", phase="eval",
                               seed=seed, index=j, checkpoint=0, model=run.config.model, pathway=pathway)
             store.add_episode(episode)
-            game = games.make("snake", "eval")
-            game.reset(seed)
-            policy = games.reference_policy("snake")
-            steps = []
-            while not game.done:
-                observation = game.observation()
-                action = policy.act(game.view()).action
-                result = game.step(action)
-                score = float(rng.choice([-1, 0, 1, 1, 2]))
-                filler = "x" * prompt_bytes
-                steps.append(Step(episode_id=episode.id, index=len(steps), observation=observation,
-                                  prompt=json.dumps([{"role": "user", "content": observation + filler}]),
-                                  reply=f"Thinking.\nAnswer: {action}, Score: {score:g}", action=action,
-                                  self_score=score, reward=result.reward, feedback=result.feedback,
-                                  valid=True, terminated=result.terminated, truncated=result.truncated,
-                                  tokens_in=prompt_bytes // 4, tokens_out=20, latency_ms=800.0, cost=0.0))
+            steps = _policy_steps(episode, seed, "eval", rng, prompt_bytes)
             store.add_steps(steps)
-            store.finish_episode(episode.id, game.score())
+            store.finish_episode(episode.id, float(sum(s.reward for s in steps)))
             ids.append(episode.id)
         out.append((ids[0], ids[1]))
+    evals = [b for _, b in out]
+    for n, x in enumerate(range(0, 31, 3)):  # 11 checkpoints of the Summary run
+        chosen = tuple(evals[(n + i) % len(evals)] for i in range(3))
+        store.add_checkpoint(Checkpoint(run_id=summary_run.id, x=x, episode_ids=chosen,
+                                        scores=(float(n), float(n + 1), float(n % 4))))
+    # a fork of the first History episode after 32 steps (what `C` compares with its original)
+    source = out[0][0]
+    copied = [s.model_copy(update={"episode_id": "bench-fork"}) for s in store.steps(source)[:32]]
+    store.add_episode(Episode(id="bench-fork", run_id=None, game="snake", mode="eval", phase="eval",
+                              seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
+                              fork_of=source, fork_step=32), copied)
+    store.finish_episode("bench-fork", 3.0, "stopped")
+    for run in runs.values():
+        store.set_run_status(run.id, "finished")
     return out
+
+
+def _policy_steps(episode: Episode, seed: int, mode: str, rng: random.Random, prompt_bytes: int) -> list[Step]:
+    """The reference policy's whole episode as stored steps, with prompts of realistic size."""
+    game = games.make("snake", mode)
+    game.reset(seed)
+    policy = games.reference_policy("snake")
+    steps = []
+    while not game.done:
+        observation = game.observation()
+        action = policy.act(game.view()).action
+        result = game.step(action)
+        score = float(rng.choice([-1, 0, 1, 1, 2]))
+        filler = "x" * prompt_bytes
+        steps.append(Step(episode_id=episode.id, index=len(steps), observation=observation,
+                          prompt=json.dumps([{"role": "user", "content": observation + filler}]),
+                          reply=f"Thinking.\nAnswer: {action}, Score: {score:g}", action=action,
+                          self_score=score, reward=result.reward, feedback=result.feedback,
+                          valid=True, terminated=result.terminated, truncated=result.truncated,
+                          tokens_in=prompt_bytes // 4, tokens_out=20, latency_ms=800.0, cost=0.0))
+    return steps
 
 
 def build_big_db(path: Path, n_episodes: int, prompt_bytes: int) -> tuple[list[tuple[str, str]], float]:
@@ -162,42 +252,67 @@ async def start_time(db: Path) -> tuple[float, float]:
         return time.perf_counter() - t0, time.process_time() - c0
 
 
-async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> tuple[list, list]:
-    from s3gym_tui.app import S3GymApp
-    from s3gym_tui.screens.play import PlayScreen
-    from s3gym_tui.widgets.steps_table import StepsTable
+async def open_times(db: Path, pairs: list[tuple[str, str]], rounds: int) -> dict[str, list]:
+    """Opening screens on the big database, each (wall s, CPU s) to the first frame showing the data."""
+    from textual.widgets import DataTable
 
-    play: list[float] = []
-    compare: list[float] = []
-    have_compare = True
-    try:
-        from s3gym_tui.screens.compare import CompareScreen
-    except ImportError:
-        have_compare = False
+    from s3gym_tui.app import S3GymApp
+    from s3gym_tui.screens.compare import CompareScreen
+    from s3gym_tui.screens.home import HomeScreen
+    from s3gym_tui.screens.play import PlayScreen
+    from s3gym_tui.screens.protocol import ProtocolScreen
+    from s3gym_tui.screens.summaries import SummariesScreen
+
+    out: dict[str, list] = {"play": [], "compare": [], "fork": [], "summaries": [], "protocol": []}
     app = S3GymApp(db_path=db, settings=SETTINGS)
+
+    def on(kind, ready):
+        return lambda: isinstance(app.screen, kind) and app.screen.is_mounted and ready(app.screen)
+
+    async def back() -> None:
+        await pilot.pause()
+        app.pop_screen()
+        await pilot.pause()
+
     async with app.run_test(size=SIZE) as pilot:
+        probe = FrameProbe(app)
         await pilot.pause()
         for n in range(rounds):
             a, b = pairs[n % len(pairs)]
-            t0, c0 = time.perf_counter(), time.process_time()
-            app.open_episode(a)
-            await until(pilot, lambda: isinstance(app.screen, PlayScreen)
-                        and app.screen.is_mounted and app.screen.query_one(StepsTable).row_count == 64)
+            out["play"].append(await probe.measure(lambda: app.open_episode(a), on(
+                PlayScreen, lambda s: len(s.steps) == 64 and s.query_one("#steps").step_count == 64
+                and bool(s.query_one("#board").border_subtitle))))
+            await back()
+            out["compare"].append(await probe.measure(lambda: app.open_compare(a, b), on(
+                CompareScreen, lambda s: len(s.rows) >= 64)))
+            await back()
+        # `C` on a fork: compare it with its original
+        app.open_episode("bench-fork")
+        await until(pilot, lambda: isinstance(app.screen, PlayScreen) and app.screen.is_mounted
+                    and len(app.screen.steps) == 32)
+        await pilot.pause()
+        for n in range(rounds):
+            out["fork"].append(await probe.measure(key_sender(app, "C"), on(
+                CompareScreen, lambda s: len(s.rows) >= 32)))
+            await back()
+        app.pop_screen()
+        await pilot.pause()
+        for n in range(rounds):
+            out["summaries"].append(await probe.measure(lambda: app.open_summaries("bench-snake-summary"), on(
+                SummariesScreen, lambda s: s.query_one("#sum-versions", DataTable).row_count == 30)))
+            await back()
+        home = app.screen
+        assert isinstance(home, HomeScreen)
+        runs = home.query_one("#runs", DataTable)
+        for n in range(rounds):
+            runs.move_cursor(row=runs.get_row_index("bench-snake-summary"))
+            runs.focus()
             await pilot.pause()
-            play.append((time.perf_counter() - t0, time.process_time() - c0))
-            assert app.screen.query_one("#board").border_subtitle  # the board is drawn
-            app.pop_screen()
-            await pilot.pause()
-            if have_compare:
-                t0, c0 = time.perf_counter(), time.process_time()
-                app.open_compare(a, b)
-                await until(pilot, lambda: isinstance(app.screen, CompareScreen) and app.screen.is_mounted
-                            and len(app.screen.rows) >= 64)
-                await pilot.pause()
-                compare.append((time.perf_counter() - t0, time.process_time() - c0))
-                app.pop_screen()
-                await pilot.pause()
-    return play, compare
+            out["protocol"].append(await probe.measure(key_sender(app, "o"), on(
+                ProtocolScreen, lambda s: s.run is not None and len(s.points) == 11
+                and bool(s.query_one("#proto-board").border_subtitle))))
+            await back()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -209,38 +324,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--starts", type=int, default=5, help="timed app starts")
     args = ap.parse_args(argv)
     rows: list[list] = []
+
+    def both(label: str, samples: list[tuple[float, float]]) -> None:
+        med, p95 = stats_ms([w for w, _ in samples])
+        rows.append([label, med, p95, len(samples)])
+        med, p95 = stats_ms([c for _, c in samples])
+        rows.append(["  same, CPU time of the process", med, p95, len(samples)])
+
+    load_before = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     with tempfile.TemporaryDirectory(prefix="s3gym-uibench-") as tmp:
         small = Path(tmp) / "small.db"
-        steps, accepts, step_cpu, accept_cpu = asyncio.run(step_latencies(small, args.steps))
-        med, p95 = stats_ms(steps)
-        rows.append([f"step key -> table updated (scripted/snake, {len(steps)} steps)", med, p95, len(steps)])
-        med, p95 = stats_ms(step_cpu)
-        rows.append(["  same, CPU time of the process", med, p95, len(step_cpu)])
-        med, p95 = stats_ms(accepts)
-        rows.append(["accept key (propose-then-wait) -> table updated", med, p95, len(accepts)])
-        med, p95 = stats_ms(accept_cpu)
-        rows.append(["  same, CPU time of the process", med, p95, len(accept_cpu)])
+        steps, accepts = asyncio.run(step_latencies(small, args.steps))
+        both(f"step key -> steps table and board updated (scripted/snake, {len(steps)} steps)", steps)
+        both("accept key (propose-then-wait) -> table and board updated", accepts)
 
         big = Path(tmp) / "big.db"
         pairs, build_s = build_big_db(big, args.episodes, args.prompt_bytes)
         starts = [asyncio.run(start_time(big)) for _ in range(args.starts)]
-
-        def both(label: str, samples: list[tuple[float, float]]) -> None:
-            med, p95 = stats_ms([w for w, _ in samples])
-            rows.append([label, med, p95, len(samples)])
-            med, p95 = stats_ms([c for _, c in samples])
-            rows.append(["  same, CPU time of the process", med, p95, len(samples)])
-
         both(f"app start -> Home ready ({args.episodes:,} episodes; first {starts[0][0] * 1000:.0f} ms, "
              f"includes the once-per-process file check)", starts)
-        play, compare = asyncio.run(open_times(big, pairs, args.opens))
-        both("open a stored 64-step episode (PlayScreen replay)", play)
-        if compare:
-            both("open the compare screen (two 64-step episodes)", compare)
-        else:
-            rows.append(["open the compare screen", "n/a (no compare screen yet)", "", 0])
+        opened = asyncio.run(open_times(big, pairs, args.opens))
+        both("open a stored 64-step episode (PlayScreen replay)", opened["play"])
+        both("open the compare screen (two 64-step episodes)", opened["compare"])
+        both("C on a fork -> compare with its original (32 + 64 steps)", opened["fork"])
+        both("open Summaries (run with 30 versions)", opened["summaries"])
+        both("Home -> Protocol (o on a run: 30 explore episodes, 11 checkpoints)", opened["protocol"])
     load = ", ".join(f"{v:.1f}" for v in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print_table(f"UI responsiveness (big database built in {build_s:.0f} s; load average {load}, "
+    print_table(f"UI responsiveness, key or call to the settled frame showing the change (big database built in "
+                f"{build_s:.0f} s; load average {load_before:.1f} at the start, {load} at the end, "
                 f"{os.cpu_count()} CPUs)", ["measure", "median ms", "p95 ms", "n"], rows)
     return 0
 

@@ -19,6 +19,10 @@ class S3GymApp(App):
     TITLE = "s3gym"
     SUB_TITLE = "self-improving agents, judged"
     CSS_PATH = "app.tcss"
+    # Size classes on every screen (a screen may override): -narrow / -wide / -huge by width,
+    # -short / -tall by height. At -short the header gives its row to the content.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide"), (170, "-huge")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
         Binding("ctrl+t", "toggle_theme", "Theme", id="toggle_theme", show=False),
@@ -76,6 +80,9 @@ class S3GymApp(App):
         self._watcher.changed()  # the starting point
         self.set_interval(STORE_POLL_S, self._poll_store)
         self.push_screen(HomeScreen())
+        from s3gym_tui.screens.runtime import tune_gc
+
+        self.call_after_refresh(tune_gc)
 
     def _poll_store(self) -> None:
         """Tell the screen on top when any process (this one included) committed to the store."""
@@ -90,6 +97,16 @@ class S3GymApp(App):
             self._watcher.close()
         if self._store is not None:
             self._store.close()
+
+    def push_screen(self, screen, *args, **kwargs):
+        """Push a screen with its size classes already set (no restyle of it when it mounts)."""
+        from textual.screen import Screen
+
+        from s3gym_tui.screens.sizing import presize
+
+        if isinstance(screen, Screen):
+            presize(screen, self)
+        return super().push_screen(screen, *args, **kwargs)
 
     # ----- navigation (lazy imports keep start-up fast) -----------------------------------
     def open_play(self, **options) -> None:

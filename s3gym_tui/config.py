@@ -14,6 +14,16 @@ class ConfigError(ValueError):
     """The config file cannot be used (one-line message naming the file and the problem)."""
 
 
+class ModelSettings(BaseModel):
+    """One model's call settings; unset fields fall back to the engine's defaults."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    api_base: Optional[str] = None  # e.g. http://127.0.0.1:11434 for Ollama
+    max_tokens: Optional[int] = Field(None, ge=1)
+    timeout_s: Optional[float] = Field(None, gt=0)
+
+
 class Settings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -23,6 +33,21 @@ class Settings(BaseModel):
     propose_then_wait: bool = False  # the agent proposes; a person confirms, edits or vetoes
     keymap: dict[str, str] = Field(default_factory=dict)  # binding id -> key(s), e.g. {"step": "n"}
     human_name: str = Field(default_factory=lambda: os.environ.get("USER", "human"))
+    # per model string: [models."ollama_chat/llama3.2"] api_base = "...", max_tokens = ..., timeout_s = ...
+    models: dict[str, ModelSettings] = Field(default_factory=dict)
+
+    def model_settings(self, model: str) -> ModelSettings:
+        """The settings for `model` (all unset when the config names none)."""
+        return self.models.get(model) or ModelSettings()
+
+    def with_model_settings(self, model: str, own: ModelSettings) -> "Settings":
+        """A copy with `model`'s settings replaced (empty settings remove the entry)."""
+        models = dict(self.models)
+        if own == ModelSettings():
+            models.pop(model, None)
+        else:
+            models[model] = own
+        return self.model_copy(update={"models": models})
 
 
 def config_path() -> Path:
@@ -55,3 +80,35 @@ def load_settings(path: Optional[Path] = None) -> Settings:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "settings"
         raise ConfigError(f"config file {path}: {where}: {first.get('msg')}") from exc
+
+
+def save_model_settings(model: str, own: ModelSettings, path: Optional[Path] = None) -> Path:
+    """Write `model`'s settings into the config file's [models."<model>"] table, keeping the rest
+    of the file (comments, order) as it is (tomlkit); an empty `own` removes the table."""
+    import tomlkit
+
+    path = path or config_path()
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")) if path.exists() else tomlkit.document()
+    except (tomlkit.exceptions.TOMLKitError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from exc
+    models = document.get("models")
+    if models is None:
+        models = tomlkit.table(is_super_table=True)
+        document["models"] = models
+    values = {k: v for k, v in own.model_dump().items() if v is not None}
+    if values:
+        table = tomlkit.table()
+        for key, value in values.items():
+            table[key] = value
+        models[model] = table
+    elif model in models:
+        del models[model]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(tomlkit.dumps(document), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"config file {path} cannot be written: {exc.strerror}") from exc
+    return path

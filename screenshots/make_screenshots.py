@@ -161,6 +161,22 @@ async def nav_fork(pilot, ids) -> None:
     await press(pilot, *["right"] * (FORK_STEP + 1))
 
 
+async def nav_play_chess(pilot, ids) -> None:
+    pilot.app.open_play(game="chess", mode="explore", seed=0, model="scripted/chess")
+    await settle(pilot)
+    await press(pilot, "n", "n")
+
+
+async def nav_run_dialog(pilot, ids) -> None:
+    screen = pilot.app.screen
+    game_list = screen.query_one("#game-list")
+    game_list.highlighted = [o.id for o in game_list.options].index("snake")
+    screen.query_one("#model-select").value = "scripted/snake"
+    screen.query_one("#pathway").value = "history"
+    await settle(pilot)
+    await press(pilot, "f6")
+
+
 async def nav_help(pilot, ids) -> None:
     await press(pilot, "question_mark")
 
@@ -195,6 +211,8 @@ SHOTS: dict[str, tuple[str, Navigate, dict]] = {
     "play_light": ("play", nav_play, {"theme": "light"}),
     "play_proposal": ("play", nav_play_proposal, {}),
     "fork": ("play", nav_fork, {}),
+    "play_chess": ("play", nav_play_chess, {}),
+    "run_dialog": ("run_dialog", nav_run_dialog, {}),
     "help": ("help", nav_help, {}),
     "protocol": ("protocol", nav_protocol, {}),
     "summaries": ("summaries", nav_summaries, {}),

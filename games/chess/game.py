@@ -9,11 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
-
 from games.base import Game, Outcome
+from games.chess.render import ChessBoards
 
 Cell = tuple[int, int]
 
@@ -622,29 +619,10 @@ class ChessGame(Game[ChessConfig]):
         self._obs_cache = (self.tick, text)
         return text
 
-    def render(self) -> Group:
-        palette = ("bold red", "bold green", "bold yellow", "bold blue", "bold magenta", "bold cyan",
-                   "bold bright_red", "bold bright_green", "bold bright_blue", "bold bright_magenta")
-        style = {p: palette[i % len(palette)] for i, p in enumerate(self.pieces)}
-        table = Table(show_header=True, box=None, padding=(0, 1))
-        boards = []
-        for label, t in zip(LABELS, self._times()):
-            table.add_column(label, justify="left")
-            text = Text()
-            for r, row in enumerate(self._board(t)):
-                if r:
-                    text.append("\n")
-                for ch in row:
-                    text.append(ch, style=style.get(ch, "dim"))
-            boards.append(text)
-        table.add_row(*boards)
-        head = Text(f"Predictions made: {self.tick} of {self.max_steps}   board {self.size}x{self.size}",
-                    style="bold")
-        pieces = Text("Pieces: ")
-        for p in self.pieces:
-            pieces.append(p, style=style[p])
-            pieces.append(" ")
-        return Group(head, table, pieces)
+    def render(self, focus: int = 0) -> ChessBoards:
+        """The boards for the terminal (games.chess.render): t0 large with coordinates, unless
+        `focus` counts back to an older board, the others in a strip as the width allows."""
+        return ChessBoards(LABELS, [self._board(t) for t in self._times()], self.pieces, focus)
 
     def rules(self) -> str:
         n, k, steps = self.config.size, self.config.pieces, self.config.max_steps

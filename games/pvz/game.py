@@ -9,7 +9,6 @@ from functools import lru_cache
 from typing import Optional
 
 from rich.console import Group
-from rich.table import Table
 from rich.text import Text
 
 from games.base import Game, Outcome
@@ -24,6 +23,7 @@ PLANTS: dict[str, tuple[str, int, int]] = {
     "F": ("Fire Chili", 300, 0),
 }
 PLANT_ORDER = ("X", "W", "S", "J", "H", "F")
+MAX_ZOMBIE_LETTERS = 3  # the terminal shows a count beyond this many zombies in one cell (all listed below)
 # letter -> (name, base hp, attack)
 ZOMBIES: dict[str, tuple[str, int, int]] = {
     "N": ("normal", 4, 1),
@@ -382,34 +382,59 @@ class PvzGame(Game[PvzConfig]):
         return "\n".join(lines)
 
     def render(self) -> Group:
+        """The observation's information, coloured: turn and sun, the field (plant + HP, then the
+        zombie letters of each cell, in fixed-width columns that never wrap), the zombies with their
+        HP, and the price list."""
         rows, cols = self.config.rows, self.config.cols
         plant_style = {"X": "bold yellow", "W": "bold green", "S": "bold bright_green",
                        "J": "bold dark_orange3", "H": "bold red", "F": "bold magenta"}
         zombie_style = {"N": "grey70", "R": "bold orange1", "B": "bold steel_blue1", "I": "bold magenta"}
         header = Text(f"Turn {self.turn}/{self.max_steps}   Sun: {self.sun}", style="bold yellow")
-        table = Table(show_lines=True, expand=False)
-        table.add_column("", style="dim")
-        for c in range(cols):
-            table.add_column(f"c{c}", justify="center")
         by_cell: dict[tuple[int, int], list[Zombie]] = {}
         for z in self.zombies:
             by_cell.setdefault((z[0], z[1]), []).append(z)
+        texts = {}  # (r, c) -> the cell as drawn: plant + HP, then the zombie letters (a count when crowded)
         for r in range(rows):
-            cells = []
             for c in range(cols):
-                t = Text()
                 p = self.plants[r][c]
+                cell = Text()
                 if p is not None:
-                    t.append(f"{p[0]}{p[1]}", style=plant_style[p[0]])
+                    cell.append(f"{p[0]}{p[1]}", style=plant_style[p[0]])
                 else:
-                    t.append(".", style="grey42")
-                for z in by_cell.get((r, c), []):
-                    t.append(f" {z[2]}{z[3]}", style=zombie_style[z[2]])
-                cells.append(t)
-            table.add_row(f"r{r}", *cells)
-        prices = Text("Prices: " + ", ".join(f"{k} {PLANTS[k][0]} {PLANTS[k][1]}" for k in PLANT_ORDER),
-                      style="dim")
-        parts = [header, table, prices]
+                    cell.append(".", style="grey42")
+                zombies = by_cell.get((r, c), [])
+                if len(zombies) > MAX_ZOMBIE_LETTERS:
+                    cell.append(f" {len(zombies)}z", style="bold")
+                elif zombies:
+                    cell.append(" ")
+                    for z in zombies:
+                        cell.append(z[2], style=zombie_style[z[2]])
+                texts[r, c] = cell
+        width = max(4, max(t.cell_len for t in texts.values()) + 1)
+        field = Text(no_wrap=True, overflow="crop")
+        field.append("     " + "".join(f"c{c}".ljust(width) for c in range(cols)).rstrip(), style="dim")
+        for r in range(rows):
+            field.append(f"\nr{r} | ", style="dim")
+            for c in range(cols):
+                field.append_text(texts[r, c])
+                if c < cols - 1:
+                    field.append(" " * (width - texts[r, c].cell_len))
+        if self.zombies:
+            zombies_line = Text("Zombies (row,col type HP): ", style="bold")
+            for k, z in enumerate(self.zombies):
+                if k:
+                    zombies_line.append("; ")
+                zombies_line.append(f"({z[0]},{z[1]}) ")
+                zombies_line.append(f"{z[2]} {z[3]}", style=zombie_style[z[2]])
+        else:
+            zombies_line = Text("Zombies: none", style="dim")
+        prices = Text("Prices: ", style="bold")
+        for k, key in enumerate(PLANT_ORDER):
+            if k:
+                prices.append(", ", style="dim")
+            prices.append(key, style=plant_style[key])
+            prices.append(f" {PLANTS[key][0]} {PLANTS[key][1]}", style="dim")
+        parts = [header, field, zombies_line, prices]
         if self.lost and self.breach is not None:
             parts.append(Text(f"GAME OVER: a zombie walked past column 0 in row {self.breach[0]}.",
                               style="bold red"))

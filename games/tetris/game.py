@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.text import Text
 
 from games.base import Game, Outcome
+from games.layout import Beside, Tiles
 
 PIECES = ("I", "O", "T", "S", "Z", "J", "L")
 ROTATIONS = (0, 90, 180, 270)
@@ -292,8 +293,10 @@ class TetrisGame(Game[TetrisConfig]):
                 + "\n".join([rows[row] for row in self.board])
                 + _observation_tail(self.width, self.current, self.next))
 
-    def render(self) -> Group:
-        board = Text()
+    def render(self) -> Beside:
+        """Board beside the pieces when the width allows, else above them; the four rotations of the
+        current piece side by side, two by two or stacked as they fit (a rotation never wraps)."""
+        board = Text(no_wrap=True)
         board.append(f"Board ({self.width} x {self.height})\n", style="bold")
         board.append(self._header() + "\n", style="dim")
         for row in self.board:
@@ -304,18 +307,23 @@ class TetrisGame(Game[TetrisConfig]):
                 board.append("*" if row >> c & 1 else ".", style="bold white" if row >> c & 1 else "dim")
             board.append("|\n", style="dim")
         board.append("   +" + "-" * (2 * self.width - 1) + "+", style="dim")
-        current = Text()
-        current.append("Current piece: ")
-        current.append(self.current, style=f"bold {PIECE_STYLE[self.current]}")
-        current.append("\n" + "\n".join(_piece_block(self.current, self.width)),
-                       style=PIECE_STYLE[self.current])
-        preview = Text()
-        preview.append("Next piece: ")
+        style = PIECE_STYLE[self.current]
+        rotations = []
+        for shape in SHAPES[self.current]:
+            block = Text(no_wrap=True)
+            block.append(f"rotation {shape.rotation}\n", style="bold")
+            block.append("\n".join(draw_row(m, shape.width) for m in shape.rows) + "\n", style=style)
+            lo, hi = column_range(shape, self.width)
+            block.append(f"columns {lo}-{hi}", style="dim")
+            rotations.append(block)
+        current = Text.assemble("Current piece: ", (self.current, f"bold {style}"))
+        preview = Text("Next piece: ", no_wrap=True)
         preview.append(self.next, style=f"bold {PIECE_STYLE[self.next]}")
         shape = SHAPES[self.next][0]
         preview.append("\n" + "\n".join("  " + draw_row(m, shape.width) for m in shape.rows),
                        style=PIECE_STYLE[self.next])
-        return Group(board, current, preview)
+        pieces = Group(current, Tiles(rotations), preview)
+        return Beside(board, pieces)
 
     def rules(self) -> str:
         return (

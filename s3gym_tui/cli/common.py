@@ -30,7 +30,17 @@ def _store(db: Optional[Path]):
     return Store(db or load_settings().db or default_db_path())
 
 
-def _fmt(value: Optional[float], digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+def _fmt(value: Optional[float], digits: int = 2) -> str:
+    """The report's one number format (the app shows the same): fixed decimals, '—' when undefined."""
+    from s3gym_tui.engine.glossary import fmt_metric
+
+    return fmt_metric(value, digits)
+
+
+def _caption(table: str) -> str:
+    """The meaning of a report table's figures (engine.glossary), as a table caption."""
+    from s3gym_tui.engine.glossary import UNDEFINED, definitions
+
+    return "; ".join(f"{name}: {meaning}" for name, meaning in definitions(table)) + f". {UNDEFINED}."
 
 

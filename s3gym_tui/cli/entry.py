@@ -21,8 +21,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     from s3gym_tui.output import OutputError
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args:
-        args = ["tui"]
+    if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h")):
+        args = ["tui", *args]  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
     try:
         from s3gym_tui.store import StoreError
     except ImportError:  # pragma: no cover

@@ -75,9 +75,10 @@ def list_games() -> None:
 
 @cli.command()
 def tui(db: Optional[Path] = DbOption,
-        model: Optional[str] = typer.Option(None, "--model", help="Default model (else the config file's, "
-                                            "else local/smollm2-135m).")) -> None:
-    """Open the terminal app (the default when s3gym is run with no command)."""
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="Default model (else the config "
+                                            "file's, else local/smollm2-135m).")) -> None:
+    """Open the terminal app (the default when s3gym is run with no command; `s3gym --db X --model M`
+    is `s3gym tui --db X --model M`)."""
     from s3gym_tui.app import S3GymApp
     from s3gym_tui.store import Store
 

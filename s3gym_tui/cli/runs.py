@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _fmt, _store, cli, console, err
+from s3gym_tui.cli.common import DbOption, UserError, _caption, _fmt, _store, cli, console, err
 
 
 @cli.command()
@@ -24,28 +24,46 @@ def run(
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
     eval_episodes: int = typer.Option(3, "--eval-episodes", help="Evaluation episodes per checkpoint."),
     history_budget: int = typer.Option(100_000, "--history-budget", help="Tokens of previous-episode history."),
-    max_tokens: int = typer.Option(14_000, "--max-tokens", help="Output cap per response."),
+    step_cap: int = typer.Option(64, "--step-cap", min=1, max=64,
+                                 help="Steps per episode (the game's own cap applies too)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Output cap per response "
+                                             "(default: the model's in the config file, else 14,000)."),
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
-    api_base: Optional[str] = typer.Option(None, "--api-base"),
+    api_base: Optional[str] = typer.Option(None, "--api-base", help="Default: the model's in the config file."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
-    timeout: float = typer.Option(120.0, "--timeout", min=0.1, max=3600.0,
-                                  help="Seconds one model call may take before it is retried."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, max=3600.0,
+                                            help="Seconds one model call may take before it is retried "
+                                            "(default: the model's in the config file, else 120)."),
     max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
                                     help="Retries of a failed model call (timeouts, 429, 5xx)."),
+    estimate_only: bool = typer.Option(False, "--estimate", help="Print the estimate of calls, tokens and cost, "
+                                       "and stop (no run is created)."),
     db: Optional[Path] = DbOption,
 ) -> None:
-    """Start a run of the explore/evaluate protocol and follow it with progress bars."""
+    """Start a run of the explore/evaluate protocol and follow it with progress bars (the estimate of
+    calls, tokens and cost is printed first)."""
+    from s3gym_tui.config import load_settings
+    from s3gym_tui.engine.estimate import estimate_run
     from s3gym_tui.models import RunConfig
 
     if pathway == "trained":
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
+    own = load_settings().model_settings(model)  # the model's api base, max tokens, timeout
+    chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
+              "api_base": api_base if api_base is not None else own.api_base,
+              "timeout_s": timeout if timeout is not None else own.timeout_s}
     config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                        eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
-                       max_tokens=max_tokens, temperature=temperature, decoding_seed=seed,
-                       api_base=api_base, oracle_feedback=oracle_feedback, timeout_s=timeout,
-                       max_retries=max_retries)
+                       step_cap=step_cap, temperature=temperature, decoding_seed=seed,
+                       oracle_feedback=oracle_feedback, max_retries=max_retries,
+                       **{k: v for k, v in chosen.items() if v is not None})
     _preflight(config)  # a doomed run is refused before anything is stored
+    estimate = estimate_run(config)
+    console.print("[bold]estimate[/] " + "\n         ".join(escape(line) for line in estimate.lines()),
+                  soft_wrap=True)
+    if estimate_only:
+        return
     store = _store(db)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
@@ -104,6 +122,7 @@ def _preflight(config) -> None:
 
 
 def _follow(store, run, verb: str = "run") -> None:
+    from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
 
@@ -116,8 +135,16 @@ def _follow(store, run, verb: str = "run") -> None:
     cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints(run.id)), info="")
     step_task = progress.add_task("episode steps", total=None, info="")
     outcome: dict = {}
+    watch = ContractWatch(cfg.model)
+    warned = {"shown": False}
 
     def on_event(event) -> None:
+        if isinstance(event, StepDone):  # the reply-contract warning, once each time it starts
+            watch.add(event.step)
+            warning = watch.warning
+            if warning and not warned["shown"]:
+                progress.console.print(f"[yellow bold]warning:[/] {escape(warning)}", soft_wrap=True)
+            warned["shown"] = bool(warning)
         if isinstance(event, StepDone) and event.episode.phase == "explore":
             progress.update(step_task, completed=event.step.index + 1,
                             info=escape(f"last: {event.step.action[:30]!s} self {event.step.self_score}"))
@@ -173,10 +200,11 @@ def _print_reports(store, runs) -> None:
     from s3gym_tui.engine.report import run_report, summary_vs_history
 
     reports = [run_report(store, r) for r in runs]
-    curve = Table(title="checkpoint curve (eval episodes, verifier scores)")
+    curve = Table(title="checkpoint curve (eval episodes, verifier scores)", caption=_caption("curve"),
+                  caption_justify="left")
     for col in ("run", "pathway", "y0", "Avg", "Max", "AUC+", "NABA", "final"):
         curve.add_column(col, justify="left" if col in ("run", "pathway") else "right", no_wrap=True)
-    judging = Table(title="self-judging (exploration steps)")
+    judging = Table(title="self-judging (exploration steps)", caption=_caption("judging"), caption_justify="left")
     for col in ("run", "steps", "missing", "agree", "NMAE", "over", "under", "corr(A,g)"):
         judging.add_column(col, justify="left" if col == "run" else "right", no_wrap=True)
     for rep in reports:
@@ -192,7 +220,7 @@ def _print_reports(store, runs) -> None:
                       "  ".join(f"x={x}:{_fmt(y, 2)}" for x, y in rep.points), soft_wrap=True)
     rows = summary_vs_history(reports)
     if rows:
-        delta = Table(title="Summary vs History (Delta NABA)")
+        delta = Table(title="Summary vs History (Delta NABA)", caption=_caption("delta"), caption_justify="left")
         for col in ("game", "n", "wins", "losses", "ties", "mean"):
             delta.add_column(col)
         for row in rows:

@@ -74,3 +74,14 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
     )
     store.add_episode(episode, [s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
     return EpisodeSession(store, store.find_episode(episode.id), settings, experience, on_event)
+
+
+def preview_action(game, action: str):
+    """The game's answer (a StepResult: valid, feedback) to `action` in its current state, from a
+    copy: the episode itself does not move. Lets a person see that an action would be refused
+    before it costs a turn."""
+    import games
+
+    probe = games.make(game.name, game.mode)
+    probe.restore(game.snapshot())
+    return probe.step(action)

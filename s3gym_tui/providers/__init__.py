@@ -57,6 +57,22 @@ def is_builtin(model: str) -> bool:
     return plugin is not None and bool(name) and plugin.accepts(name)
 
 
+def model_game_problem(model: str, game: str) -> str | None:
+    """Why a built-in `model` cannot play `game` (a scripted or fault model plays only its own game,
+    a local model needs its extra), or None. Quick: the engine's preflight for built-in models only
+    (other providers are checked when a session or run starts: that imports litellm)."""
+    provider, _ = split_model(model)
+    if provider not in PROVIDERS:
+        return None
+    from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+    try:
+        check_model(model, game)
+    except ModelRefused as exc:
+        return str(exc)
+    return None
+
+
 def register() -> None:
     """Add our handlers to `litellm.custom_provider_map` (idempotent; other providers' entries are kept)."""
     import litellm

@@ -10,23 +10,17 @@ from textual.screen import Screen
 
 from s3gym_tui.widgets.commands import BindingCommands
 
-DASH = "—"
+from s3gym_tui.engine.glossary import DASH, DECIMALS, fmt_metric  # noqa: E402,F401 - DASH re-exported
+from s3gym_tui.engine.glossary import fmt_signed as glossary_signed  # noqa: E402
 
 
-def fmt(value: Optional[float], digits: int = 3) -> str:
-    """A metric for a table cell: '—' when undefined, else at most `digits` decimals."""
-    if value is None:
-        return DASH
-    value = float(value)
-    if value != value:  # NaN
-        return DASH
-    text = f"{value:.{digits}f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
+def fmt(value: Optional[float], digits: int = DECIMALS) -> str:
+    """A metric for a table cell: the app's one number format (engine.glossary), '—' when undefined."""
+    return fmt_metric(value, digits)
 
 
-def fmt_signed(value: Optional[float], digits: int = 3) -> str:
-    text = fmt(value, digits)
-    return f"+{text}" if value is not None and value > 0 and text != DASH else text
+def fmt_signed(value: Optional[float], digits: int = DECIMALS) -> str:
+    return glossary_signed(value, digits)
 
 
 def fmt_score(value: Optional[float]) -> str:

@@ -11,7 +11,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
 from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
                                       state_at)
@@ -19,6 +19,8 @@ from s3gym_tui.models import Episode, Step
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.compare_side import CompareSide
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"
@@ -62,15 +64,15 @@ class CompareScreen(AnalysisScreen):
         self.position = 0  # 0..len(rows); len(rows) is the end (final boards)
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="cmp-status")
         with Horizontal(id="cmp-sides"):
             yield CompareSide("A", id="cmp-a")
             yield CompareSide("B", id="cmp-b")
         with Horizontal(id="cmp-bottom"):
             yield DataTable(id="cmp-table", cursor_type="row", zebra_stripes=True)
-            yield CurvePlot("Cumulative reward", "step", "", id="cmp-curves")
-        yield Footer()
+            yield CurvePlot("Cumulative reward", "step", "", legend="beside", id="cmp-curves")
+        yield KeyHints()
 
     # ----- loading ------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -134,7 +136,9 @@ class CompareScreen(AnalysisScreen):
             points = ((0, 0.0),) + tuple((i + 1, y) for i, y in enumerate(ys))
             curves.append(Curve(f"{name}: {episode.pathway}", points))
         self._curves = curves
-        self.query_one(CurvePlot).show(curves, empty_text="no steps")
+        plot = self.query_one(CurvePlot)
+        plot.show(curves, empty_text="no steps")
+        plot.border_subtitle = plot.legend_line()
 
     # ----- stepping -----------------------------------------------------------------------
     @property
@@ -238,3 +242,4 @@ class CompareScreen(AnalysisScreen):
         plot = self.query_one(CurvePlot)
         plot.show(getattr(self, "_curves", []), empty_text="no steps",
                   vline=min(self.position + 1, self.last_position) if self.rows else None)
+        plot.border_subtitle = plot.legend_line()  # the legend off the data

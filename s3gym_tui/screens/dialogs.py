@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from textual import on
 from textual.app import ComposeResult
@@ -53,11 +53,17 @@ class ConfirmDialog(DialogScreen):
 
 
 class TextInputDialog(DialogScreen):
-    """One line of text (prefilled); enter submits, escape cancels (None)."""
+    """One line of text (prefilled); enter submits, escape cancels (None).
 
-    def __init__(self, title: str, value: str = "", placeholder: str = "", hint: str = "") -> None:
+    With `check` (text -> (ok, why)), a value it refuses is shown with the reason and needs a
+    second enter (or OK) before it is returned: a person sees the problem before it costs anything."""
+
+    def __init__(self, title: str, value: str = "", placeholder: str = "", hint: str = "",
+                 check: Optional[Callable[[str], tuple[bool, str]]] = None) -> None:
         super().__init__()
         self.title_text, self.value, self.placeholder, self.hint = title, value, placeholder, hint
+        self.check = check
+        self._refused: Optional[str] = None
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -65,20 +71,42 @@ class TextInputDialog(DialogScreen):
             if self.hint:
                 yield Static(self.hint, classes="dialog-text muted")
             yield Input(value=self.value, placeholder=self.placeholder, id="dialog-input")
+            yield Static("", id="dialog-note", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("OK", variant="primary", id="ok")
                 yield Button("Cancel", id="cancel")
 
     def on_mount(self) -> None:
+        self.query_one("#dialog-note").display = False
         self.query_one(Input).focus()
+
+    def _finish(self, value: str) -> None:
+        if self.check is not None and value.strip() and value.strip() != self._refused:
+            ok, why = self.check(value.strip())
+            if not ok:
+                self._refused = value.strip()
+                note = self.query_one("#dialog-note", Static)
+                note.update(f"✗ Refused: {why}  Enter again to use it anyway.")
+                note.display = True
+                return
+        self.dismiss(value)
+
+    @on(Input.Changed)
+    def _changed(self, event: Input.Changed) -> None:
+        if self._refused is not None and event.value.strip() != self._refused:
+            self._refused = None
+            self.query_one("#dialog-note").display = False
 
     @on(Input.Submitted)
     def _submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
+        self._finish(event.value)
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(self.query_one(Input).value if event.button.id == "ok" else None)
+        if event.button.id == "ok":
+            self._finish(self.query_one(Input).value)
+        else:
+            self.dismiss(None)
 
 
 class ErrorDialog(DialogScreen):
@@ -106,10 +134,10 @@ class ForkDialog(DialogScreen):
     """Model, pathway and experience source for a fork; dismisses with a dict or None."""
 
     def __init__(self, title: str, model: str, pathway: str, runs: list[tuple[str, str]],
-                 run_id: Optional[str] = None) -> None:
+                 run_id: Optional[str] = None, game: Optional[str] = None) -> None:
         super().__init__()
         self.title_text, self.model, self.pathway = title, model, pathway
-        self.runs, self.run_id = runs, run_id
+        self.runs, self.run_id, self.game = runs, run_id, game
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
@@ -123,6 +151,7 @@ class ForkDialog(DialogScreen):
                 ids = {value for _, value in self.runs}
                 yield Select(self.runs, value=self.run_id if self.run_id in ids else Select.NULL,
                              prompt="no run (empty experience)", id="fork-run")
+            yield Static("", id="fork-error", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
                 yield Button("Cancel", id="cancel")
@@ -133,8 +162,14 @@ class ForkDialog(DialogScreen):
             self.dismiss(None)
             return
         model = self.query_one(ModelPicker).model
-        if not model:
-            self.notify("Choose a model (or type a litellm model string).", severity="warning")
+        error = self.query_one("#fork-error", Static)
+        problem = "Choose a model (or type a litellm model string)." if not model else None
+        if model and self.game:
+            from s3gym_tui.providers import model_game_problem
+
+            problem = model_game_problem(model, self.game)
+        if problem:  # said in the dialog (a notification would cover it)
+            error.update(f"✗ {problem}")
             return
         run = self.query_one("#fork-run", Select).value
         self.dismiss({"model": model, "pathway": str(self.query_one("#fork-pathway", Select).value),
@@ -166,3 +201,72 @@ class EpisodePickerDialog(DialogScreen):
     @on(Button.Pressed)
     def _pressed(self, _event: Button.Pressed) -> None:
         self.dismiss(None)
+
+
+class ModelSettingsDialog(DialogScreen):
+    """A model's api base, max tokens and timeout: for this session (Apply) or into the config
+    file (Save). Dismisses with (ModelSettings, save) or None."""
+
+    def __init__(self, model: str, current, suggested_api_base: Optional[str] = None) -> None:
+        super().__init__()
+        self.model, self.current, self.suggested = model, current, suggested_api_base
+
+    def compose(self) -> ComposeResult:
+        c = self.current
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label(f"Settings of {self.model}", classes="dialog-title")
+            yield Static("Empty fields use the defaults (no api base, 14,000 max tokens, 120 s timeout). "
+                         "Run settings (the run dialog) can override them for one run.",
+                         classes="dialog-text muted")
+            with Horizontal(classes="field-row"):
+                yield Label("API base", classes="field-label-wide")
+                yield Input(c.api_base or self.suggested or "", placeholder="e.g. http://127.0.0.1:11434",
+                            id="ms-api-base")
+            with Horizontal(classes="field-row"):
+                yield Label("Max tokens", classes="field-label-wide")
+                yield Input("" if c.max_tokens is None else str(c.max_tokens), placeholder="14000",
+                            type="integer", id="ms-max-tokens")
+            with Horizontal(classes="field-row"):
+                yield Label("Timeout (s)", classes="field-label-wide")
+                yield Input("" if c.timeout_s is None else f"{c.timeout_s:g}", placeholder="120",
+                            type="number", id="ms-timeout")
+            yield Static("", id="ms-error", classes="dialog-text error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Apply", variant="primary", id="ms-apply")
+                yield Button("Save to config", id="ms-save")
+                yield Button("Cancel", id="ms-cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#ms-error").display = False
+        self.query_one("#ms-api-base", Input).focus()
+
+    def values(self):
+        """The settings in the fields (raises ValueError with a one-line reason)."""
+        from pydantic import ValidationError
+
+        from s3gym_tui.config import ModelSettings
+
+        def field(selector: str) -> Optional[str]:
+            text = self.query_one(selector, Input).value.strip()
+            return text or None
+
+        try:
+            return ModelSettings(api_base=field("#ms-api-base"), max_tokens=field("#ms-max-tokens"),
+                                 timeout_s=field("#ms-timeout"))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ValueError(f"{'.'.join(str(x) for x in first.get('loc', ()))}: {first.get('msg')}") from exc
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "ms-cancel":
+            self.dismiss(None)
+            return
+        try:
+            own = self.values()
+        except ValueError as exc:
+            error = self.query_one("#ms-error", Static)
+            error.update(str(exc))
+            error.display = True
+            return
+        self.dismiss((own, event.button.id == "ms-save"))

@@ -13,10 +13,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Static
 
+from s3gym_tui.engine.glossary import METRICS, UNDEFINED
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.steps_table import verdict_colours
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 # (title, module, class): the other screens are listed when their module exists
 SCREENS = [
@@ -86,6 +89,8 @@ def help_text(app) -> str:
     for title, bindings in screen_bindings():
         lines += [title] + [f"  {k}  {d}  ({i})" for k, d, i in key_rows(app, bindings)]
     lines += ["Pathways"] + [f"  {name}: {text}" for name, text in PATHWAYS]
+    lines += ["Metrics (Report, Protocol, CLI)"] + [f"  {name}: {text}" for name, text in METRICS.items()]
+    lines += [f"  {UNDEFINED}"]
     lines += ["Colours"] + [f"  {label}: {text}" for _, label, text in COLOURS] + [NOTES]
     return "\n".join(lines)
 
@@ -113,8 +118,15 @@ def help_renderable(app) -> Group:
     explain.add_row("", "")
     for kind, label, text in COLOURS:
         explain.add_row(Text(label, style=f"bold {colours[kind]}"), text)
+    metrics = Table(box=box.SIMPLE_HEAD, show_header=False, padding=(0, 1), pad_edge=False, expand=True)
+    metrics.add_column("metric", no_wrap=True, style="bold")
+    metrics.add_column("meaning", ratio=1)
+    for name, text in METRICS.items():
+        metrics.add_row(name, text)
+    metrics.add_row("", Text(UNDEFINED, style="italic"))
     return Group(Text("Pathways and colours", style="bold"), explain, Text(NOTES, style="dim"), Text(""),
-                 Text("Keys", style="bold"), Columns(tables, padding=(0, 3)))
+                 Text("Metrics (the Report's tables, the Protocol curve, s3gym report)", style="bold"), metrics,
+                 Text(""), Text("Keys", style="bold"), Columns(tables, padding=(0, 3)))
 
 
 class HelpScreen(Screen):
@@ -124,10 +136,10 @@ class HelpScreen(Screen):
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close help", id="close_help")]
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with VerticalScroll(id="help-scroll"):
             yield Static(id="help-text")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#help-text", Static).update(help_renderable(self.app))

@@ -5,36 +5,41 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
-from textual import on
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, OptionList, Select, Static
+from textual.widgets import Button, DataTable, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 import games
 from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, phase_of_seed
 from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, ConfirmDialog, EpisodePickerDialog
+from s3gym_tui.screens.home_runs import RunsPanel, store_token
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.commands import BindingCommands
-from s3gym_tui.widgets.model_picker import ModelPicker
+from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
+from s3gym_tui.widgets.title_bar import TitleBar
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}
 RECENT_RUNS = 200
-HOME_HINT = ("Play: a standalone episode you step by hand (n step, r run, t take over, p propose-then-wait); "
-             "history/summary borrow the chosen run's experience, read-only.\n"
-             "Start protocol run: explore episodes with checkpoints of eval episodes (paper defaults: 30 "
-             "episodes, eval every 3, 3 eval seeds), watched live on the protocol screen.")
+HOME_HINT = ("Play (enter or f5): a standalone episode you step by hand (n step, r run, t take over, p "
+             "propose-then-wait); history/summary borrow the chosen run's experience, read-only.\n"
+             "Start protocol run (f6): set the run up (episodes, checkpoints, budgets) and see its cost "
+             "first, then watch it live on the protocol screen.")
 
 
-def game_options() -> list[Option]:
-    """All seven games with their one-line description (a game that fails to load is listed, disabled)."""
+def game_options(short: bool = False) -> list[Option]:
+    """All seven games with their one-line description (just the title when `short`, for narrow
+    terminals); a game that fails to load is listed, disabled."""
     options = []
     for name in games.names():
         try:
             cls = games.game_class(name)
-            text = Text.assemble((cls.title, "bold"), " — ", cls.description)
+            text = Text(cls.title, style="bold") if short else \
+                Text.assemble((cls.title, "bold"), " — ", cls.description)
             options.append(Option(text, id=name))
         except Exception as exc:  # noqa: BLE001 - a broken game must not hide the others
             options.append(Option(Text.assemble((name, "bold"), f" — not available ({exc})"),
@@ -59,13 +64,18 @@ def parse_seed(text: str, mode: str) -> tuple[Optional[int], str]:
     return seed, ""
 
 
+class GameList(OptionList):
+    """The games. A click (or the arrow keys) chooses a game; enter starts playing it."""
+
+    async def _on_click(self, event: events.Click) -> None:
+        clicked = event.style.meta.get("option")
+        if clicked is not None and not self._options[clicked].disabled:
+            self.highlighted = clicked
+            self.focus()
+
+
 class HomeScreen(LiveScreenMixin, Screen):
     """Pick game, mode, seed, model, pathway (and a run to draw experience from); play or start a run."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._shown_runs: Optional[list] = None
-        self._select_runs: Optional[list] = None
 
     COMMANDS = {BindingCommands}
     BINDINGS = [
@@ -76,14 +86,20 @@ class HomeScreen(LiveScreenMixin, Screen):
         Binding("g", "open_report", "Report", id="open_report"),
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
-        Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
         Binding("delete", "delete_run", "Delete run", id="delete_run", show=False),
+        Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._select_runs: Optional[list] = None
+        self._token: Optional[tuple] = None
+        self._runs: list = []
+
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="new-session", classes="panel"):
-            yield OptionList(*game_options(), id="game-list")
+            yield GameList(*game_options(), id="game-list")
             with Vertical(id="session-fields"):
                 with Horizontal(classes="field-row"):
                     yield Label("Mode", classes="field-label")
@@ -103,39 +119,60 @@ class HomeScreen(LiveScreenMixin, Screen):
                     yield Button("Start protocol run", variant="success", id="start-run")
                 yield Static("", id="home-message")
                 yield Static(HOME_HINT, id="home-hint", classes="muted")
-        with Horizontal(id="runs-panel", classes="panel"):
-            yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
-            yield Static("", id="run-details")
-        yield Footer()
+        yield RunsPanel(id="runs-panel", classes="panel")
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#new-session").border_title = "New session"
-        panel = self.query_one("#runs-panel")
-        panel.border_title = "Recent runs"
-        panel.border_subtitle = "o protocol · s summaries · g report · e episodes · c pairs · del delete"
-        table = self.query_one("#runs", DataTable)
-        for label, key in (("id", "id"), ("game", "game"), ("model", "model"), ("pathway", "pathway"),
-                           ("status", "status"), ("created", "created")):
-            table.add_column(label, key=key)
         game_list = self.query_one("#game-list", OptionList)
-        first = next((i for i, o in enumerate(game_list.options) if not o.disabled), 0)
-        game_list.highlighted = first
-        self.refresh_runs()
+        game_list.highlighted = next((i for i, o in enumerate(game_list.options) if not o.disabled), 0)
+        self.refresh_from_store()
         game_list.focus()
+        if getattr(self.app, "found_models", None) is None:
+            self.app.found_models = []
+            self._discover(keyed=False)  # local servers now; keyed providers when the picker is used
 
-    def on_resize(self, event) -> None:
-        self.set_class(event.size.height < 34, "-short")
-        self.set_class(event.size.width < 110, "-narrow")
+    def on_resize(self) -> None:
+        """Narrow terminals list the games by title only (the descriptions took all the rows)."""
+        short = self.app.size.width < 100
+        if short != getattr(self, "_short_games", False):
+            self._short_games = short
+            game_list = self.query_one("#game-list", OptionList)
+            highlighted = game_list.highlighted
+            game_list.set_options(game_options(short=short))
+            game_list.highlighted = highlighted
 
     def on_screen_resume(self) -> None:
+        """Back on Home: re-read at once if the store changed (a cheap check when it did not)."""
         if self.is_mounted:
             self.refresh_from_store()
 
-    def refresh_from_store(self) -> None:
-        """Follow the store: the runs list, and the highlighted run's details (any process's
-        changes, within about a second)."""
-        self.refresh_runs()
-        self.show_run_details(self._selected_run_id())
+    # ----- models found on this machine (off the UI thread) ---------------------------------
+    @work(thread=True, group="discover-models", exit_on_error=False)
+    def _discover(self, keyed: bool) -> None:
+        """Local servers (quick, no litellm), or with `keyed` the providers whose API keys are set
+        (litellm's model lists: a few seconds the first time, so only once the picker is used)."""
+        from s3gym_tui.engine.discovery import keyed_models, local_models
+
+        try:
+            found = keyed_models() if keyed else local_models()
+        except Exception:  # noqa: BLE001 - discovery is a convenience, never an error
+            found = []
+        self.post_message(ModelsFound(found))
+
+    @on(ModelPicker.Opened)
+    def _picker_opened(self, _event) -> None:
+        from s3gym_tui.engine.discovery import any_key_set
+
+        if not getattr(self.app, "keyed_discovery", False) and any_key_set():
+            self.app.keyed_discovery = True
+            self._discover(keyed=True)
+
+    def on_models_found(self, message: ModelsFound) -> None:
+        known = {f.model for f in self.app.found_models}
+        self.app.found_models = self.app.found_models + [f for f in message.models if f.model not in known]
+        if message.models:
+            self.query_one(ModelPicker).add_found(self.app.found_models)
 
     # ----- reading the form -----------------------------------------------------------------
     @property
@@ -164,6 +201,32 @@ class HomeScreen(LiveScreenMixin, Screen):
         target.set_class(error, "error")
         target.update(message)
 
+    def model_problem(self) -> Optional[str]:
+        """Why the chosen model cannot play the chosen game (None when it can). Quick checks only
+        (built-in models); the full preflight runs when a session or a run starts."""
+        from s3gym_tui.providers import model_game_problem
+
+        model, game = self.query_one(ModelPicker).model, self.game
+        return model_game_problem(model, game) if model and game else None
+
+    def preflight(self, model: str, game: str, api_base: Optional[str] = None) -> bool:
+        """The engine's preflight (unknown provider, missing key, ...); False with the reason said."""
+        from s3gym_tui.engine.preflight import ModelRefused, check_model
+
+        try:
+            check_model(model, game, api_base)
+        except ModelRefused as exc:
+            self.say(f"✗ {exc}.", error=True)
+            return False
+        return True
+
+    def _check_compatibility(self) -> None:
+        problem = self.model_problem()
+        if problem:
+            self.say(f"✗ {problem}.", error=True)
+        elif self.query_one("#home-message", Static).has_class("error"):
+            self.say("")
+
     # ----- form reactions -------------------------------------------------------------------
     @on(Select.Changed, "#mode")
     def _mode_changed(self, event: Select.Changed) -> None:
@@ -180,17 +243,20 @@ class HomeScreen(LiveScreenMixin, Screen):
     @on(OptionList.OptionHighlighted, "#game-list")
     def _game_changed(self, _event: OptionList.OptionHighlighted) -> None:
         self._fill_runs_select()
+        self._check_compatibility()
 
     @on(OptionList.OptionSelected, "#game-list")
     def _game_chosen(self, _event: OptionList.OptionSelected) -> None:
-        self.action_play()
+        self.action_play()  # enter on a game (a click only chooses it)
 
-    def _fill_runs_select(self, all_runs: Optional[list] = None) -> None:
+    @on(ModelPicker.Changed)
+    def _model_changed(self, _event: ModelPicker.Changed) -> None:
+        self._check_compatibility()
+
+    def _fill_runs_select(self) -> None:
         select = self.query_one("#source-run", Select)
         game = self.game
-        if all_runs is None:
-            all_runs = self._list_runs() if game else []
-        runs = [r for r in all_runs if r.config.game == game]
+        runs = [r for r in self._runs if r.config.game == game]
         listed = [(r.id, r.status) for r in runs]
         previous = select.value
         if listed != self._select_runs:  # rebuild the options only when the runs changed
@@ -219,9 +285,13 @@ class HomeScreen(LiveScreenMixin, Screen):
         if game is None:
             self.say("Choose a game first.", error=True)
             return None
-        model = self.query_one("#model", ModelPicker).model
+        model = self.query_one(ModelPicker).model
         if not model:
             self.say("Choose a built-in model or type a litellm model string.", error=True)
+            return None
+        problem = self.model_problem()
+        if problem:
+            self.say(f"✗ {problem}.", error=True)
             return None
         return {"game": game, "model": model, "pathway": self.pathway, "source_run_id": self.source_run_id}
 
@@ -232,39 +302,42 @@ class HomeScreen(LiveScreenMixin, Screen):
         seed, problem = parse_seed(self.query_one("#seed", Input).value, self.mode)
         if seed is None:
             self.say(problem, error=True)
-            self.notify(problem, severity="error", title="Invalid seed")
             return
         self.say("")
         self.app.open_play(mode=self.mode, seed=seed, **choices)
 
     def action_start_run(self) -> None:
+        """The run dialog first (settings and their cost); the run is created only on Start."""
         choices = self._choices()
         if choices is None:
             return
-        from s3gym_tui.engine.preflight import ModelRefused, check_model
-        from s3gym_tui.models import RunConfig
+        if choices["pathway"] == "trained":
+            self.say("The trained pathway starts from a run's Training screen.", error=True)
+            return
+        from s3gym_tui.screens.run_dialog import RunDialog
 
-        try:
-            check_model(choices["model"], choices["game"])
-        except ModelRefused as exc:
-            self.say(f"{exc}.", error=True)
-            return
-        try:
-            run = self.app.store.create_run(RunConfig(model=choices["model"], game=choices["game"],
-                                                      pathway=choices["pathway"]))
-        except Exception as exc:  # noqa: BLE001 - a store refusal is a message, not a crash
-            self.say(f"Cannot create the run: {exc}", error=True)
-            return
-        self.say(f"Created run {run.id}.")
-        self.refresh_runs()
-        self._navigate(self.app.open_protocol, run.id)
+        def chosen(config) -> None:
+            if config is None or not self.preflight(config.model, config.game, config.api_base):
+                return
+            try:
+                run = self.app.store.create_run(config)
+            except Exception as exc:  # noqa: BLE001 - a store refusal is a message, not a crash
+                self.say(f"Cannot create the run: {exc}", error=True)
+                return
+            self.say(f"Created run {run.id}.")
+            self.refresh_from_store()
+            self.app.open_protocol(run.id)
+
+        self.app.push_screen(RunDialog(choices["model"], choices["game"], choices["pathway"],
+                                       self.app.settings.model_settings(choices["model"])), chosen)
 
     def _selected_run_id(self) -> Optional[str]:
-        table = self.query_one("#runs", DataTable)
-        if table.row_count == 0:
-            return None
-        row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
-        return row_key.value
+        return self.query_one(RunsPanel).selected_run_id
+
+    def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
+        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes", "delete_run"):
+            return self.is_mounted and bool(self._runs)
+        return True
 
     def action_delete_run(self) -> None:
         """Remove the highlighted run (and what was made from it), after a confirmation."""
@@ -291,32 +364,20 @@ class HomeScreen(LiveScreenMixin, Screen):
         self.app.push_screen(ConfirmDialog(f"Delete run {run_id}?\nThis removes {plan.describe()}.",
                                            yes="Delete", no="Keep"), confirmed)
 
-    def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
-        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes",
-                      "delete_run"):
-            return self.is_mounted and self.query_one("#runs", DataTable).row_count > 0
-        return True
-
-    def _navigate(self, method, *args) -> None:
-        try:
-            method(*args)
-        except ImportError as exc:
-            self.notify(f"That screen is not available yet ({exc}).", severity="warning")
-
     def action_open_protocol(self) -> None:
         if (run_id := self._selected_run_id()) is not None:
-            self._navigate(self.app.open_protocol, run_id)
+            self.app.open_protocol(run_id)
 
     def action_open_summaries(self) -> None:
         if (run_id := self._selected_run_id()) is not None:
-            self._navigate(self.app.open_summaries, run_id)
+            self.app.open_summaries(run_id)
 
     def action_open_report(self) -> None:
         if (run_id := self._selected_run_id()) is not None:
-            self._navigate(self.app.open_report, [run_id])
+            self.app.open_report([run_id])
 
     def action_open_pairs(self) -> None:
-        self._navigate(self.app.open_pairs)
+        self.app.open_pairs()
 
     def action_open_episodes(self) -> None:
         run_id = self._selected_run_id()
@@ -334,64 +395,27 @@ class HomeScreen(LiveScreenMixin, Screen):
 
         self.app.push_screen(EpisodePickerDialog(f"Episodes of {run_id}", labels), chosen)
 
-    @on(DataTable.RowHighlighted, "#runs")
-    def _run_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        self.show_run_details(event.row_key.value if event.row_key is not None else None)
-
-    def show_run_details(self, run_id: Optional[str]) -> None:
-        """The highlighted run's settings and what the store holds for it (read, never computed)."""
-        target = self.query_one("#run-details", Static)
-        if run_id is None:
-            target.update("")
-            return
-        try:
-            with self.app.store.snapshot() as store:
-                run = store.get_run(run_id)
-                episodes = store.episodes(run_id)
-                checkpoints = store.checkpoints(run_id)
-                summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
-                current = store.current_summary(run_id) if summaries else None
-                lease = store.lease(run_id)
-        except Exception as exc:  # noqa: BLE001
-            target.update(f"Cannot read run {run_id}: {exc}")
-            return
-        c = run.config
-        explore = sum(1 for e in episodes if e.phase == "explore")
-        text = Text()
-        from s3gym_tui.store.leases import shown_status
-
-        text.append(f"{run.id}\n", style="bold")
-        text.append(f"{shown_status(run.status, lease)} · created "
-                    f"{run.created_at[:16].replace('T', ' ')}\n")
-        if lease is not None and lease.alive():
-            text.append(f"driven by {lease.describe()}\n", style="yellow")
-        elif run.status_reason:
-            text.append(f"{run.status_reason}\n", style="italic")
-        text.append(f"{c.model} · {c.game} · pathway {c.pathway}\n")
-        text.append(f"explore {explore}/{c.explore_episodes} · eval {c.eval_episodes} per checkpoint\n")
-        text.append(f"seeds explore {c.explore_seed_base}.. · eval {c.eval_seed_base}..\n")
-        text.append(f"history budget {c.history_budget:,} · step cap {c.step_cap}\n")
-        if c.oracle_feedback:
-            text.append("oracle feedback ablation (rewards shown)\n", style="bold")
-        if checkpoints:
-            text.append("\ncheckpoint means\n", style="bold")
-            for cp in checkpoints:
-                text.append(f"  x={cp.x:<3} {cp.mean:g}\n")
-        if summaries:
-            text.append(f"\nsummaries: {len(summaries)} version(s)\n", style="bold")
-            if current is not None:
-                pinned = " (pinned)" if current.pinned else ""
-                text.append(f"  in use: v{current.version} by {current.author}{pinned}\n")
-        if run.note:
-            text.append(f"\n{run.note}\n", style="italic")
-        target.update(text)
-
     @on(DataTable.RowSelected, "#runs")
     def _run_chosen(self, _event: DataTable.RowSelected) -> None:
         self.action_open_protocol()
 
     def action_refresh_runs(self) -> None:
-        self.refresh_runs()
+        self.refresh_from_store(force=True)
+
+    def refresh_from_store(self, force: bool = False) -> None:
+        """Follow the store: the recent runs and the highlighted run's details (idempotent, keeps
+        the selection). Nothing is read when the store has not changed since the last call (a
+        cheap check), so returning to Home after any screen costs almost nothing; a driver's
+        heartbeat (lease) changes the store too, so "driven by" stays current."""
+        store = self.app.store
+        token = store_token(store)
+        if not force and token is not None and token == self._token:
+            return
+        runs = self._list_runs()
+        self._token = store_token(store)
+        self._runs = runs
+        self.query_one(RunsPanel).show_runs(runs)
+        self._fill_runs_select()
 
     def _list_runs(self) -> list:
         """The recent runs; a damaged row is reported once and skipped, the others still listed."""
@@ -408,28 +432,3 @@ class HomeScreen(LiveScreenMixin, Screen):
                 told.add(run_id)
         self._damaged_told = told
         return runs
-
-    def refresh_runs(self) -> None:
-        """Reload the recent runs; the table is rebuilt only when they changed (returning to Home
-        after every screen must stay cheap)."""
-        table = self.query_one("#runs", DataTable)
-        runs = self._list_runs()
-        from s3gym_tui.store.leases import shown_status
-
-        try:
-            leases = self.app.store.live_leases()
-        except Exception:  # noqa: BLE001 - the status column is still right without drivers
-            leases = {}
-        statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
-        shown = [(r.id, statuses[r.id]) for r in runs]
-        if shown != self._shown_runs:
-            self._shown_runs = shown
-            selected = self._selected_run_id()
-            table.clear()
-            for run in runs:
-                table.add_row(run.id, run.config.game, run.config.model, run.config.pathway,
-                              statuses[run.id], run.created_at[:16].replace("T", " "), key=run.id)
-            if selected is not None and any(r.id == selected for r in runs):
-                table.move_cursor(row=table.get_row_index(selected))
-            self.query_one("#runs-panel").border_title = f"Recent runs ({len(runs)})"
-        self._fill_runs_select(runs)

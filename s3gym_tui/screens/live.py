@@ -24,7 +24,11 @@ class LiveScreenMixin:
         self._live_request()
 
     def on_screen_resume(self) -> None:
-        if getattr(self.app, "store_generation", 0) != self._live_seen:
+        generation = getattr(self.app, "store_generation", 0)
+        if self._live_seen == -1:  # the first resume follows on_mount, which has just read the store
+            self._live_seen = generation
+            return
+        if generation != self._live_seen:
             self._live_request()
 
     def _live_request(self) -> None:

@@ -10,13 +10,15 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Footer, Header, Label, Select, Static
+from textual.widgets import DataTable, Label, Select, Static
 
 import games
 from s3gym_tui.engine.compare import EpisodePair, best_pairs
 from s3gym_tui.messages import PairsListed
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
 from s3gym_tui.screens.live import LiveScreenMixin
+from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.title_bar import TitleBar
 
 WINNER_CHOICES = [("all pairs", "all"), ("history better", "history"), ("summary better", "summary"),
                   ("ties", "tie")]
@@ -57,7 +59,7 @@ class PairsScreen(LiveScreenMixin, AnalysisScreen):
         self.busy = False
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="pairs-filters"):
             yield Label("Show")
             yield Select(WINNER_CHOICES, value=self.winner, allow_blank=False, id="pairs-winner-select")
@@ -66,7 +68,7 @@ class PairsScreen(LiveScreenMixin, AnalysisScreen):
                          value=self.game or "all", allow_blank=False, id="pairs-game-select")
         yield Static(id="pairs-status")
         yield DataTable(id="pairs-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = "History vs Summary pairs"

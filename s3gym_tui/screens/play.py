@@ -6,31 +6,41 @@ from typing import Any, Optional
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input
+from textual.widgets import Input
 from textual.worker import Worker
 
 import games
+from s3gym_tui.messages import EpisodeFinished, ModelFailed, ProposalReady, StepCompleted, StepFailed
 from s3gym_tui.models import Episode, Step
-from s3gym_tui.screens.play_controls import LiveControls
-from s3gym_tui.screens.play_replay import ReplayControls
-from s3gym_tui.screens.play_support import ReplayBoard, call_settings
+from s3gym_tui.screens.dialogs import TextInputDialog
+from s3gym_tui.screens.play_live import LiveDriver
+from s3gym_tui.screens.play_replay import ForkControls
+from s3gym_tui.screens.play_support import ReplayBoard
 from s3gym_tui.widgets.agent_panel import AgentPanel, StepView
-from s3gym_tui.widgets.board import BoardPanel
+from s3gym_tui.widgets.board import PANEL_CHROME, BoardPanel
 from s3gym_tui.widgets.commands import BindingCommands
+from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.proposal_bar import ProposalBar
 from s3gym_tui.widgets.score_strip import ScoreStrip
 from s3gym_tui.widgets.status_bar import StatusBar
 from s3gym_tui.widgets.steps_table import StepsTable
+from s3gym_tui.widgets.take_over import TakeOverBox
+from s3gym_tui.widgets.title_bar import TitleBar
 
 LIVE_ONLY = {"step", "run_pause", "stop", "restart", "take_over", "toggle_propose"}
-REPLAY_ONLY = {"prev_step", "next_step", "first_step", "last_step"}
+AGENT_MIN_WIDTH = 44  # the agent panel keeps at least this much beside the board
 
 
-class PlayScreen(LiveControls, ReplayControls, Screen):
+class PlayScreen(Screen):
     """Live: a new standalone episode (game/mode/seed) or a fork (fork_of/fork_step), stepped by
-    the model or a person. Replay: a stored episode (episode_id), read-only, with fork."""
+    the model or a person. Replay: a stored episode (episode_id), read-only, with fork.
+
+    Whatever the mode, the view is one position in the episode: row 0 of the steps table is the
+    start, row i + 1 is step i, and the board, the feedback, the prompt and the reply shown are
+    that step's own (the board as it was after the step). Live, the view follows the newest step
+    until the person moves it to an older one."""
 
     COMMANDS = {BindingCommands}
     BINDINGS = [
@@ -45,11 +55,15 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
         Binding("e", "edit", "Edit", id="edit", show=False),
         Binding("v", "veto", "Veto", id="veto", show=False),
         Binding("c", "cancel", "Cancel call", id="cancel", show=False),
-        Binding("escape", "cancel_or_back", "Back / cancel", id="back"),
+        Binding("escape", "cancel_or_back", "Back", id="back"),
         Binding("left", "prev_step", "Prev", id="prev_step", priority=True),
         Binding("right", "next_step", "Next", id="next_step", priority=True),
-        Binding("home", "first_step", "First step", id="first_step", show=False, priority=True),
-        Binding("end", "last_step", "Last step", id="last_step", show=False, priority=True),
+        Binding("home", "first_step", "Start", id="first_step", show=False, priority=True),
+        Binding("end", "last_step", "Newest step", id="last_step", show=False, priority=True),
+        Binding("left_square_bracket", "older_tick", "Older board", id="older_tick", show=False),
+        Binding("right_square_bracket", "newer_tick", "Newer board", id="newer_tick", show=False),
+        Binding("z", "zoom_board", "Zoom board", id="zoom_board", show=False),
+        Binding("b", "toggle_board", "Board on/off", id="toggle_board", show=False),
         Binding("f", "fork", "Fork here", id="fork"),
         Binding("C", "compare", "Compare with original", id="compare"),
     ]
@@ -64,76 +78,105 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
                         "fork_of": fork_of, "fork_step": fork_step}
         self.episode_id = episode_id
         self.readonly = episode_id is not None and fork_of is None
-        self.session = None  # EpisodeSession in live mode
+        self.live: Optional[LiveDriver] = None if self.readonly else LiveDriver(self, self.options)
+        self.forks = ForkControls(self)
         self.episode: Optional[Episode] = None
         self.steps: list[Step] = []
         self.original: Optional[list[Step]] = None  # a fork's source steps
-        self.position = 0  # replay: the step shown (board = state the agent saw before it)
-        self.running = False
-        self.thinking = False
-        self.proposal: Any = None  # pending engine Proposal (propose-then-wait)
-        self.propose_then_wait = False
-        self.error: Optional[str] = None
-        self._call_worker: Optional[Worker] = None
-        self._replay: Optional[ReplayBoard] = None
-        self.queued = 0  # step presses made while a call was in flight (run one after another)
+        self.position = 0  # steps applied to the board in view (0 = the start)
+        self.following = True  # live: the view tracks the newest step
+        self._boards: Optional[ReplayBoard] = None
+        self._replay_error: Optional[str] = None
         self._bindings_for: Optional[tuple] = None
+        self._board_columns = 0  # the board column's width (wide layout)
+
+    # ----- what the tests and the other modules read ----------------------------------------
+    @property
+    def session(self):
+        return self.live.session if self.live else None
+
+    @property
+    def error(self) -> Optional[str]:
+        return self.live.error if self.live else self._replay_error
+
+    @property
+    def proposal(self) -> Any:
+        return self.live.proposal if self.live else None
+
+    @property
+    def thinking(self) -> bool:
+        return bool(self.live and self.live.thinking)
+
+    @property
+    def running(self) -> bool:
+        return bool(self.live and self.live.running)
+
+    @property
+    def propose_then_wait(self) -> bool:
+        return bool(self.live and self.live.propose_then_wait)
 
     # ----- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="play-body"):
-            with Vertical(id="play-left"):
-                yield BoardPanel(id="board", classes="panel")
-                yield StepsTable(id="steps", classes="panel")
-                yield ScoreStrip(id="strip", classes="panel")
+            yield BoardPanel(id="board", classes="panel")
             yield AgentPanel(id="agent", classes="panel")
-        yield ProposalBar(id="proposal")
-        yield Input(placeholder="Your action", id="takeover")
-        yield StatusBar(id="status-row")
-        yield Footer()
+            yield StepsTable(id="steps", classes="panel")
+            yield ScoreStrip(id="strip", classes="panel")
+        yield TakeOverBox(id="takeover-box")
+        with Horizontal(id="bottom-row"):  # one row: the status line, or the proposal waiting
+            yield ProposalBar(id="proposal")
+            yield StatusBar(id="status-row")
+        yield KeyHints()
 
     def on_mount(self) -> None:
-        self.propose_then_wait = bool(self.app.settings.propose_then_wait)
-        if self.readonly:
-            self._open_stored(self.episode_id)
+        if self.live is not None:
+            self.live.propose_then_wait = bool(self.app.settings.propose_then_wait)
+            if self.live.open():
+                self._take_session()
+            else:
+                self._show_error("Cannot start the episode", self.live.error)
         else:
-            self._open_live()
+            self._open_stored(self.episode_id)
         self.query_one(StepsTable).focus()
-        self._bindings_for = self._binding_state()  # focusing refreshes the footer once already
-        self._refresh_chrome()
+        self._bindings_for = self._binding_state()
+        self.refresh_chrome()
 
-    def on_resize(self, event) -> None:
-        self.set_class(event.size.height < 34, "-short")
+    def on_resize(self) -> None:
+        self._fit_board()
+
+    def _fit_board(self, grow_only: bool = False) -> None:
+        """Give the board the width it needs (up to what leaves the agent panel usable). While an
+        episode is shown the column only grows (a longer header line), so it does not jitter."""
+        total = self.app.size.width
+        board = self.query_one(BoardPanel)
+        if total < 100:  # -narrow: the board spans the width
+            board.expected_width = total - PANEL_CHROME
+            return
+        natural = board.natural_width(self.app.console)
+        left = max(40, int(total * 0.38), min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
+        if grow_only and left <= self._board_columns:
+            return
+        if left != self._board_columns:
+            self._board_columns = left
+            board.expected_width = left - PANEL_CHROME  # drawn at this width before the first layout
+            self.query_one("#play-body").styles.grid_columns = f"{left} 1fr"
 
     # ----- opening ------------------------------------------------------------------------------
-    def _open_live(self) -> None:
-        from s3gym_tui.engine.play import fork_session, new_play_session
+    def _show_error(self, title: str, error: Optional[str]) -> None:
+        self.query_one(BoardPanel).show_message(f"{title}:\n{error}", "Error")
+        self.notify(str(error), title=title, severity="error")
 
-        o = self.options
-        store = self.app.store
-        model = o["model"] or self.app.settings.default_model
-        o["model"] = model
-        try:
-            source_run = store.get_run(o["source_run_id"]) if o["source_run_id"] else None
-            if o["fork_of"]:
-                session = fork_session(store, o["fork_of"], int(o["fork_step"] or 0), call_settings(model),
-                                       o["pathway"], source_run)
-            else:
-                if not o["game"] or o["seed"] is None:
-                    raise ValueError("choose a game and a seed")
-                session = new_play_session(store, games.canonical(o["game"]), o["mode"], int(o["seed"]),
-                                           call_settings(model), o["pathway"], source_run)
-        except Exception as exc:  # noqa: BLE001 - PlayError, LeakageError, StoreError, GameError
-            self.error = str(exc)
-            self.query_one(BoardPanel).show_message(f"Cannot start the episode:\n{exc}", "Error")
-            self.notify(str(exc), title="Cannot start the episode", severity="error")
-            return
-        self.session = session
+    def _take_session(self) -> None:
+        """Show the live session's episode (after opening or restarting)."""
+        session = self.live.session
         self.episode = session.episode
         self.steps = list(session.steps)
+        self.original = None
         if self.episode.fork_of:
-            self.original = store.steps(self.episode.fork_of, include_prompt=False)
+            self.original = self.app.store.steps(self.episode.fork_of, include_prompt=False)
+        self._boards = ReplayBoard(self.episode, self.steps)
+        self.following = True
         self._show_all()
 
     def _open_stored(self, episode_id: str) -> None:
@@ -145,12 +188,12 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
                 self.original = store.steps(self.episode.fork_of, include_prompt=False)
             games.game_class(self.episode.game)
         except Exception as exc:  # noqa: BLE001
-            self.error = str(exc)
-            self.query_one(BoardPanel).show_message(f"Cannot open the episode:\n{exc}", "Error")
-            self.notify(str(exc), title="Cannot open the episode", severity="error")
+            self._replay_error = str(exc)
+            self._show_error("Cannot open the episode", exc)
             return
+        self._boards = ReplayBoard(self.episode, self.steps)
+        self.following = False
         self.position = 0
-        self._replay = ReplayBoard(self.episode, self.steps)
         self._show_all()
 
     # ----- rendering ----------------------------------------------------------------------------
@@ -165,67 +208,109 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
         return f"summary v{summary.version} by {summary.author}{pinned}"
 
     def _show_all(self) -> None:
-        table = self.query_one(StepsTable)
-        table.set_steps(self.steps, self.original)
+        self.query_one(StepsTable).set_steps(self.steps, self.original)
         agent = self.query_one(AgentPanel)
+        agent.empty_hint = ("Start of the episode: the board before step 0 (→ shows step 0)." if self.readonly
+                            else "No step yet: press n to step, t to type an action.")
         agent.show_context(self.episode, self._summary_label())
         agent.show_totals(self.steps)
         self.query_one(ScoreStrip).show_steps(self.steps)
-        if self.readonly:
-            self._goto(self.position)
-        else:
-            self._show_board()
-            self._show_step(len(self.steps) - 1)
-            agent.show_feedback(self.session.feedback if self.session else "")
-        self._refresh_chrome()
+        self._show_contract_warning()
+        self.show_position(len(self.steps) if self.following else self.position)
+        self._fit_board()
 
-    def _show_board(self) -> None:
-        if self.session is None:
-            return
-        game = self.session.game
-        done = self.session.done
-        ep = self.episode
-        subtitle = f"{ep.mode} · seed {ep.seed} · step {game.steps}/{game.max_steps}"
-        if done:
-            subtitle += f" · final score {game.score():g}"
-        self.query_one(BoardPanel).show_game(game, subtitle)
+    def _board_at(self, position: int):
+        if self.live is not None and self.live.session is not None and position == len(self.steps):
+            return self.live.session.game
+        return self._boards.at(position)
 
-    def _goto(self, position: int) -> None:
-        """Replay: show the board the agent saw before step `position` (or the final board)."""
-        if self.episode is None or self._replay is None:
+    def show_position(self, position: int, from_cursor: bool = False) -> None:
+        """Show the board after `position` steps, and that step's feedback, prompt and reply."""
+        if self.episode is None or self._boards is None:
             return
         n = len(self.steps)
         self.position = max(0, min(position, n))
+        if self.live is not None:
+            self.following = self.position == n
+        board = self.query_one(BoardPanel)
         try:
-            game = self._replay.at(self.position)
+            game = self._board_at(self.position)
         except Exception as exc:  # noqa: BLE001
-            self.query_one(BoardPanel).show_message(f"Cannot replay this episode: {exc}", "Error")
+            board.show_message(f"Cannot replay this episode: {exc}", "Error")
             return
-        self.query_one(BoardPanel).show_game(game, self._replay.subtitle(game, self.position))
-        shown = min(self.position, n - 1)
-        if n:
-            self.query_one(StepsTable).select_index(shown)
-        self._show_step(shown)
-        feedback = self.steps[self.position - 1].feedback if self.position > 0 else ""
-        self.query_one(AgentPanel).show_feedback(feedback)
-        self._refresh_chrome()
-
-    def _show_step(self, index: int) -> None:
+        board.show_game(game, self._subtitle(game))
+        self._fit_board(grow_only=True)
+        if not from_cursor:
+            self.query_one(StepsTable).move_cursor(self.position)
         agent = self.query_one(AgentPanel)
-        if not 0 <= index < len(self.steps):
+        if self.position == 0:
             agent.show_view(None)
-            return
-        step = self.steps[index]
+            agent.show_feedback("", "the start")
+        else:
+            step = self.steps[self.position - 1]
+            self._show_step(step)
+            agent.show_feedback(step.feedback, f"step {step.index}")
+        self.refresh_chrome()
+
+    def _subtitle(self, game: Any) -> str:
+        ep = self.episode
+        parts = [ep.mode, f"seed {ep.seed}", f"step {game.steps}/{game.max_steps}"]
+        if self.position == 0:
+            parts.append("start")
+        else:
+            action = " ".join(self.steps[self.position - 1].action.split())
+            parts.append(f"after step {self.position - 1}: {action[:24] + ('…' if len(action) > 24 else '')}")
+        if self.position == len(self.steps) and (game.done or (ep.status != "running" and self.steps)):
+            parts.append(f"final score {game.score():g}")
+        return " · ".join(parts)
+
+    def _show_step(self, step: Step) -> None:
         store = self.app.store
         try:
-            prompt = store.expand_prompt(step.prompt) if step.prompt else store.step_prompt(step.episode_id, index)
+            prompt = store.expand_prompt(step.prompt) if step.prompt else store.step_prompt(step.episode_id,
+                                                                                             step.index)
         except Exception as exc:  # noqa: BLE001
             prompt = f"(cannot read the prompt: {exc})"
-        agent.show_view(StepView.of_step(step, prompt))
+        self.query_one(AgentPanel).show_view(StepView.of_step(step, prompt))
 
-    def _refresh_chrome(self) -> None:
-        """Status bar, proposal bar, footer: each touched only when it changes (a footer rebuild
-        or a layout change costs far more than the step itself)."""
+    def _show_contract_warning(self) -> None:
+        from s3gym_tui.engine.contract import contract_warning
+
+        model = self.episode.model if self.episode else ""
+        self.query_one(AgentPanel).show_warning(contract_warning(model, self.steps))
+
+    # ----- what the live driver calls --------------------------------------------------------
+    def add_step(self, episode: Episode, step: Step) -> None:
+        """A step was stored: append it, follow it if the view follows, update the figures."""
+        self.episode = episode
+        self.steps.append(step)
+        follow = self.following
+        self.query_one(StepsTable).append_step(step, follow=follow)
+        self.query_one(ScoreStrip).show_steps(self.steps)
+        agent = self.query_one(AgentPanel)
+        agent.show_totals(self.steps)
+        self._show_contract_warning()
+        if follow:
+            self.show_position(len(self.steps))
+
+    def show_proposal(self, proposal: Any) -> None:
+        from s3gym_tui.engine.prompts import messages_json
+
+        if not self.following:
+            self.show_position(len(self.steps))
+        self.query_one(AgentPanel).show_view(StepView(
+            title=f"proposal for step {len(self.steps)} (not executed)", prompt=messages_json(proposal.messages),
+            reply=proposal.call.reply, action=proposal.parsed.action, self_score=proposal.parsed.self_score,
+            fault=proposal.parsed.problem, tokens_in=proposal.call.tokens_in, tokens_out=proposal.call.tokens_out,
+            latency_ms=proposal.call.latency_ms, cost=proposal.call.cost))
+        self.refresh_chrome()
+
+    def show_latest(self) -> None:
+        self.show_position(len(self.steps))
+
+    def refresh_chrome(self) -> None:
+        """Status bar, proposal bar, key hints: each touched only when it changes (a layout change
+        costs far more than the step itself)."""
         bar = self.query_one(StatusBar)
         proposal = self.query_one(ProposalBar)
         if self.episode is None:
@@ -235,27 +320,31 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
             self._refresh_bindings_if_changed()
             return
         ep = self.episode
-        max_steps = self.session.game.max_steps if self.session else "?"
-        parts = [ep.id, f"{ep.game} {ep.mode} seed {ep.seed}", f"{len(self.steps)} step(s)"
-                 + (f" of at most {max_steps}" if self.session else "")]
+        n = len(self.steps)
+        session = self.session
+        parts = [ep.id, f"{ep.game} {ep.mode} seed {ep.seed}",
+                 f"{n} step{'s' if n != 1 else ''}" + (f" of at most {session.game.max_steps}" if session else "")]
         status_word = ep.status
         if ep.score is not None and ep.status != "running":
             status_word += f" · final verifier score {ep.score:g}"
         parts.append(status_word)
         if self.readonly:
-            parts.append("replay (read-only): ←/→ move, f forks")
+            parts.append("replay: ←/→ move · f forks here")
         else:
             parts.append("propose-then-wait ON" if self.propose_then_wait else "propose-then-wait off")
             if self.running:
                 parts.append("RUNNING")
+            if not self.following:
+                parts.append(f"viewing step {self.position - 1}" if self.position else "viewing the start")
         bar.set_text(" · ".join(parts))
         bar.set_thinking(self.thinking, f"{ep.model} is thinking… (c or esc cancels; nothing is stored)")
-        proposal.show_proposal(self.proposal)
+        if proposal.show_proposal(self.proposal):
+            bar.display = self.proposal is None
         self._refresh_bindings_if_changed()
 
     def _binding_state(self) -> tuple:
-        """What the footer depends on. A waiting proposal is not part of it: accept, edit and veto
-        are shown on the proposal bar, so a proposal never costs a footer rebuild."""
+        """What the key hints depend on. A waiting proposal is not part of it: accept, edit and veto
+        are shown on the proposal bar, so a proposal never costs a repaint of the hints."""
         return (self.readonly, self.session is not None and self.session.done,
                 self.episode is not None and self.episode.fork_of is not None, bool(self.steps),
                 self.episode is None)
@@ -273,12 +362,13 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
         if action in LIVE_ONLY and self.readonly:
             return False
-        if action in REPLAY_ONLY:
-            return self.readonly and not self._input_focused()
+        if action in ("prev_step", "next_step", "first_step", "last_step", "older_tick", "newer_tick",
+                      "zoom_board", "toggle_board"):
+            return not self._input_focused()
         if action in ("accept", "edit", "veto"):
             return self.proposal is not None and not self._input_focused()
         if action == "cancel":
-            return not self.readonly  # always available (not in the footer): no footer rebuild per call
+            return not self.readonly  # always available (not shown): no repaint per call
         if action == "compare":
             return self.episode is not None and self.episode.fork_of is not None
         if action == "fork":
@@ -287,20 +377,175 @@ class PlayScreen(LiveControls, ReplayControls, Screen):
             return None  # shown disabled: the episode is over
         return True
 
-    def _can_act(self) -> bool:
-        if self.session is None:
-            self.notify(self.error or "No live episode here.", severity="warning")
-            return False
-        if self.session.done:
-            self.notify(f"The episode is over ({self.session.episode.status}); R restarts.", severity="warning")
-            return False
-        return True
+    # ----- moving through the episode -----------------------------------------------------------
+    def action_prev_step(self) -> None:
+        self.show_position(self.position - 1)
+
+    def action_next_step(self) -> None:
+        self.show_position(self.position + 1)
+
+    def action_first_step(self) -> None:
+        self.show_position(0)
+
+    def action_last_step(self) -> None:
+        self.show_position(len(self.steps))
+
+    def on_steps_table_cursor_moved(self, message: StepsTable.CursorMoved) -> None:
+        if self.proposal is None:
+            self.show_position(message.row, from_cursor=True)
+
+    def action_older_tick(self) -> None:
+        self.query_one(BoardPanel).move_focus(1)
+
+    def action_newer_tick(self) -> None:
+        self.query_one(BoardPanel).move_focus(-1)
+
+    def action_toggle_board(self) -> None:
+        """Hide the board to give its rows to the steps and the agent (small terminals), or show it."""
+        board = self.query_one(BoardPanel)
+        board.display = not board.display
+        if board.display:
+            self.show_position(self.position)
+
+    def action_zoom_board(self) -> None:
+        board = self.query_one(BoardPanel)
+        if self.maximized is board:
+            self.minimize()
+        else:
+            self.maximize(board, container=False)
+
+    # ----- live controls (the driver does the work) -------------------------------------------
+    def _live(self) -> Optional[LiveDriver]:
+        if self.live is None:
+            self.notify("This is a stored episode (read-only): f forks it.", severity="warning")
+        return self.live
+
+    def action_step(self) -> None:
+        if (live := self._live()) is not None:
+            live.step()
+
+    def action_run_pause(self) -> None:
+        if (live := self._live()) is not None:
+            live.run_pause()
+
+    def action_stop(self) -> None:
+        if (live := self._live()) is not None:
+            live.stop()
+
+    def action_toggle_propose(self) -> None:
+        if (live := self._live()) is not None:
+            live.toggle_propose()
+
+    def action_cancel(self) -> None:
+        if self.live is not None and self.live.cancel_call():
+            self.notify("Model call cancelled: nothing was stored.")
+
+    def action_cancel_or_back(self) -> None:
+        if self.maximized is not None:
+            self.minimize()
+        elif self.live is not None and self.live.cancel_call():
+            self.notify("Model call cancelled: nothing was stored.")
+        elif self.query_one(TakeOverBox).is_open:
+            self._close_takeover()
+        else:
+            self.app.pop_screen()
+
+    def action_restart(self) -> None:
+        live = self._live()
+        if live is None:
+            return
+        self._close_takeover()
+        started = live.restart()
+        self.episode, self.steps, self.position = None, [], 0
+        if started:
+            self._take_session()
+            self.notify(f"Restarted: new episode {live.session.episode.id}")
+        else:
+            self._show_error("Cannot start the episode", live.error)
+        self.refresh_chrome()
+
+    def action_accept(self) -> None:
+        if self.live is not None:
+            self.live.accept()
+
+    def action_veto(self) -> None:
+        if self.live is not None:
+            self.live.veto()
+
+    def action_edit(self) -> None:
+        live = self.live
+        if live is None or live.proposal is None:
+            return
+        proposal = live.proposal
+        self.app.push_screen(TextInputDialog(
+            "Edit the proposed action", proposal.action, hint=f"Syntax: {live.session.game.answer_format()}. "
+            "Stored as a human edit; the model's proposal is kept with the step.", check=live.check),
+            lambda value: live.edited(proposal, value))
+
+    def on_proposal_bar_chosen(self, message: ProposalBar.Chosen) -> None:
+        {"accept": self.action_accept, "edit": self.action_edit, "veto": self.action_veto}[message.choice]()
+
+    # ----- take over: a person types the action (widgets.take_over checks it first) -------------
+    def action_take_over(self) -> None:
+        live = self._live()
+        if live is None or not live.can_act():
+            return
+        live.cancel_call()
+        live.running = False
+        live.proposal = None  # typing your own action discards the proposal (a veto)
+        self.query_one(TakeOverBox).open(live.session.game.answer_format(), live.check)
+        if not self.following:
+            self.show_latest()
+        self.refresh_chrome()
+
+    def _close_takeover(self) -> None:
+        self.query_one(TakeOverBox).close()
+        self.query_one(StepsTable).focus()
+
+    def on_take_over_box_submitted(self, message: TakeOverBox.Submitted) -> None:
+        if self.live is None or not self.live.can_act():
+            return
+        self._close_takeover()
+        self.live.commit(None, message.action, "human")
+
+    # ----- messages from the worker (routed to the driver) -------------------------------------
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if self.live is not None:
+            self.live.worker_state_changed(event)
+
+    def on_proposal_ready(self, message: ProposalReady) -> None:
+        if self.live is not None:
+            self.live.proposal_ready(message)
+
+    def on_step_completed(self, message: StepCompleted) -> None:
+        if self.live is not None:
+            self.live.step_completed(message)
+
+    def on_model_failed(self, message: ModelFailed) -> None:
+        if self.live is not None:
+            self.live.model_failed(message)
+
+    def on_step_failed(self, message: StepFailed) -> None:
+        if self.live is not None:
+            self.live.step_failed(message)
+
+    def on_episode_finished(self, message: EpisodeFinished) -> None:
+        self.episode = message.episode
+        score = "–" if message.episode.score is None else f"{message.episode.score:g}"
+        self.notify(f"Episode {message.episode.status}: final verifier score {score}", title="Episode over")
+        if self.following:
+            self.show_position(len(self.steps))
+        self.refresh_chrome()
+
+    # ----- fork and compare -------------------------------------------------------------------
+    def action_fork(self) -> None:
+        self.forks.fork()
+
+    def action_compare(self) -> None:
+        self.forks.compare()
 
     # ----- leaving --------------------------------------------------------------------------------
     def on_unmount(self) -> None:
         """An unfinished live episode is recorded as stopped when its screen closes."""
-        if self.session is not None and not self.session.done:
-            try:
-                self.session.finish("stopped")
-            except Exception:  # noqa: BLE001 - the app may be closing its store
-                pass
+        if self.live is not None:
+            self.live.finish_if_open()

@@ -14,11 +14,17 @@ from s3gym_tui.models import Episode, Step
 _heap_frozen = False
 
 
-def call_settings(model: str):
-    """Interactive calls: the engine's defaults with fewer retries (a person is waiting)."""
+def call_settings(model: str, app_settings: Any = None):
+    """Interactive calls: the model's own api base, max tokens and timeout (config file or the app's
+    model settings), else the engine's defaults; fewer retries (a person is waiting)."""
     from s3gym_tui.engine.llm import CallSettings
 
-    return CallSettings(model=model, max_retries=2)
+    extra = {}
+    if app_settings is not None:
+        own = app_settings.model_settings(model)
+        extra = {k: v for k, v in (("api_base", own.api_base), ("max_tokens", own.max_tokens),
+                                   ("timeout_s", own.timeout_s)) if v is not None}
+    return CallSettings(model=model, max_retries=2, **extra)
 
 
 async def ensure_litellm() -> None:
@@ -34,12 +40,12 @@ async def ensure_litellm() -> None:
 
 
 class ReplayBoard:
-    """The game state after the first `position` stored steps of an episode, stepping forward
-    incrementally and rebuilding only when moving back."""
+    """The game state after the first `position` steps of an episode, stepping forward incrementally
+    and rebuilding only when moving back. `steps` is read, not copied: a live episode's list grows."""
 
     def __init__(self, episode: Episode, steps: Sequence[Step]) -> None:
         self.episode = episode
-        self.steps = list(steps)
+        self.steps = steps
         self._game: Any = None
         self._at = -1
 
@@ -53,7 +59,6 @@ class ReplayBoard:
             self._at += 1
         return self._game
 
-    def subtitle(self, game: Any, position: int) -> str:
-        final = position == len(self.steps) and position > 0
-        where = f"after step {position - 1} (final)" if final else f"before step {position}"
-        return f"{self.episode.mode} · seed {self.episode.seed} · {where} · {game.steps}/{game.max_steps}"
+    def reset(self) -> None:
+        """Forget the cached state (the steps were replaced)."""
+        self._game, self._at = None, -1

@@ -10,7 +10,7 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Footer, Header, Label, ProgressBar, Static
+from textual.widgets import Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from s3gym_tui.engine import events as ev
@@ -22,6 +22,8 @@ from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, ju
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 EPISODE_FPS = 10  # board redraws per second while a run streams steps
 
@@ -85,10 +87,12 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         self._worker: Optional[Worker] = None
         self._runner = None  # the ProtocolRunner while this screen drives the run
         self.lease = None  # the run's live lease when another process (or screen) drives it
+        self._contract = None  # engine.contract.ContractWatch over the replies seen
+        self._watched: set[tuple[str, int]] = set()
 
     # ----- layout -----------------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="proto-status")
         with Horizontal(id="proto-progress"):
             yield Label("Exploration", id="proto-explore-label")
@@ -97,13 +101,14 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             yield ProgressBar(id="proto-checks", show_eta=False, show_percentage=False)
         with Horizontal(id="proto-main"):
             with Vertical(id="proto-left"):
-                yield CurvePlot("Checkpoint mean score", "exploration episodes x", "score", id="proto-curve")
+                yield CurvePlot("Checkpoint mean score", "exploration episodes x", "score", legend="beside",
+                                id="proto-curve")
                 with VerticalScroll(id="proto-summary"):
                     yield Static(id="proto-summary-text")
             with VerticalScroll(id="proto-right"):
                 yield BoardPanel(id="proto-board")
                 yield Static(id="proto-step")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.query_one("#proto-curve").border_title = "Checkpoint curve"
@@ -163,6 +168,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             fresh = [s for s in self.app.store.steps(newest.id, include_prompt=False)
                      if s.index >= len(self.current_steps)]
             for step in fresh:
+                self._watch_step(step)
                 self.current_steps.append(step)
                 if self._game is not None:
                     self._game.step(step.action)
@@ -308,6 +314,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def on_step_completed(self, message: StepCompleted) -> None:
         if message.episode.run_id != self.run_id:
             return
+        self._watch_step(message.step)
         current = self.current_episode
         if current is None or (current.id != message.episode.id and current.status != "running"):
             self._set_episode(message.episode)  # follow a new episode once the followed one is over
@@ -361,6 +368,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def _set_episode(self, episode: Episode) -> None:
         self.current_episode = episode
         self.current_steps = list(self.app.store.steps(episode.id, include_prompt=False))
+        for step in self.current_steps[-10:]:
+            self._watch_step(step)
         try:
             self._game = state_at(episode, self.current_steps, len(self.current_steps))
         except Exception as exc:  # noqa: BLE001 - shown on the board instead
@@ -377,6 +386,25 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def _flush_episode(self) -> None:
         if self._episode_dirty:
             self._render_episode()
+
+    def _watch_step(self, step: Step) -> None:
+        """Feed the reply-contract watch; the status line says when most recent replies do not parse."""
+        key = (step.episode_id, step.index)
+        if self.run is None or key in self._watched:
+            return
+        self._watched.add(key)
+        if self._contract is None:
+            from s3gym_tui.engine.contract import ContractWatch
+
+            self._contract = ContractWatch(self.run.config.model)
+        before = self._contract.warning
+        self._contract.add(step)
+        if bool(self._contract.warning) != bool(before):
+            self._render_status()
+
+    @property
+    def contract_warning(self) -> Optional[str]:
+        return self._contract.warning if self._contract is not None else None
 
     def _render_all(self) -> None:
         self._render_status()
@@ -415,6 +443,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             text.append("  press r to resume", style="dim")
         if self.error:
             text.append(f"  {self.error}", style="red")
+        if self.contract_warning:
+            text.append(f"\n⚠ {self.contract_warning}", style="bold yellow")
         status.update(text)
 
     def _render_progress(self) -> None:

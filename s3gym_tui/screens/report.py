@@ -10,17 +10,38 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Footer, Header, Label, SelectionList, Static
+from textual.widgets import DataTable, Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
 from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
 from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run
-from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
+from s3gym_tui.engine.glossary import UNDEFINED, definitions, fmt_metric, fmt_signed
+from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 RUN_LIST_LIMIT = 500
+
+
+def num(value, signed: bool = False) -> Text:
+    """A metric cell: the one number format, right-aligned."""
+    return Text(fmt_signed(value) if signed else fmt_metric(value), justify="right")
+
+
+def table_note(table: str, undefined: bool = True) -> Text:
+    """What the columns of a report table mean (engine.glossary), shown under the table."""
+    text = Text()
+    for k, (name, meaning) in enumerate(definitions(table)):
+        if k:
+            text.append("  ·  ")
+        text.append(name, style="bold")
+        text.append(f" {meaning}")
+    if undefined:
+        text.append(f"\n{UNDEFINED}")
+    return text
 
 
 def build_reports(store, run_ids: Sequence[str]) -> tuple[list[RunReport], list]:
@@ -38,10 +59,14 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
     ReportScreen.-hide-runs #report-runs { display: none; }
     ReportScreen #report-body { width: 1fr; }
     ReportScreen #report-status { height: auto; padding: 0 1; background: $boost; }
-    ReportScreen #report-curves { height: 16; border: round $primary-darken-2; }
+    ReportScreen #report-plot { height: 16; border: round $primary-darken-2; }
+    ReportScreen #report-curves { width: 1fr; height: 1fr; }
+    ReportScreen #report-legend { width: 34; height: 1fr; padding: 0 1; border-left: vkey $foreground 20%; }
     ReportScreen .report-title { margin-top: 1; padding: 0 1; text-style: bold; }
     ReportScreen #report-body DataTable { height: auto; max-height: 20; margin: 0 1; }
-    ReportScreen.-short #report-curves { height: 11; }
+    ReportScreen .report-note { height: auto; margin: 0 2; color: $text-muted; }
+    ReportScreen.-short #report-plot { height: 11; }
+    ReportScreen.-narrow #report-legend { width: 24; }
     """
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
@@ -58,30 +83,36 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         self.all_runs: list[Run] = []
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="report-main"):
             yield SelectionList[str](id="report-runs")
             with VerticalScroll(id="report-body"):
                 yield Static(id="report-status")
-                yield CurvePlot("Checkpoint curves", "exploration episodes x", "mean eval score",
-                                id="report-curves")
+                with Horizontal(id="report-plot"):
+                    yield CurvePlot("Checkpoint curves", "exploration episodes x", "mean eval score",
+                                    legend="beside", id="report-curves")
+                    yield Static(id="report-legend")
                 yield Label("Curve metrics (per run)", classes="report-title")
                 yield DataTable(id="report-curve-table", cursor_type="row", zebra_stripes=True)
+                yield Static(table_note("curve"), classes="report-note")
                 yield Label("Summary vs History: Delta NABA (Summary − History)", classes="report-title")
                 yield DataTable(id="report-delta-table", cursor_type="row", zebra_stripes=True)
+                yield Static(table_note("delta"), classes="report-note")
                 yield Label("Self-judging (exploration and evaluation steps)", classes="report-title")
                 yield DataTable(id="report-judging-table", cursor_type="row", zebra_stripes=True)
+                yield Static(table_note("judging"), classes="report-note")
                 yield Label("Judgement-improvement coupling (exploration blocks)", classes="report-title")
                 yield DataTable(id="report-coupling-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+                yield Static(table_note("coupling", undefined=True), classes="report-note")
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = "report"
         self.query_one("#report-runs").border_title = "Runs (space toggles)"
-        self.query_one("#report-curves").border_title = "Checkpoint curves"
+        self.query_one("#report-plot").border_title = "Checkpoint curves"
         columns = {
-            "#report-curve-table": ("run", "game", "pathway", "model", "ckpts", "Avg", "Max", "AUC+",
-                                    "NABA", "y0"),
+            "#report-curve-table": ("run", "game", "pathway", "model", "ckpts", "y0", "Avg", "Max", "AUC+",
+                                    "NABA"),
             "#report-delta-table": ("game", "pairs", "wins", "losses", "ties", "mean ΔNABA", "skipped"),
             "#report-judging-table": ("run", "phase", "n", "missing", "agreement", "NMAE", "over", "under"),
             "#report-coupling-table": ("run", "blocks", "used", "corr(A, g)", "corr(−E, g)"),
@@ -181,14 +212,16 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#report-status", Static).update(status)
         curves = [Curve(r.run.id if len(r.run.id) <= 30 else "…" + r.run.id[-29:], r.points)
                   for r in self.reports]
-        self.query_one(CurvePlot).show(curves, empty_text="no checkpoints")
+        plot = self.query_one(CurvePlot)
+        plot.show(curves, empty_text="no checkpoints")
+        self.query_one("#report-legend", Static).update(plot.legend_text())
 
         table = self.query_one("#report-curve-table", DataTable)
         table.clear()
         for r in self.reports:
             c, cfg = r.curve, r.run.config
-            table.add_row(r.run.id, cfg.game, cfg.pathway, cfg.model, f"{c.n}/{len(r.points)}", fmt(c.avg),
-                          fmt(c.max), fmt(c.auc_plus), fmt(c.naba), fmt(c.y0), key=r.run.id)
+            table.add_row(r.run.id, cfg.game, cfg.pathway, cfg.model, f"{c.n}/{len(r.points)}", num(c.y0),
+                          num(c.avg), num(c.max), num(c.auc_plus), num(c.naba), key=r.run.id)
 
         table = self.query_one("#report-delta-table", DataTable)
         table.clear()
@@ -197,19 +230,19 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                                style="dim italic"), "", "", "", "", "", "", key="none")
         for row in self.deltas:
             table.add_row(Text(row.game, style="bold" if row.game == "overall" else ""), str(row.n),
-                          str(row.wins), str(row.losses), str(row.ties), fmt_signed(row.mean_delta),
+                          str(row.wins), str(row.losses), str(row.ties), num(row.mean_delta, signed=True),
                           str(row.skipped), key=row.game)
 
         table = self.query_one("#report-judging-table", DataTable)
         table.clear()
         for r in self.reports:
             for phase, j in (("explore", r.judging), ("eval", r.judging_eval)):
-                table.add_row(r.run.id, phase, str(j.n), str(j.missing), fmt(j.agreement), fmt(j.nmae),
-                              fmt(j.over), fmt(j.under), key=f"{r.run.id}:{phase}")
+                table.add_row(r.run.id, phase, str(j.n), str(j.missing), num(j.agreement), num(j.nmae),
+                              num(j.over), num(j.under), key=f"{r.run.id}:{phase}")
 
         table = self.query_one("#report-coupling-table", DataTable)
         table.clear()
         for r in self.reports:
             cp = r.coupling
-            table.add_row(r.run.id, str(len(cp.blocks)), str(cp.n_used), fmt(cp.corr_agreement),
-                          fmt(cp.corr_neg_nmae), key=r.run.id)
+            table.add_row(r.run.id, str(len(cp.blocks)), str(cp.n_used), num(cp.corr_agreement),
+                          num(cp.corr_neg_nmae), key=r.run.id)

@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Header, Label, Static, TextArea
+from textual.widgets import Button, DataTable, Label, Static, TextArea
 
 from s3gym_tui.engine.compare import summary_diff
 from s3gym_tui.messages import SummaryEdited, SummaryTested
@@ -20,6 +20,8 @@ from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.summary_diff import SummaryDiff
 
 from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 SECTIONS = (("retain", "Strategies to retain"), ("avoid", "Mistakes to avoid"),
             ("next", "Directions for the next episode"))
 
@@ -56,6 +58,7 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
     SummaryEditor TextArea { height: 6; }
     SummaryEditor.-tall TextArea { height: 9; }
     SummaryEditor #editor-buttons { height: auto; align-horizontal: right; }
+    SummaryEditor #editor-error { height: auto; color: $text-error; padding: 0 1; }
     SummaryEditor #editor-buttons Button { margin-left: 2; }
     """
     BINDINGS = [
@@ -76,11 +79,13 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
                 for key, label in SECTIONS:
                     yield Label(label, classes="editor-label")
                     yield TextArea(getattr(self.summary, key), id=f"edit-{key}", soft_wrap=True)
+            yield Static("", id="editor-error")
             with Horizontal(id="editor-buttons"):
                 yield Button("Save", variant="primary", id="editor-save")
                 yield Button("Cancel", id="editor-cancel")
 
     def on_mount(self) -> None:
+        self.query_one("#editor-error").display = False
         self.query_one("#edit-retain", TextArea).focus()
 
     def texts(self) -> tuple[str, str, str]:
@@ -89,8 +94,10 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
     def action_save(self) -> None:
         retain, avoid, nxt = self.texts()
         problem = edit_problem(retain, avoid, nxt, self.summary)
-        if problem:
-            self.notify(problem, severity="error")
+        error = self.query_one("#editor-error", Static)
+        if problem:  # said in the editor, above its buttons: a notification would cover the fields
+            error.update(Text(f"✗ {problem}", style="bold"))
+            error.display = True
             return
         self.dismiss((retain, avoid, nxt))
 
@@ -144,7 +151,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         self.diff_lines: Optional[list[str]] = None
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="sum-status")
         with Horizontal(id="sum-main"):
             with Vertical(id="sum-left"):
@@ -153,7 +160,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             with VerticalScroll(id="sum-right"):
                 yield Static(id="sum-detail")
                 yield SummaryDiff(id="sum-diff")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = f"summaries · {self.run_id}"
@@ -162,7 +169,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         versions.add_column("", key="use", width=1)
         versions.add_column("v", key="v")
         versions.add_column("author", key="author")
-        versions.add_column("time (UTC)", key="time")
+        versions.add_column("time UTC", key="time")
         versions.add_column("status", key="status")
         versions.add_column("pin", key="pin")
         versions.add_column("src", key="src")
@@ -239,7 +246,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             use = Text("▶", style="bold green") if self.current and s.id == self.current.id else ""
             status = Text(s.status, style="red" if s.status == "vetoed" else "green")
             version = Text(f"v{s.version}", style="cyan bold" if s.id == self.marked_id else "")
-            table.add_row(use, version, s.author, short_time(s.created_at), status,
+            table.add_row(use, version, s.author, short_time(s.created_at)[5:], status,
                           "pinned" if s.pinned else "", str(len(s.source_episode_ids)),
                           self.tests.get(s.id, ""), key=s.id)
         if self.selected_id is not None and self.selected_id in [s.id for s in self.versions]:

@@ -13,12 +13,14 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
 from s3gym_tui.messages import TrainingViewBuilt
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, fmt_signed, judgement
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.key_hints import KeyHints
 
 KIND_STYLE = {"kept": "bold green", "corrected": "bold yellow", "dropped": "dim"}
 
@@ -55,7 +57,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         self.error: Optional[str] = None
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         yield Static(id="training-status")
         with Horizontal(id="training-main"):
             with Vertical(id="training-left"):
@@ -67,7 +69,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                 yield Static(id="training-flags")
                 yield CurvePlot("Training loss", "update", "loss", id="training-loss")
                 yield DataTable(id="training-matrix", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = f"training · {self.run_id}"

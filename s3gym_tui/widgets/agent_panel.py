@@ -7,16 +7,14 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from rich.segment import Segment
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.geometry import Size
-from textual.strip import Strip
-from textual.widgets import Collapsible, RichLog, Static
+from textual.widgets import Static
 
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
 from s3gym_tui.models import Episode, Step
+from s3gym_tui.widgets.text_view import TextView
 
 CUT_PATTERN = re.compile(re.escape(HISTORY_CUT_MARK).replace(re.escape("{n}"), r"\d+"))
 HINT_END = ("\n\nCurrent episode so far:", "\n\nGame rules:")
@@ -56,9 +54,9 @@ def _theme(app) -> dict[str, str]:
     return getattr(app, "theme_variables", {}) or {}
 
 
-def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
-    """The messages as readable text, the Hint Messages block and the history cut marked.
-    Returns (text, hint_marked, cut_marked)."""
+def format_prompt_lines(prompt_json: str, app=None) -> tuple[list[Text], bool, bool]:
+    """The messages as readable lines, the Hint Messages block and the history cut marked.
+    Returns (lines, hint_marked, cut_marked). Built line by line (prompts reach ~100k tokens)."""
     v = _theme(app)
     accent = v.get("text-accent", "yellow")
     warning = v.get("text-warning", "yellow")
@@ -69,29 +67,61 @@ def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
             raise ValueError
     except ValueError:
         messages = [{"role": "prompt", "content": prompt_json}]
-    text = Text()
+    lines: list[Text] = []
     hint_marked = cut_marked = False
     for message in messages:
         role = str(message.get("role", "?")) if isinstance(message, dict) else "?"
         content = message.get("content", "") if isinstance(message, dict) else str(message)
         if not isinstance(content, str):
             content = json.dumps(content, ensure_ascii=False)
-        text.append(f" {role} ", style="bold reverse")
-        text.append("\n")
-        start = len(text)
-        text.append(content)
-        text.append("\n\n")
-        at = content.find(HINT_HEADER)
-        if at >= 0:
-            ends = [content.find(marker, at) for marker in HINT_END]
-            end = min([e for e in ends if e >= 0], default=len(content))
-            text.stylize(secondary, start + at, start + end)
-            text.stylize(f"bold reverse {accent}", start + at, start + at + len(HINT_HEADER))
-            hint_marked = True
-        for match in CUT_PATTERN.finditer(content):
-            text.stylize(f"bold reverse {warning}", start + match.start(), start + match.end())
-            cut_marked = True
-    return text, hint_marked, cut_marked
+        key = (role, content, accent, warning, secondary)
+        cached = _MESSAGE_LINES.get(key)
+        if cached is None:
+            cached = _message_lines(role, content, accent, warning, secondary)
+            _MESSAGE_LINES[key] = cached
+            while len(_MESSAGE_LINES) > 16:
+                _MESSAGE_LINES.pop(next(iter(_MESSAGE_LINES)))
+        message_lines, hint, cut = cached
+        lines.extend(message_lines)
+        hint_marked, cut_marked = hint_marked or hint, cut_marked or cut
+    return lines, hint_marked, cut_marked
+
+
+_MESSAGE_LINES: dict[tuple, tuple[list[Text], bool, bool]] = {}  # consecutive prompts repeat messages
+
+
+def _message_lines(role: str, content: str, accent: str, warning: str,
+                   secondary: str) -> tuple[list[Text], bool, bool]:
+    """One message as lines (its role, its content, a blank), with the marks styled."""
+    lines = [Text(f" {role} ", style="bold reverse")]
+    hint_marked = cut_marked = False
+    marks: list[tuple[int, int, str]] = []  # (start, end, style) in content offsets
+    at = content.find(HINT_HEADER)
+    if at >= 0:
+        ends = [content.find(marker, at) for marker in HINT_END]
+        end = min([e for e in ends if e >= 0], default=len(content))
+        marks.append((at, end, secondary))
+        marks.append((at, at + len(HINT_HEADER), f"bold reverse {accent}"))
+        hint_marked = True
+    for match in CUT_PATTERN.finditer(content):
+        marks.append((match.start(), match.end(), f"bold reverse {warning}"))
+        cut_marked = True
+    offset = 0
+    for raw in content.split("\n"):
+        line = Text(raw)
+        for a, b, style in marks:
+            if a < offset + len(raw) and b > offset:
+                line.stylize(style, max(0, a - offset), min(len(raw), b - offset))
+        lines.append(line)
+        offset += len(raw) + 1
+    lines.append(Text(""))
+    return lines, hint_marked, cut_marked
+
+
+def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
+    """format_prompt_lines joined into one Text."""
+    lines, hint, cut = format_prompt_lines(prompt_json, app)
+    return Text("\n").join(lines), hint, cut
 
 
 def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
@@ -100,52 +130,45 @@ def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
     return f"{label}: {tokens_in:,} in · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
 
 
-class TextView(RichLog):
-    """Read-only scrolling text that renders only the lines on screen (prompts can be ~100k tokens),
-    so updating it never changes the layout around it. Wrapped lines are cached per logical line:
-    consecutive prompts share most of their lines, so a new step re-wraps only what changed."""
+class SectionTitle(Static):
+    """The title line of a section of the panel; a click folds or unfolds the section's body."""
 
-    def __init__(self, *, id: Optional[str] = None) -> None:
-        super().__init__(id=id, wrap=True, markup=False, highlight=False, min_width=20, auto_scroll=False)
-        self._text: Optional[Text] = None
-        self._wrapped: dict = {}
-        self._wrapped_width = 0
+    DEFAULT_CSS = """
+    SectionTitle { height: 1; background: $foreground 6%; color: $text-muted; text-style: bold;
+                   text-wrap: nowrap; text-overflow: ellipsis; }
+    SectionTitle:hover { color: $text; }
+    """
 
-    def show(self, text: Text) -> None:
-        self._text = text
-        self._render_text()
+    def __init__(self, title: str, body_id: str, *, id: Optional[str] = None) -> None:
+        super().__init__("", id=id)
+        self.body_id = body_id
+        self._title = ""
+        self.title = title
 
-    def on_resize(self) -> None:
-        if self._text is not None and self.scrollable_content_region.width != self._wrapped_width:
-            self._render_text()
+    @property
+    def title(self) -> str:
+        return self._title
 
-    def _render_text(self) -> None:
-        text = self._text
-        self.clear()
-        if text is None:
-            return
-        width = self.scrollable_content_region.width
-        if not self._size_known or width <= 0:
-            self.write(text, scroll_end=False)  # RichLog defers it until the size is known
-            return
-        console = self.app.console
-        options = console.options.update_width(width)
-        previous, cache, lines = self._wrapped, {}, []
-        for line in text.split("\n", allow_blank=True):
-            key = (line.plain, tuple((span.start, span.end, str(span.style)) for span in line.spans),
-                   str(line.style), width)
-            strips = cache.get(key) or previous.get(key)
-            if strips is None:
-                strips = Strip.from_lines(list(Segment.split_lines(console.render(line, options))))
-                strips = strips or [Strip.blank(0)]
-            cache[key] = strips
-            lines.extend(strips)
-        self._wrapped, self._wrapped_width = cache, width
-        self.lines = lines
-        self._widest_line_width = max((strip.cell_length for strip in lines), default=0)
-        self.virtual_size = Size(self._widest_line_width, len(lines))
-        self.scroll_home(animate=False)
-        self.refresh()
+    @title.setter
+    def title(self, value: str) -> None:
+        if value != self._title:
+            self._title = value
+            self._paint()
+
+    @property
+    def folded(self) -> bool:
+        try:
+            return not self.screen.query_one(f"#{self.body_id}").display
+        except Exception:  # noqa: BLE001 - not mounted yet
+            return False
+
+    def _paint(self) -> None:
+        self.update(("▶ " if self.folded else "▼ ") + self._title, layout=False)
+
+    def on_click(self) -> None:
+        body = self.screen.query_one(f"#{self.body_id}")
+        body.display = not body.display
+        self._paint()
 
 
 class AgentPanel(Vertical):
@@ -153,12 +176,12 @@ class AgentPanel(Vertical):
 
     DEFAULT_CSS = """
     AgentPanel { layout: vertical; }
-    AgentPanel #agent-context, AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
+    AgentPanel #agent-context { height: auto; max-height: 2; }
+    AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
     AgentPanel #agent-action, AgentPanel #agent-feedback { height: 2; }
+    AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
+    AgentPanel #agent-warning.-shown { display: block; }
     AgentPanel .fixed { text-overflow: ellipsis; }
-    AgentPanel #prompt-box { height: 1fr; }
-    AgentPanel #prompt-box.-collapsed { height: auto; }
-    AgentPanel #prompt-box > Contents { height: 1fr; }
     AgentPanel #agent-prompt { height: 1fr; }
     AgentPanel #agent-reply { height: 5; }
     """
@@ -166,20 +189,27 @@ class AgentPanel(Vertical):
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__(id=id, classes=classes)
         self.shown: Optional[StepView] = None
-        self.prompt_text: Text = Text()
+        self.empty_hint = "No step yet: press n to step, t to type an action."
+        self.prompt_lines: list[Text] = []
         self.hint_marked = False
         self.cut_marked = False
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="agent-context", classes="fixed")
+        yield Static("", id="agent-context")
+        yield Static("", id="agent-warning")
         yield Static("", id="agent-action", classes="fixed")
         yield Static("", id="agent-feedback", classes="fixed")
         yield Static("", id="agent-usage", classes="fixed")
         yield Static("", id="agent-totals", classes="fixed")
-        with Collapsible(title="Raw reply", collapsed=False, id="reply-box"):
-            yield TextView(id="agent-reply")
-        with Collapsible(title="Prompt as sent", collapsed=False, id="prompt-box"):
-            yield TextView(id="agent-prompt")
+        yield SectionTitle("Raw reply", "agent-reply", id="reply-box")
+        yield TextView(id="agent-reply")
+        yield SectionTitle("Prompt as sent", "agent-prompt", id="prompt-box")
+        yield TextView(id="agent-prompt")
+
+    @property
+    def prompt_text(self) -> Text:
+        """The prompt as shown, as one Text."""
+        return Text("\n").join(self.prompt_lines)
 
     def on_mount(self) -> None:
         self.border_title = "Agent"
@@ -188,7 +218,7 @@ class AgentPanel(Vertical):
     # ----- what the agent carries ---------------------------------------------------------
     def show_context(self, episode: Optional[Episode], summary_label: str = "") -> None:
         if episode is None:
-            self.query_one("#agent-context", Static).update("", layout=False)
+            self.query_one("#agent-context", Static).update("")
             return
         text = Text()
         text.append(f"{episode.model}", style="bold")
@@ -201,11 +231,18 @@ class AgentPanel(Vertical):
             text.append(f" · {summary_label or 'no summary yet'}")
         if episode.fork_of:
             text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
-        self.query_one("#agent-context", Static).update(text, layout=False)
+        self.query_one("#agent-context", Static).update(text)
 
-    def show_feedback(self, feedback: str) -> None:
+    def show_warning(self, warning: Optional[str]) -> None:
+        """A visible line about the model (e.g. most of its recent replies did not parse), or none."""
+        target = self.query_one("#agent-warning", Static)
+        target.update(Text(f"⚠ {warning}") if warning else "", layout=bool(warning) != target.has_class("-shown"))
+        target.set_class(bool(warning), "-shown")
+
+    def show_feedback(self, feedback: str, label: str = "") -> None:
+        """The game's agent-visible feedback line; `label` says which step it belongs to."""
         text = Text()
-        text.append("Feedback (agent-visible): ", style="bold")
+        text.append(f"Feedback{' of ' + label if label else ''} (agent-visible): ", style="bold")
         text.append(feedback or "–")
         self.query_one("#agent-feedback", Static).update(text, layout=False)
 
@@ -224,11 +261,10 @@ class AgentPanel(Vertical):
         usage = self.query_one("#agent-usage", Static)
         reply = self.query_one("#agent-reply", TextView)
         if view is None:
-            action.update(Text("No step yet: press n to step, t to type an action.", style="italic"),
-                          layout=False)
+            action.update(Text(self.empty_hint, style="italic"), layout=False)
             usage.update("", layout=False)
             reply.show(Text())
-            self.query_one("#reply-box", Collapsible).title = "Raw reply"
+            self.query_one("#reply-box", SectionTitle).title = "Raw reply"
             self._render_prompt()
             return
         line = Text()
@@ -252,21 +288,21 @@ class AgentPanel(Vertical):
         if len(body) > REPLY_DISPLAY_CAP:
             body = body[:REPLY_DISPLAY_CAP] + f"\n… ({len(view.reply) - REPLY_DISPLAY_CAP:,} more characters stored)"
         reply.show(Text(body))
-        self.query_one("#reply-box", Collapsible).title = f"Raw reply · {view.title}"
+        self.query_one("#reply-box", SectionTitle).title = f"Raw reply · {view.title}"
         self._render_prompt()
 
     def _render_prompt(self) -> None:
         if not self.is_mounted:
             return
-        box = self.query_one("#prompt-box", Collapsible)
+        box = self.query_one("#prompt-box", SectionTitle)
         target = self.query_one("#agent-prompt", TextView)
         view = self.shown
         if view is None or not view.prompt:
-            self.prompt_text, self.hint_marked, self.cut_marked = Text(), False, False
+            self.prompt_lines, self.hint_marked, self.cut_marked = [], False, False
             box.title = "Prompt as sent"
-            target.show(Text("(no prompt)", style="italic"))
+            target.show([Text("(no prompt)", style="italic")])
             return
-        self.prompt_text, self.hint_marked, self.cut_marked = format_prompt(view.prompt, self.app)
+        self.prompt_lines, self.hint_marked, self.cut_marked = format_prompt_lines(view.prompt, self.app)
         marks = []
         if self.hint_marked:
             marks.append("Hint Messages")
@@ -274,4 +310,4 @@ class AgentPanel(Vertical):
             marks.append("history cut")
         box.title = (f"Prompt as sent · {view.title} · {len(view.prompt):,} chars"
                      + (f" · marked: {', '.join(marks)}" if marks else ""))
-        target.show(self.prompt_text)
+        target.show(self.prompt_lines)

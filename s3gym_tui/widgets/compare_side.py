@@ -36,6 +36,8 @@ class CompareSide(Vertical):
 
     def show(self, game: Any, board_caption: str, step: Text, context_title: str, context: Text) -> None:
         board = self.query_one(BoardPanel)
+        if not board.scrollable_content_region.width:  # before the first layout: half the screen each
+            board.expected_width = self.app.size.width // 2 - 6
         self.game = game
         if game is None:
             board.show_message(board_caption)

@@ -1,36 +1,87 @@
-"""Model choice: the built-in models in a Select (listed first), or any litellm string typed in."""
+"""Model choice: built-in models, local servers and keyed providers found on the machine, or any
+litellm string typed in; a button for the chosen model's api base, max tokens and timeout."""
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Sequence
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import Input, Select
+from textual.message import Message
+from textual.widgets import Button, Input, Select
 
 from s3gym_tui.providers import BUILTIN_MODELS
 
 
+@dataclass
+class ModelsFound(Message):
+    """Discovery finished (engine.discovery.FoundModel list); posted to the app's screens."""
+
+    models: list
+
+
 class ModelPicker(Horizontal):
-    """A Select of `providers.BUILTIN_MODELS` plus a free Input; the typed string wins when set."""
+    """A Select of the built-in models, then the models discovery found (local servers on
+    127.0.0.1, providers whose API keys are set), plus a free Input: the typed string wins when
+    set. `⚙` opens the model's settings. Posts ModelPicker.Changed when the model changes."""
 
     DEFAULT_CSS = """
     ModelPicker { height: auto; }
     ModelPicker Select { width: 3fr; }
     ModelPicker Input { width: 2fr; }
+    ModelPicker #model-settings { width: 7; min-width: 7; }
     """
+
+    class Opened(Message):
+        """The person opened the model list (a good moment to look for more models)."""
+
+    @dataclass
+    class Changed(Message):
+        picker: "ModelPicker"
+        model: Optional[str]
+
+        @property
+        def control(self) -> "ModelPicker":
+            return self.picker
 
     def __init__(self, default: str, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__(id=id, classes=classes)
         self.default = default
+        self._found: list = []
+
+    def _options(self) -> list[tuple[str, str]]:
+        options = [(name, name) for name, _ in BUILTIN_MODELS]
+        known = {name for name, _ in BUILTIN_MODELS}
+        for found in self._found:
+            if found.model not in known:
+                known.add(found.model)
+                options.append((f"{found.model}  · {found.source}", found.model))
+        return options
 
     def compose(self) -> ComposeResult:
-        builtin = {name for name, _ in BUILTIN_MODELS}
-        yield Select([(name, name) for name, _ in BUILTIN_MODELS],
-                     value=self.default if self.default in builtin else Select.NULL,
-                     allow_blank=True, prompt="built-in model", id="model-select")
-        yield Input(value="" if self.default in builtin else self.default,
+        self._found = list(getattr(self.app, "found_models", None) or [])
+        values = {value for _, value in self._options()}
+        yield Select(self._options(), value=self.default if self.default in values else Select.NULL,
+                     allow_blank=True, prompt="built-in or found model", id="model-select")
+        yield Input(value="" if self.default in values else self.default,
                     placeholder="or any litellm model, e.g. openai/gpt-4.1", id="model-input")
+        yield Button("⚙", id="model-settings", tooltip="api base, max tokens and timeout of this model")
+
+    def add_found(self, found: Sequence) -> None:
+        """Add discovered models to the list (the choice is kept)."""
+        self._found = list(found)
+        select = self.query_one("#model-select", Select)
+        value = select.value
+        with select.prevent(Select.Changed):
+            select.set_options(self._options())
+            if value is not Select.NULL and value in {v for _, v in self._options()}:
+                select.value = value
+
+    def found(self, model: str):
+        """The discovery record of `model` (its api base), if it was found on this machine."""
+        return next((f for f in self._found if f.model == model), None)
 
     @property
     def model(self) -> Optional[str]:
@@ -41,9 +92,62 @@ class ModelPicker(Horizontal):
         return None if value is Select.NULL else str(value)
 
     def set_model(self, model: str) -> None:
-        builtin = {name for name, _ in BUILTIN_MODELS}
-        if model in builtin:
+        values = {v for _, v in self._options()}
+        if model in values:
             self.query_one("#model-select", Select).value = model
             self.query_one("#model-input", Input).value = ""
         else:
             self.query_one("#model-input", Input).value = model
+
+    def on_descendant_focus(self, _event) -> None:
+        self.post_message(self.Opened())
+
+    @on(Select.Changed, "#model-select")
+    def _selected(self, event: Select.Changed) -> None:
+        event.stop()
+        if event.value is not Select.NULL:
+            self.query_one("#model-input", Input).value = ""
+            found = self.found(str(event.value))
+            settings = self.app.settings
+            own = settings.model_settings(str(event.value))
+            if found is not None and found.api_base and not own.api_base:  # a local server's model
+                self.app.settings = settings.with_model_settings(
+                    str(event.value), own.model_copy(update={"api_base": found.api_base}))
+        self.post_message(self.Changed(self, self.model))
+
+    @on(Input.Changed, "#model-input")
+    def _typed(self, event: Input.Changed) -> None:
+        event.stop()
+        self.post_message(self.Changed(self, self.model))
+
+    @on(Button.Pressed, "#model-settings")
+    def _settings(self, event: Button.Pressed) -> None:
+        event.stop()
+        model = self.model
+        if not model:
+            self.notify("Choose or type a model first.", severity="warning")
+            return
+        from s3gym_tui.screens.dialogs import ModelSettingsDialog
+
+        app = self.app
+        found = self.found(model)
+
+        def done(result) -> None:
+            if result is None:
+                return
+            own, save = result
+            app.settings = app.settings.with_model_settings(model, own)
+            if save:
+                from s3gym_tui.config import ConfigError, save_model_settings
+
+                try:
+                    path = save_model_settings(model, own)
+                except ConfigError as exc:
+                    app.notify(str(exc), severity="error", title="Not saved")
+                    return
+                app.notify(f"Saved the settings of {model} to {path}.")
+            else:
+                app.notify(f"Settings of {model} set for this session.")
+
+        app.push_screen(ModelSettingsDialog(model, app.settings.model_settings(model),
+                                            suggested_api_base=found.api_base if found else None), done)

@@ -1,45 +1,69 @@
-"""The proposal bar of propose-then-wait: the model's proposed action with accept, edit and veto."""
+"""The proposal line of propose-then-wait: the model's proposed action with accept, edit and veto."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from textual.app import ComposeResult
-from textual.containers import Horizontal
-from textual.widgets import Button, Static
+from rich.text import Text
+from textual import events
+from textual.message import Message
+from textual.widgets import Static
 
 from s3gym_tui.engine.prompts import format_score
 
+CHOICES = (("a", "Accept", "accept"), ("e", "Edit", "edit"), ("v", "Veto", "veto"))
 
-class ProposalBar(Horizontal):
-    """Hidden until a proposal waits. Buttons (mouse) mirror the keys a, e, v; they do not take focus."""
+
+class ProposalBar(Static):
+    """One line that takes the status line's place while a proposal waits (the two share a row, so
+    showing it never moves the panels above). Its Accept, Edit and Veto labels are clickable and
+    mirror the keys a, e, v."""
 
     DEFAULT_CSS = """
-    ProposalBar { height: auto; display: none; border: round $warning; padding: 0 1; }
-    ProposalBar > #proposal-text { width: 1fr; height: 3; content-align: left middle; text-style: bold; }
-    ProposalBar > Button { margin-left: 1; width: auto; min-width: 10; }
+    ProposalBar { height: 1; display: none; background: $warning-muted; color: $text;
+                  text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
+    class Chosen(Message):
+        """A click on Accept, Edit or Veto (`choice` is accept / edit / veto)."""
+
+        def __init__(self, choice: str) -> None:
+            super().__init__()
+            self.choice = choice
+
     def __init__(self, *, id: Optional[str] = None) -> None:
-        super().__init__(id=id)
+        super().__init__("", id=id)
         self._shown: Any = None
+        self._spans: list[tuple[int, int, str]] = []
 
-    def compose(self) -> ComposeResult:
-        yield Static("", id="proposal-text")
-        yield Button("Accept (a)", variant="success", id="proposal-accept")
-        yield Button("Edit (e)", variant="primary", id="proposal-edit")
-        yield Button("Veto (v)", variant="error", id="proposal-veto")
+    @property
+    def text(self) -> str:
+        return str(self.render())
 
-    def on_mount(self) -> None:
-        for button in self.query(Button):
-            button.can_focus = False
-
-    def show_proposal(self, proposal: Any) -> None:
-        """Show an engine Proposal (or hide the bar with None); repaints only when it changes."""
+    def show_proposal(self, proposal: Any) -> bool:
+        """Show an engine Proposal (or hide the line with None); True when its visibility changed."""
         if proposal is not None and proposal is not self._shown:
-            self.query_one("#proposal-text", Static).update(
-                f"Model proposes: {proposal.action}  (self-score {format_score(proposal.parsed.self_score)})"
-                ": accept, edit or veto", layout=False)
+            text = Text()
+            text.append(" Model proposes: ", style="bold")
+            text.append(f" {proposal.action} ", style="bold reverse")
+            text.append(f"  self-score {format_score(proposal.parsed.self_score)}  ")
+            spans = []
+            for key, label, choice in CHOICES:
+                start = len(text)
+                text.append(f" {key} ", style="bold reverse")
+                text.append(f" {label} ")
+                spans.append((start, len(text), choice))
+            self._spans = spans
+            self.update(text, layout=False)
         self._shown = proposal
-        if self.display != (proposal is not None):
-            self.display = proposal is not None
+        shown = proposal is not None
+        if self.display != shown:
+            self.display = shown
+            return True
+        return False
+
+    def on_click(self, event: events.Click) -> None:
+        for start, end, choice in self._spans:
+            if start <= event.x < end:
+                self.post_message(self.Chosen(choice))
+                return

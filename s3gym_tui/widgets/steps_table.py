@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.binding import Binding
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from s3gym_tui.engine.judging import agreement, over_confidence
 from s3gym_tui.engine.prompts import format_score
@@ -13,6 +21,7 @@ from s3gym_tui.models import Step
 
 VERDICT_LABELS = {"agree": "agree", "over": "over", "under": "under", "missing": "no s"}
 ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
+START_LABEL = "start"
 
 
 def verdict(self_score: Optional[float], reward: float) -> str:
@@ -36,92 +45,270 @@ def verdict_colours(app) -> dict[str, str]:
 
 def clip(text: str, width: int) -> str:
     text = " ".join(str(text).split())
+    if width <= 0:
+        return ""
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-class StepsTable(DataTable):
-    """One row per stored step. With `original` steps (a fork's source), an extra column shows
-    the source's action at the same index, so where the fork diverged is visible."""
+@dataclass(frozen=True)
+class Column:
+    key: str
+    label: str
+    width: int  # 0: takes the room left
+    right: bool = False
+
+
+BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", 5, True), Column("r", "r", 5, True),
+                Column("verdict", "judged", 6), Column("action", "action", 0), Column("actor", "by", 5))
+ORIGINAL = Column("original", "original", 16)
+
+
+class StepsTable(ScrollView, can_focus=True):
+    """Row 0 is the start of the episode (the board before any step), row i + 1 is step i. With
+    `original` steps (a fork's source), an extra column shows the source's action at the same index,
+    so where the fork diverged is visible.
+
+    A Line API widget: only the rows on screen are drawn, each row is cached, and moving the cursor
+    or adding a step repaints just the rows that changed (a DataTable repaints and re-measures the
+    whole table, which cost most of a step's time). The cursor moves with the keys, the wheel and the
+    mouse; a move made by the person posts CursorMoved, a move made by the program does not."""
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+    ]
+    COMPONENT_CLASSES = {"steps-table--header", "steps-table--cursor", "steps-table--odd"}
+    DEFAULT_CSS = """
+    StepsTable { overflow-x: hidden; overflow-y: auto; }
+    StepsTable > .steps-table--header { text-style: bold; color: $text-primary; }
+    StepsTable > .steps-table--odd { background: $foreground 4%; }
+    StepsTable > .steps-table--cursor { background: $block-cursor-blurred-background; }
+    StepsTable:focus > .steps-table--cursor { background: $block-cursor-background;
+                                              color: $block-cursor-foreground; }
+    """
+
+    @dataclass
+    class CursorMoved(Message):
+        """The person moved the cursor to `row` (0 = start, i + 1 = step i)."""
+
+        table: "StepsTable"
+        row: int
+
+        @property
+        def control(self) -> "StepsTable":
+            return self.table
 
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
-        super().__init__(id=id, classes=classes, cursor_type="row", zebra_stripes=True)
+        super().__init__(id=id, classes=classes)
         self._steps: list[Step] = []
         self._original: Optional[list[Step]] = None
-        self._columns_for: Optional[bool] = None
+        self.cursor_row = 0
+        self._cache: dict[tuple, Strip] = {}
+        self._cache_width = -1
 
     def on_mount(self) -> None:
         self.border_title = "Steps: self-judged s vs verifier r"
-        self._ensure_columns()
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._rebuild())
-
-    def _ensure_columns(self) -> None:
-        fork = self._original is not None
-        if self._columns_for == fork:
-            return
-        self.clear(columns=True)
-        self.add_column("#", key="index")
-        self.add_column("s", key="s")
-        self.add_column("r", key="r")
-        self.add_column("judged", key="verdict")
-        self.add_column("action", key="action")
-        self.add_column("by", key="actor")
-        if fork:
-            self.add_column("original", key="original")
-        self._columns_for = fork
-
-    def _cells(self, step: Step) -> list:
-        colours = verdict_colours(self.app)
-        kind = verdict(step.self_score, step.reward)
-        style = colours[kind]
-        action = clip(step.action, 18)
-        if not step.valid:
-            action = Text(action + " ✗", style="italic")
-        cells: list = [
-            str(step.index),
-            Text(format_score(step.self_score), style=style, justify="right"),
-            Text(f"{step.reward:g}", style=style, justify="right"),
-            Text(VERDICT_LABELS[kind], style=f"bold {style}"),
-            action,
-            ACTOR_LABELS.get(step.actor, step.actor),
-        ]
-        if self._original is not None:
-            if step.index < len(self._original):
-                theirs = self._original[step.index].action
-                same = theirs == step.action
-                cells.append(Text(("= " if same else "≠ ") + clip(theirs, 18),
-                                  style="dim" if same else "bold"))
-            else:
-                cells.append(Text("–", style="dim"))
-        return cells
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._repaint_all())
+        self._update_virtual_size()
 
     # ----- public API -------------------------------------------------------------------
     @property
     def steps(self) -> list[Step]:
         return list(self._steps)
 
+    @property
+    def step_count(self) -> int:
+        return len(self._steps)
+
+    @property
+    def row_count(self) -> int:
+        """Rows including the start row."""
+        return len(self._steps) + 1
+
     def set_steps(self, steps: Sequence[Step], original: Optional[Sequence[Step]] = None) -> None:
         self._steps = list(steps)
         self._original = list(original) if original is not None else None
-        self._rebuild()
+        self.cursor_row = min(self.cursor_row, len(self._steps))
+        self._repaint_all()
+        self._update_virtual_size()
 
-    def append_step(self, step: Step) -> None:
+    def append_step(self, step: Step, follow: bool = True) -> None:
+        """Add a row; with `follow` the cursor moves to it (repainting only the rows involved, or
+        the view when it has to scroll to keep the new row in sight)."""
         self._steps.append(step)
-        if self.is_mounted:
-            self._ensure_columns()
-            self.add_row(*self._cells(step), key=str(step.index))
-            self.move_cursor(row=self.row_count - 1)
+        self._update_virtual_size()
+        if follow:
+            self.move_cursor(len(self._steps))
+        else:
+            self._refresh_row(len(self._steps))
 
-    def select_index(self, index: int) -> None:
-        if 0 <= index < self.row_count:
-            self.move_cursor(row=index)
+    def move_cursor(self, row: int, scroll: bool = True) -> None:
+        """Put the cursor on `row` (clamped) without posting CursorMoved."""
+        row = max(0, min(int(row), len(self._steps)))
+        old, self.cursor_row = self.cursor_row, row
+        if old != row:
+            self._refresh_row(old)
+            self._refresh_row(row)
+        if scroll:
+            self._scroll_to_cursor()
 
-    def _rebuild(self) -> None:
-        if not self.is_mounted:
+    def select_index(self, step_index: int) -> None:
+        """Put the cursor on step `step_index` (row step_index + 1)."""
+        self.move_cursor(step_index + 1)
+
+    def cell_text(self, row: int, key: str) -> Text:
+        """The text of one cell (row 0 = start), as drawn."""
+        return self._cells(row)[key]
+
+    # ----- keys and mouse ----------------------------------------------------------------
+    def _user_move(self, row: int) -> None:
+        row = max(0, min(row, len(self._steps)))
+        if row != self.cursor_row:
+            self.move_cursor(row)
+            self.post_message(self.CursorMoved(self, row))
+
+    def action_cursor(self, delta: int) -> None:
+        self._user_move(self.cursor_row + delta)
+
+    def action_page(self, direction: int) -> None:
+        self._user_move(self.cursor_row + direction * max(1, self._body_height() - 1))
+
+    def _on_click(self, event: events.Click) -> None:
+        y = event.y - self.gutter.top
+        if y >= 1:
+            self._user_move(int(self.scroll_offset.y) + y - 1)
+
+    # ----- geometry ----------------------------------------------------------------------
+    def _body_height(self) -> int:
+        return max(1, self.scrollable_content_region.height - 1)
+
+    def _update_virtual_size(self) -> None:
+        size = Size(self.scrollable_content_region.width, len(self._steps) + 2)
+        if size == self.virtual_size:
             return
-        row = self.cursor_row
-        self._columns_for = None
-        self._ensure_columns()
-        for step in self._steps:
-            self.add_row(*self._cells(step), key=str(step.index))
-        if self._steps:
-            self.move_cursor(row=min(max(row, 0), len(self._steps) - 1))
+        height = self.scrollable_content_region.height
+        if (size.height > height) == (self.virtual_size.height > height) and self.is_mounted:
+            self.set_reactive(ScrollView.virtual_size, size)  # no scrollbar change: no layout needed
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
+
+    def _scroll_to_cursor(self) -> None:
+        top = int(self.scroll_offset.y)
+        body = self._body_height()
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + body:
+            self.scroll_to(y=self.cursor_row - body + 1, animate=False)
+
+    def _refresh_row(self, row: int) -> None:
+        y = row - int(self.scroll_offset.y) + 1
+        if 1 <= y <= self._body_height():
+            self.refresh(Region(0, y, self.size.width, 1))
+
+    def _repaint_all(self) -> None:
+        self._cache.clear()
+        self.refresh()
+
+    def on_resize(self) -> None:
+        self._update_virtual_size()
+        self._repaint_all()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    # ----- drawing -----------------------------------------------------------------------
+    def _columns(self, width: int) -> list[tuple[Column, int]]:
+        """The columns that fit: in a narrow table `judged` (the colours tell it), then `by`, then
+        `original` give their room to the action."""
+        columns = list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])
+        for optional in ("verdict", "actor", "original"):
+            fixed = sum(c.width + 1 for c in columns if c.width)
+            if width - fixed - 1 >= 15:
+                break
+            columns = [c for c in columns if c.key != optional]
+        fixed = sum(c.width + 1 for c in columns if c.width)
+        rest = max(6, width - fixed - 1)
+        return [(c, c.width or rest) for c in columns]
+
+    def _cells(self, row: int) -> dict[str, Text]:
+        if row == 0:
+            cells = {"index": Text("", style="dim"), "s": Text("", style="dim"), "r": Text("", style="dim"),
+                     "verdict": Text("", style="dim"), "action": Text(f"({START_LABEL})", style="dim italic"),
+                     "actor": Text("", style="dim")}
+            if self._original is not None:
+                cells["original"] = Text("")
+            return cells
+        step = self._steps[row - 1]
+        colours = verdict_colours(self.app)
+        kind = verdict(step.self_score, step.reward)
+        style = colours[kind]
+        action = Text(" ".join(step.action.split()) + ("" if step.valid else " ✗"),
+                      style="" if step.valid else "italic")
+        cells = {"index": Text(str(step.index)), "s": Text(format_score(step.self_score), style=style),
+                 "r": Text(f"{step.reward:g}", style=style),
+                 "verdict": Text(VERDICT_LABELS[kind], style=f"bold {style}"), "action": action,
+                 "actor": Text(ACTOR_LABELS.get(step.actor, step.actor))}
+        if self._original is not None:
+            if step.index < len(self._original):
+                theirs = self._original[step.index].action
+                same = theirs == step.action
+                cells["original"] = Text(("= " if same else "≠ ") + " ".join(theirs.split()),
+                                         style="dim" if same else "bold")
+            else:
+                cells["original"] = Text("–", style="dim")
+        return cells
+
+    def _line(self, cells: dict[str, Text], width: int, base: Style) -> Strip:
+        segments: list[Segment] = [Segment(" ", base)]
+        for column, w in self._columns(width):
+            text = cells.get(column.key, Text(""))
+            plain = clip(text.plain, w)
+            styled = Text(plain, style=text.style)
+            pad = " " * (w - len(plain))
+            if column.right:
+                segments.append(Segment(pad, base))
+            for seg in styled.render(self.app.console):
+                segments.append(Segment(seg.text, base + seg.style if seg.style else base))
+            if not column.right:
+                segments.append(Segment(pad, base))
+            segments.append(Segment(" ", base))
+        return Strip(segments).crop_extend(0, width, base)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if width != self._cache_width:
+            self._cache.clear()
+            self._cache_width = width
+        if y == 0:
+            key = ("header",)
+            strip = self._cache.get(key)
+            if strip is None:
+                base = self.get_component_rich_style("steps-table--header")
+                strip = self._line({col.key: Text(col.label) for col, _ in self._columns(width)}, width, base)
+                self._cache[key] = strip
+            return strip
+        row = int(self.scroll_offset.y) + y - 1
+        if row > len(self._steps):
+            return Strip.blank(width, self.rich_style)
+        key = (row, row == self.cursor_row, self.has_focus)
+        strip = self._cache.get(key)
+        if strip is None:
+            if row == self.cursor_row:
+                base = self.get_component_rich_style("steps-table--cursor")
+            elif row % 2:
+                base = self.get_component_rich_style("steps-table--odd")
+            else:
+                base = self.rich_style
+            strip = self._line(self._cells(row), width, base)
+            self._cache[key] = strip
+        return strip
+
+    def _on_focus(self, event: events.Focus) -> None:
+        self._refresh_row(self.cursor_row)
+
+    def _on_blur(self, event: events.Blur) -> None:
+        self._refresh_row(self.cursor_row)

@@ -66,3 +66,50 @@ def test_corrupt_database_is_refused_and_left_untouched(tmp_path, capsys):
 def test_play_watches_a_reference_policy(capsys):
     code, out, _ = run_cli(capsys, "play", "nullify", "--mode", "eval", "--seed", "1000000")
     assert code == 0 and "final score 1" in out
+
+
+# ----- the estimate, the reply-contract warning, bare options open the app ------------------------
+def test_run_prints_the_estimate_first_and_estimate_only_creates_nothing(tmp_path, capsys):
+    db = tmp_path / "est.db"
+    code, out, err = run_cli(capsys, "run", "trust", "-m", "scripted/trust", "-p", "summary", "--episodes", "6",
+                             "--eval-every", "3", "--eval-episodes", "2", "--estimate", "--db", str(db))
+    assert code == 0, err
+    # 6 x 10 exploration calls, 3 checkpoints x 2 episodes x 10 evaluation calls, 6 summaries
+    assert "at most 126 model calls: 60 exploration" in out and "60 evaluation" in out and "6 summaries" in out
+    assert "input tokens" in out and "cost:" in out
+    assert not db.exists()  # nothing was created
+    code, out, err = run_cli(capsys, "run", "trust", "-m", "scripted/trust", "--episodes", "3", "--eval-every", "3",
+                             "--eval-episodes", "1", "--db", str(db))
+    assert code == 0, err
+    assert out.index("estimate") < out.index("run trust-none-")  # printed before the run starts
+
+
+def test_run_refuses_a_scripted_model_of_another_game(tmp_path, capsys):
+    code, _, err = run_cli(capsys, "run", "snake", "-m", "scripted/pvz", "--db", str(tmp_path / "x.db"))
+    assert code == 2 and "scripted/pvz plays pvz only" in err and not (tmp_path / "x.db").exists()
+
+
+def test_run_warns_when_most_replies_do_not_parse(tmp_path, capsys, monkeypatch):
+    from s3gym_tui.providers import fault
+
+    monkeypatch.setattr(fault.SETTINGS, "faults", ("wrong_language",))
+    try:
+        code, out, err = run_cli(capsys, "run", "trust", "-m", "fault/trust", "--episodes", "1", "--eval-episodes",
+                                 "0", "--db", str(tmp_path / "w.db"))
+    finally:
+        fault.reset()
+    assert code == 0, err
+    assert "warning:" in out and "of its last 3 replies did not parse" in out and "100%" in out
+
+
+def test_bare_options_open_the_app(tmp_path, monkeypatch, capsys):
+    from s3gym_tui.app import S3GymApp
+
+    opened = []
+    monkeypatch.setattr(S3GymApp, "run", lambda self: opened.append((self.db_path, self.settings.default_model)))
+    db = tmp_path / "bare.db"
+    assert main(["--db", str(db), "--model", "scripted/snake"]) == 0
+    assert main(["-m", "scripted/trust", "--db", str(db)]) == 0
+    assert opened == [(db, "scripted/snake"), (db, "scripted/trust")]
+    code = main(["--help"])
+    assert code == 0 and "run" in capsys.readouterr().out  # --help still lists the commands

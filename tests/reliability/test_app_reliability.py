@@ -276,6 +276,9 @@ async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp
         app.screen.query_one("#takeover", Input).value = text  # pasted, not typed key by key
         await pilot.press("enter")
         await pilot.pause(0.1)
+        if app.screen.query_one("#takeover-note").display:  # the game would refuse it: confirm
+            await pilot.press("enter")
+            await pilot.pause(0.1)
 
     async with app.run_test(size=SIZE) as pilot:
         app.push_screen(PlayScreen(game="trust", mode="explore", seed=8, model="scripted/trust"))

@@ -12,6 +12,7 @@ from s3gym_tui.screens.dialogs import EpisodePickerDialog
 from s3gym_tui.screens.help import HelpScreen
 from s3gym_tui.screens.home import HomeScreen
 from s3gym_tui.screens.play import PlayScreen
+from s3gym_tui.screens.run_dialog import RunDialog
 from s3gym_tui.store import Store
 from s3gym_tui.widgets.model_picker import ModelPicker
 
@@ -132,7 +133,14 @@ async def test_start_protocol_run_creates_the_run_and_opens_it(app, demo_db, mon
         screen.query_one("#model-select", Select).value = "scripted/snake"
         screen.query_one("#pathway", Select).value = "summary"
         await pilot.pause()
-        await pilot.press("f6")
+        await pilot.press("f6")  # the run dialog first: nothing is created yet
+        await pilot.pause()
+        dialog = pilot.app.screen
+        assert isinstance(dialog, RunDialog) and opened == []
+        dialog.query_one("#run-explore_episodes", Input).value = "6"
+        dialog.query_one("#run-max_tokens", Input).value = "300"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
         await pilot.pause()
         assert len(opened) == 1
         table = screen.query_one("#runs", DataTable)
@@ -141,6 +149,7 @@ async def test_start_protocol_run_creates_the_run_and_opens_it(app, demo_db, mon
         run = store.get_run(opened[0])
     assert (run.config.game, run.config.model, run.config.pathway, run.status) == \
         ("snake", "scripted/snake", "summary", "created")
+    assert (run.config.explore_episodes, run.config.max_tokens, run.config.eval_every) == (6, 300, 3)
 
 
 async def test_recent_runs_and_their_keys(app, demo_db, monkeypatch):
@@ -254,3 +263,14 @@ async def test_command_palette_offers_home_commands(app, monkeypatch):
         for _ in range(5):
             await pilot.pause()
         assert opened == ["pairs"]
+
+
+async def test_help_defines_every_metric(app):
+    from s3gym_tui.engine.glossary import METRICS
+    from s3gym_tui.screens.help import help_text
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        text = help_text(pilot.app)
+        for name in ("Avg", "Max", "AUC+", "NABA", "NMAE", "agreement", "over", "under", "corr(A, g)"):
+            assert f"  {name}: {METRICS[name]}" in text
+        assert "— = not defined" in text

@@ -86,14 +86,14 @@ async def test_step_once_stores_a_model_step_and_updates_the_screen(app, demo_db
         await pilot.press("n")
         await settle(pilot)
         table = screen.query_one(StepsTable)
-        assert table.row_count == 1
+        assert table.step_count == 1
         assert screen.query_one(BoardPanel).border_subtitle != board_before
         agent = screen.query_one(AgentPanel)
         assert agent.shown is not None and agent.shown.title == "step 0"
         assert "Answer:" in agent.shown.reply
         await pilot.press("space")
         await settle(pilot)
-        assert table.row_count == 2
+        assert table.step_count == 2
         episode, steps = stored(demo_db[0], episode_id)
         assert [s.actor for s in steps] == ["model", "model"]
         assert all(s.prompt and s.reply for s in steps)
@@ -105,7 +105,7 @@ async def test_queued_step_presses_run_one_after_another(app, demo_db):
         screen = await open_play(pilot, **trust())
         await pilot.press("n", "n", "n")
         await settle(pilot)
-        assert screen.query_one(StepsTable).row_count == 3
+        assert screen.query_one(StepsTable).step_count == 3
         episode_id = screen.episode.id
     assert len(stored(demo_db[0], episode_id)[1]) == 3
 
@@ -172,7 +172,7 @@ async def test_restart_opens_a_new_episode_with_the_same_settings(app, demo_db):
         await settle(pilot)
         second = screen.episode.id
         assert second != first
-        assert screen.query_one(StepsTable).row_count == 0
+        assert screen.query_one(StepsTable).step_count == 0
         old, old_steps = stored(demo_db[0], first)
         new, new_steps = stored(demo_db[0], second)
         assert old.status == "stopped" and len(old_steps) == 1
@@ -191,7 +191,7 @@ async def test_take_over_stores_a_human_step(app, demo_db):
         await pilot.press(*"cheat", "enter")
         await settle(pilot)
         assert not takeover.display
-        assert screen.query_one(StepsTable).row_count == 1
+        assert screen.query_one(StepsTable).step_count == 1
         episode_id = screen.episode.id
     _, steps = stored(demo_db[0], episode_id)
     assert len(steps) == 1
@@ -348,15 +348,20 @@ async def test_replay_navigation_of_a_stored_episode(app, demo_db):
         screen = pilot.app.screen
         assert isinstance(screen, PlayScreen) and screen.readonly
         table = screen.query_one(StepsTable)
-        assert table.row_count == len(steps)
-        assert screen.position == 0
-        await pilot.press("right", "right")
+        assert table.step_count == len(steps)
+        assert screen.position == 0 and table.cursor_row == 0  # the start: no step yet
+        assert "start" in screen.query_one(BoardPanel).border_subtitle
+        assert screen.query_one(AgentPanel).shown is None
+        await pilot.press("right", "right")  # after step 1: that step's board, action, feedback, prompt
         assert screen.position == 2 and table.cursor_row == 2
-        assert screen.query_one(AgentPanel).shown.action == steps[2].action
-        assert "before step 2" in screen.query_one(BoardPanel).border_subtitle
-        assert screen.query_one(AgentPanel).shown.prompt  # fetched with store.step_prompt
+        agent = screen.query_one(AgentPanel)
+        assert agent.shown.action == steps[1].action
+        assert "after step 1" in screen.query_one(BoardPanel).border_subtitle
+        assert steps[1].feedback in str(agent.query_one("#agent-feedback").render())
+        assert "step 1" in str(agent.query_one("#agent-feedback").render())
+        assert agent.shown.prompt  # fetched with store.step_prompt
         await pilot.press("left")
-        assert screen.position == 1
+        assert screen.position == 1 and agent.shown.action == steps[0].action
         await pilot.press("end")
         assert screen.position == len(steps)
         assert "final" in screen.query_one(BoardPanel).border_subtitle
@@ -364,7 +369,7 @@ async def test_replay_navigation_of_a_stored_episode(app, demo_db):
         assert screen.position == 0
         await pilot.press("down", "down", "down")  # the table cursor moves the replay too
         await pilot.pause()
-        assert screen.position == 3
+        assert screen.position == 3 and agent.shown.action == steps[2].action
         # read-only: stepping and taking over do nothing
         await pilot.press("n", "t")
         await settle(pilot)
@@ -389,11 +394,12 @@ async def test_fork_from_step_k_copies_the_prefix_and_continues(app, demo_db):
         fork_screen = pilot.app.screen
         assert isinstance(fork_screen, PlayScreen) and not fork_screen.readonly
         fork_id = fork_screen.episode.id
-        assert fork_screen.query_one(StepsTable).row_count == k
+        assert fork_screen.query_one(StepsTable).step_count == k
+        assert fork_screen.position == k  # the view starts where the fork continues
         assert fork_screen.original is not None and len(fork_screen.original) == len(source_steps)
         await pilot.press("n")
         await settle(pilot)
-        assert fork_screen.query_one(StepsTable).row_count == k + 1
+        assert fork_screen.query_one(StepsTable).step_count == k + 1
     fork, steps = stored(path, fork_id)
     assert fork.fork_of == source and fork.fork_step == k
     assert fork.model == "scripted/trust" and fork.pathway == "history"
@@ -481,16 +487,16 @@ async def test_steps_table_colours_use_the_theme(app):
         await settle(pilot)
         table = screen.query_one(StepsTable)
         v = pilot.app.theme_variables
-        human = table.get_cell_at((0, 3))
+        human = table.cell_text(1, "verdict")  # row 0 is the start, row 1 step 0
         assert str(human) == "no s"  # a typed action carries no self-score
-        cell = table.get_cell_at((1, 3))
+        cell = table.cell_text(2, "verdict")
         expected = {"agree": v["text-success"], "over": v["text-error"], "under": v["text-warning"]}
         assert str(cell) in expected
         assert expected[str(cell)].lower() in str(cell.style).lower()
         await pilot.press("ctrl+t")  # the colours follow the theme
         await pilot.pause()
         light = pilot.app.theme_variables
-        cell = table.get_cell_at((1, 3))
+        cell = table.cell_text(2, "verdict")
         assert light["text-success"] != v["text-success"]
         assert {"agree": light["text-success"], "over": light["text-error"],
                 "under": light["text-warning"]}[str(cell)].lower() in str(cell.style).lower()
@@ -536,11 +542,12 @@ async def test_play_works_at_80x24(app, demo_db):
             region = screen.query_one(selector).region
             assert region.width > 10 and region.height >= 1, selector
             assert region.right <= 80 and region.bottom <= 24, selector
-        assert screen.query_one(StepsTable).row_count == 2
+        assert screen.query_one(StepsTable).step_count == 2
         await pilot.press("p", "n")
         await settle(pilot)
-        proposal = screen.query_one("#proposal").region
-        assert proposal.height >= 3 and proposal.bottom <= 24
+        proposal = screen.query_one("#proposal")
+        assert proposal.region.height == 1 and proposal.region.bottom <= 24 and proposal.region.width > 40
+        assert "Model proposes" in proposal.text and "Accept" in proposal.text
 
 
 async def test_leaving_an_unfinished_episode_records_it_as_stopped(app, demo_db):
@@ -563,7 +570,7 @@ async def test_embedded_local_model_makes_real_steps(app, demo_db):
         await settle(pilot)
         errors = [n.message for n in pilot.app._notifications if n.severity == "error"]
         assert not errors, errors
-        assert screen.query_one(StepsTable).row_count == 2
+        assert screen.query_one(StepsTable).step_count == 2
         _, steps = stored(demo_db[0], screen.episode.id)
     assert len(steps) == 2
     assert all(s.actor == "model" and s.reply and s.tokens_out > 0 for s in steps)

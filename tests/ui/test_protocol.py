@@ -213,3 +213,29 @@ async def test_unknown_run_is_a_message_not_a_crash(demo_db, settings):
         assert "no-such-run" in str(app.screen.query_one("#proto-status").content)
         await pilot.press("r", "s")
         await pilot.pause()
+
+
+async def test_a_model_whose_replies_do_not_parse_is_flagged(demo_db, settings, monkeypatch):
+    from s3gym_tui.providers import fault
+
+    path, _ = demo_db
+    monkeypatch.setattr(fault.SETTINGS, "faults", ("wrong_language",))
+    run = new_run(path, model="fault/trust", pathway="none", explore_episodes=1, eval_every=1, eval_episodes=0)
+    app = S3GymApp(db_path=path, settings=settings)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.open_protocol(run.id)
+            await pilot.pause()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+            screen = app.screen
+            status = str(screen.query_one("#proto-status").content)
+            assert "replies did not parse" in status and "100%" in status
+            assert screen.contract_warning.startswith("fault/trust: 10 of its last 10")
+        app = S3GymApp(db_path=path, settings=settings)  # reopened later: the stored replies say it too
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.open_protocol(run.id)
+            await pilot.pause()
+            assert "replies did not parse" in str(app.screen.query_one("#proto-status").content)
+    finally:
+        fault.reset()

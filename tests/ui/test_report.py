@@ -45,7 +45,7 @@ async def test_report_shows_the_engine_values_for_the_demo_runs(demo_db, setting
         assert list(curve_rows) == run_ids
         for run_id, report in reports.items():
             c = report.curve
-            assert curve_rows[run_id][5:10] == [fmt(c.avg), fmt(c.max), fmt(c.auc_plus), fmt(c.naba), fmt(c.y0)]
+            assert curve_rows[run_id][5:10] == [fmt(c.y0), fmt(c.avg), fmt(c.max), fmt(c.auc_plus), fmt(c.naba)]
             assert curve_rows[run_id][1:4] == [report.run.config.game, report.run.config.pathway,
                                                report.run.config.model]
         delta_rows = rows(screen, "#report-delta-table")
@@ -113,3 +113,51 @@ async def test_report_without_runs_says_what_to_do(demo_db, settings):
         unknown = await open_report(app, pilot, ["no-such-run"])
         assert unknown.run_ids == []
         assert any("no-such-run" in n.message for n in app._notifications)
+
+
+async def test_report_numbers_have_one_format_and_every_metric_is_explained(demo_db, settings):
+    import re
+
+    from s3gym_tui.engine.glossary import METRICS
+
+    path, ids = demo_db
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_report(app, pilot, [ids["trust-history"], ids["trust-summary"]])
+        cells = []
+        for table_id, first in (("#report-curve-table", 5), ("#report-judging-table", 4),
+                                ("#report-coupling-table", 3)):
+            for row in rows(screen, table_id).values():
+                cells += row[first:]
+        assert cells and all(re.fullmatch(r"-?\d+\.\d{2}|—", c) for c in cells), cells
+        notes = " ".join(str(w.content) for w in screen.query(".report-note"))
+        for name in ("y0", "Avg", "Max", "AUC+", "NABA", "ΔNABA", "skipped", "agreement", "NMAE", "over",
+                     "under", "corr(A, g)", "corr(−E, g)"):
+            assert name in notes and METRICS[name] in notes
+        assert "— = not defined" in notes
+
+
+async def test_equal_curves_are_drawn_once_and_named_together_beside_the_plot(demo_db, settings):
+    from s3gym_tui.widgets.checkpoint_plot import drawn_groups
+
+    path, ids = demo_db
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        run_id = ids["trust-history"]
+        screen = await open_report(app, pilot, [run_id])
+        plot = screen.query_one(CurvePlot)
+        same = plot.curves[0]
+        plot.show([same, type(same)("twin", same.points)])  # two runs with the very same curve
+        groups = drawn_groups(plot.curves)
+        assert len(groups) == 1 and groups[0][1] == [same.label, "twin"]
+        legend = plot.legend_text().plain
+        assert f"{same.label} = twin (same curve)" in legend
+        assert plot.legend == "beside"  # plotext draws no legend on the data
+
+
+def test_x_ticks_are_whole_episodes():
+    from s3gym_tui.widgets.checkpoint_plot import integer_ticks
+
+    assert integer_ticks([0, 3, 6, 9]) == [0, 3, 6, 9]
+    assert integer_ticks([0.0, 0.5, 1.0]) == [0, 1]
+    assert len(integer_ticks(list(range(0, 100, 3)))) <= 13

@@ -117,3 +117,24 @@ def test_play_small_terminal_snapshot(snap_compare, snapshot_app):
 
 def test_home_small_terminal_snapshot(snap_compare, snapshot_app):
     assert snap_compare(snapshot_app(), terminal_size=(80, 24))
+
+
+def run_dialog_open():
+    async def run_before(pilot) -> None:
+        screen = pilot.app.screen
+        game_list = screen.query_one("#game-list")
+        game_list.highlighted = [o.id for o in game_list.options].index("snake")
+        screen.query_one("#model-select").value = "scripted/snake"
+        screen.query_one("#pathway").value = "history"
+        await settle(pilot)
+        await pilot.press("f6")
+        await settle(pilot)  # the estimate is computed off the UI thread
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)], ids=["120x40", "80x24"])
+def test_run_dialog_with_its_estimate_snapshot(snap_compare, snapshot_app, size):
+    assert snap_compare(snapshot_app(), terminal_size=size, run_before=run_dialog_open())

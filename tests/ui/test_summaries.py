@@ -73,7 +73,7 @@ async def test_edit_saves_a_new_human_version_used_next(demo_db, settings):
         assert app.store.current_summary(run_id).id == new.id
         assert current_marker_row(screen) == [new.id]
         assert cell(screen, new.id, "author") == "human:tester"
-        assert cell(screen, new.id, "time") == new.created_at[:16].replace("T", " ")
+        assert cell(screen, new.id, "time") == new.created_at[5:16].replace("T", " ")  # MM-DD HH:MM (UTC)
         assert screen.selected().id == new.id
         assert "Never cheat twice in a row." in str(screen.query_one("#sum-detail").content)
 
@@ -93,12 +93,13 @@ async def test_empty_and_enormous_edits_are_refused(demo_db, settings):
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert app.screen is editor  # still editing
-        assert any("empty" in n.message for n in app._notifications)
+        error = editor.query_one("#editor-error")
+        assert error.display and "empty" in str(error.render())  # said in the editor, not over it
         editor.query_one("#edit-retain", TextArea).load_text("x" * (MAX_SECTION_CHARS + 1))
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert app.screen is editor
-        assert any("limit" in n.message for n in app._notifications)
+        assert "limit" in str(error.render())
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen

@@ -84,12 +84,12 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
 
         checkpoints = table_rows(screen, "#training-checkpoints")
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
-        assert checkpoints[f"{training.id}:1"][2:] == ["4", "-6", "negative"]
+        assert checkpoints[f"{training.id}:1"][2:] == ["4.00", "-6.00", "negative"]  # the app's one number format
         assert checkpoints[f"{training.id}:2"][4] == ""
         assert screen.query_one("#training-curve", CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
         assert screen.query_one("#training-loss", CurvePlot).curves == (Curve(f"{training.id} sft", ((1, 2.0), (2, 1.0))),)
         flags = str(screen.query_one("#training-flags", Static).render())
-        assert "negative transfer at epoch 1" in flags and "Avg 8.667" in flags and "sft ·" in flags
+        assert "negative transfer at epoch 1" in flags and "Avg 8.67" in flags and "sft ·" in flags
 
         await pilot.press("d")
         await pilot.pause()

@@ -1,0 +1,145 @@
+"""Home's recent-runs panel: the runs table and the highlighted run's details; the store-change token."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal
+from textual.widgets import DataTable, Static
+
+WIDE_TABLE = 150  # below this terminal width the created column is left to the details panel
+
+
+def store_token(store) -> Optional[tuple]:
+    """Changes whenever the database does: SQLite's data_version (another connection committed)
+    with this connection's own change count. None when it cannot be read (then reload)."""
+    try:
+        conn = store.conn
+        return conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def short_created(iso: str) -> str:
+    return iso[:16].replace("T", " ")
+
+
+class RunsPanel(Horizontal):
+    """Recent runs (id, game, model, pathway, status; created when wide) and, beside them, the
+    highlighted run's settings and what the store holds for it (read, never computed)."""
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._shown: Optional[list] = None
+        self._runs: list = []
+        self._wide: Optional[bool] = None
+
+    def compose(self) -> ComposeResult:
+        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield Static("", id="run-details")
+
+    def on_mount(self) -> None:
+        self.border_title = "Recent runs"
+        self.border_subtitle = "enter/o protocol · s summaries · g report · e episodes · c pairs · del delete"
+
+    def on_resize(self) -> None:
+        if self._wide != (self.app.size.width >= WIDE_TABLE):
+            self._shown = None
+            self.show_runs(self._runs)
+
+    @property
+    def selected_run_id(self) -> Optional[str]:
+        table = self.query_one("#runs", DataTable)
+        if table.row_count == 0:
+            return None
+        row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
+        return row_key.value
+
+    def show_runs(self, runs: list) -> None:
+        """Show `runs` (with who drives them); the table is rebuilt only when they changed, the
+        highlighted run is kept. The details are re-read either way (they follow the store)."""
+        from s3gym_tui.store.leases import shown_status
+
+        self._runs = list(runs)
+        try:
+            leases = self.app.store.live_leases()
+        except Exception:  # noqa: BLE001 - the status column is still right without drivers
+            leases = {}
+        statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
+        shown = [(r.id, statuses[r.id]) for r in runs]
+        if shown == self._shown:
+            self.show_run_details(self.selected_run_id)
+            return
+        self._shown = shown
+        table = self.query_one("#runs", DataTable)
+        selected = self.selected_run_id
+        wide = self.app.size.width >= WIDE_TABLE
+        if wide != self._wide:
+            self._wide = wide
+            table.clear(columns=True)
+            for label in ("id", "game", "model", "pathway", "status") + (("created",) if wide else ()):
+                table.add_column(label, key=label)
+        else:
+            table.clear()
+        for run in runs:
+            cells = [run.id, run.config.game, run.config.model, run.config.pathway, statuses[run.id]]
+            if wide:
+                cells.append(short_created(run.created_at))
+            table.add_row(*cells, key=run.id)
+        if selected is not None and any(r.id == selected for r in runs):
+            table.move_cursor(row=table.get_row_index(selected))
+        self.border_title = f"Recent runs ({len(runs)})"
+        self.show_run_details(self.selected_run_id)
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self.show_run_details(event.row_key.value if event.row_key is not None else None)
+
+    def show_run_details(self, run_id: Optional[str]) -> None:
+        target = self.query_one("#run-details", Static)
+        if run_id is None:
+            target.update(Text("No runs yet: f6 starts one.", style="italic"))
+            return
+        from s3gym_tui.store.leases import shown_status
+
+        try:
+            with self.app.store.snapshot() as store:
+                run = store.get_run(run_id)
+                episodes = store.episodes(run_id)
+                checkpoints = store.checkpoints(run_id)
+                summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
+                current = store.current_summary(run_id) if summaries else None
+                lease = store.lease(run_id)
+        except Exception as exc:  # noqa: BLE001
+            target.update(f"Cannot read run {run_id}: {exc}")
+            return
+        c = run.config
+        explore = sum(1 for e in episodes if e.phase == "explore" and e.status == "finished")
+        text = Text()
+        text.append(f"{run.id}\n", style="bold")
+        text.append(f"{shown_status(run.status, lease)} · created {short_created(run.created_at)}\n")
+        if lease is not None and lease.alive():
+            text.append(f"driven by {lease.describe()}\n", style="yellow")
+        elif run.status_reason:
+            text.append(f"{run.status_reason}\n", style="italic")
+        text.append(f"{c.model} · {c.game} · pathway {c.pathway}\n")
+        text.append(f"explore {explore}/{c.explore_episodes} · eval {c.eval_episodes} per checkpoint\n")
+        text.append(f"seeds explore {c.explore_seed_base}.. · eval {c.eval_seed_base}..\n")
+        text.append(f"history budget {c.history_budget:,} · step cap {c.step_cap}\n")
+        if c.oracle_feedback:
+            text.append("oracle feedback ablation (rewards shown)\n", style="bold")
+        if checkpoints:
+            text.append("\ncheckpoint means\n", style="bold")
+            for cp in checkpoints:
+                text.append(f"  x={cp.x:<3} {cp.mean:.2f}\n")
+        if summaries:
+            text.append(f"\nsummaries: {len(summaries)} version(s)\n", style="bold")
+            if current is not None:
+                pinned = " (pinned)" if current.pinned else ""
+                text.append(f"  in use: v{current.version} by {current.author}{pinned}\n")
+        if run.note:
+            text.append(f"\n{run.note}\n", style="italic")
+        target.update(text)

@@ -1,0 +1,112 @@
+"""The footer line: the screen's key hints, as many as fit, and the palette and help keys always."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual import events
+from textual.widgets import Static
+
+# back, help, quit and the command palette stay visible at any width, in this order, on the right
+ALWAYS = ("escape", "question_mark", "ctrl+q", "ctrl+p")
+SHORT = {"ctrl+p": "keys"}
+
+
+class KeyHints(Static):
+    """One line of `key description` hints for the screen's shown bindings (the same the Footer
+    would show), drawn as a single Text: a binding change repaints one line instead of recomposing a
+    widget per key. When they do not fit, the last ones fold away and `^p all keys` says where they
+    went (every binding is a command in the palette). Disabled bindings are dimmed. A click on a hint
+    presses its key."""
+
+    DEFAULT_CSS = """
+    KeyHints { dock: bottom; height: 1; background: $footer-background; color: $footer-foreground;
+               text-wrap: nowrap; text-overflow: clip; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None) -> None:
+        super().__init__("", id=id)
+        self._spans: list[tuple[int, int, str]] = []  # (start, end, key) of each drawn hint
+        self._drawn: Optional[tuple] = None
+
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.repaint())
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.repaint(force=True))
+        self.repaint()
+
+    def on_resize(self) -> None:
+        self.repaint()
+
+    def _hints(self) -> tuple[list[tuple[str, str, str, bool]], list[tuple[str, str, str, bool]]]:
+        """(screen hints, always-shown hints) as (key, shown key, description, enabled)."""
+        active_bindings = self.screen.active_bindings
+        always = []
+        seen: set[str] = set()
+        for key in ALWAYS:
+            active = active_bindings.get(key)
+            if active is None or not active.enabled:
+                continue
+            binding = active.binding
+            seen.add(binding.action)
+            always.append((key, self.app.get_key_display(binding),
+                           SHORT.get(key, binding.description or binding.action), True))
+        hints = []
+        for key, active in active_bindings.items():
+            binding = active.binding
+            if key in ALWAYS or not binding.show or not binding.description or binding.action in seen:
+                continue
+            seen.add(binding.action)
+            hints.append((key, self.app.get_key_display(binding), binding.description, bool(active.enabled)))
+        return hints, always
+
+    def repaint(self, force: bool = False) -> None:
+        if not self.is_mounted:
+            return
+        width = self.size.width or self.app.size.width
+        hints, always = self._hints()
+        state = (width, tuple(hints), tuple(always))
+        if state == self._drawn and not force:
+            return
+        self._drawn = state
+        v = getattr(self.app, "theme_variables", {}) or {}
+        key_style = f"bold {v.get('footer-key-foreground', v.get('accent', 'yellow'))}"
+        tail_items = [(k, shown, "all keys" if k == "ctrl+p" else desc, enabled)
+                      for k, shown, desc, enabled in always]
+        tail_len = sum(len(shown) + len(desc) + 3 for _, shown, desc, _ in tail_items)
+        text, spans = Text(), []
+        folded = False
+        for k, shown, desc, enabled in hints:
+            piece = len(shown) + len(desc) + 3
+            if len(text) + piece > width - tail_len - 2:  # keep room for the fold marker
+                folded = True
+                break
+            self._add(text, spans, k, shown, desc, enabled, key_style)
+        if folded:
+            text.append(" …", style="dim")
+        pad = width - len(text) - tail_len
+        if pad > 0:
+            text.append(" " * pad)
+        for k, shown, desc, enabled in tail_items:
+            if not folded and k == "ctrl+p":
+                desc = "keys"
+            self._add(text, spans, k, shown, desc, enabled, key_style)
+        self._spans = spans
+        self.update(text, layout=False)
+
+    @staticmethod
+    def _add(text: Text, spans: list, key: str, shown: str, desc: str, enabled: bool, key_style: str) -> None:
+        start = len(text)
+        text.append(f" {shown}", style=key_style if enabled else "dim")
+        text.append(f" {desc} ", style="" if enabled else "dim")
+        spans.append((start, len(text), key))
+
+    @property
+    def plain(self) -> str:
+        return str(self.render())
+
+    def on_click(self, event: events.Click) -> None:
+        for start, end, key in self._spans:
+            if start <= event.x < end:
+                self.app.simulate_key(key)
+                return

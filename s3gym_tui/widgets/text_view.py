@@ -1,0 +1,132 @@
+"""Read-only scrolling views that draw only the lines on screen and repaint only the lines that change."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+from rich.segment import Segment
+from rich.text import Text
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+
+class LinesView(ScrollView):
+    """A Line API view of pre-rendered lines. `set_lines` compares each screen line's key with what
+    is drawn and repaints only the lines that differ, and changes the layout only when it must (the
+    number of lines changed for an auto-height view, or a scrollbar appears or goes): a new step
+    whose text mostly equals the last one's costs a few lines of drawing."""
+
+    DEFAULT_CSS = """
+    LinesView { overflow-x: hidden; overflow-y: auto; }
+    """
+    AUTO_HEIGHT = False  # True: the view's height follows its line count (set in CSS: height: auto)
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._strips: list[Strip] = []
+        self._keys: list[Any] = []
+
+    @property
+    def line_count(self) -> int:
+        return len(self._strips)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        return len(self._strips) if self.AUTO_HEIGHT else super().get_content_height(container, viewport, width)
+
+    def set_lines(self, strips: Sequence[Strip], keys: Sequence[Any], keep_scroll: bool = False,
+                  repaint_all: bool = False) -> None:
+        old_keys, old_top = self._keys, int(self.scroll_offset.y)
+        count_changed = len(strips) != len(self._strips)
+        self._strips, self._keys = list(strips), list(keys)
+        size = Size(max((s.cell_length for s in self._strips), default=0), len(self._strips))
+        if self.AUTO_HEIGHT and count_changed:
+            self.virtual_size = size
+            self.refresh(layout=True)
+            return
+        self._set_virtual(size)
+        top = old_top if keep_scroll else 0
+        if top != old_top:
+            self.scroll_to(y=top, animate=False)  # scrolling repaints the whole view anyway
+            return
+        if repaint_all:
+            self.refresh()
+            return
+        width = self.size.width
+        for y in range(self.scrollable_content_region.height):
+            i = top + y
+            new = keys[i] if i < len(keys) else None
+            old = old_keys[i] if i < len(old_keys) else None
+            if new != old:
+                self.refresh(Region(0, y, width, 1))
+
+    def _set_virtual(self, size: Size) -> None:
+        height = self.scrollable_content_region.height
+        if size == self.virtual_size:
+            return
+        if (size.height > height) == (self.virtual_size.height > height) and self.is_mounted:
+            self.set_reactive(ScrollView.virtual_size, size)  # same scrollbars: no layout needed
+            self._scroll_update(size)
+        else:
+            self.virtual_size = size
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        i = int(self.scroll_offset.y) + y
+        if i >= len(self._strips):
+            return Strip.blank(width, style)
+        return self._strips[i].crop_extend(0, width, style).apply_style(style)
+
+
+def _line_key(line: Text, width: int) -> tuple:
+    return (line.plain, tuple(line.spans), line.style, width)  # spans and styles are hashable values
+
+
+class TextView(LinesView, can_focus=True):
+    """Shows a list of rich Text lines (or one Text), wrapped to the width. Prompts can be ~100k
+    tokens: wrapping is cached per logical line (consecutive prompts share most of their lines, so a
+    new step re-wraps only what changed), and only the screen lines that differ are repainted."""
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self._lines: list[Text] = []
+        self._wrapped: dict = {}  # line key -> strips
+        self._wrapped_width = 0
+
+    @property
+    def text(self) -> Text:
+        return Text("\n").join(self._lines)
+
+    def show(self, text: Text | Sequence[Text], keep_scroll: bool = False) -> None:
+        """Replace the text (scrolled to the top unless keep_scroll)."""
+        self._lines = text.split("\n", allow_blank=True) if isinstance(text, Text) else list(text)
+        self._rewrap(keep_scroll=keep_scroll)
+
+    def on_resize(self) -> None:
+        if self.scrollable_content_region.width != self._wrapped_width:
+            self._rewrap(keep_scroll=True, repaint_all=True)
+
+    def _rewrap(self, keep_scroll: bool = False, repaint_all: bool = False) -> None:
+        width = self.scrollable_content_region.width
+        if width <= 0 or not self.is_mounted:
+            return
+        console = self.app.console
+        options = console.options.update_width(width)
+        previous, cache = self._wrapped, {}
+        strips: list[Strip] = []
+        keys: list[tuple] = []
+        for line in self._lines:
+            key = _line_key(line, width)
+            parts = cache.get(key) or previous.get(key)
+            if parts is None:
+                if line.cell_len <= width and "\t" not in line.plain:  # fits: no wrapping needed
+                    parts = [Strip(list(line.render(console)))]
+                else:
+                    parts = Strip.from_lines(list(Segment.split_lines(console.render(line, options)))) or \
+                        [Strip.blank(0)]
+            cache[key] = parts
+            strips.extend(parts)
+            keys.extend((key, n) for n in range(len(parts)))
+        self._wrapped, self._wrapped_width = cache, width
+        self.set_lines(strips, keys, keep_scroll=keep_scroll, repaint_all=repaint_all)

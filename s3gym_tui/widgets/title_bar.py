@@ -1,0 +1,32 @@
+"""The title line at the top of every screen: the app's name and what the screen shows."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from rich.text import Text
+from textual.widgets import Static
+
+
+class TitleBar(Static):
+    """`● s3gym — <screen sub-title or the app's>`, one line. A plain Static: Textual's Header
+    composes a clock, an icon and a title widget and restyles them on every screen push (it cost
+    more than the rest of a screen's opening). Follows changes of the screen's sub_title."""
+
+    DEFAULT_CSS = """
+    TitleBar { dock: top; height: 1; background: $panel; color: $foreground; text-wrap: nowrap;
+               text-overflow: ellipsis; content-align: center middle; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None) -> None:
+        super().__init__("", id=id)
+
+    def on_mount(self) -> None:
+        self.watch(self.screen, "sub_title", lambda _value: self._paint(), init=False)
+        self.watch(self.app, "title", lambda _value: self._paint(), init=False)
+        self._paint()
+
+    def _paint(self) -> None:
+        sub = self.screen.sub_title or self.app.sub_title
+        text = Text.assemble(("● ", "bold"), (self.app.title, "bold"), (f" — {sub}" if sub else "", ""))
+        self.update(text, layout=False)
