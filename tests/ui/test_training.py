@@ -7,7 +7,7 @@ from textual.widgets import DataTable, Static
 
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.models import Checkpoint, Episode
-from s3gym_tui.screens.analysis_common import fmt, fmt_score
+from s3gym_tui.screens.analysis_common import fmt, fmt_score, fmt_signed
 from s3gym_tui.screens.training import TrainingScreen
 from s3gym_tui.store import LossPoint, Store, Training, TrainingCheckpoint
 from s3gym_tui.training.dataset import build_dataset
@@ -170,8 +170,8 @@ async def test_the_consolidation_matrix_and_loss_curves_of_a_student(demo_db, se
         matrix = table_rows(screen, "#training-matrix")
         assert list(matrix) == ["base", "ui-e-trust", "ui-e-snake", "ui-p2"]
         assert matrix["base"][1:] == [fmt(10.0), fmt(4.0)]
-        assert matrix["ui-e-trust"][1:] == [f"{fmt(14.0)} (+4)", f"{fmt(3.0)} (-1)"]
-        assert matrix["ui-p2"][1:] == [f"{fmt(12.0)} (+2)", f"{fmt(5.0)} (+1)"]
+        assert matrix["ui-e-trust"][1:] == [f"{fmt(14.0)} ({fmt_signed(4.0)})", f"{fmt(3.0)} ({fmt_signed(-1.0)})"]
+        assert matrix["ui-p2"][1:] == [f"{fmt(12.0)} ({fmt_signed(2.0)})", f"{fmt(5.0)} ({fmt_signed(1.0)})"]
         table = screen.query_one("#training-matrix", DataTable)
         styles = {str(table.get_row("ui-e-trust")[2].style), str(table.get_row("ui-p2")[2].style)}
         assert "bold red" in styles  # the expert's negative transfer on snake
