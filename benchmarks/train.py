@@ -1,20 +1,21 @@
-"""Training pathway speed: examples/s of LoRA training on CPU, and tokens/s of the served trained model
-(transformers + peft, `trained/<id>/<epoch>`) vs the same base through llama.cpp (`local/smollm2-135m`).
+"""Training speed and memory on CPU (or the GPU when present): examples/s, tokens/s and peak RSS for
+SFT (the default settings of `s3gym train`), GRPO (self-judged reward), and both distillation phases
+(phase 1: off-policy SFT on two games' data; phase 2: on-policy reverse KL with per-game teachers).
 
-All through the real code paths: a dataset from a scripted Trust run, `train_lora` on the default base
-(SmolLM2-135M converted from the embedded GGUF, cached), and `litellm.acompletion` for generation on
-the dataset's own step prompts. Generation is measured twice: plain chat (no s3gym context: free
-text, max_tokens each) and an action call as the evaluation makes it (contract enforced).
+Each phase runs in its own process, so its peak RSS is its own (ru_maxrss is a process high-water
+mark). All through the real code paths on the embedded SmolLM2-135M (converted once, cached); data
+from scripted Trust and Snake runs. With --serve, also tokens/s of the served trained model.
 
-    LITELLM_LOCAL_MODEL_COST_MAP=True .venv/bin/python benchmarks/train.py [--examples 16] [--prompts 4]
+    LITELLM_LOCAL_MODEL_COST_MAP=True nice -n 10 .venv/bin/python benchmarks/train.py [--examples 16]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
-import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,116 +24,162 @@ from pathlib import Path
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
-
-from s3gym_tui.engine.runner import ProtocolRunner  # noqa: E402
-from s3gym_tui.models import RunConfig  # noqa: E402
-from s3gym_tui.providers import make_context  # noqa: E402
-from s3gym_tui.store import Store  # noqa: E402
-from s3gym_tui.training.dataset import build_dataset, training_examples  # noqa: E402
+PHASES = ("sft", "grpo", "distill-off", "distill-on")
 
 
-def dataset(folder: Path, examples: int) -> list[dict]:
-    store = Store(folder / "bench.db")
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none",
-                                     explore_episodes=max(1, (examples + 9) // 10), eval_every=1, eval_episodes=0))
-    asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
-    build = asyncio.run(build_dataset(store, run.id, max_examples=examples))
-    out = training_examples(store, build.dataset.id)
-    store.close()
+def _store(folder: Path):
+    from s3gym_tui.store import Store
+
+    return Store(folder / "bench.db")
+
+
+def prepare(folder: Path, examples: int) -> dict:
+    """Scripted exploration runs (trust, snake) and their datasets; returns ids."""
+    from s3gym_tui.engine.runner import ProtocolRunner
+    from s3gym_tui.models import RunConfig
+    from s3gym_tui.training.dataset import build_dataset
+
+    out = {}
+    with _store(folder) as store:
+        for game in ("trust", "snake"):
+            run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
+                                             explore_episodes=max(1, (examples + 9) // 10), eval_every=1,
+                                             eval_episodes=0, step_cap=10))
+            asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
+            out[game] = {"run": run.id,
+                         "dataset": asyncio.run(build_dataset(store, run.id, max_examples=examples)).dataset.id}
     return out
 
 
-def train(examples: list[dict], folder: Path, epochs: int, batch: int, accum: int) -> dict:
-    from transformers import AutoTokenizer
+def _examples(folder: Path, dataset_ids: list[str]) -> list[dict]:
+    from s3gym_tui.training.dataset import training_examples
 
+    with _store(folder) as store:
+        return [e for d in dataset_ids for e in training_examples(store, d)]
+
+
+def child(phase: str, folder: Path, ids: dict, args) -> dict:
+    """Run one phase in this process and return its figures."""
     from s3gym_tui.training.backend import TrainConfig, resolve_base, train_lora
+    from s3gym_tui.training.device import peak_rss_mb
 
-    started = time.perf_counter()
     base = resolve_base(None)
-    prepare_s = time.perf_counter() - started
-    marks: dict[str, float] = {}
+    started = time.perf_counter()
+    if phase in ("sft", "distill-off"):
+        games = ["trust"] if phase == "sft" else ["trust", "snake"]
+        examples = _examples(folder, [ids[g]["dataset"] for g in games])
+        config = TrainConfig(epochs=1) if phase == "sft" else TrainConfig(epochs=1, max_steps=args.steps)
+        result = train_lora(examples, base, folder / phase, config)
+    elif phase == "grpo":
+        from s3gym_tui.training.grpo import train_grpo
+        from s3gym_tui.training.options import GrpoConfig
 
-    def progress(event) -> None:
-        marks.setdefault(event.kind, time.perf_counter())
-        if event.kind == "done":
-            marks["done"] = time.perf_counter()
+        result = train_grpo("trust", [0, 1], base, folder / phase,
+                            GrpoConfig(reward="self", updates=args.steps, num_generations=args.generations,
+                                       states_per_update=1, save_every=args.steps, max_completion_length=24,
+                                       rollout_step_cap=3))
+    else:
+        from s3gym_tui.engine.prompts import SYSTEM_PROMPT
+        from s3gym_tui.training.environment import GameEnvironment
+        from s3gym_tui.training.onpolicy import train_onpolicy
 
-    result = train_lora(examples, base, folder / "adapters", TrainConfig(epochs=epochs, batch_size=batch,
-                                                                          grad_accum=accum), progress)
-    seconds = marks["done"] - marks["load"]
-    tokenizer = AutoTokenizer.from_pretrained(base)
-    tokens = sum(len(tokenizer.apply_chat_template(e["prompt"] + e["completion"], return_dict=False))
-                 for e in examples) * epochs
-    return {"base": base, "adapters": result.adapters, "seconds": seconds, "steps": result.steps,
-            "examples_per_s": len(examples) * epochs / seconds, "tokens_per_s": tokens / seconds,
-            "prepare_s": prepare_s, "loss": (result.losses[0][2], result.losses[-1][2])}
+        env = GameEnvironment()
+        rows = [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT},
+                            {"role": "user", "content": env.reset(game=g, seed=s)}], "game": g}
+                for g in ("trust", "snake") for s in range(2)]
+        teachers = {"trust": folder / "sft" / "checkpoint-1", "snake": folder / "grpo" / f"checkpoint-1"}
+        result, _ = train_onpolicy(rows, base, teachers, folder / phase, updates=args.steps, batch=2,
+                                   learning_rate=1e-4, max_completion_length=24, temperature=1.0,
+                                   save_every=args.steps)
+    return {"phase": phase, "examples": result.examples, "tokens": result.tokens, "steps": result.steps,
+            "seconds": result.seconds, "examples_per_s": result.examples_per_s, "tokens_per_s": result.tokens_per_s,
+            "peak_rss_mb": peak_rss_mb(), "peak_gpu_mb": result.peak_gpu_mb,
+            "wall_s": time.perf_counter() - started,
+            "loss": [result.losses[0].loss, result.losses[-1].loss] if result.losses else None}
 
 
-async def generate(model: str, prompts: list[list[dict]], max_tokens: int, act: bool) -> tuple[float, float, int]:
-    """(completion tokens/s, mean seconds per call, tokens) over the prompts, after one warm-up call."""
+def serve_figures(folder: Path, ids: dict, prompts: int) -> list[tuple]:
+    """Completion tokens/s of the served SFT checkpoint vs the base through transformers and llama.cpp."""
     import litellm
 
+    from s3gym_tui.providers import make_context
     from s3gym_tui.training import serve
+    from s3gym_tui.training.backend import resolve_base
 
+    serve.HANDLER.add_training("bench", resolve_base(None), {1: folder / "sft" / "checkpoint-1"})
     serve.register()
+    messages = [e["prompt"] for e in _examples(folder, [ids["trust"]["dataset"]])[:prompts]]
+    rows = []
+    for label, model in (("trained (transformers+peft)", "trained/bench/1"), ("base (llama.cpp Q4_1)",
+                                                                              "local/smollm2-135m")):
+        async def call(m):
+            started = time.perf_counter()
+            response = await litellm.acompletion(model=model, messages=m, max_tokens=48, temperature=0,
+                                                 extra_body={"s3gym": make_context(
+                                                     "act", "trust", "explore", 0, [], grammar='"collaborate" | "cheat"')})
+            return response.usage.completion_tokens, time.perf_counter() - started
 
-    async def call(messages):
-        extra = {"extra_body": {"s3gym": make_context("act", "trust", "explore", 0, [],
-                                                      grammar='"collaborate" | "cheat"')}} if act else {}
-        started = time.perf_counter()
-        response = await litellm.acompletion(model=model, messages=messages, max_tokens=max_tokens, temperature=0,
-                                             **extra)
-        return response.usage.completion_tokens, time.perf_counter() - started
-
-    await call(prompts[0])  # load and warm up
-    results = [await call(p) for p in prompts]
-    tokens = sum(n for n, _ in results)
-    seconds = sum(s for _, s in results)
-    return tokens / seconds, statistics.mean(s for _, s in results), tokens
+        asyncio.run(call(messages[0]))
+        results = [asyncio.run(call(m)) for m in messages]
+        tokens, seconds = sum(n for n, _ in results), sum(s for _, s in results)
+        rows.append((label, model, tokens / seconds, seconds / len(results)))
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--examples", type=int, default=16)
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=2)
-    parser.add_argument("--grad-accum", type=int, default=2)
-    parser.add_argument("--prompts", type=int, default=4)
-    parser.add_argument("--max-tokens", type=int, default=48)
+    parser.add_argument("--examples", type=int, default=16, help="SFT examples per game")
+    parser.add_argument("--steps", type=int, default=2, help="optimizer steps of GRPO and the distillation phases")
+    parser.add_argument("--generations", type=int, default=4, help="GRPO replies per state")
+    parser.add_argument("--phases", default=",".join(PHASES))
+    parser.add_argument("--serve", action="store_true", help="also measure the served trained model")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    parser.add_argument("--ids", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    console = Console(width=None if sys.stdout.isatty() else 140)
+    if args.child:
+        print("RESULT " + json.dumps(child(args.child, Path(args.folder), json.loads(args.ids), args)))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        examples = dataset(folder, args.examples)
-        trained = train(examples, folder, args.epochs, args.batch_size, args.grad_accum)
-        from s3gym_tui.training import serve
-
-        serve.HANDLER.add_training("bench", trained["base"], trained["adapters"])
-        prompts = [e["prompt"] for e in examples[: args.prompts]]
-        rows = []
-        for label, model in (("trained (transformers+peft)", "trained/bench/1"),
-                             ("base, epoch 0 (transformers)", "trained/bench/0"),
-                             ("base (llama.cpp Q4_1)", "local/smollm2-135m")):
-            for act in (False, True):
-                rate, per_call, tokens = asyncio.run(generate(model, prompts, args.max_tokens, act))
-                rows.append((label, model, "action (contract)" if act else "plain chat", rate, per_call, tokens))
-    table = Table(title=f"training: {len(examples)} examples x {args.epochs} epoch(s), batch {args.batch_size} x "
-                        f"accum {args.grad_accum}, CPU")
-    for col in ("examples/s", "tokens/s", "steps", "seconds", "loss first -> last", "base ready s"):
-        table.add_column(col, justify="right")
-    table.add_row(f"{trained['examples_per_s']:.3f}", f"{trained['tokens_per_s']:.1f}", str(trained["steps"]),
-                  f"{trained['seconds']:.1f}", f"{trained['loss'][0]:.3f} -> {trained['loss'][1]:.3f}",
-                  f"{trained['prepare_s']:.1f}")
+        ids = prepare(folder, args.examples)
+        for phase in args.phases.split(","):
+            cmd = [sys.executable, __file__, "--child", phase, "--folder", str(folder), "--ids", json.dumps(ids),
+                   "--steps", str(args.steps), "--generations", str(args.generations)]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+            line = next((l for l in out.stdout.splitlines() if l.startswith("RESULT ")), None)
+            if line is None:
+                console.print(f"[red]{phase} failed[/]: {out.stderr[-800:]}")
+                continue
+            rows.append(json.loads(line[len("RESULT "):]))
+            console.print(f"{phase}: done ({rows[-1]['wall_s']:.0f} s), load average {os.getloadavg()[0]:.1f}")
+        served = serve_figures(folder, ids, 4) if args.serve and any(r["phase"] == "sft" for r in rows) else []
+    table = Table(title=f"training throughput and memory ({args.examples} SFT examples per game; GRPO and "
+                        f"distillation: {args.steps} updates; each phase in its own process)")
+    for col in ("phase", "examples", "tokens", "updates", "train s", "examples/s", "tokens/s", "peak RSS MB",
+                "loss first -> last"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for r in rows:
+        loss = f"{r['loss'][0]:.3f} -> {r['loss'][1]:.3f}" if r["loss"] else "-"
+        table.add_row(r["phase"], str(r["examples"]), str(r["tokens"]), str(r["steps"]), f"{r['seconds']:.1f}",
+                      f"{r['examples_per_s'] or 0:.3f}", f"{r['tokens_per_s'] or 0:.1f}", f"{r['peak_rss_mb']:.0f}",
+                      loss)
     console.print(table)
-    gen = Table(title=f"generation on {len(prompts)} step prompts (max_tokens {args.max_tokens}, greedy)")
-    for col in ("model", "string", "call", "completion tokens/s", "s per call", "tokens"):
-        gen.add_column(col, justify="left" if col in ("model", "string", "call") else "right")
-    for label, model, call, rate, per_call, tokens in rows:
-        gen.add_row(label, model, call, f"{rate:.1f}", f"{per_call:.2f}", str(tokens))
-    console.print(gen)
+    console.print("examples: SFT/phase 1 = examples seen; GRPO = sampled replies trained on; phase 2 = prompts. "
+                  "tokens: prompt + completion tokens through the trainer")
+    if served:
+        gen = Table(title="generation on 4 step prompts (max_tokens 48, greedy, action calls)")
+        for col in ("model", "string", "completion tokens/s", "s per call"):
+            gen.add_column(col, justify="left" if col in ("model", "string") else "right")
+        for label, model, rate, per_call in served:
+            gen.add_row(label, model, f"{rate:.1f}", f"{per_call:.2f}")
+        console.print(gen)
     console.print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 

@@ -57,6 +57,9 @@ def report(run_ids: List[str] = typer.Argument(None, metavar="[RUN]..."),
                           + f"; {s['usage']['calls']:,} model calls, ${s['usage']['cost']:,.4f}", soft_wrap=True)
         print_report(console, built, skip=("checkpoints",))
         console.print("[dim]checkpoint means per run: --json or --csv[/]")
+        from s3gym_tui.training.matrix_view import print_study_matrices
+
+        print_study_matrices(console, store, [r.id for r in runs])
     if csv_dir is not None:  # on stderr with --json, so stdout stays one JSON document
         (err if as_json else console).print(f"wrote {len(paths)} CSV files to {escape(str(csv_dir))}",
                                             soft_wrap=True)

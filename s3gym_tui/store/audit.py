@@ -45,6 +45,7 @@ class AuditReport(BaseModel):
     eval_in_summary_sources: list[Finding] = Field(default_factory=list)
     eval_summary_producer: list[Finding] = Field(default_factory=list)
     eval_in_dataset: list[Finding] = Field(default_factory=list)
+    eval_in_training: list[Finding] = Field(default_factory=list)
     seed_in_both_phases: list[Finding] = Field(default_factory=list)
     phase_seed_mismatch: list[Finding] = Field(default_factory=list)
     mode_phase_mismatch: list[Finding] = Field(default_factory=list)
@@ -86,6 +87,19 @@ FROM dataset_rows r LEFT JOIN datasets d ON d.id = r.dataset_id
 LEFT JOIN episodes s ON s.id = r.episode_id
 WHERE s.id IS NULL OR {_IS_EVAL}
 GROUP BY r.dataset_id, r.episode_id"""
+
+# Trainings (experts, distillation students): their rollout seeds, prompt episodes and datasets.
+_TRAINING_SOURCES = f"""
+SELECT t.training_id, t.kind, t.ref, t.seed, t.mode, s.id IS NULL AND t.kind = 'prompt' AS dangling,
+       CASE WHEN t.kind = 'prompt' THEN coalesce({_IS_EVAL}, 0) ELSE 0 END AS eval_episode
+FROM training_sources t LEFT JOIN episodes s ON t.kind = 'prompt' AND s.id = t.ref
+WHERE t.seed >= :base OR t.mode = 'eval' OR (t.kind = 'prompt' AND (s.id IS NULL OR {_IS_EVAL}))
+   OR (t.kind = 'dataset' AND NOT EXISTS (SELECT 1 FROM datasets d WHERE d.id = t.ref))"""
+
+_TRAINING_DATASETS = f"""
+SELECT t.id, t.dataset_id, r.episode_id, count(*) FROM trainings t
+JOIN dataset_rows r ON r.dataset_id = t.dataset_id JOIN episodes s ON s.id = r.episode_id
+WHERE r.kind != 'dropped' AND {_IS_EVAL} GROUP BY t.id, r.episode_id"""
 
 _BOTH_PHASES = """
 SELECT run_id, seed, group_concat(DISTINCT phase), count(*) FROM episodes
@@ -150,6 +164,23 @@ def audit_connection(conn: sqlite3.Connection) -> AuditReport:
                 kind="eval_in_dataset", episode_id=episode_id, run_id=run_id, other_id=dataset_id,
                 detail=f"dataset {dataset_id!r} has {n} row(s) from evaluation episode "
                        f"{episode_id!r}"))
+    for training_id, kind, ref, seed, mode, dangling, eval_episode in rows(_TRAINING_SOURCES):
+        if kind == "dataset" or dangling:
+            report.dangling_references.append(Finding(
+                kind="dangling_reference", episode_id=ref if kind == "prompt" else None, other_id=training_id,
+                detail=f"training {training_id!r} lists unknown {'dataset' if kind == 'dataset' else 'episode'} "
+                       f"{ref!r} as a {kind} source"))
+            continue
+        where = (f"evaluation episode {ref!r}" if eval_episode else
+                 f"evaluation seed {seed}" if seed is not None and seed >= EVAL_SEED_BASE else f"mode {mode!r}")
+        report.eval_in_training.append(Finding(
+            kind="eval_in_training", episode_id=ref if kind == "prompt" else None, other_id=training_id,
+            detail=f"training {training_id!r} has a {kind} source on {where}"))
+    for training_id, dataset_id, episode_id, n in rows(_TRAINING_DATASETS):
+        report.eval_in_training.append(Finding(
+            kind="eval_in_training", episode_id=episode_id, other_id=training_id,
+            detail=f"training {training_id!r} trained on {n} row(s) of evaluation episode {episode_id!r} "
+                   f"(dataset {dataset_id!r})"))
     for run_id, seed, phases, n in rows(_BOTH_PHASES):
         report.seed_in_both_phases.append(Finding(
             kind="seed_in_both_phases", run_id=run_id,

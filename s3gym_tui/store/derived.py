@@ -328,7 +328,8 @@ class DerivedStore(Connection):
                 self.db["dataset_rows"].insert_all(
                     ({"dataset_id": dataset.id, "episode_id": r.episode_id,
                       "step_index": r.step_index, "kind": r.kind,
-                      "messages": json.dumps(list(r.messages))} for r in items),
+                      "messages": json.dumps(list(r.messages)), "reason": r.reason,
+                      "tokens": r.tokens} for r in items),
                     batch_size=500)
             except sqlite3.IntegrityError as err:
                 raise StoreError(f"dataset {dataset.id!r}: {one_line(err)} (duplicate id or "
@@ -352,7 +353,8 @@ class DerivedStore(Connection):
         return [self.get_dataset(i) for i in ids]
 
     def dataset_rows(self, dataset_id: str, kind: Optional[str] = None) -> list[DatasetRow]:
-        sql = "SELECT episode_id, step_index, kind, messages FROM dataset_rows WHERE dataset_id = ?"
+        sql = ("SELECT episode_id, step_index, kind, messages, reason, tokens FROM dataset_rows "
+               "WHERE dataset_id = ?")
         params: list[Any] = [dataset_id]
         if kind is not None:
             sql += " AND kind = ?"
@@ -360,4 +362,4 @@ class DerivedStore(Connection):
         with self._reading("read dataset rows") as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
         return [DatasetRow(episode_id=r[0], step_index=r[1], kind=r[2],
-                           messages=json.loads(r[3])) for r in rows]
+                           messages=json.loads(r[3]), reason=r[4], tokens=r[5]) for r in rows]

@@ -109,6 +109,16 @@ class Hygiene(Connection):
         if outside:
             raise StoreError(f"dataset {outside[0][0]} of another run trains on these runs' steps: "
                              f"remove that run too, or keep these (nothing was removed)")
+        learnt = conn.execute(
+            "SELECT t.id FROM trainings t WHERE t.source_run IN (SELECT value FROM json_each(:runs)) "
+            "OR t.dataset_id IN (SELECT id FROM datasets WHERE run_id IN (SELECT value FROM json_each(:runs))) "
+            "OR EXISTS (SELECT 1 FROM training_sources s WHERE s.training_id = t.id AND ((s.kind = 'dataset' "
+            "AND s.ref IN (SELECT id FROM datasets WHERE run_id IN (SELECT value FROM json_each(:runs)))) "
+            "OR (s.kind = 'prompt' AND s.ref IN (SELECT value FROM json_each(:eps))))) LIMIT 1",
+            {"runs": runs, "eps": eps}).fetchone()
+        if learnt:
+            raise StoreError(f"training {learnt[0]} learnt from these runs: keep them while the training is "
+                             f"kept (nothing was removed)")
         own = conn.execute("SELECT count(*) FROM episodes WHERE run_id IN (SELECT value FROM "
                            "json_each(?))", (runs,)).fetchone()[0]
         count = lambda sql, arg: conn.execute(sql, (arg,)).fetchone()[0]  # noqa: E731
@@ -145,7 +155,7 @@ class Hygiene(Connection):
             conn.execute(f"UPDATE summaries SET for_episode_id = NULL WHERE for_episode_id IN {in_runs}",
                          (episodes,))  # a declared foreign key (summaries are removed below)
             conn.execute(f"DELETE FROM episodes WHERE id IN {in_runs}", (episodes,))
-            for table in ("summary_actions", "experience_states", "checkpoints", "leases"):
+            for table in ("summary_actions", "experience_states", "checkpoints", "leases", "training_evals"):
                 conn.execute(f"DELETE FROM {table} WHERE run_id IN {in_runs}", (runs,))
             conn.execute(f"DELETE FROM summaries WHERE run_id IN {in_runs}", (runs,))
             conn.execute(f"DELETE FROM runs WHERE id IN {in_runs}", (runs,))

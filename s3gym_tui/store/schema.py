@@ -140,13 +140,21 @@ def _v5(db: Database) -> None:
     sweeps_and_keys(db)
 
 
+def _v6_trainings(db: Database) -> None:
+    """Version 6: tables for trainings (checkpoints, losses, evaluation runs, sources) and studies;
+    dataset rows say why a row was dropped and how many tokens it has; old run notes move over."""
+    from s3gym_tui.store.schema_trainings import migrate_trainings
+
+    migrate_trainings(db)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
 # failing migration leaves the file at the previous version. Migrations run with foreign-key
 # enforcement off (a table can be rebuilt, e.g. with sqlite-utils `transform`) and
 # `PRAGMA foreign_key_check` must pass before each commit. The views of views.py are dropped
 # before and recreated after the migrations.
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -1,5 +1,5 @@
 """The s3gym store: one SQLite file (WAL) of runs, episodes, steps, versioned summaries,
-checkpoints and training datasets. One Store per thread (see connection.py).
+checkpoints, training datasets and trainings. One Store per thread (see connection.py).
 
 The held-out line is enforced here (see LeakageError): an evaluation episode never becomes history,
 a summary source or a training row, and an episode's phase always matches its seed range.
@@ -17,7 +17,6 @@ from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, pha
                               utcnow)
 from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
-from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import LeakageError, StoreError
 from s3gym_tui.store.sweeps import SweepStore
@@ -25,6 +24,7 @@ from s3gym_tui.store.hygiene import Hygiene
 from s3gym_tui.store.leases import LeaseRecords
 from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
                                           PromptTexts, compact_prompt, escape_refs, text_key)
+from s3gym_tui.store.trainings import TrainingStore
 
 RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
 EPISODE_STATUSES: tuple[str, ...] = get_args(Episode.model_fields["status"].annotation)
@@ -39,7 +39,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(SweepStore, PromptTexts, DerivedStore, LeaseRecords, Hygiene):
+class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.

@@ -1,6 +1,8 @@
-"""The Training pathway: SFT datasets from self-judged exploration steps, a LoRA fine-tune (local,
-TRL + PEFT) or a remote fine-tuning job, the trained model served through litellm, and strict-mode
-checkpoint evaluation. No Textual here; torch and friends are imported only when training or serving.
+"""The Training pathway: single-game experts from a run's exploration (SFT on self-judged datasets,
+locally with TRL + PEFT or as a remote fine-tuning job; GRPO on the run's exploration seeds with
+self-judged rewards), two-phase distillation of experts into one multi-game student, the trained
+models served through litellm, strict-mode checkpoint evaluation and the consolidation matrix.
+No Textual here; torch and friends are imported only when training or serving.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
-"""`s3gym train` in the terminal: rich progress bars (dataset, loss per step, epochs, evaluation) and the
-final tables. The command itself (options, errors) lives in s3gym_tui/cli/train.py."""
+"""`s3gym train` / `s3gym resume TRAINING` / `s3gym distill` in the terminal: rich progress bars for every
+phase (dataset, base loading, rollouts, updates, checkpoints, evaluation) and the final tables. The
+commands themselves (options, errors) live in s3gym_tui/cli/train.py and cli/distill.py."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Optional
+from typing import Any, Optional
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,103 +13,167 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, StepDone
-from s3gym_tui.training.pipeline import Hooks, TrainingOutcome, TrainOptions, train_from_run
+from s3gym_tui.training.evaluate import TrainingReport
+from s3gym_tui.training.pipeline import Hooks, TrainingOutcome
+
+PHASE_LABEL = {"sft": "SFT updates", "grpo": "GRPO updates", "distill-off": "phase 1 updates",
+               "distill-on": "phase 2 updates"}
 
 
 def _fmt(value: Optional[float], digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def run_training(console: Console, store, run_id: str, options: TrainOptions) -> TrainingOutcome:
-    progress = Progress(TextColumn("{task.description:<11}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
-    tasks: dict[str, int] = {"dataset": progress.add_task("dataset", total=None, info="")}
+class Bars:
+    """One rich Progress with a bar per phase, fed by the pipeline's hooks."""
 
-    def task(name: str, total: Optional[int]) -> int:
-        if name not in tasks:
-            tasks[name] = progress.add_task(name, total=total, info="")
-        return tasks[name]
+    def __init__(self, console: Console, epochs: Optional[int] = None) -> None:
+        self.progress = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
+        self.tasks: dict[str, int] = {}
+        self.epochs = epochs
+        self.eval_total = 0
 
-    def on_dataset(seen: int, total: int) -> None:
-        progress.update(tasks["dataset"], total=total, completed=seen)
+    def task(self, name: str, total: Optional[int] = None) -> int:
+        if name not in self.tasks:
+            self.tasks[name] = self.progress.add_task(name, total=total, info="")
+        return self.tasks[name]
 
-    def on_built(build, exported) -> None:
+    def info(self, name: str, text: str, **kw: Any) -> None:
+        self.progress.update(self.task(name), info=escape(text), **kw)
+
+    # ----- hooks --------------------------------------------------------------------------
+    def on_dataset(self, seen: int, total: int) -> None:
+        self.progress.update(self.task("dataset"), total=total, completed=seen)
+
+    def on_built(self, build, exported) -> None:
         c = build.dataset.counts
-        progress.update(tasks["dataset"], total=build.quality.steps, completed=build.quality.steps)
-        progress.update(tasks["dataset"], info=escape(f"{build.dataset.id}: kept {c.get('kept', 0)}, corrected "
-                                                      f"{c.get('corrected', 0)}, dropped {c.get('dropped', 0)}"))
-        if options.backend == "local":
-            task("loading base", None)
-            progress.update(tasks["loading base"], info="converting / loading the base model")
+        t = self.task("dataset")
+        self.progress.update(t, total=build.quality.steps, completed=build.quality.steps)
+        too_long = f", too long {len(build.too_long)}" if build.too_long else ""
+        self.info("dataset", f"{build.dataset.id}: kept {c.get('kept', 0)}, corrected {c.get('corrected', 0)}, "
+                             f"dropped {c.get('dropped', 0)}{too_long}")
 
-    def on_train(event) -> None:
-        if event.kind == "load" and "loading base" in tasks:
-            progress.update(tasks["loading base"], total=1, completed=1, info="ready")
+    def on_training(self, training) -> None:
+        self.info("loading base", f"{training.id}: loading the base model")
+
+    def on_train(self, event) -> None:
+        label = PHASE_LABEL.get(event.phase, "updates")
+        if event.kind == "load":
+            self.progress.update(self.task("loading base"), total=1, completed=1)
+            self.info("loading base", "ready")
+            if event.max_steps:
+                self.task(label, event.max_steps)
         elif event.kind == "step":
-            t = task("training", event.max_steps or None)
-            progress.update(t, total=event.max_steps or None, completed=event.step,
-                            info=f"loss {event.loss:.4f} · epoch {event.epoch:.2f}")
-        elif event.kind == "epoch":
-            t = task("epochs", options.train.epochs)
-            progress.advance(t)
-            progress.update(t, info=escape(f"saved {event.adapter_dir.name}"))
+            t = self.task(label, event.max_steps or None)
+            extra = "".join(f" · {k} {v:.3f}" for k, v in event.metrics.items()
+                            if k in ("reward", "verifier_reward", "kl"))
+            self.progress.update(t, total=event.max_steps or None, completed=event.step,
+                                 info=f"loss {event.loss:.4f}{extra}" + (f" · epoch {event.epoch:.2f}"
+                                                                          if event.phase == "sft" else ""))
+        elif event.kind == "checkpoint":
+            t = self.task("checkpoints", self.epochs if event.phase == "sft" else None)
+            self.progress.advance(t)
+            self.info("checkpoints", f"x={event.x} saved after {event.step} updates")
 
-    def on_remote(status: str, job) -> None:
-        progress.update(task("remote job", None), info=escape(f"{getattr(job, 'id', '')} {status}"))
+    def on_rollout(self, game: str, seed: int, steps: int) -> None:
+        t = self.task("rollouts")
+        self.progress.advance(t)
+        self.progress.update(t, info=escape(f"{game} seed {seed}: {steps} steps (explore mode)"))
 
-    def on_run(run) -> None:
+    def on_remote(self, status: str, job) -> None:
+        self.info("remote job", f"{getattr(job, 'id', '') or ''} {status}")
+
+    def on_run(self, run) -> None:
         cfg = run.config
-        checkpoints = len([x for x in cfg.checkpoints()])
-        progress.update(task("evaluation", checkpoints * cfg.eval_episodes), info=escape(run.id))
-
-    def on_eval(event) -> None:
-        if "evaluation" not in tasks:
+        if cfg.pathway != "trained":  # an ordinary run (distillation: an expert's rollouts)
+            self.task(f"rollouts {cfg.game}", cfg.explore_episodes)
             return
-        t = tasks["evaluation"]
-        if isinstance(event, StepDone):
-            progress.update(t, info=escape(f"epoch {event.episode.checkpoint} · step {event.step.index + 1} · "
-                                           f"{event.step.action[:24]}"))
-        elif isinstance(event, EpisodeDone):
-            progress.advance(t)
-        elif isinstance(event, CheckpointScored):
-            progress.update(t, info=f"epoch {event.checkpoint.x}: mean "
-                            f"{'-' if event.checkpoint.mean is None else format(event.checkpoint.mean, '.3f')}")
+        self.eval_total += len(cfg.checkpoints()) * cfg.eval_episodes
+        self.progress.update(self.task("evaluation"), total=self.eval_total)
+        self.info("evaluation", f"{run.id} ({cfg.game})")
 
-    hooks = Hooks(dataset_progress=on_dataset, dataset_built=on_built, train_event=on_train,
-                  remote_status=on_remote, run_created=on_run, eval_event=on_eval)
-    with progress:
-        outcome = asyncio.run(train_from_run(store, run_id, options, hooks))
-    print_outcome(console, outcome)
-    return outcome
+    def on_eval(self, event) -> None:
+        if isinstance(event, EpisodeDone) and event.episode.phase == "explore":
+            name = f"rollouts {event.episode.game}"
+            self.progress.advance(self.task(name))
+            return
+        if "evaluation" not in self.tasks:
+            return
+        t = self.tasks["evaluation"]
+        if isinstance(event, StepDone) and event.episode.phase == "eval":
+            self.progress.update(t, info=escape(f"{event.episode.game} x={event.episode.checkpoint} · step "
+                                                f"{event.step.index + 1} · {event.step.action[:24]}"))
+        elif isinstance(event, EpisodeDone):
+            self.progress.advance(t)
+        elif isinstance(event, CheckpointScored):
+            mean = event.checkpoint.mean
+            self.progress.update(t, info=f"x={event.checkpoint.x}: mean " + ("—" if mean is None else f"{mean:.2f}"))
+
+    def hooks(self, cls=Hooks, **extra: Any):
+        return cls(dataset_progress=self.on_dataset, dataset_built=self.on_built, training_created=self.on_training,
+                   train_event=self.on_train, rollout=self.on_rollout, remote_status=self.on_remote,
+                   run_created=self.on_run, eval_event=self.on_eval, **extra)
+
+
+def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None):
+    bars = Bars(console, epochs)
+    with bars.progress:
+        return asyncio.run(coroutine_factory(bars.hooks()))
+
+
+# ----- tables ------------------------------------------------------------------------------------
+def print_dataset(console: Console, build, exported, excluded: Optional[int] = None) -> None:
+    q = build.quality
+    data = Table(title="dataset (self-judged selection vs verifier)")
+    for col in ("dataset", "kept", "corrected", "dropped", "too long", "longest", "precision", "recall",
+                "eval steps excluded"):
+        data.add_column(col, justify="left" if col == "dataset" else "right", no_wrap=True)
+    data.add_row(escape(build.dataset.id), str(q.kept), str(q.corrected), str(q.dropped), str(len(build.too_long)),
+                 "-" if build.longest is None else str(build.longest), _fmt(q.precision), _fmt(q.recall),
+                 str(build.excluded_eval_steps if excluded is None else excluded))
+    console.print(data)
+    if build.too_long:
+        console.print(f"[yellow]{len(build.too_long)} example(s) longer than the limit of {build.limit} tokens were "
+                      f"dropped (stored with the dataset, never truncated):[/]")
+        for t in build.too_long[:20]:
+            console.print(f"  episode {t.episode_index} step {t.step_index}: {t.tokens} tokens  "
+                          f"[dim]({escape(t.episode_id)})[/]")
+        if len(build.too_long) > 20:
+            console.print(f"  ... and {len(build.too_long) - 20} more (`s3gym dataset` lists them all)")
+    if exported is not None:
+        console.print(f"JSONL: {escape(str(exported.prompt_completion))} (TRL prompt/completion), "
+                      f"{escape(str(exported.messages))} (OpenAI messages)", soft_wrap=True)
+
+
+def print_report(console: Console, report: TrainingReport) -> None:
+    t = report.training
+    cps = Table(title=f"checkpoints of {escape(report.run.id)} on {report.game} (strict mode, eval seeds)")
+    for col in ("x", "after updates", "model", "mean score", "vs x=0", "negative transfer", "repaired replies"):
+        cps.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
+    for row in report.rows:
+        cps.add_row(str(row.epoch), "-" if row.step is None else str(row.step), escape(row.model), _fmt(row.mean),
+                    _fmt(row.delta), "[red]yes[/]" if row.negative else "",
+                    "-" if row.repaired is None else str(row.repaired))
+    console.print(cps)
+    c = report.curve
+    metrics = Table(title=f"{t.method} training {escape(t.id)}" + (f" · reward {t.reward}" if t.reward else ""))
+    for col in ("Avg", "Max", "final delta", "AUC+", "NABA", "loss first -> last", "train s", "examples/s",
+                "tokens/s", "peak RSS MB"):
+        metrics.add_column(col, justify="right", no_wrap=True)
+    losses = report.losses
+    loss = f"{losses[0].loss:.3f} -> {losses[-1].loss:.3f}" if losses else "-"
+    m = t.metrics
+    metrics.add_row(_fmt(c.avg), _fmt(c.max), _fmt(c.final_delta), _fmt(c.auc_plus), _fmt(c.naba), loss,
+                    f"{t.train_seconds:.0f}", _fmt(m.get("examples_per_s"), 2), _fmt(m.get("tokens_per_s"), 1),
+                    _fmt(m.get("peak_rss_mb"), 0))
+    console.print(metrics)
+    if report.negative_transfer:
+        console.print(f"[red]negative transfer[/] at checkpoint(s) {', '.join(map(str, report.negative_transfer))}: "
+                      f"below the base model (x = 0)")
 
 
 def print_outcome(console: Console, outcome: TrainingOutcome) -> None:
-    build, report = outcome.build, outcome.report
-    q = build.quality
-    data = Table(title="dataset (self-judged selection vs verifier)")
-    for col in ("dataset", "kept", "corrected", "dropped", "precision", "recall", "eval steps excluded"):
-        data.add_column(col, justify="left" if col == "dataset" else "right", no_wrap=True)
-    data.add_row(escape(build.dataset.id), str(q.kept), str(q.corrected), str(q.dropped), _fmt(q.precision),
-                 _fmt(q.recall), str(build.excluded_eval_steps))
-    console.print(data)
-    console.print(f"JSONL: {escape(str(outcome.exported.prompt_completion))} (TRL prompt/completion), "
-                  f"{escape(str(outcome.exported.messages))} (OpenAI messages)", soft_wrap=True)
-    cps = Table(title=f"checkpoints of {escape(report.run.id)} (strict mode, eval seeds)")
-    for col in ("epoch", "model", "mean score", "vs epoch 0", "negative transfer", "repaired replies"):
-        cps.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
-    for row in report.rows:
-        cps.add_row(str(row.epoch), escape(row.model), _fmt(row.mean), _fmt(row.delta),
-                    "[red]yes[/]" if row.negative else "", "-" if row.repaired is None else str(row.repaired))
-    console.print(cps)
-    c = report.curve
-    metrics = Table(title="training curve metrics (over epochs)")
-    for col in ("Avg", "Max", "final delta", "AUC+", "NABA", "loss first -> last", "train s"):
-        metrics.add_column(col, justify="right", no_wrap=True)
-    losses = report.info.losses
-    loss = f"{losses[0].loss:.3f} -> {losses[-1].loss:.3f}" if losses else "-"
-    metrics.add_row(_fmt(c.avg), _fmt(c.max), _fmt(c.final_delta), _fmt(c.auc_plus), _fmt(c.naba), loss,
-                    f"{report.info.train_seconds:.0f}")
-    console.print(metrics)
-    if report.negative_transfer:
-        console.print(f"[red]negative transfer[/] at epoch(s) {', '.join(map(str, report.negative_transfer))}: "
-                      f"below the base model (epoch 0)")
+    if outcome.build is not None:
+        print_dataset(console, outcome.build, outcome.exported)
+    print_report(console, outcome.report)

@@ -1,10 +1,13 @@
 """SFT datasets from a run's exploration steps: the prompt exactly as the agent saw it -> its reply.
 
-A step whose self-judged score clears the threshold (s > threshold) is kept; the rest are dropped, or
-replaced by a corrected reply when a correction source is set ('reference': the game's reference
-policy in the replayed state; any other string: that litellm model, asked the same prompt). The
-verifier reward never selects anything: it only measures the selection afterwards (precision,
-recall). Evaluation steps never enter: they are filtered out, asserted absent, and refused by the store.
+A step whose self-judged score clears the threshold (s > threshold; no threshold: every reply the
+model gave) is kept; the rest are dropped, or replaced by a corrected reply when a correction source is
+set ('reference': the game's reference policy in the replayed state; any other string: that litellm
+model, asked the same prompt). When a token counter is given, every example's length is stored with
+it, and an example longer than the length limit is dropped with that reason (named, never truncated
+in silence). The verifier reward never selects anything: it only measures the selection afterwards
+(precision, recall). Evaluation steps never enter: they are filtered out, asserted absent, and
+refused by the store.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from s3gym_tui.store import Dataset, DatasetRow, LeakageError, StoreError
 
 REFERENCE = "reference"
 Progress = Callable[[int, int], None]  # (steps considered, steps in total)
+Measure = Callable[[list], int]  # tokens of a chat example (prompt + reply) with the training tokenizer
+TOO_LONG = "longer than the length limit"
 
 
 def parse_correction(value: Optional[str]) -> Optional[str]:
@@ -49,10 +54,23 @@ class SelectionQuality(Frozen):
 
 
 @dataclass(frozen=True)
+class TooLong:
+    """An example dropped because it would not fit: where it came from and how long it is."""
+
+    episode_id: str
+    episode_index: int
+    step_index: int
+    tokens: int
+
+
+@dataclass(frozen=True)
 class DatasetBuild:
     dataset: Dataset
     quality: SelectionQuality
     excluded_eval_steps: int  # evaluation steps of the run that were never considered
+    too_long: tuple[TooLong, ...] = ()  # examples dropped by the length limit (named in the output)
+    longest: Optional[int] = None  # tokens of the longest example kept (when measured)
+    limit: Optional[int] = None  # the length limit applied (None: none, or not measured)
 
 
 @dataclass(frozen=True)
@@ -129,10 +147,14 @@ async def model_reply(model: str, episode: Episode, actions_before: Sequence[str
 
 
 # ----- building ----------------------------------------------------------------------------------
-async def build_dataset(store, run_id: str, *, threshold: float = 0.0, correction: Optional[str] = None,
+async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0, correction: Optional[str] = None,
                         max_examples: Optional[int] = None, episode_ids: Optional[Sequence[str]] = None,
-                        progress: Optional[Progress] = None) -> DatasetBuild:
-    """Select, correct, store (with rule and counts) and measure a dataset from run `run_id`."""
+                        progress: Optional[Progress] = None, measure: Optional[Measure] = None,
+                        max_length: Optional[int] = None) -> DatasetBuild:
+    """Select, correct, measure (tokens, with `measure`), store (with rule and counts) a dataset from
+    run `run_id`. threshold None keeps every reply of the model; `max_length` needs `measure`."""
+    if max_length is not None and measure is None:
+        raise ValueError("a length limit needs a token counter (measure)")
     run = store.get_run(run_id)
     correction = parse_correction(correction)
     pairs, excluded = exploration_steps(store, run_id, episode_ids)
@@ -140,11 +162,28 @@ async def build_dataset(store, run_id: str, *, threshold: float = 0.0, correctio
     total = sum(len(steps) for _, steps in pairs)
     rows: list[DatasetRow] = []
     reasons: dict[str, int] = {}
+    too_long: list[TooLong] = []
+    longest: Optional[int] = None
     examples = seen = 0
 
-    def drop(step: Step, reason: str) -> None:
-        rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="dropped"))
+    def drop(step: Step, reason: str, tokens: Optional[int] = None, detail: str = "") -> None:
+        rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="dropped",
+                               reason=reason + detail, tokens=tokens))
         reasons[reason] = reasons.get(reason, 0) + 1
+
+    def add(episode: Episode, step: Step, kind: str, example: list[dict[str, Any]]) -> bool:
+        """Keep (or correct) an example unless it is too long; True if it was added."""
+        nonlocal longest
+        tokens = measure(example) if measure is not None else None
+        if tokens is not None and max_length is not None and tokens > max_length:
+            too_long.append(TooLong(step.episode_id, episode.index, step.index, tokens))
+            drop(step, TOO_LONG, tokens, f" ({tokens} > {max_length} tokens)")
+            return False
+        rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind=kind,
+                               messages=tuple(example), tokens=tokens))
+        if tokens is not None:
+            longest = tokens if longest is None else max(longest, tokens)
+        return True
 
     for episode, steps in pairs:
         if max_examples is not None and examples >= max_examples:
@@ -156,15 +195,14 @@ async def build_dataset(store, run_id: str, *, threshold: float = 0.0, correctio
             if progress:
                 progress(seen, total)
             messages = _prompt_messages(store, step)
-            positive = (step.actor == "model" and step.self_score is not None
-                        and step.self_score > threshold and bool(step.reply.strip()))
+            positive = (step.actor == "model" and bool(step.reply.strip()) and
+                        (threshold is None or (step.self_score is not None and step.self_score > threshold)))
             if messages is None:
                 drop(step, "no prompt (a human action typed without a proposal)")
                 continue
             if positive:
-                rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="kept",
-                                       messages=tuple(messages + [{"role": "assistant", "content": step.reply}])))
-                examples += 1
+                if add(episode, step, "kept", messages + [{"role": "assistant", "content": step.reply}]):
+                    examples += 1
                 continue
             if correction is None:
                 drop(step, "self-score at or below the threshold" if step.actor == "model"
@@ -176,15 +214,17 @@ async def build_dataset(store, run_id: str, *, threshold: float = 0.0, correctio
             if reply is None:
                 drop(step, "no usable correction")
                 continue
-            rows.append(DatasetRow(episode_id=step.episode_id, step_index=step.index, kind="corrected",
-                                   messages=tuple(messages + [{"role": "assistant", "content": reply}])))
-            examples += 1
-    rule = {"source": "exploration steps", "select": "self_score > threshold", "threshold": threshold,
-            "correction": correction, "max_examples": max_examples, "episodes": len(pairs),
-            "excluded_eval_steps": excluded, "dropped_reasons": reasons,
-            "format": "chat prompt/completion (OpenAI messages export too)"}
+            if add(episode, step, "corrected", messages + [{"role": "assistant", "content": reply}]):
+                examples += 1
+    rule = {"source": "exploration steps",
+            "select": "every reply of the model" if threshold is None else "self_score > threshold",
+            "threshold": threshold, "correction": correction, "max_examples": max_examples,
+            "episodes": len(pairs), "excluded_eval_steps": excluded, "dropped_reasons": reasons,
+            "measured": measure is not None, "max_length": max_length, "longest": longest,
+            "too_long": len(too_long), "format": "chat prompt/completion (OpenAI messages export too)"}
     dataset = store.add_dataset(run.id, rule, rows)
-    return DatasetBuild(dataset, selection_quality(store, dataset.id), excluded)
+    return DatasetBuild(dataset, selection_quality(store, dataset.id), excluded, tuple(too_long), longest,
+                        max_length)
 
 
 def selection_quality(store, dataset_id: str) -> SelectionQuality:

@@ -1,41 +1,35 @@
-"""The Training pathway end to end: dataset from a run -> JSONL -> fine-tune (local LoRA or remote)
--> the checkpoints served through litellm -> strict-mode evaluation stored as a training run."""
+"""Experts end to end, from one exploring run: SFT (self-judged dataset -> JSONL -> LoRA or a remote
+fine-tune) or GRPO (on-policy rollouts on the run's exploration seeds, rewarded by the agent's own
+judgement) -> checkpoints served through litellm as trained/<id>/<x> -> strict-mode evaluation.
+Everything is recorded in the trainings tables; an interrupted training is resumed with
+`resume_training` (the trainer continues from its last checkpoint, the evaluation from its last
+finished episode).
+
+Training runs in the calling thread (not a worker thread), so Ctrl-C stops it at once; the training
+is then marked 'interrupted' and says how to continue.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import gc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
 from s3gym_tui.engine.events import Event
-from s3gym_tui.models import Run
+from s3gym_tui.models import Run, phase_of_seed
+from s3gym_tui.store import Training, TrainingCheckpoint, TrainingSource
+from s3gym_tui.store.errors import one_line
 from s3gym_tui.training import require_extra
-from s3gym_tui.training.backend import TrainConfig, TrainEvent
+from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
-from s3gym_tui.training.evaluate import (TrainingReport, create_training_run, evaluate_training, new_training_id,
-                                         record_repairs, training_report)
-from s3gym_tui.training.runs import LossPoint, TrainingInfo, training_root, write_manifest
+from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, record_repairs, training_report
+from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
+from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
 
 class TrainingError(RuntimeError):
     """The training cannot start or go on (one-line message for the user)."""
-
-
-@dataclass(frozen=True)
-class TrainOptions:
-    threshold: float = 0.0
-    correction: Optional[str] = None  # None | 'reference' | a litellm model string
-    max_examples: Optional[int] = None
-    backend: str = "local"  # 'local' | 'remote'
-    base: Optional[str] = None  # local: HF model dir, None/'default' = embedded SmolLM2-135M
-    remote_model: Optional[str] = None  # remote: e.g. openai/gpt-4o-mini-2024-07-18
-    train: TrainConfig = field(default_factory=TrainConfig)
-    eval_episodes: Optional[int] = None  # default: the source run's
-    step_cap: Optional[int] = None  # default: the source run's
-    out_dir: Optional[Path] = None  # default: training_root()
-    cache_dir: Optional[Path] = None  # where the converted default base is kept
 
 
 @dataclass
@@ -44,7 +38,9 @@ class Hooks:
 
     dataset_progress: Callable[[int, int], None] = lambda seen, total: None
     dataset_built: Callable[[DatasetBuild, Exported], None] = lambda build, exported: None
+    training_created: Callable[[Training], None] = lambda training: None
     train_event: Callable[[TrainEvent], None] = lambda event: None
+    rollout: Callable[[str, int, int], None] = lambda game, seed, steps: None  # a GRPO rollout episode ended
     remote_status: Callable[[str, Any], None] = lambda status, job: None
     run_created: Callable[[Run], None] = lambda run: None
     eval_event: Callable[[Event], None] = lambda event: None
@@ -52,92 +48,274 @@ class Hooks:
 
 @dataclass(frozen=True)
 class TrainingOutcome:
-    build: DatasetBuild
-    exported: Exported
+    training: Training
     run: Run
     report: TrainingReport
+    build: Optional[DatasetBuild] = None
+    exported: Optional[Exported] = None
 
 
-def served_model(training_id: str, epoch: int) -> str:
-    return f"trained/{training_id}/{epoch}"
+def resume_hint(training_id: str) -> str:
+    return f"`s3gym resume {training_id}` continues it"
 
 
-async def _train_local(training_id: str, examples: list, directory: Path, options: TrainOptions,
-                       hooks: Hooks) -> dict[str, Any]:
-    from s3gym_tui.training import serve
-    from s3gym_tui.training.backend import resolve_base, train_lora
-
-    try:
-        base_dir = await asyncio.to_thread(resolve_base, options.base, options.cache_dir)
-    except FileNotFoundError as exc:
-        raise TrainingError(str(exc)) from None
-    result = await asyncio.to_thread(train_lora, examples, base_dir, directory / "adapters", options.train,
-                                     hooks.train_event)
-    gc.collect()  # the trainer's copy of the model goes before the served one loads
-    write_manifest(directory, training_id, base_dir, result.adapters)
-    serve.HANDLER.add_training(training_id, base_dir, result.adapters)
-    serve.register()
-    return {"backend": "local", "base": str(base_dir), "epochs": len(result.adapters),
-            "checkpoints": {k: served_model(training_id, k) for k in [0, *sorted(result.adapters)]},
-            "losses": tuple(LossPoint(step=s, epoch=e, loss=l) for s, e, l in result.losses),
-            "train_seconds": result.seconds, "settings": options.train.as_dict()}
-
-
-async def _train_remote(exported: Exported, options: TrainOptions, hooks: Hooks) -> dict[str, Any]:
-    from s3gym_tui.training.remote import RemoteTrainingError, fine_tune_remote
-
-    if not options.remote_model:
-        raise TrainingError("the remote backend needs --remote-model (e.g. openai/gpt-4o-mini-2024-07-18)")
-    try:
-        result = await fine_tune_remote(exported.messages, options.remote_model, epochs=options.train.epochs,
-                                        progress=hooks.remote_status)
-    except RemoteTrainingError as exc:
-        raise TrainingError(str(exc)) from None
-    if not result.fine_tuned_model:
-        raise TrainingError(f"fine-tuning job {result.job_id} succeeded but named no model")
-    return {"backend": "remote", "base": result.base_model, "epochs": options.train.epochs,
-            "checkpoints": {0: result.base_model, options.train.epochs: result.fine_tuned_model},
-            "remote_job": result.job_id, "train_seconds": result.seconds,
-            "settings": {"epochs": options.train.epochs, "provider_job": result.job_id}}
-
-
-async def train_from_run(store, run_id: str, options: TrainOptions = TrainOptions(),
-                         hooks: Optional[Hooks] = None) -> TrainingOutcome:
-    """Build the dataset from run `run_id`, fine-tune, evaluate every checkpoint, store the training run."""
-    hooks = hooks or Hooks()
-    source = store.get_run(run_id)
+def _check(source: Run, options: TrainOptions) -> None:
     if source.config.pathway == "trained":
-        raise TrainingError(f"run {run_id!r} is a training run: train from the run that explored")
+        raise TrainingError(f"run {source.id!r} is a training run: train from the run that explored")
+    if options.method not in METHODS:
+        raise TrainingError(f"unknown method {options.method!r}: {' or '.join(METHODS)}")
     if options.backend not in ("local", "remote"):
         raise TrainingError(f"unknown backend {options.backend!r}: local or remote")
+    if options.method == "grpo" and options.backend != "local":
+        raise TrainingError("GRPO trains locally only (--backend local)")
+    if options.grpo.reward not in REWARDS:
+        raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
     if options.backend == "local":
         require_extra()
     elif not options.remote_model:
         raise TrainingError("the remote backend needs --remote-model (e.g. openai/gpt-4o-mini-2024-07-18)")
-    training_id = new_training_id(source.config.game)
+
+
+def _base_dir(options_base: Optional[str], cache: Optional[Path]) -> Path:
+    from s3gym_tui.training.backend import resolve_base
+
+    try:
+        return resolve_base(options_base, cache)
+    except FileNotFoundError as exc:
+        raise TrainingError(str(exc)) from None
+
+
+def exploration_seeds(source: Run, episodes: Optional[int] = None) -> list[int]:
+    """The run's exploration seeds (never an evaluation seed)."""
+    cfg = source.config
+    n = cfg.explore_episodes if episodes is None else episodes
+    seeds = [cfg.explore_seed(i) for i in range(max(1, n))]
+    bad = [s for s in seeds if phase_of_seed(s) != "explore"]
+    if bad:
+        raise TrainingError(f"seed {bad[0]} is an evaluation seed: rollouts use exploration seeds only")
+    return seeds
+
+
+# ----- recording ---------------------------------------------------------------------------------
+def record_local(store, training: Training, result: TrainResult) -> Training:
+    """Checkpoints (x = 0: the base), losses, throughput and the manifest of a finished local training."""
+    from s3gym_tui.training import serve
+
+    store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=0, model=served_model(training.id, 0),
+                                                     step=0))
+    for x, path in sorted(result.adapters.items()):
+        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=served_model(training.id, x),
+                                                         adapter=str(path), step=result.steps_at.get(x)))
+    store.add_losses(training.id, result.losses)
+    write_manifest(Path(training.directory), training.id, result.base_dir, result.adapters)
+    serve.HANDLER.add_training(training.id, result.base_dir, result.adapters)
+    serve.register()
+    metrics = {**training.metrics, **{k: v for k, v in result.figures().items() if v is not None}}
+    return store.update_training(training.id, epochs=len(result.adapters), steps=result.steps,
+                                 train_seconds=training.train_seconds + result.seconds, metrics=metrics,
+                                 status="evaluating")
+
+
+def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
+    """Record why a training stopped: interrupted (resumable) or failed (with the one-line error)."""
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "CancelledError":
+        store.update_training(training_id, status="interrupted",
+                              error=f"interrupted during {phase}: {resume_hint(training_id)}")
+    else:
+        store.update_training(training_id, status="failed", error=f"{phase}: {one_line(exc)}"[:500])
+
+
+async def evaluate_all(store, training: Training, hooks: Hooks) -> Training:
+    """Play every evaluation run of the training (resumable), counting repaired replies per checkpoint."""
+    from s3gym_tui.training import serve
+
+    store.update_training(training.id, status="evaluating")
+    for _, run, _ in eval_runs(store, training):
+        hooks.run_created(run)
+        before = {k: dict(v) for k, v in serve.HANDLER.stats.items()}
+        try:
+            await evaluate_training(store, run, hooks.eval_event)
+        except BaseException as exc:
+            mark_stopped(store, training.id, "evaluation", exc)
+            raise
+        if training.backend == "local":
+            models = {c.x: c.model for c in store.training_checkpoints(training.id)}
+            record_repairs(store, training.id, {
+                x: serve.HANDLER.stats.get(m, {}).get("repaired", 0) - before.get(m, {}).get("repaired", 0)
+                for x, m in models.items()})
+    return store.update_training(training.id, status="finished", error=None)
+
+
+def _outcome(store, training: Training, build=None, exported=None) -> TrainingOutcome:
+    run = own_eval_run(store, training)
+    if run is None:
+        raise TrainingError(f"training {training.id!r} has no evaluation run")
+    return TrainingOutcome(training, store.get_run(run.id), training_report(store, store.get_run(run.id)),
+                           build, exported)
+
+
+def _ensure_eval_run(store, training: Training, source: Run, options: TrainOptions) -> None:
+    if not store.training_evals(training.id):
+        xs = [c.x for c in store.training_checkpoints(training.id)]
+        create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
+                        step_cap=options.step_cap, run_id=training.id)
+
+
+# ----- SFT -----------------------------------------------------------------------------------------
+def _sft_settings(options: TrainOptions, limit: Optional[int]) -> dict[str, Any]:
+    return {"train": options.train.as_dict(), "threshold": options.threshold, "correction": options.correction,
+            "max_examples": options.max_examples, "length_limit": limit, "remote_model": options.remote_model,
+            "eval_episodes": options.eval_episodes, "step_cap": options.step_cap}
+
+
+def _train_sft_local(store, training: Training, options_train: TrainConfig, hooks: Hooks, resume: bool) -> Training:
+    from s3gym_tui.training.backend import train_lora
+
+    examples = training_examples(store, training.dataset_id)
+    try:
+        result = train_lora(examples, Path(training.base), Path(training.directory) / "adapters", options_train,
+                            hooks.train_event, resume=resume)
+    except BaseException as exc:
+        mark_stopped(store, training.id, "training", exc)
+        raise
+    gc.collect()  # the trainer's copy of the model goes before the served one loads
+    return record_local(store, training, result)
+
+
+async def _train_sft_remote(store, training: Training, exported: Exported, options: TrainOptions,
+                            hooks: Hooks) -> Training:
+    from s3gym_tui.training.remote import RemoteTrainingError, fine_tune_remote
+
+    try:
+        result = await fine_tune_remote(exported.messages, options.remote_model, epochs=options.train.epochs,
+                                        progress=hooks.remote_status)
+    except RemoteTrainingError as exc:
+        store.update_training(training.id, status="failed", error=str(exc))
+        raise TrainingError(str(exc)) from None
+    except BaseException as exc:
+        mark_stopped(store, training.id, "the remote job", exc)
+        raise
+    if not result.fine_tuned_model:
+        store.update_training(training.id, status="failed", error=f"job {result.job_id} named no model")
+        raise TrainingError(f"fine-tuning job {result.job_id} succeeded but named no model")
+    for x, model in ((0, result.base_model), (options.train.epochs, result.fine_tuned_model)):
+        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
+    return store.update_training(training.id, remote_job=result.job_id, base=result.base_model,
+                                 epochs=options.train.epochs, train_seconds=result.seconds, status="evaluating")
+
+
+async def _sft_from_run(store, source: Run, options: TrainOptions, hooks: Hooks) -> TrainingOutcome:
+    from s3gym_tui.training.lengths import TokenCounter, context_window, effective_limit, load_tokenizer
+
+    training_id = new_training_id(f"{source.config.game}-sft")
     directory = Path(options.out_dir or training_root()) / training_id
-    build = await build_dataset(store, run_id, threshold=options.threshold, correction=options.correction,
-                                max_examples=options.max_examples, progress=hooks.dataset_progress)
+    base_dir, measure, limit = None, None, None
+    if options.backend == "local":
+        base_dir = _base_dir(options.base, options.cache_dir)
+        measure = TokenCounter(load_tokenizer(str(base_dir)))
+        limit = effective_limit(options.train.max_length, context_window(base_dir))
+    build = await build_dataset(store, source.id, threshold=options.threshold, correction=options.correction,
+                                max_examples=options.max_examples, progress=hooks.dataset_progress,
+                                measure=measure, max_length=limit)
     exported = export_jsonl(store, build.dataset.id, directory)
     hooks.dataset_built(build, exported)
     if exported.count == 0:
         raise TrainingError(f"dataset {build.dataset.id} has no examples (every step was dropped): lower "
-                            f"--threshold or add --correction reference")
+                            f"--threshold, add --correction reference or raise --max-length")
+    training = store.add_training(Training(
+        id=training_id, method="sft", games=(source.config.game,), source_run=source.id,
+        dataset_id=build.dataset.id, backend=options.backend, base=str(base_dir or options.remote_model),
+        directory=str(directory), status="training", examples=exported.count,
+        settings=_sft_settings(options, limit), metrics={"too_long": len(build.too_long), "longest": build.longest}))
+    store.add_training_sources(training.id, [TrainingSource(kind="dataset", ref=build.dataset.id,
+                                                             game=source.config.game, n=exported.count)])
+    hooks.training_created(training)
     if options.backend == "local":
-        trained = await _train_local(training_id, training_examples(store, build.dataset.id), directory, options, hooks)
+        config = TrainConfig(**{**options.train.as_dict(), "max_length": options.train.max_length})
+        training = _train_sft_local(store, training, config, hooks, resume=False)
     else:
-        trained = await _train_remote(exported, options, hooks)
-    info = TrainingInfo(source_run=source.id, dataset_id=build.dataset.id, directory=str(directory),
-                        examples=exported.count, **trained)
-    run = create_training_run(store, source, info, options.eval_episodes, options.step_cap, run_id=training_id)
-    hooks.run_created(run)
-    from s3gym_tui.training import serve
+        training = await _train_sft_remote(store, training, exported, options, hooks)
+    _ensure_eval_run(store, training, source, options)
+    training = await evaluate_all(store, training, hooks)
+    return _outcome(store, training, build, exported)
 
-    before = {k: dict(v) for k, v in serve.HANDLER.stats.items()}
-    await evaluate_training(store, run, hooks.eval_event)
-    if options.backend == "local":
-        repairs = {x: serve.HANDLER.stats.get(m, {}).get("repaired", 0) - before.get(m, {}).get("repaired", 0)
-                   for x, m in info.checkpoints.items()}
-        run = record_repairs(store, store.get_run(run.id), repairs)
-    run = store.get_run(run.id)
-    return TrainingOutcome(build, exported, run, training_report(store, run))
+
+# ----- GRPO ----------------------------------------------------------------------------------------
+def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bool) -> Training:
+    from s3gym_tui.training.grpo import train_grpo
+
+    settings = training.settings
+    grpo = GrpoConfig(**settings["grpo"])
+    lora = TrainConfig(**settings["train"])
+
+    def on_rollout(game: str, seed: int, steps: int) -> None:
+        store.add_training_sources(training.id, [TrainingSource(kind="rollout", game=game, seed=seed,
+                                                                 mode="explore", n=steps)])
+        hooks.rollout(game, seed, steps)
+
+    try:
+        result = train_grpo(source.config.game, settings["seeds"], Path(training.base),
+                            Path(training.directory) / "adapters", grpo, lora, hooks.train_event, on_rollout,
+                            resume=resume)
+    except BaseException as exc:
+        mark_stopped(store, training.id, "GRPO training", exc)
+        raise
+    gc.collect()
+    return record_local(store, training, result)
+
+
+async def _grpo_from_run(store, source: Run, options: TrainOptions, hooks: Hooks) -> TrainingOutcome:
+    grpo = options.grpo
+    training_id = new_training_id(f"{source.config.game}-grpo")
+    directory = Path(options.out_dir or training_root()) / training_id
+    base_dir = _base_dir(options.base, options.cache_dir)
+    seeds = exploration_seeds(source, grpo.episodes)
+    training = store.add_training(Training(
+        id=training_id, method="grpo", games=(source.config.game,), source_run=source.id, base=str(base_dir),
+        reward=grpo.reward, directory=str(directory), status="training",
+        settings={"grpo": grpo.as_dict(), "train": options.train.as_dict(), "seeds": seeds,
+                  "eval_episodes": options.eval_episodes, "step_cap": options.step_cap}))
+    hooks.training_created(training)
+    training = _train_grpo(store, training, source, hooks, resume=False)
+    _ensure_eval_run(store, training, source, options)
+    training = await evaluate_all(store, training, hooks)
+    return _outcome(store, training)
+
+
+# ----- entry points --------------------------------------------------------------------------------
+async def train_from_run(store, run_id: str, options: TrainOptions = TrainOptions(),
+                         hooks: Optional[Hooks] = None) -> TrainingOutcome:
+    """Train an expert from run `run_id` (SFT or GRPO), evaluate every checkpoint, record it all."""
+    hooks = hooks or Hooks()
+    source = store.get_run(run_id)
+    _check(source, options)
+    if options.method == "grpo":
+        return await _grpo_from_run(store, source, options, hooks)
+    return await _sft_from_run(store, source, options, hooks)
+
+
+async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None) -> TrainingOutcome:
+    """Continue an interrupted expert training: the trainer from its last checkpoint when no adapter
+    was recorded yet, then the evaluation from its last finished episode."""
+    hooks = hooks or Hooks()
+    training = store.get_training(training_id)
+    if training.role != "expert":
+        raise TrainingError(f"{training_id} is part of study {training.study_id}: `s3gym resume {training.study_id}`")
+    if training.status != "finished":
+        source = store.get_run(training.source_run)
+        if len(store.training_checkpoints(training.id)) <= (0 if training.backend == "remote" else 1):
+            if training.backend != "local":
+                raise TrainingError(f"remote training {training_id} stopped before its job finished: start a new one")
+            require_extra()
+            training = store.update_training(training.id, status="training", error=None)
+            hooks.training_created(training)
+            if training.method == "grpo":
+                training = _train_grpo(store, training, source, hooks, resume=True)
+            else:
+                training = _train_sft_local(store, training, TrainConfig(**training.settings["train"]), hooks,
+                                            resume=True)
+        settings = training.settings
+        options = TrainOptions(eval_episodes=settings.get("eval_episodes"), step_cap=settings.get("step_cap"))
+        _ensure_eval_run(store, training, source, options)
+        training = await evaluate_all(store, training, hooks)
+    return _outcome(store, training)

@@ -1,73 +1,29 @@
-"""How a training is recorded: a Run with pathway 'trained' (checkpoints x = epochs, x = 0 the base
-model) whose note carries a TrainingInfo as JSON; where its files live (adapters, exports, manifest)."""
+"""Where a training's files live (adapters, exports, trainer checkpoints, the manifest any process
+reads to serve `trained/<id>/<x>`), training ids and model strings, and a training's evaluation runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 from pathlib import Path
-from typing import Any, Literal, Optional
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Optional
 
 from s3gym_tui.models import Run
+from s3gym_tui.store import Training
 
-NOTE_PREFIX = "training "
 ROOT_ENV = "S3GYM_TRAINING_DIR"
 MANIFEST = "manifest.json"
 
 
-class LossPoint(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    step: int
-    epoch: float
-    loss: float
+def new_training_id(label: str) -> str:
+    """'<label>-<8 hex>', e.g. trust-sft-1a2b3c4d."""
+    return f"{label}-{secrets.token_hex(4)}"
 
 
-class TrainingInfo(BaseModel):
-    """What a training run was made from and what it produced (stored in the run's note)."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    source_run: str
-    dataset_id: str
-    backend: Literal["local", "remote"] = "local"
-    base: str  # local: the HF model directory; remote: the provider's base model string
-    checkpoints: dict[int, str] = Field(default_factory=dict)  # epoch -> model string that plays it
-    directory: Optional[str] = None  # local artifacts (adapters, JSONL, manifest)
-    examples: int = 0
-    epochs: int = 0  # epochs actually trained (checkpoints 1..epochs)
-    losses: tuple[LossPoint, ...] = ()
-    train_seconds: float = 0.0
-    settings: dict[str, Any] = Field(default_factory=dict)  # lr, LoRA rank, batch size, max_steps, ...
-    remote_job: Optional[str] = None
-    repairs: dict[int, int] = Field(default_factory=dict)  # epoch -> replies repaired under the grammar
-
-
-def note_for(info: TrainingInfo) -> str:
-    return NOTE_PREFIX + info.model_dump_json()
-
-
-def training_info(run: Run) -> Optional[TrainingInfo]:
-    """The TrainingInfo of a training run, None for any other run (or an unreadable note)."""
-    if run.config.pathway != "trained" or not run.note.startswith(NOTE_PREFIX):
-        return None
-    try:
-        return TrainingInfo.model_validate_json(run.note[len(NOTE_PREFIX):])
-    except ValidationError:
-        return None
-
-
-def training_runs(store, source_run_id: str, limit: int = 10_000) -> list[tuple[Run, TrainingInfo]]:
-    """Training runs made from `source_run_id` (oldest first)."""
-    found = []
-    for run in store.list_runs(limit=limit):
-        info = training_info(run)
-        if info is not None and info.source_run == source_run_id:
-            found.append((run, info))
-    found.reverse()
-    return found
+def served_model(training_id: str, x: int) -> str:
+    """The litellm model string of checkpoint x (0 = the base model) of a local training."""
+    return f"trained/{training_id}/{x}"
 
 
 def training_root() -> Path:
@@ -81,8 +37,9 @@ def training_root() -> Path:
 
 
 def write_manifest(directory: Path, training_id: str, base_dir: Path, adapters: dict[int, Path]) -> Path:
-    """The file the `trained` provider reads to serve `trained/<training_id>/<epoch>` in any process."""
+    """The file the `trained` provider reads to serve `trained/<training_id>/<x>` in any process."""
     path = Path(directory) / MANIFEST
+    path.parent.mkdir(parents=True, exist_ok=True)
     data = {"training_id": training_id, "base_dir": str(Path(base_dir).resolve()),
             "adapters": {str(k): str(Path(v).resolve()) for k, v in sorted(adapters.items())}}
     tmp = path.with_suffix(".tmp")
@@ -94,3 +51,24 @@ def write_manifest(directory: Path, training_id: str, base_dir: Path, adapters: 
 def read_manifest(path: Path) -> tuple[Path, dict[int, Path]]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return Path(data["base_dir"]), {int(k): Path(v) for k, v in data.get("adapters", {}).items()}
+
+
+def eval_runs(store, training: Training) -> list[tuple[str, Run, tuple[int, ...]]]:
+    """(game, run, checkpoints it plays) of each evaluation run of the training, oldest first."""
+    from s3gym_tui.store import StoreError
+
+    found = []
+    for game, run_id, xs in store.training_evals(training.id):
+        try:
+            found.append((game, store.get_run(run_id), xs))
+        except StoreError:  # removed with `s3gym rm` meanwhile: the training keeps its checkpoints
+            continue
+    return found
+
+
+def own_eval_run(store, training: Training) -> Optional[Run]:
+    """The first evaluation run of the training on its own (first) game, if there is one."""
+    for game, run, _ in eval_runs(store, training):
+        if not training.games or game == training.games[0]:
+            return run
+    return None

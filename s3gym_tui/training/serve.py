@@ -45,7 +45,7 @@ def parse_model(name: str) -> tuple[str, int]:
     """('<training_id>', epoch) of '<training_id>/<epoch>' (the part after `trained/`)."""
     match = MODEL_NAME.match(name or "")
     if not match:
-        raise bad_request(f"bad trained model {name!r}: use trained/<training_id>/<epoch> (epoch 0 = the base)",
+        raise bad_request(f"bad trained model {name!r}: use trained/<training_id>/<checkpoint> (0 = the base)",
                           f"{PROVIDER}/{name}", PROVIDER)
     return match.group("tid"), int(match.group("epoch"))
 
@@ -89,6 +89,14 @@ class TrainedLLM(CustomLLM):
             self.trainings[training_id] = Served(training_id, Path(base_dir),
                                                  {int(k): Path(v) for k, v in adapters.items()})
 
+    def release(self) -> None:
+        """Drop every loaded model (before a training needs the memory); they reload on next use."""
+        import gc
+
+        with self.lock:
+            self._bases.clear()
+        gc.collect()
+
     def resolve(self, name: str) -> tuple[Served, int]:
         training_id, epoch = parse_model(name)
         served = self.trainings.get(training_id)
@@ -102,7 +110,7 @@ class TrainedLLM(CustomLLM):
             raise bad_request(f"unknown training {training_id!r} (no manifest under {training_root()})",
                               f"{PROVIDER}/{name}", PROVIDER)
         if epoch != 0 and epoch not in served.adapters:
-            raise bad_request(f"training {training_id!r} has no epoch {epoch} (epochs: "
+            raise bad_request(f"training {training_id!r} has no checkpoint {epoch} (checkpoints: "
                               f"{', '.join(map(str, sorted(served.adapters))) or 'none'}; 0 = the base)",
                               f"{PROVIDER}/{name}", PROVIDER)
         return served, epoch
@@ -113,21 +121,21 @@ class TrainedLLM(CustomLLM):
         entry = self._bases.get(key)
         if entry is None:
             try:
-                import torch
+                import torch  # noqa: F401 - missing torch is reported as a missing extra
                 from transformers import AutoModelForCausalLM, AutoTokenizer
             except ImportError:
                 from s3gym_tui.training import missing_message, missing_modules
 
                 raise bad_request(missing_message(missing_modules()), model, PROVIDER) from None
             from s3gym_tui.training.backend import quiet
+            from s3gym_tui.training.device import pick_device
 
-            gpu = torch.cuda.is_available()  # the same code serves a bigger model on a GPU box
-            dtype = torch.bfloat16 if gpu and torch.cuda.is_bf16_supported() else torch.float32
+            device = pick_device()  # the same code serves a bigger model on a GPU box (CUDA or MPS)
             with quiet():
                 tokenizer = AutoTokenizer.from_pretrained(served.base_dir)
-                net = AutoModelForCausalLM.from_pretrained(served.base_dir, dtype=dtype).eval()
-            if gpu:
-                net = net.to("cuda")
+                net = AutoModelForCausalLM.from_pretrained(served.base_dir, dtype=device.dtype()).eval()
+            if not device.use_cpu:
+                net = net.to(device.kind)
             entry = {"model": net, "tokenizer": tokenizer, "adapters": set(), "pieces": None}
             self._bases[key] = entry
         return entry
@@ -225,12 +233,8 @@ HANDLER = TrainedLLM()
 
 
 def register() -> None:
-    """Register `trained` with litellm next to the other built-in providers (idempotent)."""
+    """Register the built-in providers with litellm, `trained` among them (it is declared as a plugin in
+    s3gym_tui.plugins, so the providers package finds it by name; idempotent)."""
     from s3gym_tui import providers
 
     providers.register()
-    current = list(litellm.custom_provider_map or [])
-    if not any(e.get("provider") == PROVIDER and e.get("custom_handler") is HANDLER for e in current):
-        litellm.custom_provider_map = [e for e in current if e.get("provider") != PROVIDER] + [
-            {"provider": PROVIDER, "custom_handler": HANDLER}]
-        litellm.utils.custom_llm_setup()

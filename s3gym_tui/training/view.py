@@ -1,6 +1,7 @@
 """What the training screen shows, computed here (the UI computes nothing): a run's datasets with
-every row's self-score, verifier reward and correction, the selection's precision and recall, and
-the checkpoint reports of the trainings made from the run."""
+every row's self-score, verifier reward, correction and drop reason, the selection's precision and
+recall, the checkpoint reports and loss curves of the trainings made from the run, and the
+consolidation matrices of the studies they take part in."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Optional
 
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.models import Run
-from s3gym_tui.store import Dataset
+from s3gym_tui.store import Dataset, Training
 from s3gym_tui.training.dataset import SelectionQuality, selection_quality
 from s3gym_tui.training.evaluate import TrainingReport, training_report
-from s3gym_tui.training.runs import training_info, training_runs
+from s3gym_tui.training.matrix import LossCurve, Matrix, study_matrix
+from s3gym_tui.training.runs import own_eval_run
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,8 @@ class RowView:
     self_score: Optional[float]
     reward: float  # verifier reward of the agent's action (benchmark side)
     correction: Optional[str] = None  # the corrected action, for corrected rows
+    reason: Optional[str] = None  # why a dropped row was dropped
+    tokens: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -37,9 +41,11 @@ class DatasetView:
 @dataclass(frozen=True)
 class TrainingView:
     run: Run  # the run the screen was opened on
-    source: Run  # the exploring run whose steps the datasets come from
+    source: Optional[Run]  # the exploring run the datasets come from (None for a distillation student)
     datasets: tuple[DatasetView, ...]
     trainings: tuple[TrainingReport, ...]
+    losses: tuple[LossCurve, ...] = ()
+    matrices: tuple[Matrix, ...] = ()
 
 
 def dataset_view(store, dataset: Dataset) -> DatasetView:
@@ -56,15 +62,36 @@ def dataset_view(store, dataset: Dataset) -> DatasetView:
         if row.kind == "corrected" and row.messages:
             correction = parse_reply(str(row.messages[-1].get("content", ""))).action
         views.append(RowView(row.episode_id, index[row.episode_id], row.step_index, row.kind, step.action,
-                             step.self_score, step.reward, correction))
+                             step.self_score, step.reward, correction, row.reason, row.tokens))
     return DatasetView(dataset, selection_quality(store, dataset.id), tuple(views))
 
 
+def _reports(store, trainings: list[Training]) -> list[TrainingReport]:
+    reports = []
+    for training in trainings:
+        run = own_eval_run(store, training)
+        if run is not None:
+            reports.append(training_report(store, run))
+    return reports
+
+
 def training_view(store, run_id: str) -> TrainingView:
-    """Opened on an exploring run, or on a training run (then its source run's data is shown)."""
+    """Opened on an exploring run, a training's evaluation run (then its source run's data is shown) or a
+    distillation student's evaluation run."""
     run = store.get_run(run_id)
-    info = training_info(run)
-    source = store.get_run(info.source_run) if info is not None else run
-    datasets = tuple(dataset_view(store, d) for d in store.datasets(source.id))
-    reports = tuple(training_report(store, r) for r, _ in training_runs(store, source.id))
-    return TrainingView(run, source, datasets, reports)
+    link = store.training_of_run(run.id)
+    source: Optional[Run] = run
+    if link is not None:
+        training = link[0]
+        source = store.get_run(training.source_run) if training.source_run else None
+    if source is not None:
+        trainings = store.trainings(source_run=source.id)
+        datasets = tuple(dataset_view(store, d) for d in store.datasets(source.id))
+    else:
+        trainings, datasets = [link[0]], ()
+    ids = {t.id for t in trainings}
+    studies = [t.study_id for t in trainings if t.study_id]
+    studies += [s.id for s in store.studies() if ids & {e.training_id for e in s.experts}]
+    losses = tuple(LossCurve(t.id, f"{t.method} {t.id}", tuple(store.losses(t.id))) for t in trainings)
+    return TrainingView(run, source, datasets, tuple(_reports(store, trainings)), losses,
+                        tuple(study_matrix(store, s) for s in dict.fromkeys(studies)))

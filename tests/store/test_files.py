@@ -48,8 +48,10 @@ def test_creates_parent_dirs_wal_foreign_keys_and_busy_timeout(db_path: Path):
 def test_plain_tables_for_datasette(store: Store):
     """No STRICT or WITHOUT ROWID tables, JSON columns are TEXT: any SQLite tool can read them."""
     sqls = [r[0] for r in store.conn.execute("SELECT sql FROM sqlite_master WHERE type='table'")]
-    assert len(sqls) == 13  # meta, runs, episodes, steps, summaries, checkpoints, datasets, dataset_rows, texts,
-    # leases, experience_states, summary_actions, sweeps
+    # meta, runs, episodes, steps, summaries, checkpoints, datasets, dataset_rows, texts, leases,
+    # experience_states, summary_actions, sweeps, trainings, training_checkpoints, training_losses,
+    # training_evals, training_sources, studies
+    assert len(sqls) == 19
     assert not any("STRICT" in s.upper() or "WITHOUT ROWID" in s.upper() for s in sqls)
     types = {r[1]: r[2] for r in store.conn.execute("PRAGMA table_info(episodes)")}
     assert types["history_episode_ids"] == "TEXT"

@@ -44,16 +44,19 @@ def tiny_training(tiny_base, tmp_path_factory):
 
 def test_one_adapter_per_epoch_and_a_loss_per_step(tiny_training):
     result, events = tiny_training
-    assert result.examples == 4 and result.steps == 4
+    assert result.examples == 8 and result.steps == 4  # 4 examples seen twice
+    assert result.tokens > 8 * 100 and result.examples_per_s > 0 and result.tokens_per_s > 0
+    assert result.peak_rss_mb > 100 and result.steps_at == {1: 2, 2: 4}
     assert sorted(result.adapters) == [1, 2]
     for path in result.adapters.values():
         assert (path / "adapter_config.json").is_file() and (path / "adapter_model.safetensors").is_file()
     kinds = [e.kind for e in events]
     assert kinds[0] == "load" and kinds[-1] == "done"
-    assert kinds.count("step") == 4 and kinds.count("epoch") == 2
+    assert kinds.count("step") == 4 and kinds.count("checkpoint") == 2
     assert [e.step for e in events if e.kind == "step"] == [1, 2, 3, 4]
-    assert [e.adapter_dir for e in events if e.kind == "epoch"] == [result.adapters[1], result.adapters[2]]
-    assert [s for s, _, _ in result.losses] == [1, 2, 3, 4] and all(math.isfinite(l) for _, _, l in result.losses)
+    assert [e.adapter_dir for e in events if e.kind == "checkpoint"] == [result.adapters[1], result.adapters[2]]
+    assert [p.step for p in result.losses] == [1, 2, 3, 4] and all(math.isfinite(p.loss) for p in result.losses)
+    assert all(p.phase == "sft" and "mean_token_accuracy" in p.metrics for p in result.losses)
 
 
 def test_training_refuses_an_empty_dataset_and_a_base_that_is_not_a_model(tiny_base, tmp_path):
@@ -120,8 +123,8 @@ async def test_the_engine_reaches_it_and_repairs_are_counted(served):
 async def test_clear_errors_for_unknown_trainings_epochs_and_names(served):
     from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 
-    for model, needle in (("trained/tiny-run/7", "has no epoch 7"), ("trained/nope/1", "unknown training 'nope'"),
-                          ("trained/tiny-run", "trained/<training_id>/<epoch>")):
+    for model, needle in (("trained/tiny-run/7", "has no checkpoint 7"), ("trained/nope/1", "unknown training 'nope'"),
+                          ("trained/tiny-run", "trained/<training_id>/<checkpoint>")):
         with pytest.raises(ModelUnavailable, match=needle):
             await complete(CallSettings(model=model, max_retries=0), [{"role": "user", "content": "x"}])
 
@@ -154,3 +157,37 @@ def test_trained_model_strings_are_builtin_and_registered_next_to_the_others():
     names = [e["provider"] for e in litellm.custom_provider_map]
     assert sorted(names) == sorted(set(names)) and {"local", "scripted", "fault", "trained"} <= set(names)
     assert "trained" in providers.PROVIDERS
+
+
+FRESH_PROCESS = """
+import asyncio, sys
+from s3gym_tui.engine.llm import CallSettings, complete
+from s3gym_tui.engine.parsing import parse_reply
+ctx = {"task": "act", "game": "trust", "mode": "eval", "seed": 1000000, "actions": [],
+       "grammar": '"collaborate" | "cheat"'}
+result = asyncio.run(complete(CallSettings(model="trained/from-disk/1", max_tokens=40, max_retries=0),
+                              [{"role": "user", "content": "Round 1. collaborate or cheat?"}], ctx))
+assert parse_reply(result.reply).action in ("collaborate", "cheat"), result.reply
+assert not any(m.startswith("s3gym_tui.cli") for m in sys.modules)  # nothing but the engine was imported
+print("ok")
+"""
+
+
+def test_any_process_serves_a_training_by_name(tiny_training, tiny_base, tmp_path):
+    """A process that only uses the engine finds `trained/<id>/<x>`: the providers package loads the
+    plugin by name and the handler reads the training's manifest."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from s3gym_tui.training.runs import write_manifest
+
+    result, _ = tiny_training
+    write_manifest(tmp_path / "from-disk", "from-disk", tiny_base, result.adapters)
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(root), S3GYM_TRAINING_DIR=str(tmp_path))
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().endswith("ok")

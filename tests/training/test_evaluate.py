@@ -1,5 +1,5 @@
-"""Strict-mode checkpoint evaluation stored as a training run (no torch: checkpoints played by the
-scripted players and by a deliberately bad test provider)."""
+"""Strict-mode checkpoint evaluation: evaluation runs linked to a stored training (no torch: checkpoints
+played by the scripted players and by a deliberately bad test provider)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ from s3gym_tui.engine.metrics import game_curve_metrics
 from s3gym_tui.engine.report import run_report
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
-from s3gym_tui.store import audit
+from s3gym_tui.store import Training, TrainingCheckpoint, audit
 from s3gym_tui.training.dataset import build_dataset
-from s3gym_tui.training.evaluate import (create_training_run, evaluate_training, record_repairs,
-                                         training_report)
-from s3gym_tui.training.runs import TrainingInfo, note_for, training_info, training_runs
+from s3gym_tui.training.evaluate import (NotATrainingRun, create_eval_run, evaluate_training, played_checkpoints,
+                                         record_repairs, training_report)
+from s3gym_tui.training.runs import eval_runs, own_eval_run
 
 
 @pytest.fixture
@@ -48,18 +48,27 @@ def bad_provider(monkeypatch):
     return "bad/model"
 
 
-def info_for(source_run, dataset, checkpoints) -> TrainingInfo:
-    return TrainingInfo(source_run=source_run.id, dataset_id=dataset.id, base="scripted", checkpoints=checkpoints,
-                        epochs=max(checkpoints), examples=3)
+_n = iter(range(10_000))
+
+
+def stored_training(store, source_run, dataset, checkpoints) -> Training:
+    training = store.add_training(Training(id=f"t-{next(_n)}", games=("trust",), source_run=source_run.id,
+                                           dataset_id=dataset.id, base="scripted", epochs=max(checkpoints), examples=3))
+    for x, model in checkpoints.items():
+        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
+    return training
 
 
 async def test_every_checkpoint_is_played_in_strict_mode_on_the_source_eval_seeds(store, source):
     run, dataset = source
-    info = info_for(run, dataset, {0: "scripted/trust", 1: "scripted/trust", 2: "scripted/trust"})
-    trained = create_training_run(store, run, info, eval_episodes=2)
+    models = {0: "scripted/trust", 1: "scripted/trust", 2: "scripted/trust"}
+    training = stored_training(store, run, dataset, models)
+    trained = create_eval_run(store, training, run.config, list(models), eval_episodes=2)
     cfg = trained.config
     assert (cfg.pathway, cfg.checkpoints(), cfg.eval_seed_base, cfg.game) == ("trained", [0, 1, 2], 1_000_010, "trust")
-    assert training_info(trained) == info and training_info(run) is None
+    assert store.training_of_run(trained.id) == (training, "trust", (0, 1, 2))
+    assert store.training_of_run(run.id) is None and own_eval_run(store, training).id == trained.id
+    assert played_checkpoints(store, trained) == models
     events = []
     checkpoints = await evaluate_training(store, trained, events.append, backoff_base_s=0)
     assert [c.x for c in checkpoints] == [0, 1, 2] == [c.x for c in store.checkpoints(trained.id)]
@@ -70,7 +79,7 @@ async def test_every_checkpoint_is_played_in_strict_mode_on_the_source_eval_seed
         episodes = store.episodes(trained.id, phase="eval", checkpoint=x)
         assert [e.seed for e in episodes] == source_seeds
         for episode in episodes:
-            assert episode.model == info.checkpoints[x] and episode.pathway == "trained"
+            assert episode.model == models[x] and episode.pathway == "trained"
             assert episode.history_episode_ids == () and episode.summary_id is None
             for step in store.steps(episode.id):
                 assert "Hint Messages:" not in store.step_prompt(episode.id, step.index)
@@ -88,8 +97,8 @@ async def test_every_checkpoint_is_played_in_strict_mode_on_the_source_eval_seed
 
 async def test_negative_transfer_is_flagged_when_a_checkpoint_falls_below_epoch_0(store, source, bad_provider):
     run, dataset = source
-    info = info_for(run, dataset, {0: "scripted/trust", 1: bad_provider, 2: "scripted/trust"})
-    trained = create_training_run(store, run, info, eval_episodes=2)
+    training = stored_training(store, run, dataset, {0: "scripted/trust", 1: bad_provider, 2: "scripted/trust"})
+    trained = create_eval_run(store, training, run.config, [0, 1, 2], eval_episodes=2)
     await evaluate_training(store, trained, backoff_base_s=0)
     report = training_report(store, trained)
     means = {r.epoch: r.mean for r in report.rows}
@@ -102,21 +111,35 @@ async def test_negative_transfer_is_flagged_when_a_checkpoint_falls_below_epoch_
 
 async def test_remote_style_checkpoints_and_the_record_of_repairs(store, source):
     run, dataset = source
-    info = info_for(run, dataset, {0: "scripted/trust", 3: "scripted/trust"})
-    trained = create_training_run(store, run, info, eval_episodes=1, step_cap=4)
+    training = stored_training(store, run, dataset, {0: "scripted/trust", 3: "scripted/trust"})
+    trained = create_eval_run(store, training, run.config, [0, 3], eval_episodes=1, step_cap=4)
     assert trained.config.checkpoints() == [0, 3] and trained.config.step_cap == 4
     await evaluate_training(store, trained, backoff_base_s=0)
     assert all(e.n_steps == 4 for e in store.episodes(trained.id))
-    trained = record_repairs(store, trained, {0: 2, 3: 0})
-    assert training_info(trained).repairs == {0: 2, 3: 0}
-    assert [r.repaired for r in training_report(store, trained).rows] == [2, 0]
-    assert [r.id for r, _ in training_runs(store, run.id)] == [trained.id]
-    assert training_runs(store, "another-run") == []
+    record_repairs(store, training.id, {0: 2, 3: 0})
+    record_repairs(store, training.id, {0: 1})  # a second evaluation run adds to the count
+    assert [r.repaired for r in training_report(store, trained).rows] == [3, 0]
+    assert [r.id for _, r, _ in eval_runs(store, training)] == [trained.id]
 
 
-def test_a_note_that_is_not_a_training_record_is_ignored(store):
-    run = store.create_run(RunConfig(model="m", game="trust", pathway="trained"), note="training {broken")
-    assert training_info(run) is None
-    ok = store.create_run(RunConfig(model="m", game="trust", pathway="trained"),
-                          note=note_for(TrainingInfo(source_run="s", dataset_id="d", base="b")))
-    assert training_info(ok).source_run == "s"
+async def test_an_evaluation_run_may_play_only_some_checkpoints_on_another_game(store, source):
+    """A cross-game cell of the distillation matrix: only the expert's own checkpoint, on snake."""
+    run, dataset = source
+    training = stored_training(store, run, dataset, {0: "scripted/trust", 2: "scripted/snake"})
+    snake = store.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=0, eval_episodes=1,
+                                       eval_seed_base=1_000_020, step_cap=3))
+    cross = create_eval_run(store, training, snake.config, [2], game="snake")
+    assert (cross.config.game, cross.config.eval_seed_base, cross.config.step_cap) == ("snake", 1_000_020, 3)
+    assert played_checkpoints(store, cross) == {2: "scripted/snake"}
+    await evaluate_training(store, cross, backoff_base_s=0)
+    assert [c.x for c in store.checkpoints(cross.id)] == [2]
+    report = training_report(store, cross)
+    assert report.game == "snake" and [r.epoch for r in report.rows] == [2] and report.rows[0].delta is None
+    with pytest.raises(ValueError, match="no checkpoint 5"):
+        create_eval_run(store, training, snake.config, [5], game="snake")
+
+
+def test_a_run_that_evaluates_no_training_is_refused(store):
+    run = store.create_run(RunConfig(model="m", game="trust", pathway="trained"))
+    with pytest.raises(NotATrainingRun, match="not the evaluation run of a training"):
+        training_report(store, run)

@@ -93,3 +93,37 @@ async def test_trl_tokenises_the_prompt_completion_file_with_loss_on_the_reply_o
         assert len(trained) < len(row["input_ids"]) / 4  # the long prompt carries no loss
         first = next(i for i, label in enumerate(row["labels"]) if label != -100)
         assert all(label != -100 for label in row["labels"][first:])  # one block: the reply, at the end
+
+
+def test_s3gym_dataset_writes_the_two_files_alone(tmp_path, capsys, tiny_base):
+    """`s3gym dataset RUN -o DIR`: the JSONL without a training, lengths measured, too-long rows named."""
+    from s3gym_tui.cli import main
+    from s3gym_tui.store import Store
+
+    db = tmp_path / "d.db"
+    with Store(db) as store:
+        run = trust_run(store)
+        add_trust_episode(store, run, SPECS, index=0)
+        add_trust_episode(store, run, SPECS, index=1)
+    out_dir = tmp_path / "jsonl"
+    code = main(["dataset", run.id, "-o", str(out_dir), "--base", str(tiny_base), "--db", str(db)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    files = sorted(p.name for p in out_dir.iterdir())
+    assert len(files) == 2 and files[0].endswith(".messages.jsonl") and files[1].endswith(".prompt_completion.jsonl")
+    lines = (out_dir / files[1]).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4 and "wrote 4 examples" in out.out  # self-score > 0: two per episode
+    with Store(db) as store:
+        assert store.trainings() == [] and len(store.list_runs()) == 1  # no training, nothing else
+        (dataset,) = store.datasets(run.id)
+        kept = [r for r in store.dataset_rows(dataset.id) if r.kind == "kept"]
+        assert all(r.tokens for r in kept)
+        limit = sorted(r.tokens for r in kept)[1]
+    code = main(["dataset", run.id, "-o", str(tmp_path / "short"), "--base", str(tiny_base), "--max-length",
+                 str(limit), "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0 and "longer than the limit" in out and "wrote 2 examples" in out
+    assert "episode 0 step 2" in out or "episode 1 step 2" in out  # named by where they come from
+    code = main(["dataset", "no-such-run", "-o", str(tmp_path / "x"), "--db", str(db)])
+    assert code == 2 and "no run 'no-such-run'" in capsys.readouterr().err
+    assert main(["dataset", run.id, "--db", str(db)]) == 2  # -o is required

@@ -69,6 +69,13 @@ BLOCKED_APP = textwrap.dedent('''
     run_id = Store(db).list_runs()[0].id
     assert main(["train", run_id, "--db", db]) == 2
     assert main(["train", run_id, "--backend", "remote", "--db", db]) == 2  # asks for --remote-model instead
+    assert main(["train", run_id, "--method", "grpo", "--db", db]) == 2
+    assert main(["distill", "a", "b", "--db", db]) == 2
+    out = os.path.join(os.path.dirname(db), "jsonl")
+    assert main(["dataset", run_id, "-o", out, "--db", db]) == 0  # the JSONL needs no extra (lengths do)
+    assert len(os.listdir(out)) == 2
+    assert main(["dataset", run_id, "-o", out, "--max-length", "100", "--db", db]) == 2
+    assert main(["matrix", "--db", db]) == 2 and main(["trainings", "--db", db]) == 0
 
     import litellm
     from pathlib import Path
@@ -102,7 +109,9 @@ def test_the_training_package_imports_no_textual():
             "import s3gym_tui.training.dataset, s3gym_tui.training.backend, s3gym_tui.training.serve, "
             "s3gym_tui.training.evaluate, s3gym_tui.training.pipeline, s3gym_tui.training.remote, "
             "s3gym_tui.training.runs, s3gym_tui.training.view, s3gym_tui.training.console, "
-            "s3gym_tui.training.grammar, s3gym_tui.training.decoding\n"
+            "s3gym_tui.training.grammar, s3gym_tui.training.decoding, s3gym_tui.training.grpo, "
+            "s3gym_tui.training.onpolicy, s3gym_tui.training.distill, s3gym_tui.training.matrix, "
+            "s3gym_tui.training.environment, s3gym_tui.training.rewards, s3gym_tui.training.rollouts\n"
             "assert 'textual' not in {m.split('.')[0] for m in sys.modules if sys.modules[m] is not None}")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

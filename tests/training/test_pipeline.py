@@ -1,5 +1,6 @@
-"""The local pathway end to end on the tiny base (seconds): dataset -> LoRA -> served checkpoints ->
-strict evaluation stored as a training run; the same through `s3gym train`; the refusals."""
+"""The local SFT pathway end to end on the tiny base (seconds): dataset -> LoRA -> served checkpoints ->
+strict evaluation, all in the trainings tables; the length limit; Ctrl-C and resume; the same through
+`s3gym train`; the refusals."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, audit
 from s3gym_tui.training.backend import TrainConfig
-from s3gym_tui.training.pipeline import TrainingError, TrainOptions, train_from_run
+from s3gym_tui.training.options import TrainOptions
+from s3gym_tui.training.pipeline import TrainingError, train_from_run
 from s3gym_tui.training.runs import MANIFEST, read_manifest
 
 pytest.importorskip("peft")
@@ -36,14 +38,26 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
 
     hooks = Hooks(train_event=seen["train"].append, eval_event=seen["eval"].append)
     outcome = await train_from_run(store, source.id, options, hooks)
-    run, report = outcome.run, outcome.report
+    run, report, training = outcome.run, outcome.report, outcome.training
     assert outcome.exported.count == 4 and outcome.build.dataset.run_id == source.id
+    assert run.id == training.id and run.note == ""  # the metadata lives in the trainings tables
     assert run.config.pathway == "trained" and run.config.checkpoints() == [0, 1, 2] and run.status == "finished"
     assert [r.model for r in report.rows] == [f"trained/{run.id}/{x}" for x in (0, 1, 2)]
     assert run.config.model == f"trained/{run.id}/2"
-    info = report.info
-    assert info.backend == "local" and info.epochs == 2 and info.examples == 4 and len(info.losses) == 4
-    assert set(info.repairs) == {0, 1, 2} and all(0 <= n <= 2 for n in info.repairs.values())
+    stored = store.get_training(training.id)
+    assert (stored.method, stored.role, stored.games, stored.source_run, stored.status) == (
+        "sft", "expert", ("trust",), source.id, "finished")
+    assert stored.dataset_id == outcome.build.dataset.id and stored.epochs == 2 and stored.examples == 4
+    assert stored.settings["length_limit"] == 8192 and stored.settings["train"]["max_length"] is None
+    assert stored.metrics["peak_rss_mb"] > 0 and stored.metrics["examples_per_s"] > 0 and stored.metrics["tokens"] > 0
+    assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
+    assert [c.step for c in store.training_checkpoints(training.id)] == [0, 2, 4]
+    assert len(store.losses(training.id)) == 4 and all(p.phase == "sft" for p in store.losses(training.id))
+    assert [s.kind for s in store.training_sources(training.id)] == ["dataset"]
+    assert all(0 <= r.repaired <= 2 for r in report.rows)
+    rows = store.dataset_rows(outcome.build.dataset.id)
+    kept = [r for r in rows if r.kind == "kept"]
+    assert kept and all(r.tokens and r.tokens > 100 for r in kept) and outcome.build.longest == max(r.tokens for r in kept)
     base_dir, adapters = read_manifest(tmp_path / "training" / run.id / MANIFEST)
     assert base_dir == tiny_base.resolve() and sorted(adapters) == [1, 2]
     assert (tmp_path / "training" / run.id / f"{outcome.build.dataset.id}.prompt_completion.jsonl").is_file()
@@ -52,10 +66,68 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
         for step in store.steps(episode.id):
             parsed = parse_reply(step.reply)
             assert parsed.action in ("collaborate", "cheat") and parsed.self_score is not None
-    assert [e.kind for e in seen["train"]].count("epoch") == 2 and seen["eval"]
+    assert [e.kind for e in seen["train"]].count("checkpoint") == 2 and seen["eval"]
     assert audit(store).ok
-    note = json.loads(run.note.split(" ", 1)[1])
-    assert note["source_run"] == source.id and note["dataset_id"] == outcome.build.dataset.id
+
+
+async def test_too_long_examples_are_dropped_named_and_stored_never_truncated(store, tiny_base):
+    source = await scripted_run(store)
+    from s3gym_tui.training.lengths import TokenCounter, load_tokenizer
+
+    counter = TokenCounter(load_tokenizer(str(tiny_base)))
+    steps = [s for e in store.episodes(source.id, phase="explore") for s in store.steps(e.id)]
+    lengths = sorted(counter(json.loads(store.step_prompt(s.episode_id, s.index)) +
+                             [{"role": "assistant", "content": s.reply}]) for s in steps)
+    limit = lengths[2]  # the prompt grows with the episode: all but the first three steps are over it
+    assert len(steps) == 10 and lengths[3] > limit
+    options = TrainOptions(base=str(tiny_base), eval_episodes=1, step_cap=1,
+                           train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2, max_length=limit))
+    outcome = await train_from_run(store, source.id, options)
+    build = outcome.build
+    assert build.limit == limit and build.too_long and all(t.tokens > limit for t in build.too_long)
+    rows = {(r.episode_id, r.step_index): r for r in store.dataset_rows(build.dataset.id)}
+    for t in build.too_long:
+        row = rows[(t.episode_id, t.step_index)]
+        assert row.kind == "dropped" and row.tokens == t.tokens and row.reason.startswith("longer than the length limit")
+        assert f"({t.tokens} > {limit} tokens)" in row.reason
+    assert all(r.tokens <= limit for r in rows.values() if r.kind == "kept")
+    assert build.dataset.rule["too_long"] == len(build.too_long) and build.dataset.rule["max_length"] == limit
+    assert outcome.training.metrics["too_long"] == len(build.too_long)
+    assert len(build.too_long) == 7 and outcome.exported.count == 3
+    assert outcome.training.settings["train"]["max_length"] == limit
+
+
+async def test_ctrl_c_leaves_the_training_resumable(store, tiny_base, monkeypatch):
+    from s3gym_tui.training import backend, pipeline
+
+    source = await scripted_run(store)
+    real = backend.train_lora
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(kwargs.get("resume"))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(backend, "train_lora", interrupted)
+    options = TrainOptions(base=str(tiny_base), max_examples=2, eval_episodes=1, step_cap=1,
+                           train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2))
+    with pytest.raises(KeyboardInterrupt):
+        await train_from_run(store, source.id, options)
+    training = store.trainings(source_run=source.id)[0]
+    assert training.status == "interrupted" and f"s3gym resume {training.id}" in training.error
+    assert store.training_checkpoints(training.id) == [] and store.training_evals(training.id) == []
+
+    def resumed(*args, **kwargs):
+        calls.append(kwargs.get("resume"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(backend, "train_lora", resumed)
+    outcome = await pipeline.resume_training(store, training.id)
+    assert calls == [False, True]
+    assert outcome.training.status == "finished" and outcome.training.error is None
+    assert [c.x for c in store.checkpoints(outcome.run.id)] == [0, 1]
+    again = await pipeline.resume_training(store, training.id)  # finished: nothing more happens
+    assert again.run == store.get_run(outcome.run.id) and len(store.episodes(outcome.run.id)) == 2
 
 
 async def test_refusals(store, tiny_base):
@@ -82,14 +154,37 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
                  "--correction", "reference", "--db", str(db)])
     out = capsys.readouterr()
     assert code == 0, out.err
-    for needle in ("dataset (self-judged selection vs verifier)", "checkpoints of trust-trained-",
-                   "training curve metrics", "prompt_completion.jsonl", "epochs", "evaluation"):
+    for needle in ("dataset (self-judged selection vs verifier)", "checkpoints of trust-sft-", "sft training",
+                   "prompt_completion.jsonl", "checkpoints", "evaluation", "peak RSS MB"):
         assert needle in out.out, needle
     with Store(db) as store:
         trained = [r for r in store.list_runs() if r.config.pathway == "trained"]
     assert len(trained) == 1 and [c.x for c in Store(db).checkpoints(trained[0].id)] == [0, 1]
-    code = main(["resume", trained[0].id, "--db", str(db)])
-    err = capsys.readouterr().err
-    assert code == 2 and "is a training run" in err
+    code = main(["resume", trained[0].id, "--db", str(db)])  # finished: the tables again, nothing new
+    assert code == 0 and "checkpoints of" in capsys.readouterr().out
+    with Store(db) as store:
+        assert len(store.episodes(trained[0].id)) == 2
+    code = main(["trainings", "--db", str(db)])
+    assert code == 0 and trained[0].id in capsys.readouterr().out
     code = main(["train", "no-such-run", "--db", str(db)])
     assert code == 2 and "no run 'no-such-run'" in capsys.readouterr().err
+
+
+def test_ctrl_c_in_s3gym_train_says_how_to_continue(tmp_path, tiny_base, capsys, monkeypatch):
+    import asyncio
+
+    from s3gym_tui.training import backend
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    db = tmp_path / "c.db"
+    with Store(db) as store:
+        source = asyncio.run(scripted_run(store))
+    monkeypatch.setattr(backend, "train_lora", interrupted)
+    code = main(["train", source.id, "--base", str(tiny_base), "--max-examples", "1", "--db", str(db)])
+    err = capsys.readouterr().err
+    with Store(db) as store:
+        (training,) = store.trainings(source_run=source.id)
+    assert code == 130 and f"`s3gym resume {training.id}` continues it" in err and "intact" in err
+    assert training.status == "interrupted"

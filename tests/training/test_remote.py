@@ -151,7 +151,9 @@ async def test_the_pipeline_with_the_remote_backend(store, explored, fake, offli
     assert run.config.pathway == "trained" and run.config.checkpoints() == [0, 2]
     assert run.config.model == f"openai/{TUNED}"
     report = outcome.report
-    assert report.info.backend == "remote" and report.info.remote_job == "ftjob-1"
+    training = store.get_training(outcome.training.id)
+    assert training.backend == "remote" and training.remote_job == "ftjob-1" and training.status == "finished"
+    assert training.base == "openai/gpt-4o-mini-2024-07-18" and training.epochs == 2
     assert [(r.epoch, r.model) for r in report.rows] == [(0, "openai/gpt-4o-mini-2024-07-18"), (2, f"openai/{TUNED}")]
     assert set(offline_openai) == {"openai/gpt-4o-mini-2024-07-18", f"openai/{TUNED}"}
     assert [e.model for e in store.episodes(run.id)] == ["openai/gpt-4o-mini-2024-07-18", f"openai/{TUNED}"]
@@ -177,5 +179,5 @@ def test_s3gym_train_remote(tmp_path, capsys, fake, offline_openai):
                  "--eval-episodes", "1", "--step-cap", "2", "--out", str(tmp_path / "o"), "--db", str(db)])
     out = capsys.readouterr()
     assert code == 0, out.err
-    assert "checkpoints of trust-trained-" in out.out and "ft:gpt-4o-mini" in out.out
-    assert "training curve metrics" in out.out
+    assert "checkpoints of trust-sft-" in out.out and "ft:gpt-4o-mini" in out.out
+    assert "sft training" in out.out

@@ -7,12 +7,11 @@ from textual.widgets import DataTable, Static
 
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.models import Checkpoint, Episode
-from s3gym_tui.screens.analysis_common import fmt, fmt_score
+from s3gym_tui.screens.analysis_common import fmt, fmt_score, fmt_signed
 from s3gym_tui.screens.training import TrainingScreen
-from s3gym_tui.store import Store
+from s3gym_tui.store import LossPoint, Store, Training, TrainingCheckpoint
 from s3gym_tui.training.dataset import build_dataset
-from s3gym_tui.training.evaluate import create_training_run
-from s3gym_tui.training.runs import TrainingInfo
+from s3gym_tui.training.evaluate import create_eval_run
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 
 MEANS = {0: 10.0, 1: 4.0, 2: 12.0}  # epoch 1 falls below the base: negative transfer
@@ -21,12 +20,16 @@ MEANS = {0: 10.0, 1: 4.0, 2: 12.0}  # epoch 1 falls below the base: negative tra
 def stored_training(store, source_id: str, dataset_id: str):
     """A training run with its checkpoints written directly (no model needed for the UI)."""
     source = store.get_run(source_id)
-    info = TrainingInfo(source_run=source_id, dataset_id=dataset_id, base="tiny",
-                        checkpoints={x: f"trained/t-ui/{x}" for x in MEANS}, epochs=2, examples=5)
-    run = create_training_run(store, source, info, eval_episodes=1, run_id="trust-trained-ui")
+    training = store.add_training(Training(id=f"trust-sft-ui-{source_id[-6:]}", games=("trust",), source_run=source_id,
+                                           dataset_id=dataset_id, base="tiny", epochs=2, examples=5))
+    models = {x: f"trained/t-ui/{x}" for x in MEANS}
+    for x, model in models.items():
+        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
+    store.add_losses(training.id, [LossPoint(step=i, loss=3.0 - i, phase="sft") for i in (1, 2)])
+    run = create_eval_run(store, training, source.config, list(MEANS), eval_episodes=1, run_id=training.id)
     for x, mean in MEANS.items():
         episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game="trust", mode="eval", phase="eval",
-                          seed=run.config.eval_seed(0), index=0, checkpoint=x, model=info.checkpoints[x],
+                          seed=run.config.eval_seed(0), index=0, checkpoint=x, model=models[x],
                           pathway="trained")
         store.add_episode(episode)
         store.finish_episode(episode.id, mean)
@@ -83,9 +86,10 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
         assert checkpoints[f"{training.id}:1"][2:] == ["4.00", "-6.00", "negative"]  # the app's one number format
         assert checkpoints[f"{training.id}:2"][4] == ""
-        assert screen.query_one(CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
+        assert screen.query_one("#training-curve", CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
+        assert screen.query_one("#training-loss", CurvePlot).curves == (Curve(f"{training.id} sft", ((1, 2.0), (2, 1.0))),)
         flags = str(screen.query_one("#training-flags", Static).render())
-        assert "negative transfer at epoch 1" in flags and "Avg 8.67" in flags
+        assert "negative transfer at epoch 1" in flags and "Avg 8.67" in flags and "sft ·" in flags
 
         await pilot.press("d")
         await pilot.pause()
@@ -112,3 +116,64 @@ async def test_opened_on_a_training_run_or_a_run_without_data(demo_db, settings)
         await pilot.press("escape")
         screen = await open_training(app, pilot, "no-such-run")
         assert "no-such-run" in str(screen.query_one("#training-status", Static).render())
+
+
+def stored_study(store) -> dict[str, str]:
+    """A two-game study with its evaluations written directly: base trust 10 / snake 4; the expert for trust
+    scores 3 on snake (negative transfer); the phase-2 student 12 / 5."""
+    from s3gym_tui.models import RunConfig
+    from s3gym_tui.store import ExpertRef, Study
+
+    templates = {g: store.create_run(RunConfig(model=f"scripted/{g}", game=g, explore_episodes=0, eval_episodes=1))
+                 for g in ("trust", "snake")}
+    scores = {("ui-e-trust", "trust"): 14, ("ui-e-trust", "snake"): 3, ("ui-e-snake", "snake"): 6,
+              ("ui-e-snake", "trust"): 10, ("ui-p2", "trust"): 12, ("ui-p2", "snake"): 5}
+    base = {"trust": 10, "snake": 4}
+    cells, base_cells, experts = {}, {}, []
+    for tid, games, role in (("ui-e-trust", ("trust",), "expert"), ("ui-e-snake", ("snake",), "expert"),
+                             ("ui-p2", ("trust", "snake"), "phase2")):
+        store.add_training(Training(id=tid, games=games, role=role, study_id=None if role == "expert" else "ui-st",
+                                    method="sft" if role == "expert" else "distill-on", status="finished"))
+        for x in (0, 1):
+            store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
+        store.add_losses(tid, [LossPoint(step=1, loss=1.5, phase="distill-on")])
+        if role == "expert":
+            experts.append(ExpertRef(training_id=tid, x=1, game=games[0], model=f"trained/{tid}/1"))
+        for game in ("trust", "snake"):
+            own = games == (game,)
+            run = create_eval_run(store, store.get_training(tid), templates[game].config, [0, 1] if own else [1],
+                                  game=game)
+            for x, score in ([(0, base[game])] if own else []) + [(1, scores[(tid, game)])]:
+                episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game=game, mode="eval", phase="eval",
+                                  seed=run.config.eval_seed(0), index=0, checkpoint=x, model="m", pathway="trained")
+                store.add_episode(episode)
+                store.finish_episode(episode.id, score)
+                store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(score,)))
+            store.set_run_status(run.id, "finished")
+            cells[f"{tid}|{game}"] = run.id
+            if own:
+                base_cells[game] = run.id
+    store.add_study(Study(id="ui-st", games=("trust", "snake"), experts=tuple(experts),
+                          settings={"cells": cells, "base_cells": base_cells}, status="finished"))
+    return cells
+
+
+async def test_the_consolidation_matrix_and_loss_curves_of_a_student(demo_db, settings):
+    path, _ = demo_db
+    with Store(path) as store:
+        cells = stored_study(store)
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await open_training(app, pilot, cells["ui-p2|snake"])
+        status = str(screen.query_one("#training-status", Static).render())
+        assert "a distillation student" in status
+        matrix = table_rows(screen, "#training-matrix")
+        assert list(matrix) == ["base", "ui-e-trust", "ui-e-snake", "ui-p2"]
+        assert matrix["base"][1:] == [fmt(10.0), fmt(4.0)]
+        assert matrix["ui-e-trust"][1:] == [f"{fmt(14.0)} ({fmt_signed(4.0)})", f"{fmt(3.0)} ({fmt_signed(-1.0)})"]
+        assert matrix["ui-p2"][1:] == [f"{fmt(12.0)} ({fmt_signed(2.0)})", f"{fmt(5.0)} ({fmt_signed(1.0)})"]
+        table = screen.query_one("#training-matrix", DataTable)
+        styles = {str(table.get_row("ui-e-trust")[2].style), str(table.get_row("ui-p2")[2].style)}
+        assert "bold red" in styles  # the expert's negative transfer on snake
+        assert "ui-st" in str(table.border_title)
+        assert screen.query_one("#training-loss", CurvePlot).curves == (Curve("ui-p2 distill-on", ((1, 1.5),)),)

@@ -1,0 +1,108 @@
+"""`s3gym distill EXPERT...` (two-phase consolidation of single-game experts into one student, with its
+ablations) and `s3gym matrix [STUDY]` (the consolidation matrix)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.markup import escape
+
+from s3gym_tui.cli.common import DbOption, UserError, _store, cli, console
+
+
+@cli.command()
+def distill(
+    experts: List[str] = typer.Argument(..., help="Expert trainings, one per game: ID (its last checkpoint) or ID:X."),
+    rollout_episodes: int = typer.Option(3, "--rollout-episodes", min=1,
+                                         help="Exploration episodes each expert plays on its game (phase 1 data)."),
+    rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Keep expert steps whose self-score is "
+                                              "above this (default: every reply of the expert)."),
+    epochs: int = typer.Option(1, "--epochs", min=1, help="Phase 1 (off-policy SFT) epochs."),
+    phase1_steps: int = typer.Option(-1, "--phase1-steps", help="Cap on phase 1 optimizer steps."),
+    updates: int = typer.Option(8, "--updates", min=1, help="Phase 2 (on-policy) optimizer steps."),
+    batch: int = typer.Option(2, "--batch", min=1, help="Phase 2 prompts per update."),
+    learning_rate: float = typer.Option(1e-4, "--lr", help="Phase 2 learning rate (phase 1: 5e-4)."),
+    completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="Phase 2: tokens per reply."),
+    ablations: bool = typer.Option(False, "--ablations", help="Also: off-policy only, on-policy only from the base, "
+                                                               "mixed multi-task SFT (same budget)."),
+    eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=1,
+                                                help="Default: each game's expert evaluation run's."),
+    step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where the students' files go."),
+    db: Optional[Path] = DbOption,
+) -> None:
+    """Consolidate single-game experts into one student: off-policy SFT, then on-policy reverse KL."""
+    from s3gym_tui.training import MissingExtra, require_extra
+
+    try:
+        require_extra()
+        from s3gym_tui.training.backend import TrainConfig
+        from s3gym_tui.training.options import DistillOptions
+        from s3gym_tui.training.pipeline import TrainingError
+    except MissingExtra as exc:
+        raise UserError(str(exc)) from None
+    options = DistillOptions(
+        rollout_episodes=rollout_episodes, rollout_step_cap=rollout_step_cap, threshold=threshold,
+        phase1=TrainConfig(epochs=epochs, max_steps=phase1_steps), phase2_updates=updates, phase2_batch=batch,
+        phase2_learning_rate=learning_rate, max_completion_length=completion_tokens, ablations=ablations,
+        eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out)
+    from s3gym_tui.training.distill import distill as run_distill
+    from s3gym_tui.training.distill import resolve_experts
+
+    store = _store(db)
+    try:
+        resolve_experts(store, experts)  # refuse bad experts before anything is written
+    except TrainingError as exc:
+        raise UserError(str(exc)) from None
+    _run_study(store, lambda hooks: run_distill(store, experts, options, hooks))
+
+
+def _run_study(store, factory) -> None:
+    import asyncio
+
+    from s3gym_tui.training import MissingExtra
+    from s3gym_tui.training.console import Bars
+    from s3gym_tui.training.distill import DistillHooks
+    from s3gym_tui.training.matrix import study_matrix
+    from s3gym_tui.training.matrix_view import print_matrix
+    from s3gym_tui.training.pipeline import TrainingError
+
+    bars = Bars(console)
+    hooks = bars.hooks(DistillHooks, stage=lambda stage, info: bars.info("study", f"{stage}: {info}"))
+    try:
+        with bars.progress:
+            study = asyncio.run(factory(hooks))
+    except (MissingExtra, TrainingError) as exc:
+        raise UserError(str(exc)) from None
+    except KeyboardInterrupt:
+        from s3gym_tui.cli.train import interrupted
+
+        latest = store.studies(limit=1)
+        interrupted(f"study {latest[0].id} interrupted: `s3gym resume {latest[0].id}` continues it" if latest else None)
+    print_matrix(console, study_matrix(store, study.id))
+
+
+def resume_study_cli(store, study_id: str) -> None:
+    from s3gym_tui.training.distill import resume_study
+
+    _run_study(store, lambda hooks: resume_study(store, study_id, hooks))
+
+
+@cli.command()
+def matrix(study_id: Optional[str] = typer.Argument(None, help="A study (default: the newest)."),
+           db: Optional[Path] = DbOption) -> None:
+    """The consolidation matrix of a study: rows base / experts / students / ablations, columns games."""
+    from s3gym_tui.training.matrix import study_matrix
+    from s3gym_tui.training.matrix_view import print_matrix
+
+    store = _store(db)
+    if study_id is None:
+        studies = store.studies(limit=1)
+        if not studies:
+            raise UserError("no study yet: `s3gym distill EXPERT EXPERT ...` makes one")
+        study_id = studies[0].id
+    print_matrix(console, study_matrix(store, study_id))
+    console.print(f"[dim]study {escape(study_id)}: {store.get_study(study_id).status}[/]")

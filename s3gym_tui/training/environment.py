@@ -1,0 +1,147 @@
+"""The games as TRL environments (GRPOTrainer's `environment_factory`), always in explore mode.
+
+Each GRPO prompt is one state an episode reached on an exploration seed: (game, seed, actions so far,
+the self-scores the agent gave them). `GameEnvironment.reset(...)` replays that state and returns the
+user message exactly as the engine builds it for an action call (rules, current episode so far,
+current state; no hint messages), so the policy is trained on the prompts it is evaluated on. The
+environment exposes no tools: one reply is one action, as in the protocol; the reward functions
+(rewards.py) step a copy of the state with the reply's action.
+
+TRL requires a chat template that can render tool calls whenever an environment is used. SmolLM2's
+template cannot, so `ensure_tool_template` extends it with the usual tool-call branch; a conversation
+without tools renders byte-identically (tested), so prompts do not change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import games
+from s3gym_tui.engine.parsing import parse_reply
+from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
+from s3gym_tui.engine.session import NO_ANSWER
+from s3gym_tui.models import phase_of_seed
+
+MODE = "explore"
+
+
+def prompt_row(game: str, seed: int, actions: Sequence[str], scores: Sequence[Optional[float]]) -> dict[str, Any]:
+    """A dataset row for one state: the system prompt and an empty user turn the environment fills."""
+    return {"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}],
+            "game": game, "seed": int(seed), "actions": list(actions),
+            "scores": [None if s is None else float(s) for s in scores]}
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one reply would do from the state (benchmark side: `reward` is the verifier's)."""
+
+    action: str
+    self_score: Optional[float]  # the score the reply stated (None: missing)
+    parsed: bool  # the reply had an Answer line
+    valid: bool
+    feedback: str  # agent-visible
+    reward: float  # the verifier's reward (oracle ablation only)
+    observation_before: str
+    observation_after: str
+    done: bool
+
+
+class GameEnvironment:
+    """One state of one game in explore mode (never an evaluation seed). No public methods besides
+    `reset`: TRL would expose them to the model as tools."""
+
+    def __init__(self) -> None:
+        self._game: Optional[str] = None
+        self._seed = 0
+        self._actions: list[str] = []
+        self._env: Any = None
+        self._feedback = ""
+
+    def reset(self, game: str = "", seed: int = 0, actions: Sequence[str] = (),
+              scores: Sequence[Optional[float]] = (), **_: Any) -> str:
+        if phase_of_seed(int(seed)) != "explore":
+            raise ValueError(f"seed {seed} is an evaluation seed: training rollouts use exploration seeds only")
+        self._game, self._seed, self._actions = games.canonical(game), int(seed), [str(a) for a in actions]
+        env = games.make(self._game, MODE)
+        env.reset(self._seed)
+        turns: list[TurnRecord] = []
+        feedback = ""
+        scores = list(scores) + [None] * (len(self._actions) - len(scores))
+        for action, score in zip(self._actions, scores):
+            observation = env.observation()
+            result = env.step(action)
+            turns.append(TurnRecord(observation, action, score, feedback))
+            feedback = result.feedback
+        self._env, self._feedback = env, feedback
+        self._turns = turns
+        return self._messages()[-1]["content"]
+
+    def _messages(self) -> list[dict]:
+        return build_messages(self._env, None, self._turns, self._feedback)
+
+    @property
+    def state(self) -> tuple[str, int, tuple[str, ...]]:
+        return self._game or "", self._seed, tuple(self._actions)
+
+    @property
+    def game(self) -> Any:
+        return self._env
+
+    def _outcome(self, reply: str) -> StepOutcome:
+        """Apply a reply's action to a copy of the state (the state itself stays as it is)."""
+        parsed = parse_reply(reply)
+        action = parsed.action if parsed.action is not None else NO_ANSWER
+        env = games.game_class(self._game).replay(MODE, self._seed, self._actions)
+        before = env.observation()
+        if env.done:
+            return StepOutcome(action, parsed.self_score, parsed.action is not None, False, "the episode is over",
+                               0.0, before, before, True)
+        result = env.step(action)
+        return StepOutcome(action, parsed.self_score, parsed.action is not None, result.valid, result.feedback,
+                           float(result.reward), before, env.observation(), result.done)
+
+
+def completion_text(completion: Any) -> str:
+    """The assistant text of a TRL completion (conversational: a list of messages; or plain text)."""
+    if isinstance(completion, str):
+        return completion
+    parts = []
+    for message in completion or []:
+        content = message.get("content") if isinstance(message, dict) else message
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        parts.append(str(content or ""))
+    return "".join(parts)
+
+
+# SmolLM2's ChatML template plus a tool-call branch (TRL refuses environments without one): identical
+# output for every conversation without tools or tool calls.
+TOOL_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\\n' }}"
+    "{% endif %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' }}"
+    "{% if message['content'] is string %}{{ message['content'] }}"
+    "{% elif message['content'] %}{% for part in message['content'] %}{{ part['text'] }}{% endfor %}{% endif %}"
+    "{% if message.get('tool_calls') %}{% for call in message['tool_calls'] %}"
+    "{{ '<tool_call>' + (call['function'] | tojson) + '</tool_call>' }}{% endfor %}{% endif %}"
+    "{{ '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def ensure_tool_template(tokenizer: Any) -> Any:
+    """Give the tokenizer a tool-capable template when it has none that TRL accepts (ChatML only)."""
+    from trl.chat_template_utils import supports_tool_calling
+
+    if supports_tool_calling(tokenizer):
+        return tokenizer
+    if "<|im_start|>" not in str(tokenizer.chat_template or ""):
+        raise ValueError("the base model's chat template cannot render tool calls, which TRL's environments "
+                         "need; use a base whose template supports tools (or a ChatML one)")
+    tokenizer.chat_template = TOOL_TEMPLATE
+    return tokenizer

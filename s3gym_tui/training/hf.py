@@ -1,0 +1,104 @@
+"""What the three local trainers (SFT, GRPO, on-policy distillation) share: the LoRA setup, the
+progress callback that records losses and saves one adapter per checkpoint, resuming from the last
+trainer checkpoint, and throughput figures. Imported only when training (needs the train extra)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from transformers import TrainerCallback
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
+from transformers.trainer_utils import get_last_checkpoint
+
+from s3gym_tui.store import LossPoint
+from s3gym_tui.training.backend import TrainEvent, TrainResult
+from s3gym_tui.training.device import peak_gpu_mb, peak_rss_mb
+
+TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
+
+
+def lora_config(cfg: Any) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                      target_modules=cfg.target_modules, task_type="CAUSAL_LM")
+
+
+LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
+          "parsed_replies")
+
+
+class Reporter(TrainerCallback):
+    """Records every logged loss (and a few metrics), saves the adapter at each epoch end or every
+    `save_every` steps (checkpoint x = 1, 2, ...), and reports both to `progress`."""
+
+    def __init__(self, result: TrainResult, progress: Callable[[TrainEvent], None], phase: str,
+                 save_every: int = 0, first_x: int = 1) -> None:
+        self.result, self.progress, self.phase = result, progress, phase
+        self.save_every = save_every
+        self.next_x = first_x
+        self.started = time.perf_counter()
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if logs and "loss" in logs:
+            metrics = {k: float(logs[k]) for k in LOGGED if isinstance(logs.get(k), (int, float))}
+            point = LossPoint(step=state.global_step, epoch=float(state.epoch or 0.0), loss=float(logs["loss"]),
+                              phase=self.phase, metrics=metrics)
+            self.result.losses.append(point)
+            self.progress(TrainEvent("step", state.global_step, state.max_steps, point.epoch, point.loss,
+                                     metrics=metrics, phase=self.phase))
+
+    def _save(self, state, model) -> None:
+        target = self.result.out_dir / f"checkpoint-{self.next_x}"
+        model.save_pretrained(target)
+        self.result.adapters[self.next_x] = target
+        self.result.steps_at[self.next_x] = state.global_step
+        self.progress(TrainEvent("checkpoint", state.global_step, state.max_steps, float(state.epoch or 0.0),
+                                 adapter_dir=target, x=self.next_x, phase=self.phase))
+        self.next_x += 1
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if self.save_every and state.global_step % self.save_every == 0:
+            self._save(state, model)
+
+    def on_epoch_end(self, args, state, control, model=None, **kwargs):
+        if not self.save_every:
+            self._save(state, model)
+
+    def on_train_end(self, args, state, control, model=None, **kwargs):
+        # a run that stops between two saves (max_steps not a multiple) still ends on a checkpoint
+        if self.save_every and (not self.result.steps_at or max(self.result.steps_at.values()) < state.global_step):
+            self._save(state, model)
+
+
+def quiet_trainer(trainer: Any) -> Any:
+    for noisy in (PrinterCallback, ProgressCallback):  # our progress callback reports instead
+        trainer.remove_callback(noisy)
+    return trainer
+
+
+def resume_point(trainer_dir: Path) -> Optional[str]:
+    """The last HF checkpoint under `trainer_dir` (a resume continues from it), if any."""
+    if not Path(trainer_dir).is_dir():
+        return None
+    return get_last_checkpoint(str(trainer_dir))
+
+
+def finish(result: TrainResult, trainer: Any, started: float) -> TrainResult:
+    result.steps = trainer.state.global_step
+    result.seconds = time.perf_counter() - started
+    result.peak_rss_mb = peak_rss_mb()
+    result.peak_gpu_mb = peak_gpu_mb()
+    return result
+
+
+def existing_adapters(out_dir: Path) -> dict[int, Path]:
+    """Adapters already saved by an interrupted run of the same training (checkpoint-<x> dirs)."""
+    found = {}
+    for path in Path(out_dir).glob("checkpoint-*"):
+        suffix = path.name.rsplit("-", 1)[-1]
+        if suffix.isdigit() and (path / "adapter_config.json").is_file():
+            found[int(suffix)] = path
+    return dict(sorted(found.items()))

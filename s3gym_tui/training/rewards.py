@@ -1,0 +1,110 @@
+"""GRPO rewards for one reply at one game state (see environment.py), from one of three sources:
+
+- self (the default, self-improvement): the agent's own judgement of the step, made after the fact
+  by the frozen starting model (the LoRA adapter switched off) from what the agent saw: the rules, the
+  state, its action, the game's agent-visible feedback and the next state. Never the verifier's
+  reward. A frozen judge cannot be talked up by the policy it trains.
+- stated: the self-score the reply itself states (`Score: n`). Recorded as an option for comparison;
+  a policy rewarded by its own claim learns to claim more, so it is not the default.
+- oracle: the verifier's reward of the step (the recorded oracle ablation).
+
+Whatever the source, the verifier's reward of every sampled reply is logged as a metric
+(`verifier_reward`, benchmark side only) so the curve shows whether self-judged RL helps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from s3gym_tui.training.environment import GameEnvironment, StepOutcome, completion_text
+from s3gym_tui.training.grammar import SCORE_PATTERN
+
+REWARD_CLIP = 100.0
+
+JUDGE_SYSTEM = ("You judge your own play of a text game from what you saw: the rules, the state, your "
+                "action, what the game told you and the state after it. Answer with one line: Score: <number>")
+
+
+def judge_messages(env: GameEnvironment, outcome: StepOutcome) -> list[dict]:
+    """The judging prompt: agent-visible facts only (no verifier reward anywhere)."""
+    game = env.game
+    user = "\n".join([
+        "Game rules:", game.rules(), "",
+        "State before your action:", outcome.observation_before, "",
+        f"Your action: {outcome.action}",
+        f"What the game told you: {outcome.feedback}", "",
+        "State after your action:", outcome.observation_after, "",
+        "What immediate reward did this action earn under the game rules? End with: Score: <number>",
+    ])
+    return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _clip(value: Optional[float]) -> float:
+    if value is None or value != value:
+        return 0.0
+    return max(-REWARD_CLIP, min(REWARD_CLIP, float(value)))
+
+
+class FrozenJudge:
+    """Scores steps with the policy's base weights (adapter off), greedy and constrained to a number."""
+
+    def __init__(self, model: Any, tokenizer: Any, max_new_tokens: int = 8) -> None:
+        self.model, self.tokenizer, self.max_new_tokens = model, tokenizer, max_new_tokens
+        self.entry: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "pieces": None}
+        self.cache: dict[tuple, float] = {}
+        self.calls = 0
+
+    def score(self, env: GameEnvironment, outcome: StepOutcome) -> float:
+        key = (env.state, outcome.action)
+        if key in self.cache:
+            return self.cache[key]
+        import contextlib
+
+        import torch
+
+        from s3gym_tui.engine.parsing import parse_reply
+        from s3gym_tui.training.decoding import Generator
+
+        training = self.model.training
+        self.model.eval()
+        off = self.model.disable_adapter() if hasattr(self.model, "disable_adapter") else contextlib.nullcontext()
+        try:
+            with torch.no_grad(), off:
+                gen = Generator(self.entry, temperature=0.0)
+                prompt = gen.prompt_ids(judge_messages(env, outcome))
+                text, _ = gen.constrained(prompt, rf"Score: {SCORE_PATTERN}", self.max_new_tokens)
+        finally:
+            if training:
+                self.model.train()
+        self.calls += 1
+        value = _clip(parse_reply(f"Answer: x, {text}").self_score)
+        self.cache[key] = value
+        return value
+
+
+def make_reward(source: str, judge: Optional[FrozenJudge] = None) -> Callable[..., list[float]]:
+    """The TRL reward function for a source ('self' needs the judge)."""
+    if source == "self" and judge is None:
+        raise ValueError("the self-judged reward needs a judge")
+    if source not in ("self", "stated", "oracle"):
+        raise ValueError(f"unknown reward {source!r}: self, stated or oracle")
+
+    def reward(prompts=None, completions=None, environments=None, log_metric=None, **kwargs) -> list[float]:
+        values, verifier = [], []
+        for completion, env in zip(completions, environments):
+            outcome = env._outcome(completion_text(completion))
+            verifier.append(outcome.reward)
+            if source == "oracle":
+                values.append(_clip(outcome.reward))
+            elif source == "stated":
+                values.append(_clip(outcome.self_score) if outcome.parsed else 0.0)
+            else:
+                values.append(judge.score(env, outcome))
+        if log_metric is not None and verifier:
+            log_metric("verifier_reward", sum(verifier) / len(verifier))
+            log_metric("parsed_replies", sum(1 for c in completions if "answer" in completion_text(c).lower())
+                       / len(completions))
+        return values
+
+    reward.__name__ = f"{source}_reward"
+    return reward

@@ -1,0 +1,100 @@
+"""On-policy rollouts for GRPO: the current policy plays exploration episodes (explore mode, the run's
+exploration seeds, round robin) through the real games with the engine's own prompts; every state it
+reaches becomes one GRPO prompt row (environment.prompt_row), where TRL then samples a group of
+replies. The trajectory goes on with the rollout player's own sampled action, so states follow the
+policy as it learns (one batch behind: the data loader reads one batch ahead)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable, Iterator, Optional, Sequence
+
+import games
+from s3gym_tui.engine.parsing import parse_reply
+from s3gym_tui.engine.prompts import TurnRecord, build_messages
+from s3gym_tui.engine.session import NO_ANSWER
+from s3gym_tui.models import phase_of_seed
+from s3gym_tui.training.environment import MODE, prompt_row
+
+Policy = Callable[[list, Any], str]  # (messages, game) -> reply text
+OnRollout = Callable[[str, int, int], None]  # (game, seed, steps) when a rollout episode ends
+
+
+class StateStream:
+    """An endless stream of states reached by `policy` on `seeds` (never an evaluation seed)."""
+
+    def __init__(self, game: str, seeds: Sequence[int], policy: Policy, step_cap: Optional[int] = None,
+                 on_rollout: OnRollout = lambda game, seed, steps: None,
+                 fits: Callable[[list], bool] = lambda messages: True) -> None:
+        bad = [s for s in seeds if phase_of_seed(int(s)) != "explore"]
+        if not seeds or bad:
+            raise ValueError(f"rollouts need exploration seeds (got {bad[0] if bad else 'none'})")
+        self.game = games.canonical(game)
+        self.seeds = [int(s) for s in seeds]
+        self.policy = policy
+        self.step_cap = step_cap
+        self.on_rollout = on_rollout
+        self.fits = fits  # False: the prompt would not fit the model's window (the episode ends there)
+        self.episodes = 0
+        self.states = 0
+        self.too_long = 0  # episodes cut short because the next prompt was too long
+
+    def rows(self) -> Iterator[dict]:
+        for seed in itertools.cycle(self.seeds):
+            yield from self.episode(seed)
+
+    def episode(self, seed: int) -> Iterator[dict]:
+        """The states of one rollout episode on `seed`, as prompt rows."""
+        env = games.make(self.game, MODE)
+        env.reset(seed)
+        cap = min(env.max_steps, self.step_cap or env.max_steps)
+        actions: list[str] = []
+        scores: list[Optional[float]] = []
+        turns: list[TurnRecord] = []
+        feedback = ""
+        while not env.done and len(actions) < cap:
+            messages = build_messages(env, None, turns, feedback)
+            if not self.fits(messages):
+                self.too_long += 1
+                break
+            self.states += 1
+            yield prompt_row(self.game, seed, actions, scores)
+            reply = self.policy(messages, env)
+            parsed = parse_reply(reply)
+            action = parsed.action if parsed.action is not None else NO_ANSWER
+            observation = env.observation()
+            result = env.step(action)
+            turns.append(TurnRecord(observation, action, parsed.self_score, feedback))
+            feedback = result.feedback
+            actions.append(action)
+            scores.append(parsed.self_score)
+        self.episodes += 1
+        self.on_rollout(self.game, seed, len(actions))
+
+
+class Sampler:
+    """The rollout player: the policy model samples a reply (stopping after the answer line), with its
+    own random stream so TRL's sampling is left untouched."""
+
+    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0) -> None:
+        self.entry = {"model": model, "tokenizer": tokenizer, "pieces": None}
+        self.model, self.temperature, self.max_new_tokens = model, temperature, max_new_tokens
+        self.seed = seed
+        self.calls = 0
+
+    def __call__(self, messages: list, game: Any) -> str:
+        import torch
+
+        from s3gym_tui.training.decoding import Generator
+
+        self.calls += 1
+        training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(), torch.no_grad():
+                gen = Generator(self.entry, temperature=self.temperature, seed=self.seed * 100_003 + self.calls)
+                text, _ = gen.free(gen.prompt_ids(messages), self.max_new_tokens, stop_after_answer=True)
+        finally:
+            if training:
+                self.model.train()
+        return text
