@@ -16,7 +16,7 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "id": "run id (<game>-<pathway>-<hex>)", "config": "RunConfig as JSON (every setting of the run)",
         "game": "the game", "model": "litellm model string", "pathway": "none, history, summary or trained",
         "status": "created, running, finished, failed or stopped", "created_at": "UTC time of creation",
-        "note": "free text; a training run keeps its TrainingInfo here", "sweep_id": "the sweep that made it",
+        "note": "free text", "sweep_id": "the sweep that made it",
         "status_reason": "why it stopped or failed (Ctrl-C, SIGTERM, the model, the disk)"}),
     "episodes": ("One episode: exploration (feeds experience) or evaluation (held out, never experience).", {
         "id": "episode id (<run>-x<index> or <run>-c<x>-e<j>)", "run_id": "its run (empty: a standalone episode)",
@@ -61,7 +61,9 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "created_at": "UTC time", "counts": "rows per kind as JSON"}),
     "dataset_rows": ("One exploration step as a training example.", {
         "dataset_id": "its dataset", "episode_id": "the step's episode", "step_index": "the step's index",
-        "kind": "kept, corrected or dropped", "messages": "chat messages as JSON (empty list if dropped)"}),
+        "kind": "kept, corrected or dropped", "messages": "chat messages as JSON (empty list if dropped)",
+        "reason": "why it was dropped (too long for the training window, below the threshold, ...)",
+        "tokens": "prompt + reply tokens with the training tokenizer, when measured"}),
     "leases": ("The one process driving a run (resume only when it is gone).", {
         "run_id": "the driven run", "token": "the lease's identity", "pid": "the driving process",
         "host": "its host", "command": "what it runs (s3gym run, resume, sweep, the app)",
@@ -74,6 +76,38 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "id": "log entry", "run_id": "the run", "summary_id": "the version acted on (an edit: the new one)",
         "action": "edit, veto, unveto, pin or unpin", "author": "who", "created_at": "UTC time",
         "effective_from_x": "the first experience state that sees it"}),
+    "trainings": ("A training: an SFT or GRPO expert, or a distillation student (phase 1 off-policy, "
+                  "phase 2 on-policy); its evaluation runs are ordinary trained-pathway runs.", {
+        "id": "training id", "method": "sft, grpo, distill-off or distill-on", "role": "expert; phase1 or phase2 (the two-phase student); off-only, on-only or mixed-sft (its ablations)",
+        "games": "JSON list of its games", "source_run": "the exploring run it learnt from (experts)",
+        "dataset_id": "its SFT dataset", "study_id": "the distillation study it belongs to",
+        "parent_id": "the training it continues (phase 2: its phase 1 student)", "backend": "local or remote",
+        "base": "the base model (a local directory or the provider's model)", "reward": "GRPO reward source: "
+        "self (the self-judged score, default), stated, or oracle (an ablation)", "directory": "adapters, JSONL, manifest",
+        "status": "created, training, evaluating, finished, interrupted or failed", "examples": "examples used",
+        "epochs": "epochs done", "steps": "optimizer steps done", "train_seconds": "wall time of training",
+        "settings": "JSON: learning rate, LoRA rank, batch size, max length, ...", "metrics": "JSON: peak RSS, "
+        "examples/s, tokens/s, dropped or cut examples", "remote_job": "the provider's fine-tuning job",
+        "error": "why it failed", "created_at": "UTC time", "finished_at": "UTC end"}),
+    "training_checkpoints": ("Checkpoint x of a training (x = 0: the base model) and the model string "
+                             "that plays it.", {
+        "training_id": "its training", "x": "epochs (or phase steps) done", "model": "model string "
+        "(trained/<id>/<x>)", "adapter": "the LoRA adapter directory", "step": "optimizer steps when saved",
+        "repaired": "replies regenerated under the answer grammar in its evaluation"}),
+    "training_losses": ("The loss curve of a training, per logged optimizer step.", {
+        "training_id": "its training", "phase": "sft, grpo, distill-off or distill-on", "step": "optimizer step",
+        "epoch": "epoch (fractional)", "loss": "training loss", "metrics": "JSON: e.g. GRPO reward, KL"}),
+    "training_evals": ("The evaluation runs of a training, one per game.", {
+        "training_id": "its training", "game": "the game", "run_id": "the trained-pathway run",
+        "xs": "JSON list of the checkpoints evaluated"}),
+    "training_sources": ("What a training learnt from (exploration data only, never evaluation).", {
+        "training_id": "its training", "kind": "dataset, rollout, prompt or teacher", "ref": "dataset id, "
+        "episode id or teacher model string", "game": "the game", "seed": "an exploration seed",
+        "mode": "explore (evaluation sources are refused)", "n": "how many"}),
+    "studies": ("A distillation study: per-game experts consolidated into one multi-game student.", {
+        "id": "study id", "games": "JSON list of its games", "experts": "JSON list of (game, training, model)",
+        "settings": "JSON: phases, steps, ablations", "status": "created, training, evaluating, finished, "
+        "interrupted or failed", "created_at": "UTC time"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
         "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
 }
@@ -86,7 +120,8 @@ VIEWS: dict[str, tuple[str, dict[str, str]]] = {
     "checkpoint_episodes": ("The evaluation episodes of each checkpoint with their scores.", {}),
 }
 
-LABELS = {"runs": "id", "episodes": "id", "sweeps": "id", "summaries": "id", "datasets": "id"}
+LABELS = {"runs": "id", "episodes": "id", "sweeps": "id", "summaries": "id", "datasets": "id",
+          "trainings": "id", "studies": "id"}
 
 
 def datasette_metadata(conn: sqlite3.Connection, database: str) -> dict[str, Any]:
