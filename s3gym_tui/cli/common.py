@@ -68,6 +68,24 @@ class ModelFailed(UserError):
     exit_code = EXIT_MODEL
 
 
+def check_number(name: str, value: Optional[float], *, low: Optional[float] = None,
+                 high: Optional[float] = None, above: Optional[float] = None) -> None:
+    """Refuse a non-finite or out-of-range option before anything is stored (typer lets nan, inf and
+    -1 through a float option): `low`/`high` are inclusive bounds, `above` an exclusive one."""
+    import math
+
+    if value is None:
+        return
+    if not math.isfinite(value):
+        raise UserError(f"{name} must be a finite number, not {value}")
+    if above is not None and not value > above:
+        raise UserError(f"{name} must be greater than {above:g}, not {value:g}")
+    if low is not None and value < low:
+        raise UserError(f"{name} must be at least {low:g}, not {value:g}")
+    if high is not None and value > high:
+        raise UserError(f"{name} must be at most {high:g}, not {value:g}")
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -95,12 +113,18 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def _store(db: Optional[Path]):
-    """The store at --db, else the config file's `db` (or $S3GYM_DB), else the default path."""
+def _store(db: Optional[Path], create: bool = False):
+    """The store at --db, else the config file's `db` (or $S3GYM_DB), else the default path.
+
+    Only commands that start work (`run`, `sweep`) create a missing file: any other command on a
+    path that does not exist (a typo in --db) says so instead of leaving an empty store behind."""
     from s3gym_tui.config import load_settings
     from s3gym_tui.store import Store, default_db_path
 
-    return Store(db or load_settings().db or default_db_path())
+    path = Path(db or load_settings().db or default_db_path()).expanduser()
+    if not create and not path.exists():
+        raise UserError(f"no database at {path} (`s3gym run` or the app creates one; check --db)")
+    return Store(path)
 
 
 def _fmt(value: Optional[float], digits: int = 2) -> str:

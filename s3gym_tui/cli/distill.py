@@ -9,7 +9,7 @@ from typing import List, Optional
 import typer
 from rich.markup import escape
 
-from s3gym_tui.cli.common import DbOption, UserError, _store, cli, console
+from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
 
 
 @cli.command()
@@ -37,6 +37,10 @@ def distill(
     """Consolidate single-game experts into one student: off-policy SFT, then on-policy reverse KL."""
     from s3gym_tui.training import MissingExtra, require_extra
 
+    check_number("--threshold", threshold)
+    check_number("--lr", learning_rate, above=0, high=1)
+    if phase1_steps != -1 and phase1_steps < 1:
+        raise UserError(f"--phase1-steps must be -1 (follow --epochs) or at least 1, not {phase1_steps}")
     try:
         require_extra()
         from s3gym_tui.training.backend import TrainConfig

@@ -71,7 +71,7 @@ def run(
                   soft_wrap=True)
     if estimate_only:
         return
-    store = _store(db)
+    store = _store(db, create=True)
     new_run = store.create_run(config)
     console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
                   f"pathway {config.pathway}")

@@ -190,7 +190,7 @@ def sweep(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "sweep"
         raise UserError(f"{where}: {str(first.get('msg', '')).removeprefix('Value error, ')}") from None
-    store = _store(db)  # a bad database is refused before the plan is computed
+    store = _store(db, create=True)  # a bad database is refused before the plan is computed
     plan = make_plan(runs)
     print_plan(config, plan)
     if plan_only:

@@ -9,7 +9,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, _store, cli, console
+from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
 
 OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "
                                              "data dir, where any process finds trained/<id>/<x>).")
@@ -58,6 +58,10 @@ def train(
         raise UserError(f"unknown method {method!r}: sft or grpo")
     if reward not in ("self", "stated", "oracle"):
         raise UserError(f"unknown reward {reward!r}: self, stated or oracle")
+    check_number("--threshold", threshold)
+    check_number("--lr", learning_rate, above=0, high=1)
+    if max_steps != -1 and max_steps < 1:
+        raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
     try:
         if backend == "local":
             require_extra()  # before anything is written: one line saying how to install it
@@ -128,6 +132,7 @@ def dataset(
     db: Optional[Path] = DbOption,
 ) -> None:
     """Build a run's SFT dataset and write its two JSONL files (no training)."""
+    check_number("--threshold", threshold)
     import asyncio
 
     from s3gym_tui.training import MissingExtra
