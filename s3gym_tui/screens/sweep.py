@@ -10,24 +10,28 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Footer, Header, Static
+from textual.widgets import DataTable, Static
 
 from s3gym_tui.messages import SweepsRead
 from s3gym_tui.screens.analysis_common import AnalysisScreen
-
-REFRESH_S = 1.0  # how often the store is read while the screen is shown
+from s3gym_tui.screens.live import LiveScreenMixin
+from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.title_bar import TitleBar
 STATUS_STYLE = {"finished": "green", "running": "bold cyan", "stopped": "yellow", "failed": "red",
                 "created": "dim"}
 
 
 def bar(done: int, total: int, width: int = 12) -> Text:
-    """A text progress bar `█████░░░ 5/8`."""
+    """A text progress bar `█████░░░ 5/8` (width 0: just `5/8`, for a narrow terminal)."""
+    if width <= 0:
+        return Text(f"{done}/{total}")
     filled = 0 if total <= 0 else min(width, round(width * done / total))
     return Text.assemble(("█" * filled, "green"), ("░" * (width - filled), "dim"), f" {done}/{total}")
 
 
-class SweepScreen(AnalysisScreen):
-    """The stored sweeps (left) and the highlighted sweep's runs (right), refreshed every second."""
+class SweepScreen(LiveScreenMixin, AnalysisScreen):
+    """The stored sweeps (left; on top when narrow) and the highlighted sweep's runs, following the
+    store live like every other screen (StoreChanged, at most once a second)."""
 
     DEFAULT_CSS = """
     SweepScreen #sweep-main { height: 1fr; }
@@ -35,7 +39,8 @@ class SweepScreen(AnalysisScreen):
     SweepScreen #sweep-right { width: 1fr; }
     SweepScreen #sweep-status { height: auto; padding: 0 1; background: $boost; }
     SweepScreen #sweep-runs { height: 1fr; border: round $primary-darken-2; }
-    SweepScreen.-narrow #sweep-list { width: 30; }
+    SweepScreen.-narrow #sweep-main { layout: vertical; }
+    SweepScreen.-narrow #sweep-list { width: 1fr; height: 7; }
     """
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
     BINDINGS = [
@@ -56,13 +61,13 @@ class SweepScreen(AnalysisScreen):
         self.reads = 0  # completed reads of the store (tests wait on it)
 
     def compose(self) -> ComposeResult:
-        yield Header(icon="●")
+        yield TitleBar()
         with Horizontal(id="sweep-main"):
             yield DataTable(id="sweep-list", cursor_type="row", zebra_stripes=True)
             with Vertical(id="sweep-right"):
                 yield Static(id="sweep-status")
                 yield DataTable(id="sweep-runs", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = "sweeps"
@@ -76,7 +81,10 @@ class SweepScreen(AnalysisScreen):
             runs.add_column(label, key=label)
         self.query_one("#sweep-status", Static).update(Text("reading the store…", style="italic"))
         self.action_refresh()
-        self.set_interval(REFRESH_S, self.action_refresh)
+
+    def refresh_from_store(self) -> None:
+        """Any process committed (a run of the sweep stored a step, an episode, a checkpoint)."""
+        self.action_refresh()
 
     # ----- reading (a thread worker with its own connection) ------------------------------
     def action_refresh(self) -> None:
@@ -157,7 +165,7 @@ class SweepScreen(AnalysisScreen):
         for p in self.progress:
             cfg = p.config
             table.add_row(p.id, cfg.game, cfg.pathway, cfg.model, Text(p.status, style=STATUS_STYLE.get(p.status, "")),
-                          bar(p.episodes_done, p.episodes_total), f"{p.checkpoints_done}/{len(cfg.checkpoints())}",
+                          bar(p.episodes_done, p.episodes_total, 0 if self.has_class("-narrow") else 12), f"{p.checkpoints_done}/{len(cfg.checkpoints())}",
                           key=p.id)
         if selected is not None and any(p.id == selected for p in self.progress):
             table.move_cursor(row=table.get_row_index(selected))
