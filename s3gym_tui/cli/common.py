@@ -122,7 +122,7 @@ def _store(db: Optional[Path], create: bool = False):
     from s3gym_tui.store import Store, default_db_path
 
     path = Path(db or load_settings().db or default_db_path()).expanduser()
-    if not create and not path.exists():
+    if not create and "\x00" not in str(path) and not path.exists():  # (a NUL: the store says why)
         raise UserError(f"no database at {path} (`s3gym run` or the app creates one; check --db)")
     return Store(path)
 

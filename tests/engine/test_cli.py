@@ -7,6 +7,7 @@ import json
 import pytest
 
 from s3gym_tui.cli import main
+from s3gym_tui.store import Store
 
 
 def run_cli(capsys, *args) -> tuple[int, str, str]:
@@ -49,6 +50,7 @@ def test_run_runs_report_audit_export(tmp_path, capsys):
 ])
 def test_user_errors_are_one_line_with_nonzero_exit(tmp_path, capsys, args, needle):
     db = str(tmp_path / "e.db")
+    Store(db).close()  # an existing, empty store (a missing file is its own error)
     code, _, err = run_cli(capsys, *[a.replace("{db}", db) for a in args])
     assert code != 0
     lines = [line for line in err.strip().splitlines() if line.strip()]
