@@ -23,6 +23,11 @@ class Usage:
     cost: float = 0.0  # over the calls whose price is known
     unpriced: int = 0  # calls without a known price
 
+    def plus(self, tokens_in: int, tokens_out: int, cost: Optional[float]) -> "Usage":
+        """This usage and one more call (a step's or a summary's)."""
+        return Usage(self.calls + 1, self.tokens_in + tokens_in, self.tokens_out + tokens_out,
+                     self.cost + (cost or 0.0), self.unpriced + (cost is None))
+
 
 @dataclass(frozen=True)
 class RunReport:
@@ -49,20 +54,13 @@ def run_report(store, run: Run) -> RunReport:
     explore_steps: list[tuple[int, Optional[float], float]] = []
     explore_scores: list[float] = []
     eval_pairs: list[StepPair] = []
-    calls = tokens_in = tokens_out = unpriced = done = 0
-    cost = 0.0
+    usage, done = Usage(), 0
     for episode in store.episodes(run.id):
         done += episode.status == "finished"
         steps = store.steps(episode.id, include_prompt=False)  # prompts are not needed here
         for s in steps:
             if s.actor == "model":
-                calls += 1
-                tokens_in += s.tokens_in
-                tokens_out += s.tokens_out
-                if s.cost is None:
-                    unpriced += 1
-                else:
-                    cost += s.cost
+                usage = usage.plus(s.tokens_in, s.tokens_out, s.cost)
         if episode.phase == "explore":
             explore_steps.extend((episode.index, s.self_score, s.reward) for s in steps)
             if episode.score is not None:
@@ -71,13 +69,7 @@ def run_report(store, run: Run) -> RunReport:
             eval_pairs.extend((s.self_score, s.reward) for s in steps)
     for summary in store.summaries(run.id):
         if summary.author.startswith("model"):
-            calls += 1
-            tokens_in += summary.tokens_in
-            tokens_out += summary.tokens_out
-            if summary.cost is None:
-                unpriced += 1
-            else:
-                cost += summary.cost
+            usage = usage.plus(summary.tokens_in, summary.tokens_out, summary.cost)
     explore_pairs = [(s, r) for _, s, r in explore_steps]
     width = game_range_width(config.game, "eval")
     couple = coupling([(x, y) for x, y in points], explore_steps, width)
@@ -85,7 +77,7 @@ def run_report(store, run: Run) -> RunReport:
     return RunReport(run, points, curve, judging_report(explore_pairs), judging_report(eval_pairs), couple,
                      tuple(explore_scores), judging_report(explore_pairs + eval_pairs),
                      tuple(explore_steps), tuple(eval_pairs),
-                     Usage(calls, tokens_in, tokens_out, cost, unpriced), done, total)
+                     usage, done, total)
 
 
 def summary_vs_history(reports: Sequence[RunReport]) -> list[DeltaNabaRow]:

@@ -186,6 +186,22 @@ def load_for_training(base_dir: Path, device: Any) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+def start_training(base_dir: Path, out_dir: Path, use_cpu: Optional[bool]) -> tuple[Path, Any, Any, Any]:
+    """What every trainer does first: the output directory, the device (CPU threads set), and the
+    base model and tokenizer on it. Returns (out_dir, device, model, tokenizer)."""
+    import torch
+
+    from s3gym_tui.training.device import cpu_threads, pick_device
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    device = pick_device(use_cpu)
+    if device.use_cpu:
+        torch.set_num_threads(cpu_threads())
+    model, tokenizer = load_for_training(base_dir, device)
+    return out_dir, device, model, tokenizer
+
+
 def check_tokenized(dataset: Any, limit: Optional[int]) -> None:
     """After TRL's own tokenization: no example over the limit, none without a trained token."""
     for i, (ids, labels) in enumerate(zip(dataset["input_ids"], dataset["labels"])):
@@ -202,21 +218,14 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
     require_extra()
     if not examples:
         raise ValueError("the dataset has no examples to train on (nothing was kept or corrected)")
-    import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from s3gym_tui.training.device import cpu_threads, pick_device
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config,
                                        quiet_trainer, resume_point)
 
     started = time.perf_counter()
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    device = pick_device(config.use_cpu)
-    if device.use_cpu:
-        torch.set_num_threads(cpu_threads())
-    model, tokenizer = load_for_training(base_dir, device)
+    out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
     result = TrainResult(base_dir=Path(base_dir), out_dir=out_dir)
     checkpoint = resume_point(out_dir / TRAINER_DIR) if resume else None
     if checkpoint:

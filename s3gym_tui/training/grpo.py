@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, load_for_training, quiet
+from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, quiet, start_training
 from s3gym_tui.training.options import GrpoConfig
 from s3gym_tui.training.rollouts import OnRollout
 
@@ -47,12 +47,10 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     """Train a LoRA expert for `game` with GRPO; returns the adapters (one per checkpoint) and figures."""
     import os
 
-    import torch
     from datasets import IterableDataset
     from peft import get_peft_model
     from trl import GRPOConfig, GRPOTrainer
 
-    from s3gym_tui.training.device import cpu_threads, pick_device
     from s3gym_tui.training.environment import GameEnvironment, ensure_tool_template
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config, quiet_trainer,
                                        resume_point)
@@ -61,12 +59,7 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     from s3gym_tui.training.rollouts import Sampler, StateStream
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    device = pick_device(lora.use_cpu)
-    if device.use_cpu:
-        torch.set_num_threads(cpu_threads())
-    model, tokenizer = load_for_training(base_dir, device)
+    out_dir, device, model, tokenizer = start_training(base_dir, out_dir, lora.use_cpu)
     tokenizer.padding_side = "left"
     ensure_tool_template(tokenizer)
     model = get_peft_model(model, lora_config(lora))

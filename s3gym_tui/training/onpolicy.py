@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from trl import DistillationConfig, DistillationTrainer
 
-from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, load_for_training, quiet
+from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, load_for_training, quiet, start_training
 
 
 def adapter_name(game: str) -> str:
@@ -105,19 +105,13 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
     from datasets import Dataset
     from peft import PeftModel, get_peft_model
 
-    from s3gym_tui.training.device import cpu_threads, pick_device
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config, quiet_trainer,
                                        resume_point)
 
     missing = sorted({r["game"] for r in rows} - set(experts))
     if missing:
         raise ValueError(f"no expert for game {missing[0]!r}")
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    device = pick_device(lora.use_cpu)
-    if device.use_cpu:
-        torch.set_num_threads(cpu_threads())
-    model, tokenizer = load_for_training(base_dir, device)
+    out_dir, device, model, tokenizer = start_training(base_dir, out_dir, lora.use_cpu)
     tokenizer.padding_side = "left"
     with quiet():
         if init_adapter is not None:
