@@ -36,8 +36,8 @@ class TrainConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.0  # > 0 keeps a dropped-out copy of every adapted layer's input: more RAM
     target_modules: Any = "all-linear"  # a list or "all-linear" (a plain string module name is refused)
-    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 2.96 GB on a Trust run
-    # of ~850-token examples, against 7.6 GB at batch 2 without (benchmarks/train.py)
+    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 3.1-3.3 GB in
+    # benchmarks/train.py (16 Trust examples, ~590 tokens), against 7.6 GB at batch 2 without
     batch_size: int = 1
     grad_accum: int = 4  # effective batch = batch_size * grad_accum
     max_steps: int = -1  # > 0 caps the optimizer steps (HF semantics: it overrides epochs)
