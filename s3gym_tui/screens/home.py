@@ -87,6 +87,7 @@ class HomeScreen(LiveScreenMixin, Screen):
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
         Binding("w", "open_sweeps", "Sweeps", id="open_sweeps", show=False),
+        Binding("t", "open_training", "Training", id="open_training", show=False),
         Binding("delete", "delete_run", "Delete run", id="delete_run", show=False),
         Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
     ]
@@ -336,7 +337,8 @@ class HomeScreen(LiveScreenMixin, Screen):
         return self.query_one(RunsPanel).selected_run_id
 
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
-        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes", "delete_run"):
+        if action in ("open_protocol", "open_summaries", "open_report", "open_episodes", "delete_run",
+                      "open_training"):
             return self.is_mounted and bool(self._runs)
         return True
 
@@ -376,6 +378,11 @@ class HomeScreen(LiveScreenMixin, Screen):
     def action_open_report(self) -> None:
         if (run_id := self._selected_run_id()) is not None:
             self.app.open_report([run_id])
+
+    def action_open_training(self) -> None:
+        """The highlighted run's SFT datasets and trainings (or, for a trained run, its own curve)."""
+        if (run_id := self._selected_run_id()) is not None:
+            self.app.open_training(run_id)
 
     def action_open_pairs(self) -> None:
         self.app.open_pairs()

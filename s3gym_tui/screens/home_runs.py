@@ -43,7 +43,7 @@ class RunsPanel(Horizontal):
 
     def on_mount(self) -> None:
         self.border_title = "Recent runs"
-        self.border_subtitle = "enter/o protocol · s summaries · g report · e episodes · c pairs · del delete"
+        self.border_subtitle = "enter/o protocol · s summaries · g report · e episodes · c pairs · t training · w sweeps · del delete"
 
     def on_resize(self) -> None:
         if self._wide != (self.app.size.width >= WIDE_TABLE):

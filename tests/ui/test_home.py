@@ -159,6 +159,7 @@ async def test_recent_runs_and_their_keys(app, demo_db, monkeypatch):
     monkeypatch.setattr(S3GymApp, "open_summaries", lambda self, run_id: calls.append(("summaries", run_id)))
     monkeypatch.setattr(S3GymApp, "open_report", lambda self, run_ids: calls.append(("report", run_ids)))
     monkeypatch.setattr(S3GymApp, "open_pairs", lambda self: calls.append(("pairs",)))
+    monkeypatch.setattr(S3GymApp, "open_training", lambda self, run_id: calls.append(("training", run_id)))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen
         table = screen.query_one("#runs", DataTable)
@@ -169,10 +170,10 @@ async def test_recent_runs_and_their_keys(app, demo_db, monkeypatch):
         table.focus()
         table.move_cursor(row=table.get_row_index(ids["trust-history"]))
         await pilot.pause()
-        await pilot.press("o", "s", "g", "c", "enter")
+        await pilot.press("o", "s", "g", "c", "t", "enter")
         run_id = ids["trust-history"]
         assert calls == [("protocol", run_id), ("summaries", run_id), ("report", [run_id]), ("pairs",),
-                         ("protocol", run_id)]
+                         ("training", run_id), ("protocol", run_id)]
 
 
 async def test_episodes_key_opens_a_stored_episode_read_only(app, demo_db):
