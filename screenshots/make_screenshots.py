@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from tests.ui.settle import settle  # noqa: E402 - the suite's wait: workers done, the screen not busy
 
 SIZE = (120, 40)
 RUNS = (  # run id, game, pathway, exploration episodes
@@ -116,14 +117,6 @@ async def build_db(path: Path) -> dict:
 
 
 # ----- driving the app ----------------------------------------------------------------------------
-async def settle(pilot, rounds: int = 60) -> None:
-    for _ in range(rounds):
-        await pilot.app.workers.wait_for_complete()
-        await pilot.pause()
-        if not any(w.is_running for w in pilot.app.workers):
-            return
-
-
 async def press(pilot, *keys: str) -> None:
     for key in keys:
         await pilot.press(key)

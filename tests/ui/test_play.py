@@ -32,6 +32,17 @@ async def open_play(pilot, **options) -> PlayScreen:
     return screen
 
 
+async def fork_at(pilot, source: str, k: int) -> None:
+    """Open a stored episode, step to position k and fork there: the fork dialog is clicked through."""
+    pilot.app.open_episode(source)
+    await pilot.pause()
+    await pilot.press(*["right"] * k, "f")
+    await pilot.pause()
+    assert isinstance(pilot.app.screen, ForkDialog)
+    await pilot.click("#fork")
+    await pilot.pause()
+
+
 def stored(db_path, episode_id):
     with Store(db_path) as store:
         return store.get_episode(episode_id), store.steps(episode_id)
@@ -374,14 +385,7 @@ async def test_fork_from_step_k_copies_the_prefix_and_continues(app, demo_db):
     _, source_steps = stored(path, source)
     k = 3
     async with app.run_test(size=(120, 40)) as pilot:
-        pilot.app.open_episode(source)
-        await pilot.pause()
-        await pilot.press(*["right"] * k, "f")
-        await pilot.pause()
-        dialog = pilot.app.screen
-        assert isinstance(dialog, ForkDialog)
-        await pilot.click("#fork")
-        await pilot.pause()
+        await fork_at(pilot, source, k)
         fork_screen = pilot.app.screen
         assert isinstance(fork_screen, PlayScreen) and not fork_screen.readonly
         fork_id = fork_screen.episode.id

@@ -8,11 +8,11 @@ import pytest
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.engine.runner import explore_episode_id
 from s3gym_tui.providers import fault
-from s3gym_tui.screens.dialogs import ForkDialog, TextInputDialog
+from s3gym_tui.screens.dialogs import TextInputDialog
 from s3gym_tui.widgets.agent_panel import AgentPanel
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.steps_table import StepsTable
-from tests.ui.test_play import open_play, settle, stored, trust
+from tests.ui.test_play import fork_at, open_play, settle, stored, trust
 
 
 @pytest.fixture
@@ -74,13 +74,7 @@ async def test_fork_opens_on_the_last_copied_step(app, demo_db):
     _, source_steps = stored(path, source)
     k = 3
     async with app.run_test(size=(120, 40)) as pilot:
-        pilot.app.open_episode(source)
-        await pilot.pause()
-        await pilot.press(*["right"] * k, "f")
-        await pilot.pause()
-        assert isinstance(pilot.app.screen, ForkDialog)
-        await pilot.click("#fork")
-        await pilot.pause()
+        await fork_at(pilot, source, k)
         fork = pilot.app.screen
         agent = fork.query_one(AgentPanel)
         assert fork.position == k and agent.shown.title == f"step {k - 1}"
