@@ -42,7 +42,7 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
     SweepScreen.-narrow #sweep-main { layout: vertical; }
     SweepScreen.-narrow #sweep-list { width: 1fr; height: 7; }
     """
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]  # stacked below 150: the runs table needs ~110
     BINDINGS = [
         Binding("enter", "open_run", "Protocol view", id="sweep_open_run", show=False),
         Binding("o", "open_run", "Protocol view", id="sweep_protocol"),
