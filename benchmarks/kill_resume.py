@@ -248,6 +248,16 @@ def _install_child_hooks(life: Life, log_fd: int) -> None:
     StoreClass.add_steps = add_steps
 
 
+def stored_status(db: Path, run_id: str) -> Optional[str]:
+    """The run's status as stored, read outside the Store (a plain read-only connection)."""
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        row = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    finally:
+        conn.close()
+    return row[0] if row else None
+
+
 def run_life(db: Path, run_id: str, life: Life, log_path: Path, err_path: Path) -> tuple[bool, int]:
     """Fork a child that resumes the run through the CLI. Returns (killed, exit code)."""
     fresh_model_state()
@@ -297,6 +307,7 @@ class Figures:
     timer_kills: int = 0
     in_tx_kills: int = 0
     after_commit_kills: int = 0
+    late_kills: int = 0  # landed after the run's last commit: the run was already complete
     lives: int = 0
     rounds: int = 0
     runs_finished: int = 0
@@ -358,13 +369,17 @@ def chaos(kills: int, seed: int, workdir: Path, scenarios: Optional[list[int]] =
                 break
             logged = {(line.split("\t")[0], int(line.split("\t")[1]))
                       for line in log_path.read_text().splitlines() if line}
-            problems, stored = verify(db, run_id, ref, logged, stored, final=not killed)
+            # A kill can land after the run's last commit: the run is then complete and another
+            # resume would rightly refuse it ("nothing left to run"), so the round ends here.
+            finished = not killed or stored_status(db, run_id) == "finished"
+            fig.late_kills += killed and finished
+            problems, stored = verify(db, run_id, ref, logged, stored, final=finished)
             fig.checks += 1
             if problems:
                 fig.violations += [f"{run_id} after life {fig.lives} ({life.mode} {life.param:g}): {p}"
                                    for p in problems[:5]]
                 break
-            if not killed:
+            if finished:
                 fig.runs_finished += 1
                 fig.steps_final += len(stored)
                 break
@@ -403,6 +418,7 @@ def main() -> None:
         ["  by timer (anywhere)", fig.timer_kills],
         ["  inside a write transaction", fig.in_tx_kills],
         ["  just after a commit", fig.after_commit_kills],
+        ["  after the run's last commit (run complete)", fig.late_kills],
         ["lives (processes)", fig.lives],
         ["runs (rounds) finished", f"{fig.runs_finished} of {fig.rounds}"],
         ["checks of the stored state", fig.checks],

@@ -159,3 +159,24 @@ def test_the_real_cli_process_killed_twice_then_resumed(tmp_path):
     assert store.get_run(run_id).status == "finished"
     assert trajectory(store, run_id) == trajectory(reference_store, run_id)
     check_run_consistency(store, store.get_run(run_id))
+
+
+def test_a_kill_after_the_last_commit_ends_the_round_as_finished(tmp_path, monkeypatch):
+    """A SIGKILL can land after the run's final commit. The run is complete, so the harness must
+    check it as finished instead of resuming it (resume rightly refuses a finished run)."""
+    harness = _load_harness()
+    real_life = harness.run_life
+    lives = []
+
+    def life_then_late_kill(db, run_id, life, log_path, err_path):
+        killed, code = real_life(db, run_id, harness.Life("timer", 3600.0), log_path, err_path)
+        lives.append(code)
+        assert not killed and code == 0  # the run went to its end ...
+        return True, -signal.SIGKILL     # ... and the kill is reported after it
+
+    monkeypatch.setattr(harness, "run_life", life_then_late_kill)
+    figures = harness.chaos(1, seed=3, workdir=tmp_path, scenarios=[0], log=lambda *a: None)
+    assert figures.violations == []
+    assert lives == [0]  # no second resume of the finished run
+    assert figures.kills == figures.late_kills == 1
+    assert figures.runs_finished == figures.rounds == 1 and figures.steps_final > 0
