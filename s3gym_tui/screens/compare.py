@@ -11,8 +11,9 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
                                       state_at)
 from s3gym_tui.models import Episode, Step
@@ -35,6 +36,7 @@ def side_label(episode: Episode) -> str:
 
 class CompareScreen(AnalysisScreen):
     """Two episodes stepped together with one key."""
+    AUTO_FOCUS = "#cmp-table"  # focused as the screen mounts (focusing later restyles and repaints)
 
     DEFAULT_CSS = """
     CompareScreen #cmp-status { height: auto; padding: 0 1; background: $boost; }

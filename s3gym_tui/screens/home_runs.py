@@ -8,7 +8,9 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
+
+from s3gym_tui.widgets.table import DataTable
 
 WIDE_TABLE = 150  # below this terminal width the created column is left to the details panel
 

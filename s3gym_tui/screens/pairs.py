@@ -10,9 +10,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
-from textual.widgets import DataTable, Label, Select, Static
+from textual.widgets import Label, Select, Static
 
 import games
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.compare import EpisodePair, best_pairs
 from s3gym_tui.messages import PairsListed
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed

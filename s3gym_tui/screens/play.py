@@ -41,6 +41,7 @@ class PlayScreen(Screen):
     start, row i + 1 is step i, and the board, the feedback, the prompt and the reply shown are
     that step's own (the board as it was after the step). Live, the view follows the newest step
     until the person moves it to an older one."""
+    AUTO_FOCUS = "#steps"  # focused as the screen mounts (focusing later restyles and repaints)
 
     COMMANDS = {BindingCommands}
     BINDINGS = [
@@ -123,7 +124,8 @@ class PlayScreen(Screen):
             yield AgentPanel(id="agent", classes="panel")
             yield StepsTable(id="steps", classes="panel")
             yield ScoreStrip(id="strip", classes="panel")
-        yield TakeOverBox(id="takeover-box")
+        if self.live is not None:  # a replay has nothing to take over (and mounts faster without it)
+            yield TakeOverBox(id="takeover-box")
         with Horizontal(id="bottom-row"):  # one row: the status line, or the proposal waiting
             yield ProposalBar(id="proposal")
             yield StatusBar(id="status-row")
@@ -445,7 +447,7 @@ class PlayScreen(Screen):
             self.minimize()
         elif self.live is not None and self.live.cancel_call():
             self.notify("Model call cancelled: nothing was stored.")
-        elif self.query_one(TakeOverBox).is_open:
+        elif self.live is not None and self.query_one(TakeOverBox).is_open:
             self._close_takeover()
         else:
             self.app.pop_screen()

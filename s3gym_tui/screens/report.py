@@ -10,9 +10,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import DataTable, Label, SelectionList, Static
+from textual.widgets import Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
 from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run

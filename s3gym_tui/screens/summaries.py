@@ -10,8 +10,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Label, Static, TextArea
+from textual.widgets import Button, Label, Static, TextArea
 
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.compare import summary_diff
 from s3gym_tui.messages import SummaryEdited, SummaryTested
 from s3gym_tui.models import Run, Summary
@@ -115,6 +116,7 @@ class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
 
 class SummariesScreen(LiveScreenMixin, AnalysisScreen):
     """The versions of one run's summary memory and the person's controls over them."""
+    AUTO_FOCUS = "#sum-versions"  # focused as the screen mounts (focusing later restyles and repaints)
 
     DEFAULT_CSS = """
     SummariesScreen #sum-status { height: auto; padding: 0 1; background: $boost; }

@@ -10,9 +10,10 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from s3gym_tui.messages import SweepsRead
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.key_hints import KeyHints

@@ -13,8 +13,9 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.messages import TrainingViewBuilt
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, fmt_signed, judgement
 from s3gym_tui.screens.live import LiveScreenMixin

@@ -39,19 +39,22 @@ class ScoreStrip(Static):
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__("", id=id, classes=classes)
         self._steps: list[Step] = []
+        self._drawn_width = -1
 
     def on_mount(self) -> None:
         self.border_title = "Self-score vs reward"
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
 
     def on_resize(self) -> None:
-        self._draw()
+        if self.content_size.width != self._drawn_width:  # the bars shown depend on the width only
+            self._draw()
 
     def show_steps(self, steps: Sequence[Step]) -> None:
         self._steps = list(steps)
         self._draw()
 
     def _draw(self) -> None:
+        self._drawn_width = self.content_size.width
         width = max(4, (self.content_size.width or 40) - LABEL_WIDTH)
         shown = self._steps[-width:]
         values = [s.reward for s in shown] + [s.self_score for s in shown if s.self_score is not None]

@@ -41,6 +41,7 @@ class StatusBar(Horizontal):
         self._thinking = False
         self._revealed = False
         self._timer: Optional[Timer] = None
+        self._painted: Optional[str] = None
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status-line")
@@ -86,4 +87,7 @@ class StatusBar(Horizontal):
         text = self._text
         if self._revealed and self._thinking_label:
             text = f"{self._thinking_label} · {text}"
+        if text == self._painted:  # an unchanged line costs no repaint (nor an early frame)
+            return
+        self._painted = text
         self.query_one("#status-line", Static).update(text, layout=False)

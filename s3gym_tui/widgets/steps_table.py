@@ -213,8 +213,9 @@ class StepsTable(ScrollView, can_focus=True):
         self.refresh()
 
     def on_resize(self) -> None:
+        # A new size repaints the view anyway (Textual marks it dirty) and render_line drops the
+        # row cache when the width changed: only the scrollable size needs updating here.
         self._update_virtual_size()
-        self._repaint_all()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
