@@ -221,8 +221,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point)
+    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish,
+                                       lora_config, quiet_trainer, resume_point)
 
     started = time.perf_counter()
     out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
@@ -247,7 +247,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         check_tokenized(trainer.train_dataset, config.max_length)
         lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
         started = time.perf_counter()  # throughput counts the training itself, not the loading
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with compact_lm_head():
+            trainer.train(resume_from_checkpoint=checkpoint)
     epochs_done = float(trainer.state.epoch or 0.0)
     result.examples = round(len(lengths) * epochs_done)
     result.tokens = round(sum(lengths) * epochs_done)
