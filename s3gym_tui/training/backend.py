@@ -36,8 +36,9 @@ class TrainConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.0  # > 0 keeps a dropped-out copy of every adapted layer's input: more RAM
     target_modules: Any = "all-linear"  # a list or "all-linear" (a plain string module name is refused)
-    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 3.1-3.3 GB in
-    # benchmarks/train.py (16 Trust examples, ~590 tokens), against 7.6 GB at batch 2 without
+    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 2.2 GB in
+    # benchmarks/train.py (16 Trust examples, ~590 tokens; 7.6 GB at batch 2 without checkpointing,
+    # measured before the fused LM head was made compact on the CPU: see hf.compact_lm_head)
     batch_size: int = 1
     grad_accum: int = 4  # effective batch = batch_size * grad_accum
     max_steps: int = -1  # > 0 caps the optimizer steps (HF semantics: it overrides epochs)
