@@ -77,3 +77,19 @@ def test_local_sft_projects_only_the_reply_tokens(tiny_base, tmp_path, store, pr
     assert result.steps == 2 and result.tokens > 200
     # per example, the reply's tokens (a few dozen), never the whole prompt + reply
     assert len(projected_rows) >= 2 and max(projected_rows) < 60, projected_rows
+
+
+def test_the_switch_is_patched_in_every_trl_module_that_has_a_fused_head_and_restored():
+    import importlib
+
+    import torch
+
+    from s3gym_tui.training.hf import _FUSED_HEAD_MODULES, compact_lm_head
+
+    modules = [importlib.import_module(name) for name in _FUSED_HEAD_MODULES]
+    originals = [m._use_triton for m in modules]  # an upgraded TRL without it fails here, not silently
+    cpu = torch.device("cpu")
+    assert not any(f(cpu) for f in originals)
+    with compact_lm_head():
+        assert all(m._use_triton(cpu) for m in modules)
+    assert [m._use_triton for m in modules] == originals
