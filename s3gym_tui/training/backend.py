@@ -36,8 +36,9 @@ class TrainConfig:
     lora_alpha: int = 16
     lora_dropout: float = 0.0  # > 0 keeps a dropped-out copy of every adapted layer's input: more RAM
     target_modules: Any = "all-linear"  # a list or "all-linear" (a plain string module name is refused)
-    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 3.1-3.3 GB in
-    # benchmarks/train.py (16 Trust examples, ~590 tokens), against 7.6 GB at batch 2 without
+    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 2.2 GB in
+    # benchmarks/train.py (16 Trust examples, ~590 tokens; 7.6 GB at batch 2 without checkpointing,
+    # measured before the fused LM head was made compact on the CPU: see hf.compact_lm_head)
     batch_size: int = 1
     grad_accum: int = 4  # effective batch = batch_size * grad_accum
     max_steps: int = -1  # > 0 caps the optimizer steps (HF semantics: it overrides epochs)
@@ -221,8 +222,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
-    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point)
+    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish,
+                                       lora_config, quiet_trainer, resume_point)
 
     started = time.perf_counter()
     out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
@@ -247,7 +248,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         check_tokenized(trainer.train_dataset, config.max_length)
         lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
         started = time.perf_counter()  # throughput counts the training itself, not the loading
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with compact_lm_head():
+            trainer.train(resume_from_checkpoint=checkpoint)
     epochs_done = float(trainer.state.epoch or 0.0)
     result.examples = round(len(lengths) * epochs_done)
     result.tokens = round(sum(lengths) * epochs_done)

@@ -4,9 +4,12 @@ trainer checkpoint, and throughput figures. Imported only when training (needs t
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import time
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
+from unittest import mock
 
 from transformers import TrainerCallback
 from transformers.trainer_callback import PrinterCallback, ProgressCallback
@@ -24,6 +27,35 @@ def lora_config(cfg: Any) -> Any:
 
     return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=cfg.target_modules, task_type="CAUSAL_LM")
+
+
+# The TRL modules whose fused LM-head losses (SFT and GRPO; on-policy distillation) choose, per device,
+# between projecting only the positions that are scored and projecting every position
+_FUSED_HEAD_MODULES = ("trl.trainer.utils", "trl.trainer.distillation_trainer")
+EAGER_DEVICES = ("cpu", "mps")
+
+
+@contextlib.contextmanager
+def compact_lm_head() -> Iterator[None]:
+    """Make TRL's fused LM head project only the positions that have a label on the CPU and MPS too.
+
+    TRL 1.16 does so on Triton devices (CUDA, XPU) only; elsewhere it projects every position, the
+    prompt included, to keep tile shapes fixed for compilers (Neuron). Nothing is compiled here, and
+    the prompt is most of every example: on the CPU the fp32 [positions x 32,768 vocabulary] tiles
+    of the backward (several alive at once) were the peak of SFT's RSS. The loss and the gradients
+    are the same (an unscored position contributes zero either way); only less is computed."""
+    with contextlib.ExitStack() as stack:
+        for name in _FUSED_HEAD_MODULES:
+            module = importlib.import_module(name)
+            original = getattr(module, "_use_triton", None)
+            if original is None:  # a TRL without the switch: nothing to change
+                continue
+
+            def compact(device, _original=original):
+                return device.type in EAGER_DEVICES or _original(device)
+
+            stack.enter_context(mock.patch.object(module, "_use_triton", compact))
+        yield
 
 
 LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",

@@ -105,8 +105,8 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
     from datasets import Dataset
     from peft import PeftModel, get_peft_model
 
-    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, existing_adapters, finish, lora_config, quiet_trainer,
-                                       resume_point)
+    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish, lora_config,
+                                       quiet_trainer, resume_point)
 
     missing = sorted({r["game"] for r in rows} - set(experts))
     if missing:
@@ -142,7 +142,8 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
             train_dataset=Dataset.from_list([{"prompt": r["prompt"], "game": r["game"]} for r in rows]),
             processing_class=tokenizer, callbacks=[reporter]))
         started = time.perf_counter()
-        trainer.train(resume_from_checkpoint=checkpoint)
+        with compact_lm_head():
+            trainer.train(resume_from_checkpoint=checkpoint)
     result.examples = trainer.state.global_step * batch
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)
