@@ -81,7 +81,7 @@ class StepsTable(ScrollView, can_focus=True):
     ]
     COMPONENT_CLASSES = {"steps-table--header", "steps-table--cursor", "steps-table--odd"}
     DEFAULT_CSS = """
-    StepsTable { overflow-x: hidden; overflow-y: auto; }
+    StepsTable { overflow-x: hidden; overflow-y: scroll; scrollbar-size-vertical: 1; }  /* always there: no relayout */
     StepsTable > .steps-table--header { text-style: bold; color: $text-primary; }
     StepsTable > .steps-table--odd { background: $foreground 4%; }
     StepsTable > .steps-table--cursor { background: $block-cursor-blurred-background; }
@@ -189,7 +189,8 @@ class StepsTable(ScrollView, can_focus=True):
         if size == self.virtual_size:
             return
         height = self.scrollable_content_region.height
-        if (size.height > height) == (self.virtual_size.height > height) and self.is_mounted:
+        same_bars = self.styles.overflow_y != "auto" or (size.height > height) == (self.virtual_size.height > height)
+        if same_bars and self.is_mounted:
             self.set_reactive(ScrollView.virtual_size, size)  # no scrollbar change: no layout needed
             self._scroll_update(size)
         else:

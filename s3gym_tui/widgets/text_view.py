@@ -64,7 +64,8 @@ class LinesView(ScrollView):
         height = self.scrollable_content_region.height
         if size == self.virtual_size:
             return
-        if (size.height > height) == (self.virtual_size.height > height) and self.is_mounted:
+        same_bars = self.styles.overflow_y != "auto" or (size.height > height) == (self.virtual_size.height > height)
+        if same_bars and self.is_mounted:
             self.set_reactive(ScrollView.virtual_size, size)  # same scrollbars: no layout needed
             self._scroll_update(size)
         else:
