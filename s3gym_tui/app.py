@@ -98,6 +98,14 @@ class S3GymApp(App):
         if self._store is not None:
             self._store.close()
 
+    def pop_screen(self):
+        """Pop the top screen (dismiss comes here too), then let go of Textual's caches of its widgets."""
+        from s3gym_tui.screens.runtime import release_closed_screens
+
+        result = super().pop_screen()
+        self.call_after_refresh(release_closed_screens)  # once the screen below is drawn again
+        return result
+
     def push_screen(self, screen, *args, **kwargs):
         """Push a screen with its size classes already set (no restyle of it when it mounts)."""
         from textual.screen import Screen

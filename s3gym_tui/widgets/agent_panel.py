@@ -14,6 +14,7 @@ from textual.widgets import Static
 
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
 from s3gym_tui.models import Episode, Step
+from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import TextView
 
 CUT_PATTERN = re.compile(re.escape(HISTORY_CUT_MARK).replace(re.escape("{n}"), r"\d+"))
@@ -213,7 +214,10 @@ class AgentPanel(Vertical):
 
     def on_mount(self) -> None:
         self.border_title = "Agent"
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._render_prompt())
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._render_prompt())
+
+    def on_unmount(self) -> None:
+        release(self)  # a signal subscription would keep this widget alive
 
     # ----- what the agent carries ---------------------------------------------------------
     def show_context(self, episode: Optional[Episode], summary_label: str = "") -> None:

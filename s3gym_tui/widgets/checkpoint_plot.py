@@ -85,6 +85,10 @@ class CurvePlot(PlotextPlot):
         super().on_mount()
         self._draw()
 
+    def on_unmount(self) -> None:
+        # PlotextPlot subscribes to the theme signal and never unsubscribes (see widgets.signals)
+        self.app.theme_changed_signal.unsubscribe(self)
+
     def show(self, curves: Sequence[Curve], title: Optional[str] = None, empty_text: str = "no data yet",
              vline: Optional[float] = None) -> None:
         """Replace the plotted curves (optionally the title, and a vertical line at x = vline)."""

@@ -8,6 +8,8 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
+from s3gym_tui.widgets.signals import follow, release
+
 # back, help, quit and the command palette stay visible at any width, in this order, on the right
 ALWAYS = ("escape", "question_mark", "ctrl+q", "ctrl+p")
 SHORT = {"ctrl+p": "keys"}
@@ -31,9 +33,12 @@ class KeyHints(Static):
         self._drawn: Optional[tuple] = None
 
     def on_mount(self) -> None:
-        self.screen.bindings_updated_signal.subscribe(self, lambda _screen: self.repaint())
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.repaint(force=True))
+        follow(self, self.screen.bindings_updated_signal, lambda _screen: self.repaint())
+        follow(self, self.app.theme_changed_signal, lambda _theme: self.repaint(force=True))
         self.repaint()
+
+    def on_unmount(self) -> None:
+        release(self)  # a signal subscription would keep this widget alive
 
     def on_resize(self) -> None:
         self.repaint()

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from s3gym_tui.engine.judging import judging_report
 from s3gym_tui.models import Step
+from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.steps_table import verdict, verdict_colours
 
 BARS = "▁▂▃▄▅▆▇█"
@@ -43,7 +44,10 @@ class ScoreStrip(Static):
 
     def on_mount(self) -> None:
         self.border_title = "Self-score vs reward"
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._draw())
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._draw())
+
+    def on_unmount(self) -> None:
+        release(self)  # a signal subscription would keep this widget alive
 
     def on_resize(self) -> None:
         if self.content_size.width != self._drawn_width:  # the bars shown depend on the width only

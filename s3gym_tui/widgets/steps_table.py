@@ -18,6 +18,7 @@ from textual.strip import Strip
 from s3gym_tui.engine.judging import agreement, over_confidence
 from s3gym_tui.engine.prompts import format_score
 from s3gym_tui.models import Step
+from s3gym_tui.widgets.signals import follow, release
 
 VERDICT_LABELS = {"agree": "agree", "over": "over", "under": "under", "missing": "no s"}
 ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
@@ -110,8 +111,11 @@ class StepsTable(ScrollView, can_focus=True):
 
     def on_mount(self) -> None:
         self.border_title = "Steps: self-judged s vs verifier r"
-        self.app.theme_changed_signal.subscribe(self, lambda _theme: self._repaint_all())
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._repaint_all())
         self._update_virtual_size()
+
+    def on_unmount(self) -> None:
+        release(self)  # a signal subscription would keep this widget alive
 
     # ----- public API -------------------------------------------------------------------
     @property

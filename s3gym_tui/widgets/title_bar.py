@@ -11,7 +11,7 @@ from textual.widgets import Static
 class TitleBar(Static):
     """`● s3gym — <screen sub-title or the app's>`, one line. A plain Static: Textual's Header
     composes a clock, an icon and a title widget and restyles them on every screen push (it cost
-    more than the rest of a screen's opening). Follows changes of the screen's sub_title."""
+    more than the rest of a screen's opening). Follows changes of its screen's sub_title."""
 
     DEFAULT_CSS = """
     TitleBar { dock: top; height: 1; background: $panel; color: $foreground; text-wrap: nowrap;
@@ -23,7 +23,8 @@ class TitleBar(Static):
 
     def on_mount(self) -> None:
         self.watch(self.screen, "sub_title", lambda _value: self._paint(), init=False)
-        self.watch(self.app, "title", lambda _value: self._paint(), init=False)
+        # not the app's title (it never changes): Textual drops a watcher of another object only when
+        # that attribute next changes, so watching the app kept every TitleBar ever mounted alive
         self._paint()
 
     def _paint(self) -> None:

@@ -59,3 +59,19 @@ async def test_a_resize_to_the_drawn_size_keeps_the_cells_and_a_real_one_redraws
         table.update_cell("3", table.ordered_columns[1].key, "new!")  # and a changed cell is drawn
         await settle(pilot)
         assert " row 3   new!" in [table.render_line(y).text[:13] for y in range(table.size.height)]
+
+
+async def test_rows_added_after_the_first_frame_are_drawn_at_their_new_column_widths():
+    """New rows widen their columns on idle (only the virtual size changes): the rows drawn before
+    at the old widths must be drawn again, not kept from the cache."""
+    app = TableApp()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        table = app.query_one(DataTable)
+        table.add_row("a much longer name", "scripted/trust", key="long")  # the last row, off-screen
+        [table.render_line(y) for y in range(table.size.height)]  # a frame drawn before the widths are measured
+        await settle(pilot)
+        lines = [table.render_line(y).text for y in range(table.size.height)]
+        width = len("a much longer name")
+        assert lines[0].startswith(" name" + " " * (width - len("name")) + "  value"), lines[0]
+        assert lines[1].startswith(" row 0" + " " * (width - len("row 0")) + "  0"), lines[1]
