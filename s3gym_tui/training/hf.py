@@ -41,7 +41,7 @@ def compact_lm_head() -> Iterator[None]:
 
     TRL 1.16 does so on Triton devices (CUDA, XPU) only; elsewhere it projects every position, the
     prompt included, to keep tile shapes fixed for compilers (Neuron). Nothing is compiled here, and
-    the prompt is most of every example: on the CPU the fp32 [positions x 32,768 vocabulary] tiles
+    the prompt is most of every example: on the CPU the fp32 tiles [positions x 32,768 vocabulary columns]
     of the backward (several alive at once) were the peak of SFT's RSS. The loss and the gradients
     are the same (an unscored position contributes zero either way); only less is computed."""
     with contextlib.ExitStack() as stack:
