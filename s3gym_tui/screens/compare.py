@@ -13,15 +13,15 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
-from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
                                       state_at)
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.compare_side import CompareSide
-from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.widgets.title_bar import TitleBar
 
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"

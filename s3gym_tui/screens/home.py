@@ -14,7 +14,6 @@ from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 import games
-from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, phase_of_seed
 from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, ConfirmDialog, EpisodePickerDialog
 from s3gym_tui.screens.home_runs import RunsPanel, store_token
@@ -22,6 +21,7 @@ from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}

@@ -13,12 +13,12 @@ from textual.containers import Horizontal
 from textual.widgets import Label, Select, Static
 
 import games
-from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.compare import EpisodePair, best_pairs
 from s3gym_tui.messages import PairsListed
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
 
 WINNER_CHOICES = [("all pairs", "all"), ("history better", "history"), ("summary better", "summary"),

@@ -13,16 +13,16 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.engine.glossary import UNDEFINED, definitions, fmt_metric, fmt_signed
 from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
 from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run
-from s3gym_tui.engine.glossary import UNDEFINED, definitions, fmt_metric, fmt_signed
 from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
-from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.widgets.title_bar import TitleBar
 
 RUN_LIST_LIMIT = 500
 

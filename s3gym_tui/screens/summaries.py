@@ -12,13 +12,13 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
-from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.engine.compare import summary_diff
 from s3gym_tui.messages import SummaryEdited, SummaryTested
 from s3gym_tui.models import Run, Summary
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.summary_diff import SummaryDiff
+from s3gym_tui.widgets.table import DataTable
 
 from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
 from s3gym_tui.widgets.title_bar import TitleBar

@@ -13,10 +13,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from s3gym_tui.messages import SweepsRead
-from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
 STATUS_STYLE = {"finished": "green", "running": "bold cyan", "stopped": "yellow", "failed": "red",
                 "created": "dim"}

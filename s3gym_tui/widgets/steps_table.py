@@ -19,6 +19,7 @@ from s3gym_tui.engine.judging import agreement, over_confidence
 from s3gym_tui.engine.prompts import format_score
 from s3gym_tui.models import Step
 from s3gym_tui.widgets.signals import follow, release
+from s3gym_tui.widgets.text_view import set_virtual_size
 
 VERDICT_LABELS = {"agree": "agree", "over": "over", "under": "under", "missing": "no s"}
 ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
@@ -189,16 +190,7 @@ class StepsTable(ScrollView, can_focus=True):
         return max(1, self.scrollable_content_region.height - 1)
 
     def _update_virtual_size(self) -> None:
-        size = Size(self.scrollable_content_region.width, len(self._steps) + 2)
-        if size == self.virtual_size:
-            return
-        height = self.scrollable_content_region.height
-        same_bars = self.styles.overflow_y != "auto" or (size.height > height) == (self.virtual_size.height > height)
-        if same_bars and self.is_mounted:
-            self.set_reactive(ScrollView.virtual_size, size)  # no scrollbar change: no layout needed
-            self._scroll_update(size)
-        else:
-            self.virtual_size = size
+        set_virtual_size(self, Size(self.scrollable_content_region.width, len(self._steps) + 2))
 
     def _scroll_to_cursor(self) -> None:
         top = int(self.scroll_offset.y)

@@ -11,6 +11,20 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 
+def set_virtual_size(view: ScrollView, size: Size) -> None:
+    """Set a scroll view's virtual size, with a layout only when a scrollbar appears or goes (an
+    `overflow: scroll` bar never does): a view that grows by a line costs a repaint, not a layout."""
+    if size == view.virtual_size:
+        return
+    height = view.scrollable_content_region.height
+    same_bars = view.styles.overflow_y != "auto" or (size.height > height) == (view.virtual_size.height > height)
+    if same_bars and view.is_mounted:
+        view.set_reactive(ScrollView.virtual_size, size)
+        view._scroll_update(size)
+    else:
+        view.virtual_size = size
+
+
 class LinesView(ScrollView):
     """A Line API view of pre-rendered lines. `set_lines` compares each screen line's key with what
     is drawn and repaints only the lines that differ, and changes the layout only when it must (the
@@ -61,15 +75,7 @@ class LinesView(ScrollView):
                 self.refresh(Region(0, y, width, 1))
 
     def _set_virtual(self, size: Size) -> None:
-        height = self.scrollable_content_region.height
-        if size == self.virtual_size:
-            return
-        same_bars = self.styles.overflow_y != "auto" or (size.height > height) == (self.virtual_size.height > height)
-        if same_bars and self.is_mounted:
-            self.set_reactive(ScrollView.virtual_size, size)  # same scrollbars: no layout needed
-            self._scroll_update(size)
-        else:
-            self.virtual_size = size
+        set_virtual_size(self, size)
 
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
