@@ -152,8 +152,11 @@ class PlayScreen(Screen):
         episode is shown the column only grows (a longer header line), so it does not jitter."""
         total = self.app.size.width
         board = self.query_one(BoardPanel)
-        if total < 100:  # -narrow: the board spans the width
+        if total < 100:  # -narrow: the board spans the width, the CSS lays out the panels
             board.expected_width = total - PANEL_CHROME
+            if self._board_columns:  # a wide layout's columns would squeeze the steps table
+                self._board_columns = 0
+                self.query_one("#play-body").styles.grid_columns = None
             return
         natural = board.natural_width(self.app.console)
         left = max(40, int(total * 0.38), min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))

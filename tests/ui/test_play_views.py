@@ -232,3 +232,17 @@ async def test_a_fork_with_a_scripted_model_of_another_game_is_refused_in_the_di
         await pilot.pause()
         assert pilot.app.screen is dialog  # refused, still choosing
         assert "scripted/snake plays snake only" in str(dialog.query_one("#fork-error").render())
+
+
+async def test_shrinking_the_terminal_below_100_columns_gives_the_steps_table_its_share(app, demo_db):
+    """Opened wide and shrunk to 80 columns, Play lays out as if opened at 80: the wide layout's
+    board column must not stay and squeeze the steps table to a sliver."""
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_play(pilot, game="trust", mode="explore", seed=0, model="scripted/trust")
+        narrow_width = screen.query_one(StepsTable).region.width
+        assert narrow_width >= 20
+        await pilot.resize_terminal(200, 50)
+        await settle(pilot)
+        await pilot.resize_terminal(80, 24)
+        await settle(pilot)
+        assert screen.query_one(StepsTable).region.width == narrow_width
