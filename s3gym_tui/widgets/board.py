@@ -10,7 +10,7 @@ from rich.measure import Measurement
 from rich.text import Text
 from textual.strip import Strip
 
-from s3gym_tui.widgets.text_view import LinesView
+from s3gym_tui.widgets.text_view import LinesView, Repaint
 
 PANEL_CHROME = 4  # border (2) and padding (2) around the board
 _FOCUSABLE: dict[type, bool] = {}
@@ -102,7 +102,7 @@ class BoardPanel(LinesView, can_focus=True):
         if not self.scrollable_content_region.width and self._drawn_width != self._expected_width:
             self._paint()
 
-    def _paint(self, repaint_all: bool = False) -> None:
+    def _paint(self, repaint: Repaint = "changed") -> None:
         width = self.scrollable_content_region.width or self._expected_width
         if width <= 0:
             return  # drawn on the first resize
@@ -110,11 +110,11 @@ class BoardPanel(LinesView, can_focus=True):
         lines = console.render_lines(self._renderable, console.options.update_width(width), pad=False)
         strips = [Strip(line) for line in lines]
         self._drawn_width = width
-        self.set_lines(strips, [tuple(line) for line in lines], keep_scroll=True, repaint_all=repaint_all)
+        self.set_lines(strips, [tuple(line) for line in lines], keep_scroll=True, repaint=repaint)
 
-    def on_resize(self) -> None:
-        if self.scrollable_content_region.width != self._drawn_width:
-            self._paint(repaint_all=True)
+    def fit_width(self, width: int, repaint: Repaint) -> None:
+        if width != self._drawn_width:
+            self._paint(repaint)
 
     def on_mount(self) -> None:
         self._paint()

@@ -31,7 +31,8 @@ def bar(value: Optional[float], lo: float, hi: float) -> str:
 class ScoreStrip(Static):
     """Two sparkline rows, one column per step (the latest steps when the strip is narrow), both
     scaled to the same range (including 0), self bars coloured by agreement; then the episode's
-    self-judging figures from engine.judging."""
+    self-judging figures from engine.judging. The text is built in `render`, at the width it is drawn at:
+    the first frame of a screen already shows the bars that fit (no redraw once its size is known)."""
 
     DEFAULT_CSS = """
     ScoreStrip { height: 5; text-wrap: nowrap; text-overflow: ellipsis; }
@@ -40,26 +41,31 @@ class ScoreStrip(Static):
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__("", id=id, classes=classes)
         self._steps: list[Step] = []
-        self._drawn_width = -1
+        self._drawn: Optional[tuple[int, Text]] = None  # (width, text) last built
 
     def on_mount(self) -> None:
         self.border_title = "Self-score vs reward"
-        follow(self, self.app.theme_changed_signal, lambda _theme: self._draw())
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._redraw())
 
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this widget alive
 
-    def on_resize(self) -> None:
-        if self.content_size.width != self._drawn_width:  # the bars shown depend on the width only
-            self._draw()
-
     def show_steps(self, steps: Sequence[Step]) -> None:
         self._steps = list(steps)
-        self._draw()
+        self._redraw()
 
-    def _draw(self) -> None:
-        self._drawn_width = self.content_size.width
-        width = max(4, (self.content_size.width or 40) - LABEL_WIDTH)
+    def _redraw(self) -> None:
+        self._drawn = None
+        self.refresh()
+
+    def render(self) -> Text:
+        width = self.content_size.width
+        if self._drawn is None or self._drawn[0] != width:  # the bars shown depend on the width only
+            self._drawn = (width, self._build(width))
+        return self._drawn[1]
+
+    def _build(self, content_width: int) -> Text:
+        width = max(4, content_width - LABEL_WIDTH)
         shown = self._steps[-width:]
         values = [s.reward for s in shown] + [s.self_score for s in shown if s.self_score is not None]
         lo, hi = min([0.0, *values]), max([0.0, *values])
@@ -82,4 +88,4 @@ class ScoreStrip(Static):
         if self._steps:
             line += f" · scale {lo:g}..{hi:g}"
         text.append(line, style="dim")
-        self.update(text, layout=False)
+        return text

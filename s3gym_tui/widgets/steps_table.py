@@ -209,10 +209,15 @@ class StepsTable(ScrollView, can_focus=True):
         self._cache.clear()
         self.refresh()
 
-    def on_resize(self) -> None:
-        # A new size repaints the view anyway (Textual marks it dirty) and render_line drops the
-        # row cache when the width changed: only the scrollable size needs updating here.
-        self._update_virtual_size()
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # Textual calls this as a layout places the table, before that layout's frame (a Resize
+        # handler would run after it, and its scrollbar update would cost a second frame). A new
+        # size repaints the view anyway and render_line drops the row cache when the width changed:
+        # only the scrollable size needs updating here.
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if self.is_mounted:
+            self._update_virtual_size()
+        return resized
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

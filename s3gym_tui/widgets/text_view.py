@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Literal, Optional, Sequence
 
 from rich.segment import Segment
 from rich.text import Text
@@ -25,11 +25,18 @@ def set_virtual_size(view: ScrollView, size: Size) -> None:
         view.virtual_size = size
 
 
+Repaint = Literal["changed", "all", "none"]
+
+
 class LinesView(ScrollView):
     """A Line API view of pre-rendered lines. `set_lines` compares each screen line's key with what
     is drawn and repaints only the lines that differ, and changes the layout only when it must (the
     number of lines changed for an auto-height view, or a scrollbar appears or goes): a new step
-    whose text mostly equals the last one's costs a few lines of drawing."""
+    whose text mostly equals the last one's costs a few lines of drawing.
+
+    Lines that depend on the width are made in `fit_width`, which runs inside the layout that gives
+    the view a new width, before that layout's frame is drawn: a screen's first frame shows them,
+    and no second frame redraws them (a Resize handler would only run after the frame)."""
 
     DEFAULT_CSS = """
     LinesView { overflow-x: hidden; overflow-y: auto; }
@@ -40,6 +47,20 @@ class LinesView(ScrollView):
         super().__init__(id=id, classes=classes)
         self._strips: list[Strip] = []
         self._keys: list[Any] = []
+        self._laid_width = -1
+
+    def fit_width(self, width: int, repaint: Repaint) -> None:
+        """Make the lines for a new content width (subclasses whose lines depend on it)."""
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        # Textual calls this as a layout places the view, and draws the frame right after.
+        redrawn = size != self._size  # a new size: Textual repaints the whole view in this frame
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        width = self.scrollable_content_region.width
+        if width != self._laid_width and width > 0 and self.is_mounted:
+            self._laid_width = width
+            self.fit_width(width, "none" if redrawn else "all")
+        return resized
 
     @property
     def line_count(self) -> int:
@@ -49,7 +70,9 @@ class LinesView(ScrollView):
         return len(self._strips) if self.AUTO_HEIGHT else super().get_content_height(container, viewport, width)
 
     def set_lines(self, strips: Sequence[Strip], keys: Sequence[Any], keep_scroll: bool = False,
-                  repaint_all: bool = False) -> None:
+                  repaint: Repaint = "changed") -> None:
+        """Show `strips` (`keys[i]` identifies line i's look). `repaint`: the screen lines whose key
+        changed, all of them, or none (the view is redrawn anyway: the layout resized it)."""
         old_keys, old_top = self._keys, int(self.scroll_offset.y)
         count_changed = len(strips) != len(self._strips)
         self._strips, self._keys = list(strips), list(keys)
@@ -63,8 +86,9 @@ class LinesView(ScrollView):
         if top != old_top:
             self.scroll_to(y=top, animate=False)  # scrolling repaints the whole view anyway
             return
-        if repaint_all:
-            self.refresh()
+        if repaint != "changed":
+            if repaint == "all":
+                self.refresh()
             return
         width = self.size.width
         for y in range(self.scrollable_content_region.height):
@@ -110,11 +134,11 @@ class TextView(LinesView, can_focus=True):
         self._lines = text.split("\n", allow_blank=True) if isinstance(text, Text) else list(text)
         self._rewrap(keep_scroll=keep_scroll)
 
-    def on_resize(self) -> None:
-        if self.scrollable_content_region.width != self._wrapped_width:
-            self._rewrap(keep_scroll=True, repaint_all=True)
+    def fit_width(self, width: int, repaint: Repaint) -> None:
+        if width != self._wrapped_width:
+            self._rewrap(keep_scroll=True, repaint=repaint)
 
-    def _rewrap(self, keep_scroll: bool = False, repaint_all: bool = False) -> None:
+    def _rewrap(self, keep_scroll: bool = False, repaint: Repaint = "changed") -> None:
         width = self.scrollable_content_region.width
         if width <= 0 or not self.is_mounted:
             return
@@ -136,4 +160,4 @@ class TextView(LinesView, can_focus=True):
             strips.extend(parts)
             keys.extend((key, n) for n in range(len(parts)))
         self._wrapped, self._wrapped_width = cache, width
-        self.set_lines(strips, keys, keep_scroll=keep_scroll, repaint_all=repaint_all)
+        self.set_lines(strips, keys, keep_scroll=keep_scroll, repaint=repaint)
