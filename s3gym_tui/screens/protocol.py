@@ -54,7 +54,10 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     ProtocolScreen #proto-left { width: 1fr; }
     ProtocolScreen #proto-right { width: 1fr; min-width: 30; }
     ProtocolScreen #proto-curve { height: 1fr; min-height: 10; border: round $primary-darken-2; }
-    ProtocolScreen #proto-summary { height: auto; max-height: 14; border: round $primary-darken-2; }
+    ProtocolScreen #proto-summary { height: auto; max-height: 14; border: round $primary-darken-2;
+                                    scrollbar-gutter: stable; scrollbar-size-horizontal: 0; }
+    /* room kept for the vertical bar: no re-wrap when it comes (with a horizontal size, Textual would
+       also add a blank row to the auto height for the stable gutter) */
     ProtocolScreen #proto-summary-text { height: auto; padding: 0 1; }
     ProtocolScreen #proto-board { border: round $primary-darken-2; padding: 0 1; }
     ProtocolScreen #proto-step { height: auto; padding: 0 1; }

@@ -122,7 +122,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
     SummariesScreen #sum-status { height: auto; padding: 0 1; background: $boost; }
     SummariesScreen #sum-main { height: 1fr; }
     SummariesScreen #sum-left { width: 3fr; min-width: 40; }
-    SummariesScreen #sum-right { width: 2fr; min-width: 30; border: round $primary-darken-2; }
+    SummariesScreen #sum-right { width: 2fr; min-width: 30; border: round $primary-darken-2;
+                                 scrollbar-gutter: stable; }  /* room kept for the bar: no re-wrap when it comes */
     SummariesScreen #sum-versions { height: 2fr; border: round $primary-darken-2; }
     SummariesScreen #sum-sources { height: 1fr; min-height: 5; border: round $primary-darken-2; }
     SummariesScreen #sum-detail { height: auto; padding: 0 1; }
@@ -298,6 +299,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
 
     @on(DataTable.RowHighlighted, "#sum-versions")
     def _version_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.cursor_row != event.data_table.cursor_row:
+            return  # stale: posted while the table was filled (its first row), before the cursor moved on
         key = event.row_key.value if event.row_key is not None else None
         if key is not None and key != self.selected_id:
             self.selected_id = key

@@ -49,6 +49,7 @@ class BoardPanel(LinesView, can_focus=True):
         self._game: Any = None
         self._subtitle = ""
         self._renderable: Any = Text("no board yet", style="italic")
+        self._rendered: dict[int, list] = {}  # width -> the lines of self._renderable at that width
         self._drawn_width = 0
         self._expected_width = 0  # the width the screen will give (lets the first paint precede the layout)
 
@@ -87,7 +88,7 @@ class BoardPanel(LinesView, can_focus=True):
             title += f" · large: {renderable.labels[renderable.focused_index]} · [ ] older/newer · z zoom"
         self.border_title = title
         self.border_subtitle = self._subtitle
-        self._renderable = renderable
+        self._renderable, self._rendered = renderable, {}
         self._paint()
 
     @property
@@ -102,19 +103,29 @@ class BoardPanel(LinesView, can_focus=True):
         if not self.scrollable_content_region.width and self._drawn_width != self._expected_width:
             self._paint()
 
-    def _paint(self, repaint: Repaint = "changed") -> None:
-        width = self.scrollable_content_region.width or self._expected_width
+    def _paint(self, repaint: Repaint = "changed", width: int = 0) -> None:
+        width = width or self.scrollable_content_region.width or self._expected_width
         if width <= 0:
             return  # drawn on the first resize
-        console = self.app.console
-        lines = console.render_lines(self._renderable, console.options.update_width(width), pad=False)
+        lines = self._lines(width)
         strips = [Strip(line) for line in lines]
         self._drawn_width = width
         self.set_lines(strips, [tuple(line) for line in lines], keep_scroll=True, repaint=repaint)
 
+    def _lines(self, width: int) -> list:
+        lines = self._rendered.get(width)
+        if lines is None:
+            console = self.app.console
+            lines = console.render_lines(self._renderable, console.options.update_width(width), pad=False)
+            self._rendered[width] = lines  # a layout asks a few widths, then draws one of them
+        return lines
+
+    def measure_lines(self, width: int) -> int:
+        return len(self._lines(width))
+
     def fit_width(self, width: int, repaint: Repaint) -> None:
         if width != self._drawn_width:
-            self._paint(repaint)
+            self._paint(repaint, width)
 
     def on_mount(self) -> None:
         self._paint()
@@ -134,5 +145,5 @@ class BoardPanel(LinesView, can_focus=True):
         self._game = None
         self.border_title = title
         self.border_subtitle = ""
-        self._renderable = Text(message)
+        self._renderable, self._rendered = Text(message), {}
         self._paint()

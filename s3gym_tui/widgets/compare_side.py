@@ -19,7 +19,8 @@ class CompareSide(Vertical):
     CompareSide { width: 1fr; height: 1fr; border: round $primary-darken-2; }
     CompareSide BoardPanel { height: auto; max-height: 60%; padding: 0 1; }
     CompareSide .side-step { height: auto; padding: 0 1; background: $boost; }
-    CompareSide .side-context { height: 1fr; min-height: 3; border-top: solid $primary-darken-3; }
+    CompareSide .side-context { height: 1fr; min-height: 3; border-top: solid $primary-darken-3;
+                                scrollbar-gutter: stable; }  /* room kept for the bar: no re-wrap */
     CompareSide .side-context Static { padding: 0 1; }
     """
 

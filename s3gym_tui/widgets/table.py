@@ -9,7 +9,11 @@ already drawn can keep the caches; any other resize invalidates them as before.
 
 That Resize also hid a stale cache: DataTable measures column widths on idle, after rows drawn
 at the old widths may be cached, and does not invalidate them when the widths change. Here a
-change of the column widths invalidates the caches itself."""
+change of the column widths invalidates the caches itself.
+
+Rows added before a layout are measured, and the cursor scrolled into view, as that layout places
+the table (DataTable leaves both to its idle handler and to after the next refresh, that is after
+the first frame: a screen opened on a table's last row showed its first rows, then jumped)."""
 
 from __future__ import annotations
 
@@ -34,6 +38,18 @@ class DataTable(TextualDataTable):
         # DataTable's (the only other Resize handler in the chain), which drops the caches.
         if event.size == self._drawn_size:
             event.prevent_default()
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        placed = not self._size.area  # the first layout that gives the table a size
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        if self.is_mounted and size.area and (placed or self._require_update_dimensions):
+            if self._require_update_dimensions:  # what the idle handler would do, before the frame
+                self._require_update_dimensions = False
+                new_rows = self._new_rows.copy()
+                self._new_rows.clear()
+                self._update_dimensions(new_rows)
+            self._scroll_cursor_into_view()
+        return resized
 
     def _update_dimensions(self, new_rows) -> None:
         widths = [column.content_width for column in self.ordered_columns]

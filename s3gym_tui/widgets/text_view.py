@@ -66,8 +66,22 @@ class LinesView(ScrollView):
     def line_count(self) -> int:
         return len(self._strips)
 
+    def measure_lines(self, width: int) -> int:
+        """How many lines the view has at content width `width` (subclasses whose lines depend on it),
+        without changing what it shows."""
+        return len(self._strips)
+
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._strips) if self.AUTO_HEIGHT else super().get_content_height(container, viewport, width)
+        if not self.AUTO_HEIGHT:
+            return super().get_content_height(container, viewport, width)
+        # A view that could not draw yet (it did not know its width) answers the layout with its line
+        # count at the width asked, so the first layout gives it the right height. One that has lines
+        # answers with them: they were drawn at the width its screen said it would get, and a grid
+        # also asks a column-spanning view at one column's width.
+        inner = width - (self.styles.scrollbar_size_vertical if self.show_vertical_scrollbar else 0)
+        if not self._strips and inner > 0 and self.is_mounted:
+            return self.measure_lines(inner)
+        return len(self._strips)
 
     def set_lines(self, strips: Sequence[Strip], keys: Sequence[Any], keep_scroll: bool = False,
                   repaint: Repaint = "changed") -> None:
@@ -78,8 +92,11 @@ class LinesView(ScrollView):
         self._strips, self._keys = list(strips), list(keys)
         size = Size(max((s.cell_length for s in self._strips), default=0), len(self._strips))
         if self.AUTO_HEIGHT and count_changed:
-            self.virtual_size = size
-            self.refresh(layout=True)
+            if repaint == "none" and size.height == self.scrollable_content_region.height:
+                self.set_reactive(ScrollView.virtual_size, size)  # the layout placed it at this height
+            else:
+                self.virtual_size = size
+                self.refresh(layout=True)
             return
         self._set_virtual(size)
         top = old_top if keep_scroll else 0
