@@ -107,14 +107,17 @@ class S3GymApp(App):
         return result
 
     def push_screen(self, screen, *args, **kwargs):
-        """Push a screen with its size classes already set (no restyle of it when it mounts)."""
+        """Push a screen with its size classes already set (no restyle of it when it mounts), and
+        without the second layout Textual asks for once it has mounted (runtime.without_mount_relayout)."""
         from textual.screen import Screen
 
         from s3gym_tui.screens.sizing import presize
 
+        from s3gym_tui.screens.runtime import without_mount_relayout
+
         if isinstance(screen, Screen):
             presize(screen, self)
-        return super().push_screen(screen, *args, **kwargs)
+        return without_mount_relayout(super().push_screen(screen, *args, **kwargs), screen)
 
     # ----- navigation (lazy imports keep start-up fast) -----------------------------------
     def open_play(self, **options) -> None:

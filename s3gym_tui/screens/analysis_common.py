@@ -12,6 +12,7 @@ from s3gym_tui.widgets.commands import BindingCommands
 
 from s3gym_tui.engine.glossary import DASH, DECIMALS, fmt_metric  # noqa: E402,F401 - DASH re-exported
 from s3gym_tui.engine.glossary import fmt_signed as glossary_signed  # noqa: E402
+from s3gym_tui.screens.runtime import SteadyLayout
 
 
 def fmt(value: Optional[float], digits: int = DECIMALS) -> str:
@@ -42,7 +43,7 @@ def judgement(self_score: Optional[float], reward: float) -> tuple[str, str]:
     return "under-confident", "yellow"
 
 
-class AnalysisScreen(Screen):
+class AnalysisScreen(SteadyLayout, Screen):
     """Base of the analysis screens: Escape goes back; every binding is a palette command."""
 
     COMMANDS = Screen.COMMANDS | {BindingCommands}

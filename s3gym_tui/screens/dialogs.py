@@ -13,11 +13,12 @@ from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
 from s3gym_tui.widgets.model_picker import ModelPicker
+from s3gym_tui.screens.runtime import SteadyLayout
 
 PATHWAY_CHOICES = [("none", "none"), ("history", "history"), ("summary", "summary")]
 
 
-class DialogScreen(ModalScreen):
+class DialogScreen(SteadyLayout, ModalScreen):
     """Shared shape: a bordered box in the middle; escape cancels (dismisses with None/False)."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog_cancel")]

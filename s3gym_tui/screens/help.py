@@ -20,6 +20,7 @@ from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.steps_table import verdict_colours
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.screens.runtime import SteadyLayout
 
 # (title, module, class): the other screens are listed when their module exists
 SCREENS = [
@@ -130,7 +131,7 @@ def help_renderable(app) -> Group:
                  Text(""), Text("Keys", style="bold"), Columns(tables, padding=(0, 3)))
 
 
-class HelpScreen(Screen):
+class HelpScreen(SteadyLayout, Screen):
     """Keys of every screen, pathways and colours."""
 
     COMMANDS = {BindingCommands}

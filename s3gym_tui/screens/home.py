@@ -23,6 +23,7 @@ from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.screens.runtime import SteadyLayout
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}
 RECENT_RUNS = 200
@@ -75,7 +76,7 @@ class GameList(OptionList):
             self.focus()
 
 
-class HomeScreen(LiveScreenMixin, Screen):
+class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     """Pick game, mode, seed, model, pathway (and a run to draw experience from); play or start a run."""
 
     COMMANDS = {BindingCommands}

@@ -61,6 +61,7 @@ def run_ids(screen: HomeScreen) -> list[str]:
 
 async def test_home_and_protocol_follow_a_headless_run_without_a_key(demo_db, settings, server):
     path, _ = demo_db
+    server.default["delay_s"] = 0.05  # 300+ calls: the run cannot finish before it is terminated
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         home = app.screen

@@ -116,6 +116,7 @@ def test_home_small_terminal_snapshot(snap_compare, snapshot_app):
 
 def run_dialog_open():
     async def run_before(pilot) -> None:
+        await settle(pilot)  # the pilot starts when the app is ready, not when Home has composed
         screen = pilot.app.screen
         game_list = screen.query_one("#game-list")
         game_list.highlighted = [o.id for o in game_list.options].index("snake")
