@@ -28,6 +28,19 @@ def bar(value: Optional[float], lo: float, hi: float) -> str:
     return BARS[max(0, min(len(BARS) - 1, round((value - lo) / (hi - lo) * (len(BARS) - 1))))]
 
 
+def _append_runs(text: Text, cells: Sequence[tuple[str, str]]) -> None:
+    """Append (character, style) cells, one span per run of equal style: a span per bar made each
+    frame of the strip cost ~1 ms a line to render (a 64-step episode is 128 spans)."""
+    run, style = "", None
+    for char, cell_style in cells:
+        if cell_style != style and run:
+            text.append(run, style=style)
+            run = ""
+        run, style = run + char, cell_style
+    if run:
+        text.append(run, style=style)
+
+
 class ScoreStrip(Static):
     """Two sparkline rows, one column per step (the latest steps when the strip is narrow), both
     scaled to the same range (including 0), self bars coloured by agreement; then the episode's
@@ -73,12 +86,10 @@ class ScoreStrip(Static):
         primary = (getattr(self.app, "theme_variables", {}) or {}).get("text-primary", "blue")
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("self".ljust(LABEL_WIDTH), style="bold")
-        for s in shown:
-            text.append(bar(s.self_score, lo, hi), style=colours[verdict(s.self_score, s.reward)])
+        _append_runs(text, [(bar(s.self_score, lo, hi), colours[verdict(s.self_score, s.reward)]) for s in shown])
         text.append("\n")
         text.append("reward".ljust(LABEL_WIDTH), style="bold")
-        for s in shown:
-            text.append(bar(s.reward, lo, hi), style=primary)
+        _append_runs(text, [(bar(s.reward, lo, hi), primary) for s in shown])
         text.append("\n")
         report = judging_report([(s.self_score, s.reward) for s in self._steps])
         line = (f"agree {_pct(report.agreement)} · over {_pct(report.over)} · under {_pct(report.under)}"

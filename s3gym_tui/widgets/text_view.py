@@ -16,6 +16,9 @@ def set_virtual_size(view: ScrollView, size: Size) -> None:
     `overflow: scroll` bar never does): a view that grows by a line costs a repaint, not a layout."""
     if size == view.virtual_size:
         return
+    if size.height == view.virtual_size.height and view.styles.overflow_x == "hidden" and view.is_mounted:
+        view.set_reactive(ScrollView.virtual_size, size)  # only the width: no bar can change
+        return
     height = view.scrollable_content_region.height
     same_bars = view.styles.overflow_y != "auto" or (size.height > height) == (view.virtual_size.height > height)
     if same_bars and view.is_mounted:
