@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import groupby
+from operator import itemgetter
 from typing import Optional, Sequence
 
 from rich.text import Text
@@ -31,14 +33,8 @@ def bar(value: Optional[float], lo: float, hi: float) -> str:
 def _append_runs(text: Text, cells: Sequence[tuple[str, str]]) -> None:
     """Append (character, style) cells, one span per run of equal style: a span per bar made each
     frame of the strip cost ~1 ms a line to render (a 64-step episode is 128 spans)."""
-    run, style = "", None
-    for char, cell_style in cells:
-        if cell_style != style and run:
-            text.append(run, style=style)
-            run = ""
-        run, style = run + char, cell_style
-    if run:
-        text.append(run, style=style)
+    for style, run in groupby(cells, key=itemgetter(1)):
+        text.append("".join(char for char, _ in run), style=style)
 
 
 class ScoreStrip(Static):
