@@ -4,6 +4,7 @@ render caches of closed screens kept alive, and no layout passes that only redra
 from __future__ import annotations
 
 import gc
+from typing import Optional
 
 GEN0_THRESHOLD = 20_000  # objects allocated between young collections (CPython's default: 700)
 
@@ -41,10 +42,60 @@ class SteadyLayout:
     scrollbar the first pass made appear) it runs at once, as in Textual: skipping it then left the
     work to the update timer, a frame later (measured: openings 10-15 ms slower at the median)."""
 
+    _settle_passes: Optional[int] = None  # set while a layout runs: extra passes it may still make
+    _settle_size = None
+
     def _screen_resized(self, size) -> None:
         if size == self._compositor.size and not (self._layout_required or self._layout_widgets):
             return
         super()._screen_resized(size)
+
+    # A layout gives each widget its size after the whole screen has been arranged. A widget whose
+    # scrollbar that size makes appear (or whose content height depends on its width) only asks for
+    # another layout then, and Textual draws the frame first: the bar came one frame late, with a
+    # second full render (~30 ms of a Compare opening). Here such requests are taken at once, and the
+    # screen is arranged again before the frame is drawn, at most SETTLE_PASSES more times.
+    def _refresh_layout(self, size=None, scroll: bool = False) -> None:
+        if self._settle_passes is not None:  # a settling pass of the layout under way
+            super()._refresh_layout(size, scroll)
+            return
+        scroll_only = scroll and not self._layout_widgets  # Textual then only reflows what a scroll showed
+        self._settle_passes = 0 if scroll_only else SETTLE_PASSES
+        self._settle_size = size
+        try:
+            super()._refresh_layout(size, scroll)
+        finally:
+            self._settle_passes = None
+
+    def _compositor_refresh(self) -> None:
+        if self._settle_passes:
+            pending = [widget for widget in self._compositor.widgets if widget._layout_required]
+            if pending:
+                self._settle_passes -= 1
+                for widget in pending:
+                    take_layout_request(widget)
+                self._refresh_layout(self._settle_size)
+                return
+        super()._compositor_refresh()
+
+
+SETTLE_PASSES = 2  # a bar that appears can make another appear (the other axis): two passes settle it
+
+
+def take_layout_request(widget) -> None:
+    """Do now what a widget's idle handler does with its layout request (clear the request, and make
+    the arrangements it can change be computed again), without posting the Layout message that would
+    lay the screen out once more after this frame."""
+    from textual.widget import Widget
+
+    widget._layout_required = False
+    for ancestor in widget.ancestors:
+        if not isinstance(ancestor, Widget):
+            break
+        ancestor._clear_arrangement_cache()
+        ancestor._layout_updates += 1
+        if not ancestor.styles.auto_dimensions:
+            break
 
 
 def without_mount_relayout(await_mount, screen) -> object:
