@@ -86,8 +86,7 @@ class BoardPanel(LinesView, can_focus=True):
         if frames:
             self.board_focus = getattr(renderable, "focus", 0)
             title += f" · large: {renderable.labels[renderable.focused_index]} · [ ] older/newer · z zoom"
-        self.border_title = title
-        self.border_subtitle = self._subtitle
+        self.set_border(title, self._subtitle)
         self._renderable, self._rendered = renderable, {}
         self._paint()
 
@@ -143,7 +142,6 @@ class BoardPanel(LinesView, can_focus=True):
 
     def show_message(self, message: str, title: str = "Board") -> None:
         self._game = None
-        self.border_title = title
-        self.border_subtitle = ""
+        self.set_border(title, "")
         self._renderable, self._rendered = Text(message), {}
         self._paint()

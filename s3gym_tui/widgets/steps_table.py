@@ -18,6 +18,7 @@ from textual.strip import Strip
 from s3gym_tui.engine.judging import agreement, over_confidence
 from s3gym_tui.engine.prompts import format_score
 from s3gym_tui.models import Step
+from s3gym_tui.widgets.scrollbars import QuietScrollBars
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import set_virtual_size
 
@@ -65,7 +66,7 @@ BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", 5, True), Column
 ORIGINAL = Column("original", "original", 16)
 
 
-class StepsTable(ScrollView, can_focus=True):
+class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
     """Row 0 is the start of the episode (the board before any step), row i + 1 is step i. With
     `original` steps (a fork's source), an extra column shows the source's action at the same index,
     so where the fork diverged is visible.

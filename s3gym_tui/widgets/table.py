@@ -23,8 +23,10 @@ from textual import events
 from textual.geometry import Size
 from textual.widgets import DataTable as TextualDataTable
 
+from s3gym_tui.widgets.scrollbars import QuietScrollBars
 
-class DataTable(TextualDataTable):
+
+class DataTable(QuietScrollBars, TextualDataTable):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._drawn_size: Optional[Size] = None  # the outer size last drawn at
