@@ -46,7 +46,7 @@ class QuietScrollBar(ScrollBar):
 
     def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False):
         if (repaint and not (regions or layout or recompose) and self._drawn is not None
-                and self.is_mounted and self._look() == self._drawn):
+                and self.is_mounted and self.parent is not None and self._look() == self._drawn):
             return self  # the same cells as on screen
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
 
