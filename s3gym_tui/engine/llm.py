@@ -194,7 +194,11 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         try:
             async with slot(settings.model):
                 started = time.perf_counter()  # the latency excludes waiting for a slot
-                response = await asyncio.wait_for(_acompletion(litellm, settings, kwargs), settings.timeout_s + 5)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the reply and drops
+                # a cancel (a Ctrl-C, a stopped episode) that arrives as the reply does, and the run
+                # went on to its end (seen in CI). A timeout still raises TimeoutError.
+                async with asyncio.timeout(settings.timeout_s + 5):
+                    response = await _acompletion(litellm, settings, kwargs)
         except BudgetSpent:
             raise
         except transient as exc:

@@ -329,7 +329,7 @@ class LocalLLM(CustomLLM):
 
     async def acompletion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
                           optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
-        """The generation runs in a worker thread; when this call is cancelled (asyncio.wait_for's
+        """The generation runs in a worker thread; when this call is cancelled (the call's
         timeout, a stopped episode) or litellm's timeout passes, it stops between two tokens."""
         plan = self._prepare(model, optional_params, kwargs)
         cancel = threading.Event()
