@@ -17,6 +17,7 @@ from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import Settings
 from s3gym_tui.store import Store
 
+from tests.ui.frames import record_frames
 from tests.ui.settle import settle
 
 SETTINGS = Settings(default_model="scripted/trust", theme="dark", human_name="t")
@@ -51,15 +52,7 @@ async def test_the_first_frame_of_a_screen_is_the_settled_screen(demo_db, size, 
     app = S3GymApp(db_path=path, settings=SETTINGS)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)
-        frames: list[tuple[object, object]] = []  # (the top screen when drawn, update)
-        original = app._display
-
-        def display(screen, update) -> None:
-            original(screen, update)
-            if update is not None:
-                frames.append((screen, update))
-
-        app._display = display
+        frames = record_frames(app)  # (the top screen when drawn, update)
         home = app.screen
         await pilot.pause()
         cells = ScreenCells(app.console)

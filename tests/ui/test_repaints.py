@@ -20,6 +20,7 @@ from s3gym_tui.screens.runtime import SETTLE_PASSES, SteadyLayout
 from s3gym_tui.widgets.scrollbars import QuietScrollBar
 from s3gym_tui.widgets.text_view import TextView
 
+from tests.ui.frames import record_frames
 from tests.ui.settle import settle
 
 
@@ -45,20 +46,6 @@ class ViewApp(App):
 
     def on_mount(self) -> None:
         self.query_one("#v").show(_text(200))
-
-
-def _frames(app) -> list:
-    """Every (screen, update) the app draws from now on."""
-    frames: list = []
-    original = app._display
-
-    def display(screen, update) -> None:
-        original(screen, update)
-        if update is not None:
-            frames.append((screen, update))
-
-    app._display = display
-    return frames
 
 
 def _cells(app, frames: list) -> ScreenCells:
@@ -89,7 +76,7 @@ def _bar_cells(app, cells: ScreenCells) -> dict:
 async def test_a_scrollbar_whose_cells_do_not_change_is_not_repainted_and_one_that_moves_is():
     app = ViewApp()
     async with app.run_test(size=(40, 14)) as pilot:
-        frames = _frames(app)
+        frames = record_frames(app)
         await settle(pilot)
         view = app.query_one("#v", TextView)
         bar = view.vertical_scrollbar
@@ -110,7 +97,7 @@ async def test_the_quiet_scrollbar_draws_the_cells_of_textuals_scrollbar():
     for view_class in (TextView, PlainTextView):
         app = ViewApp(view_class)
         async with app.run_test(size=(40, 14)) as pilot:
-            frames = _frames(app)
+            frames = record_frames(app)
             await settle(pilot)
             view = app.query_one("#v")
             assert isinstance(view.vertical_scrollbar, QuietScrollBar) == (view_class is TextView)
@@ -130,7 +117,7 @@ async def test_the_quiet_scrollbar_draws_the_cells_of_textuals_scrollbar():
 async def test_a_border_text_change_repaints_only_its_line():
     app = ViewApp()
     async with app.run_test(size=(40, 14)) as pilot:
-        frames = _frames(app)
+        frames = record_frames(app)
         await settle(pilot)
         view = app.query_one("#v", TextView)
         region = view.region
@@ -190,7 +177,7 @@ async def test_a_scrollbar_a_layout_makes_appear_is_in_that_layouts_frame():
     app = ScreensApp()
     async with app.run_test(size=(40, 14)) as pilot:
         await settle(pilot)
-        frames = _frames(app)
+        frames = record_frames(app)
         screen = BarScreen()
         app.push_screen(screen)
         await settle(pilot)
