@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from s3gym_tui.authors import login_name
 
 
 class ConfigError(ValueError):
@@ -32,7 +34,9 @@ class Settings(BaseModel):
     theme: Literal["dark", "light"] = "dark"
     propose_then_wait: bool = False  # the agent proposes; a person confirms, edits or vetoes
     keymap: dict[str, str] = Field(default_factory=dict)  # binding id -> key(s), e.g. {"step": "n"}
-    human_name: str = Field(default_factory=lambda: os.environ.get("USER", "human"))
+    # who curates summaries, recorded as human:<name> (default: the login name, $USER)
+    human_name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
+        default_factory=login_name)
     # per model string: [models."ollama_chat/llama3.2"] api_base = "...", max_tokens = ..., timeout_s = ...
     models: dict[str, ModelSettings] = Field(default_factory=dict)
 

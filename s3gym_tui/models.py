@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Literal, Optional
+from typing import Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -182,7 +182,7 @@ class Summary(Frozen):
     source_episode_ids: tuple[str, ...] = ()
     status: Literal["active", "vetoed"] = "active"
     pinned: bool = False
-    author: str = "model"  # "model:<name>" or "human:<user>"
+    author: str = "model"  # "model:<model>" or "human:<name>" (s3gym_tui.authors); old rows: "model", "human"
     parent_version: Optional[int] = None
     created_at: str = Field(default_factory=utcnow)
     for_episode_id: Optional[str] = None  # the exploration episode whose step 0 produced it
@@ -194,6 +194,16 @@ class Summary(Frozen):
         return (f"Strategies to retain:\n{self.retain.strip()}\n\n"
                 f"Mistakes to avoid:\n{self.avoid.strip()}\n\n"
                 f"Directions for the next episode:\n{self.next.strip()}")
+
+
+def summary_in_use(versions: Iterable[Summary], upto: Optional[int] = None) -> Optional[Summary]:
+    """The rule of summary memory: the version the agent goes by is the newest pinned active one,
+    else the newest active one; vetoed versions are skipped (None: no active version).
+    `upto`: as it stood when version `upto` was the newest. The runner, the store (the state an
+    episode begins with) and the curation messages all decide with this one function."""
+    seen = [s for s in versions if s.status == "active" and (upto is None or s.version <= upto)]
+    pinned = [s for s in seen if s.pinned]
+    return max(pinned or seen, key=lambda s: s.version, default=None)
 
 
 class Checkpoint(Frozen):

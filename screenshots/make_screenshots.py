@@ -105,7 +105,7 @@ async def build_db(path: Path) -> dict:
                        next="Probe once with a cheat in round 3, then mirror the opponent.",
                        author="human:bob")
     if len(versions) > 1:
-        store.update_summary_status(versions[0].id, "vetoed")
+        store.update_summary_status(versions[0].id, "vetoed", author="human:alice")
     # a fork: the History episode from step 4, continued with Summary experience
     source = explore_episode_id(FORK_SOURCE_RUN, FORK_INDEX)
     session = fork_session(store, source, FORK_STEP, CallSettings(model="scripted/trust", backoff_base_s=0),

@@ -37,7 +37,7 @@ ENV_VARS = (
     ("LITELLM_LOCAL_MODEL_COST_MAP", "True by default (litellm's bundled prices, offline)"),
     ("OPENAI_API_KEY, ANTHROPIC_API_KEY, ...", "provider keys, read by litellm (never stored)"),
     ("OMP_WAIT_POLICY", "PASSIVE by default for the embedded model"),
-    ("USER", "the name recorded on human summary edits (config: human_name)"),
+    ("USER", "the name recorded as human:<name> on summary edits, vetoes and pins (config: human_name)"),
 )
 
 

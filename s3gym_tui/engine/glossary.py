@@ -61,3 +61,14 @@ def fmt_signed(value, decimals: int = DECIMALS) -> str:
 def definitions(table: str) -> list[tuple[str, str]]:
     """(name, meaning) of the figures of one report table."""
     return [(name, METRICS[name]) for name in TABLE_METRICS[table]]
+
+# One step's self-judgement (engine.judging.verdict): a mark that carries it without colour (drawn
+# beside s and r at every width, NO_COLOR and monochrome included), a short label and its meaning.
+VERDICT_MARKS: dict[str, str] = {"agree": "✓", "over": "▲", "under": "▼", "missing": "?"}
+VERDICT_LABELS: dict[str, str] = {"agree": "agree", "over": "over", "under": "under", "missing": "no s"}
+VERDICT_MEANINGS: dict[str, str] = {
+    "agree": "(s > 0) equals (r > 0)",
+    "over": "over-confidence: s > 0 but r <= 0",
+    "under": "under-confidence: s <= 0 but r > 0",
+    "missing": "the reply had no usable self-score (missing, not 0)",
+}

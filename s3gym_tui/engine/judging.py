@@ -11,6 +11,8 @@ reply had no usable self-score. Such steps are excluded from every rate below an
   considered: norm(v) = (v - min) / (max - min). If max == min for a series, all its normalised
   values are 0. Explicit bounds may be passed instead (used by the coupling, see there).
 * Every rate is None when n == 0.
+* One step's verdict (`verdict`): 'agree', 'over', 'under', or 'missing' without a self-score;
+  the rates above are the shares of these verdicts, so a table's marks and the report agree.
 
 Judgement-improvement coupling (`coupling`): exploration steps are split into blocks between
 checkpoints, block t holding the steps of exploration episodes with index in [x_t, x_{t+1});
@@ -25,15 +27,17 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Callable, Iterable, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
 from s3gym_tui.models import Frozen
 
 JudgePair = tuple[Optional[float], float]
+Verdict = Literal["agree", "over", "under", "missing"]
+VERDICTS: tuple[Verdict, ...] = ("agree", "over", "under", "missing")
 Bounds = tuple[float, float]
 
 __all__ = [
-    "JudgePair", "JudgingReport", "BlockStat", "CouplingReport",
+    "JudgePair", "Verdict", "VERDICTS", "verdict", "JudgingReport", "BlockStat", "CouplingReport",
     "judged", "agreement", "over_confidence", "under_confidence", "nmae", "judging_report",
     "row_pair", "group_reports", "reports_by_game", "reports_by_run",
     "pearson", "split_blocks", "coupling", "game_range_width",
@@ -74,6 +78,17 @@ def _missing(s: Any) -> bool:
     return s is None or (isinstance(s, float) and math.isnan(s))
 
 
+def verdict(s: Optional[float], r: float) -> Verdict:
+    """One step's self-judgement: 'agree' when (s > 0) == (r > 0), 'over' when s > 0 >= r,
+    'under' when s <= 0 < r, 'missing' when the reply had no usable self-score."""
+    if _missing(s):
+        return "missing"
+    said, got = float(s) > 0, float(r) > 0
+    if said == got:
+        return "agree"
+    return "over" if said else "under"
+
+
 def judged(pairs: Iterable[JudgePair]) -> tuple[list[tuple[float, float]], int]:
     """The pairs that have a self-score (as floats) and the number of missing ones."""
     kept: list[tuple[float, float]] = []
@@ -86,23 +101,24 @@ def judged(pairs: Iterable[JudgePair]) -> tuple[list[tuple[float, float]], int]:
     return kept, missing
 
 
-def _share(kept: Sequence[tuple[float, float]], test: Callable[[float, float], bool]) -> Optional[float]:
-    return sum(1 for s, r in kept if test(s, r)) / len(kept) if kept else None
+def _share(kept: Sequence[tuple[float, float]], kind: Verdict) -> Optional[float]:
+    """Share of the self-scored steps `kept` whose verdict is `kind`."""
+    return sum(1 for s, r in kept if verdict(s, r) == kind) / len(kept) if kept else None
 
 
 def agreement(pairs: Iterable[JudgePair]) -> Optional[float]:
     """Share of self-scored steps with (s > 0) == (r > 0)."""
-    return _share(judged(pairs)[0], lambda s, r: (s > 0) == (r > 0))
+    return _share(judged(pairs)[0], "agree")
 
 
 def over_confidence(pairs: Iterable[JudgePair]) -> Optional[float]:
     """P(s > 0 and r <= 0) over self-scored steps."""
-    return _share(judged(pairs)[0], lambda s, r: s > 0 and r <= 0)
+    return _share(judged(pairs)[0], "over")
 
 
 def under_confidence(pairs: Iterable[JudgePair]) -> Optional[float]:
     """P(s <= 0 and r > 0) over self-scored steps."""
-    return _share(judged(pairs)[0], lambda s, r: s <= 0 and r > 0)
+    return _share(judged(pairs)[0], "under")
 
 
 def _bounds(values: Sequence[float]) -> Bounds:
@@ -136,10 +152,10 @@ def judging_report(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None
     kept, missing = judged(pairs)
     return JudgingReport(
         n=len(kept), missing=missing,
-        agreement=_share(kept, lambda s, r: (s > 0) == (r > 0)),
+        agreement=_share(kept, "agree"),
         nmae=nmae(kept, s_bounds, r_bounds),
-        over=_share(kept, lambda s, r: s > 0 and r <= 0),
-        under=_share(kept, lambda s, r: s <= 0 and r > 0),
+        over=_share(kept, "over"),
+        under=_share(kept, "under"),
     )
 
 

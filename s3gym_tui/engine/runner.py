@@ -15,7 +15,7 @@ from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
 from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.models import (Checkpoint, Episode, Run, RunConfig, Summary, eval_episode_id,
-                              explore_episode_id)
+                              explore_episode_id, summary_in_use)
 from s3gym_tui.store.errors import StoreError
 
 
@@ -38,12 +38,8 @@ def _bounded(section: str) -> str:
 
 
 def _current_as_of(versions: list[Summary], version: int) -> Optional[Summary]:
-    """The version the agent used when `version` was the newest (pinned first, vetoes skipped)."""
-    seen = [s for s in versions if s.version <= version and s.status == "active"]
-    pinned = [s for s in seen if s.pinned]
-    if pinned:
-        return max(pinned, key=lambda s: s.version)
-    return max(seen, key=lambda s: s.version) if seen else None
+    """The version the agent used when `version` was the newest (models.summary_in_use)."""
+    return summary_in_use(versions, upto=version)
 
 
 class ProtocolRunner:

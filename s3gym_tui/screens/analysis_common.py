@@ -29,20 +29,6 @@ def fmt_score(value: Optional[float]) -> str:
     return "?" if value is None else f"{float(value):g}"
 
 
-def judgement(self_score: Optional[float], reward: float) -> tuple[str, str]:
-    """(label, style) of one step's self-judgement, classified by engine.judging."""
-    from s3gym_tui.engine.judging import agreement, over_confidence
-
-    pair = [(self_score, reward)]
-    if agreement(pair) is None:
-        return "no self-score", "dim"
-    if agreement(pair) == 1.0:
-        return "agrees", "green"
-    if over_confidence(pair) == 1.0:
-        return "over-confident", "red"
-    return "under-confident", "yellow"
-
-
 class AnalysisScreen(SteadyLayout, Screen):
     """Base of the analysis screens: Escape goes back; every binding is a palette command."""
 

@@ -16,12 +16,15 @@ from textual.widgets import Static
 from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
                                       state_at)
 from s3gym_tui.models import Episode, Step
-from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
+from s3gym_tui.engine.judging import verdict
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.compare_side import CompareSide
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.verdicts import judged_value, judgement_text, legend, mark_text
 
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"
@@ -80,10 +83,12 @@ class CompareScreen(AnalysisScreen):
     def on_mount(self) -> None:
         self.sub_title = "compare"
         table = self.query_one("#cmp-table", DataTable)
-        table.border_title = "Aligned steps"
-        for label, key in (("#", "i"), ("A action", "a"), ("A self", "sa"), ("A reward", "ra"),
-                           ("B action", "b"), ("B self", "sb"), ("B reward", "rb"), ("≠", "eq")):
+        table.border_title = "Aligned steps: self-score s, verifier reward r"
+        for label, key in (("#", "i"), ("A action", "a"), ("A s", "sa"), ("A r", "ra"), ("", "ja"),
+                           ("B action", "b"), ("B s", "sb"), ("B r", "rb"), ("", "jb"), ("≠", "eq")):
             table.add_column(label, key=key)
+        table.border_subtitle = legend(self.app)
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._restyle())
         self.query_one("#cmp-curves").border_title = "Cumulative reward (A vs B)"
         store = self.app.store
         loaded = []
@@ -103,6 +108,24 @@ class CompareScreen(AnalysisScreen):
         table.focus()
         self.go(0)
 
+    def on_unmount(self) -> None:
+        release(self)  # a signal subscription would keep this screen alive
+
+    def _restyle(self) -> None:
+        """The theme changed: the verdict colours are the theme's, so redraw the cells and sides."""
+        self.query_one("#cmp-table", DataTable).border_subtitle = legend(self.app)
+        self._fill_table()
+        self.go(self.position)
+
+    def _judged(self, action: Optional[str], self_score: Optional[float],
+                reward: Optional[float]) -> tuple[Text | str, Text | str, Text | str]:
+        """(s, r, mark) cells of one side: both values in the colour of the step's verdict."""
+        if action is None:
+            return "", "", ""
+        kind = verdict(self_score, reward)
+        return (judged_value(self.app, self_score, kind), judged_value(self.app, reward, kind),
+                mark_text(self.app, kind))
+
     def _fill_table(self) -> None:
         table = self.query_one("#cmp-table", DataTable)
         table.clear()
@@ -117,17 +140,15 @@ class CompareScreen(AnalysisScreen):
             table.add_row(
                 cell(str(row.index + 1)),
                 cell(row.action_a if row.action_a is not None else "—"),
-                cell(fmt_score(row.self_a) if row.action_a is not None else ""),
-                cell(fmt_score(row.reward_a) if row.action_a is not None else ""),
+                *self._judged(row.action_a, row.self_a, row.reward_a),
                 cell(row.action_b if row.action_b is not None else "—"),
-                cell(fmt_score(row.self_b) if row.action_b is not None else ""),
-                cell(fmt_score(row.reward_b) if row.action_b is not None else ""),
+                *self._judged(row.action_b, row.self_b, row.reward_b),
                 cell(mark, "yellow"),
                 key=f"s{row.index}")
         scores = [e.score if e else None for e in self.episodes]
         table.add_row(Text("end", style="bold"), Text("final score", style="dim"), "",
-                      Text(fmt(scores[0]), style="bold"), Text("final score", style="dim"), "",
-                      Text(fmt(scores[1]), style="bold"), "", key=END_KEY)
+                      Text(fmt(scores[0]), style="bold"), "", Text("final score", style="dim"), "",
+                      Text(fmt(scores[1]), style="bold"), "", "", key=END_KEY)
 
     def _draw_curves(self) -> None:
         curves = []
@@ -217,9 +238,13 @@ class CompareScreen(AnalysisScreen):
                 caption = f"before step {k + 1}"
                 step_text.append(f"Step {k + 1}: ", style="bold")
                 step_text.append(step.action, style=DIVERGENCE_STYLE if k == self.divergence else "bold")
-                step_text.append(f"   self {fmt_score(step.self_score)}  reward {fmt_score(step.reward)}  ")
-                label, style = judgement(step.self_score, step.reward)
-                step_text.append(label, style=style)
+                kind = verdict(step.self_score, step.reward)
+                step_text.append("   self ")
+                step_text.append_text(judged_value(self.app, step.self_score, kind))
+                step_text.append("  reward ")
+                step_text.append_text(judged_value(self.app, step.reward, kind))
+                step_text.append("  ")
+                step_text.append_text(judgement_text(self.app, step.self_score, step.reward))
                 if step.actor != "model":
                     step_text.append(f"  ({step.actor})", style="magenta")
             else:

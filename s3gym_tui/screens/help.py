@@ -15,9 +15,10 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from s3gym_tui.engine.glossary import METRICS, UNDEFINED
+from s3gym_tui.engine.glossary import METRICS, UNDEFINED, VERDICT_LABELS, VERDICT_MARKS, VERDICT_MEANINGS
+from s3gym_tui.engine.judging import VERDICTS
 from s3gym_tui.widgets.commands import BindingCommands
-from s3gym_tui.widgets.steps_table import verdict_colours
+from s3gym_tui.widgets.verdicts import legend_rows
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.screens.runtime import SteadyLayout
@@ -43,12 +44,6 @@ PATHWAYS = [
     ("summary", "a versioned summary (strategies to retain, mistakes to avoid, directions for the next "
                 "episode) the model writes from its own self-scores, shown under 'Hint Messages:' instead "
                 "of raw history. People edit, veto or pin versions on the Summaries screen."),
-]
-COLOURS = [
-    ("agree", "agree", "(s > 0) equals (r > 0)"),
-    ("over", "over", "over-confidence: s > 0 but r <= 0"),
-    ("under", "under", "under-confidence: s <= 0 but r > 0"),
-    ("missing", "no s", "the reply had no usable self-score (missing, not 0)"),
 ]
 NOTES = ("s is the model's self-judged score, r the verifier reward (never shown to the agent). "
          "Actors: model, human (take over), edit (a person changed the model's proposal, which is kept). "
@@ -93,7 +88,8 @@ def help_text(app) -> str:
     lines += ["Pathways"] + [f"  {name}: {text}" for name, text in PATHWAYS]
     lines += ["Metrics (Report, Protocol, CLI)"] + [f"  {name}: {text}" for name, text in METRICS.items()]
     lines += [f"  {UNDEFINED}"]
-    lines += ["Colours"] + [f"  {label}: {text}" for _, label, text in COLOURS] + [NOTES]
+    lines += ["Colours and marks"] + [f"  {VERDICT_MARKS[k]} {VERDICT_LABELS[k]}: {VERDICT_MEANINGS[k]}"
+                                      for k in VERDICTS] + [NOTES]
     return "\n".join(lines)
 
 
@@ -111,15 +107,14 @@ def _keys_table(app, title: str, bindings) -> Table:
 def help_renderable(app) -> Group:
     tables = [_keys_table(app, "Everywhere", type(app).BINDINGS)]
     tables += [_keys_table(app, title, bindings) for title, bindings in screen_bindings()]
-    colours = verdict_colours(app)
     explain = Table(box=box.SIMPLE_HEAD, show_header=False, padding=(0, 1), pad_edge=False, expand=True)
     explain.add_column("what", no_wrap=True, style="bold")
     explain.add_column("meaning", ratio=1)
     for name, text in PATHWAYS:
         explain.add_row(name, text)
     explain.add_row("", "")
-    for kind, label, text in COLOURS:
-        explain.add_row(Text(label, style=f"bold {colours[kind]}"), text)
+    for label, text in legend_rows(app):
+        explain.add_row(label, text)
     metrics = Table(box=box.SIMPLE_HEAD, show_header=False, padding=(0, 1), pad_edge=False, expand=True)
     metrics.add_column("metric", no_wrap=True, style="bold")
     metrics.add_column("meaning", ratio=1)

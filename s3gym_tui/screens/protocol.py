@@ -15,10 +15,12 @@ from textual.worker import Worker, WorkerState
 
 from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.compare import state_at
+from s3gym_tui.engine.judging import verdict
 from s3gym_tui.messages import CheckpointScored, EpisodeFinished, RunEnded, StepCompleted, SummaryWritten
 from s3gym_tui.models import Episode, Run, Step, Summary
 from s3gym_tui.store.leases import RunBusy
-from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, judgement
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
+from s3gym_tui.widgets.verdicts import judged_value, judgement_text
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
@@ -516,12 +518,13 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             last = steps[-1]
             text.append("Last action: ", style="bold")
             text.append(f"{last.action}\n")
+            kind = verdict(last.self_score, last.reward)
             text.append("Self-score ", style="bold")
-            text.append(fmt_score(last.self_score))
+            text.append_text(judged_value(self.app, last.self_score, kind))
             text.append("  vs reward ", style="bold")
-            text.append(fmt_score(last.reward))
-            label, style = judgement(last.self_score, last.reward)
-            text.append(f"  {label}", style=style)
+            text.append_text(judged_value(self.app, last.reward, kind))
+            text.append("  ")
+            text.append_text(judgement_text(self.app, last.self_score, last.reward))
         else:
             text.append("no step yet", style="italic")
         if episode.status != "running":

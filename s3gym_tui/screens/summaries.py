@@ -12,9 +12,12 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static, TextArea
 
+from s3gym_tui.authors import human_author
 from s3gym_tui.engine.compare import summary_diff
+from s3gym_tui.engine.curation import effect_text, what_is_used
 from s3gym_tui.messages import SummaryEdited, SummaryTested
 from s3gym_tui.models import Run, Summary
+from s3gym_tui.textgate import safe, safe_markup
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.summary_diff import SummaryDiff
@@ -148,7 +151,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         self.run_id = run_id
         self.run: Optional[Run] = None
         self.versions: list[Summary] = []
-        self.current: Optional[Summary] = None
+        self.current: Optional[Summary] = None  # the version the agent goes by (models.summary_in_use)
+        self.next_x: Optional[int] = None  # the first state a curation made now reaches (None: none)
         self.selected_id: Optional[str] = None
         self.marked_id: Optional[str] = None
         self.tests: dict[str, str] = {}  # summary id -> shown result ("testing...", "17.5")
@@ -169,7 +173,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
     def on_mount(self) -> None:
         self.sub_title = f"summaries · {self.run_id}"
         versions = self.query_one("#sum-versions", DataTable)
-        versions.border_title = "Versions (▶ = the one the agent uses next)"
+        versions.border_title = "Versions (▶ in force: the pinned, else the newest active)"
         versions.add_column("", key="use", width=1)
         versions.add_column("v", key="v")
         versions.add_column("author", key="author")
@@ -206,6 +210,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         with self.app.store.snapshot() as store:
             self.versions = store.summaries(self.run_id)
             self.current = store.current_summary(self.run_id)
+            self.next_x = store.next_state(self.run_id)
         ids = [s.id for s in self.versions]
         if select is not None:
             self.selected_id = select
@@ -227,12 +232,14 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             text.append(self.run_id, style="bold")
             text.append(f"  {cfg.game} · {cfg.pathway} · {cfg.model}  ")
         text.append(f"{len(self.versions)} version(s)  ")
-        if self.current is None:
-            text.append("the agent uses no summary next", style="italic")
+        if self.next_x is None:
+            text.append("the run starts no more episodes", style="italic")
+            if self.current is not None:
+                pinned = ", pinned" if self.current.pinned else ""
+                text.append(f" · in force: v{self.current.version}{pinned}", style="bold")
         else:
-            text.append(f"the agent uses v{self.current.version} next", style="bold green")
-            if self.current.pinned:
-                text.append(" (pinned: no new summaries are written)", style="yellow")
+            text.append(f"state x={self.next_x} uses ", style="bold")
+            text.append(what_is_used(self.versions, self.next_x), style="bold green")
         marked = next((s for s in self.versions if s.id == self.marked_id), None)
         if marked is not None:
             text.append(f"  marked v{marked.version}", style="cyan")
@@ -250,7 +257,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             use = Text("▶", style="bold green") if self.current and s.id == self.current.id else ""
             status = Text(s.status, style="red" if s.status == "vetoed" else "green")
             version = Text(f"v{s.version}", style="cyan bold" if s.id == self.marked_id else "")
-            table.add_row(use, version, s.author, short_time(s.created_at)[5:], status,
+            table.add_row(use, version, Text(safe(s.author, max_chars=60)), short_time(s.created_at)[5:], status,
                           "pinned" if s.pinned else "", str(len(s.source_episode_ids)),
                           self.tests.get(s.id, ""), key=s.id)
         if self.selected_id is not None and self.selected_id in [s.id for s in self.versions]:
@@ -273,7 +280,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             self.query_one("#sum-right").border_title = "Selected version"
             return
         self.query_one("#sum-right").border_title = (
-            f"v{summary.version} · {summary.author} · {short_time(summary.created_at)}")
+            f"v{summary.version} · {safe_markup(summary.author, max_chars=60)} · {short_time(summary.created_at)}")
         text = Text()
         facts = [summary.status]
         if summary.pinned:
@@ -282,7 +289,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             facts.append(f"edited from v{summary.parent_version}" if summary.author.startswith("human")
                          else f"written from v{summary.parent_version}")
         if self.current and summary.id == self.current.id:
-            facts.append("used next")
+            facts.append("in force")
         text.append(" · ".join(facts) + "\n\n", style="dim")
         for key, label in SECTIONS:
             text.append(f"{label}:\n", style="bold")
@@ -324,10 +331,14 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         self.reload(select=summary.id)
         self.notify(f"{message} {self._effect(summary)}", timeout=8)
 
-    def _effect(self, summary: Summary) -> str:
-        """When the action just logged for `summary` takes effect (from the stored record)."""
-        from s3gym_tui.engine.curation import effect_text
+    @property
+    def author(self) -> str:
+        """Who curates here: human:<the configured human_name>."""
+        return human_author(self.app.settings.human_name)
 
+    def _effect(self, summary: Summary) -> str:
+        """When the action just logged for `summary` takes effect (from the stored record) and what
+        the agent will then use (the versions just reloaded)."""
         store = self.app.store
         try:
             actions = [a for a in store.summary_actions(self.run_id) if a["summary_id"] == summary.id]
@@ -339,7 +350,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             return ""
         last = actions[-1]
         return effect_text(self.run, last["effective_from_x"], bool(lease and lease.alive()),
-                           last["action"])
+                           self.versions, summary)
 
     def action_edit(self) -> None:
         summary = self._need_selection()
@@ -356,7 +367,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
                 return
             try:
                 new = self.app.store.edit_summary(summary.id, retain, avoid, nxt,
-                                                  author=f"human:{self.app.settings.human_name}")
+                                                  author=self.author)
             except Exception as exc:  # noqa: BLE001
                 self.notify(f"Cannot save the edit: {exc}", severity="error")
                 return
@@ -374,7 +385,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             self.notify(problem, severity="error")
             return None
         new = self.app.store.edit_summary(summary.id, retain, avoid, nxt,
-                                          author=f"human:{self.app.settings.human_name}")
+                                          author=self.author)
         self._changed(new, f"Saved v{new.version} (edited from v{summary.version}).")
         return new
 
@@ -384,7 +395,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             return
         status = "active" if summary.status == "vetoed" else "vetoed"
         try:
-            new = self.app.store.update_summary_status(summary.id, status)
+            new = self.app.store.update_summary_status(summary.id, status, author=self.author)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot change v{summary.version}: {exc}", severity="error")
             return
@@ -398,7 +409,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             self.notify("A vetoed version cannot be pinned: un-veto it first (v).", severity="warning")
             return
         try:
-            new = self.app.store.set_pinned(summary.id, not summary.pinned)
+            new = self.app.store.set_pinned(summary.id, not summary.pinned, author=self.author)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot pin v{summary.version}: {exc}", severity="error")
             return

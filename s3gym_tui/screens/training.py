@@ -16,7 +16,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Static
 
 from s3gym_tui.messages import TrainingViewBuilt
-from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, fmt_signed, judgement
+from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_score, fmt_signed
+from s3gym_tui.widgets.verdicts import judgement_text
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.key_hints import KeyHints
@@ -193,10 +194,9 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         text.append(f"{fmt(q.recall)} ({q.kept_positive}/{q.positives} rewarded steps kept)")
         info.update(text)
         for row in dv.rows:
-            label, style = judgement(row.self_score, row.reward)
             table.add_row(str(row.episode_index), str(row.step_index), Text(row.kind, style=KIND_STYLE[row.kind]),
                           row.action, row.correction or "", fmt_score(row.self_score), fmt_score(row.reward),
-                          Text(label, style=style), key=f"{row.episode_id}#{row.step_index}")
+                          judgement_text(self.app, row.self_score, row.reward), key=f"{row.episode_id}#{row.step_index}")
 
     def _render_trainings(self) -> None:
         plot = self.query_one(CurvePlot)

@@ -8,7 +8,8 @@ from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, get_args
 
 from pydantic import ValidationError
 
-from s3gym_tui.models import Checkpoint, Summary, is_explore_episode_id, utcnow
+from s3gym_tui.authors import author_problem, model_author
+from s3gym_tui.models import Checkpoint, Summary, is_explore_episode_id, summary_in_use, utcnow
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection, _insert_sql, _is_eval, _new_id, _q
 from s3gym_tui.store.errors import LeakageError, StoreError, one_line
@@ -39,14 +40,15 @@ class DerivedStore(Connection):
         conn.execute(_INSERT_SUMMARY, tuple(data[c] for c in _SUMMARY_COLS))
 
     def add_summary(self, run_id: str, retain: str, avoid: str, next: str, *,
-                    source_episode_ids: Sequence[str] = (), author: str = "model",
+                    source_episode_ids: Sequence[str] = (), author: Optional[str] = None,
                     for_episode_id: Optional[str] = None, parent_version: Optional[int] = None,
                     summary_id: Optional[str] = None, game: Optional[str] = None,
                     for_state_x: Optional[int] = None, tokens_in: int = 0, tokens_out: int = 0,
                     cost: Optional[float] = None) -> Summary:
         """Store the run's next summary version (1, 2, ...), refusing evaluation sources.
         `for_state_x`: the model wrote it for that begun experience state, which now uses it.
-        Tokens and cost are those of its model call.
+        Tokens and cost are those of its model call. `author`: 'model:<model>' or 'human:<name>'
+        (default: the run's model).
 
         Sources must be stored exploration episodes. `for_episode_id` names the stored
         exploration episode whose step 0 it is written for (a declared foreign key: store the
@@ -56,9 +58,11 @@ class DerivedStore(Connection):
         sources = tuple(source_episode_ids)
         retain, avoid, next = (redact_values(t) for t in (retain, avoid, next))
         with self._tx(f"add a summary to run {run_id!r}") as conn:
-            run = conn.execute("SELECT game FROM runs WHERE id = ?", (run_id,)).fetchone()
+            run = conn.execute("SELECT game, json_extract(config, '$.model') FROM runs WHERE id = ?",
+                               (run_id,)).fetchone()
             if run is None:
                 raise StoreError(f"no run {run_id!r}")
+            author = self._author(author if author is not None else model_author(str(run[1])))
             if game is not None and game != run[0]:
                 raise StoreError(f"summary for run {run_id!r} is for {game!r} but the run is "
                                  f"{run[0]!r}")
@@ -107,16 +111,27 @@ class DerivedStore(Connection):
     def summaries(self, run_id: str) -> list[Summary]:
         """All versions of the run's summary, oldest first."""
         with self._reading("list summaries") as conn:
-            rows = self._dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
-                                            (run_id,)))
+            return self._summaries_in(conn, run_id)
+
+    def _summaries_in(self, conn: sqlite3.Connection, run_id: str) -> list[Summary]:
+        rows = self._dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
+                                        (run_id,)))
         return [self._summary_from_row(r) for r in rows]
 
-    def update_summary_status(self, summary_id: str, status: Literal["active", "vetoed"],
-                              author: str = "human") -> Summary:
-        """Veto a version (the agent falls back to the previous active one) or restore it.
-        Logged in summary_actions with the first experience state it applies to."""
+    @staticmethod
+    def _author(author: str) -> str:
+        problem = author_problem(author)
+        if problem:
+            raise StoreError(problem)
+        return author
+
+    def update_summary_status(self, summary_id: str, status: Literal["active", "vetoed"], *,
+                              author: str) -> Summary:
+        """Veto a version (the agent skips it: models.summary_in_use) or restore it, by `author`
+        ('human:<name>'). Logged in summary_actions with the first experience state it applies to."""
         if status not in SUMMARY_STATUSES:
             raise StoreError(f"bad summary status {status!r}: active or vetoed")
+        self._author(author)
         with self._tx(f"set the status of summary {summary_id!r}") as conn:
             run_id = self._summary_run(conn, summary_id)
             conn.execute("UPDATE summaries SET status = ? WHERE id = ?", (status, summary_id))
@@ -124,8 +139,9 @@ class DerivedStore(Connection):
                              author)
         return self.get_summary(summary_id)
 
-    def set_pinned(self, summary_id: str, pinned: bool, author: str = "human") -> Summary:
-        """Pin a version (at most one per run: pinning unpins the others) or unpin it."""
+    def set_pinned(self, summary_id: str, pinned: bool, *, author: str) -> Summary:
+        """Pin a version (at most one per run: pinning unpins the others) or unpin it, by `author`."""
+        self._author(author)
         with self._tx(f"pin summary {summary_id!r}") as conn:
             run_id = self._summary_run(conn, summary_id)
             if pinned:
@@ -141,8 +157,7 @@ class DerivedStore(Connection):
         """A human edit: a new active version with parent_version, the editor and the time.
         Same sources as the parent; if the parent was pinned, the pin moves to the edit.
         Logged in summary_actions with the first experience state that will use it."""
-        if not author.strip():
-            raise StoreError("an edit needs an author (e.g. 'human:alice')")
+        self._author(author)
         sections = {"retain": retain, "avoid": avoid, "next": next}
         if not any(str(text).strip() for text in sections.values()):
             raise StoreError(f"an empty edit of summary {summary_id!r} was not saved: write at "
@@ -225,10 +240,9 @@ class DerivedStore(Connection):
             row = conn.execute("SELECT base_summary_id, summary_id FROM experience_states WHERE "
                                "run_id = ? AND x = ?", (run_id, x)).fetchone()
             if row is None:
-                current = self._one(conn, _SELECT_SUMMARY + " WHERE run_id = ? AND status = "
-                                    "'active' ORDER BY pinned DESC, version DESC LIMIT 1", (run_id,))
-                base_id = current["id"] if current else None
-                used_id = base_id if (x == 0 or (current and current["pinned"])) else None
+                current = summary_in_use(self._summaries_in(conn, run_id))
+                base_id = current.id if current else None
+                used_id = base_id if (x == 0 or (current and current.pinned)) else None
                 conn.execute("INSERT INTO experience_states (run_id, x, base_summary_id, summary_id, "
                              "began_at) VALUES (?, ?, ?, ?, ?)", (run_id, x, base_id, used_id,
                                                                   utcnow()))
@@ -251,11 +265,9 @@ class DerivedStore(Connection):
             return self._next_state(conn, run_id)
 
     def current_summary(self, run_id: str) -> Optional[Summary]:
-        """The version the agent uses next: the pinned active one, else the latest active one."""
-        with self._reading("read the current summary") as conn:
-            row = self._one(conn, _SELECT_SUMMARY + " WHERE run_id = ? AND status = 'active' "
-                            "ORDER BY pinned DESC, version DESC LIMIT 1", (run_id,))
-        return None if row is None else self._summary_from_row(row)
+        """The version the agent goes by next (models.summary_in_use): the pinned active one, else
+        the latest active one; used as is at x = 0 or when pinned, else the base of a new one."""
+        return summary_in_use(self.summaries(run_id))
 
     # ------------------------------------------------------------------ checkpoints
 

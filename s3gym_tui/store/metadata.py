@@ -74,7 +74,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "began_at": "UTC time x began"}),
     "summary_actions": ("Curation log: every edit, veto, unveto, pin and unpin of a summary.", {
         "id": "log entry", "run_id": "the run", "summary_id": "the version acted on (an edit: the new one)",
-        "action": "edit, veto, unveto, pin or unpin", "author": "who", "created_at": "UTC time",
+        "action": "edit, veto, unveto, pin or unpin", "author": "who: human:<name> (older rows: human)",
+        "created_at": "UTC time",
         "effective_from_x": "the first experience state that sees it"}),
     "trainings": ("A training: an SFT or GRPO expert, or a distillation student (phase 1 off-policy, "
                   "phase 2 on-policy); its evaluation runs are ordinary trained-pathway runs.", {

@@ -12,10 +12,12 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import TextView
+from s3gym_tui.widgets.verdicts import judged_value, judgement_text
 
 CUT_PATTERN = re.compile(re.escape(HISTORY_CUT_MARK).replace(re.escape("{n}"), r"\d+"))
 HINT_END = ("\n\nCurrent episode so far:", "\n\nGame rules:")
@@ -214,10 +216,16 @@ class AgentPanel(Vertical):
 
     def on_mount(self) -> None:
         self.border_title = "Agent"
-        follow(self, self.app.theme_changed_signal, lambda _theme: self._render_prompt())
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._on_theme())
 
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this widget alive
+
+    def _on_theme(self) -> None:
+        if self.shown is not None:  # the verdict's colours are the theme's
+            self.show_view(self.shown)
+        else:
+            self._render_prompt()
 
     # ----- what the agent carries ---------------------------------------------------------
     def show_context(self, episode: Optional[Episode], summary_label: str = "") -> None:
@@ -278,9 +286,16 @@ class AgentPanel(Vertical):
         line.append(f"  by {view.actor}")
         if view.proposed_action is not None:
             line.append(f" (model proposed {view.proposed_action})")
-        line.append(f" · self-score {format_score(view.self_score)}")
-        if view.reward is not None:
-            line.append(f" · reward {view.reward:g}")
+        if view.reward is None:  # a proposal: nothing to judge against yet
+            line.append(f" · self-score {format_score(view.self_score)}")
+        else:
+            kind = verdict(view.self_score, view.reward)
+            line.append(" · self-score ")
+            line.append_text(judged_value(self.app, view.self_score, kind))
+            line.append(" · reward ")
+            line.append_text(judged_value(self.app, view.reward, kind))
+            line.append(" ")
+            line.append_text(judgement_text(self.app, view.self_score, view.reward, short=True))
         if view.valid is False:
             line.append(" · invalid action", style="bold")
         if view.fault:

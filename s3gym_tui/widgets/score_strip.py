@@ -9,10 +9,10 @@ from typing import Optional, Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from s3gym_tui.engine.judging import judging_report
+from s3gym_tui.engine.judging import judging_report, verdict
 from s3gym_tui.models import Step
 from s3gym_tui.widgets.signals import follow, release
-from s3gym_tui.widgets.steps_table import verdict, verdict_colours
+from s3gym_tui.widgets.verdicts import verdict_colours
 
 BARS = "▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 8

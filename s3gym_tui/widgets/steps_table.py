@@ -1,4 +1,5 @@
-"""Per-step table: action, self-judged score next to the verifier reward, coloured by agreement."""
+"""Per-step table: action, self-judged score next to the verifier reward, coloured by the step's
+verdict (engine.judging.verdict) with its mark beside them."""
 
 from __future__ import annotations
 
@@ -15,35 +16,17 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from s3gym_tui.engine.judging import agreement, over_confidence
+from s3gym_tui.engine.glossary import VERDICT_LABELS, VERDICT_MARKS
+from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import format_score
 from s3gym_tui.models import Step
 from s3gym_tui.widgets.scrollbars import QuietScrollBars
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import set_virtual_size
+from s3gym_tui.widgets.verdicts import legend, verdict_colours
 
-VERDICT_LABELS = {"agree": "agree", "over": "over", "under": "under", "missing": "no s"}
 ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
 START_LABEL = "start"
-
-
-def verdict(self_score: Optional[float], reward: float) -> str:
-    """'agree' when (s > 0) == (r > 0), 'over' when s > 0 >= r, 'under' when s <= 0 < r,
-    'missing' without a self-score (classified with the engine's judging functions)."""
-    pair = [(self_score, reward)]
-    agreed = agreement(pair)
-    if agreed is None:
-        return "missing"
-    if agreed == 1.0:
-        return "agree"
-    return "over" if over_confidence(pair) == 1.0 else "under"
-
-
-def verdict_colours(app) -> dict[str, str]:
-    """Theme-aware colours: agreement green, over-confidence red, under-confidence yellow."""
-    v = getattr(app, "theme_variables", {}) or {}
-    return {"agree": v.get("text-success", "green"), "over": v.get("text-error", "red"),
-            "under": v.get("text-warning", "yellow"), "missing": "dim"}
 
 
 def clip(text: str, width: int) -> str:
@@ -62,8 +45,10 @@ class Column:
 
 
 BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", 5, True), Column("r", "r", 5, True),
-                Column("verdict", "judged", 6), Column("action", "action", 0), Column("actor", "by", 5))
+                Column("mark", "", 1), Column("verdict", "judged", 6), Column("action", "action", 0),
+                Column("actor", "by", 5))
 ORIGINAL = Column("original", "original", 16)
+JUDGED_KEYS = ("s", "r", "verdict")  # the cells drawn in the verdict's colour
 
 
 class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
@@ -113,8 +98,13 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
 
     def on_mount(self) -> None:
         self.border_title = "Steps: self-judged s vs verifier r"
-        follow(self, self.app.theme_changed_signal, lambda _theme: self._repaint_all())
+        self.border_subtitle = legend(self.app)
+        follow(self, self.app.theme_changed_signal, lambda _theme: self._on_theme())
         self._update_virtual_size()
+
+    def _on_theme(self) -> None:
+        self.border_subtitle = legend(self.app)
+        self._repaint_all()
 
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this widget alive
@@ -226,8 +216,8 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
 
     # ----- drawing -----------------------------------------------------------------------
     def _columns(self, width: int) -> list[tuple[Column, int]]:
-        """The columns that fit: in a narrow table `judged` (the colours tell it), then `by`, then
-        `original` give their room to the action."""
+        """The columns that fit: in a narrow table `judged` (the mark and the colours tell it), then
+        `by`, then `original` give their room to the action; the mark is always there."""
         columns = list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])
         for optional in ("verdict", "actor", "original"):
             fixed = sum(c.width + 1 for c in columns if c.width)
@@ -241,7 +231,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
     def _cells(self, row: int) -> dict[str, Text]:
         if row == 0:
             cells = {"index": Text("", style="dim"), "s": Text("", style="dim"), "r": Text("", style="dim"),
-                     "verdict": Text("", style="dim"), "action": Text(f"({START_LABEL})", style="dim italic"),
+                     "mark": Text(""), "verdict": Text("", style="dim"), "action": Text(f"({START_LABEL})", style="dim italic"),
                      "actor": Text("", style="dim")}
             if self._original is not None:
                 cells["original"] = Text("")
@@ -253,7 +243,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         action = Text(" ".join(step.action.split()) + ("" if step.valid else " ✗"),
                       style="" if step.valid else "italic")
         cells = {"index": Text(str(step.index)), "s": Text(format_score(step.self_score), style=style),
-                 "r": Text(f"{step.reward:g}", style=style),
+                 "r": Text(f"{step.reward:g}", style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
                  "verdict": Text(VERDICT_LABELS[kind], style=f"bold {style}"), "action": action,
                  "actor": Text(ACTOR_LABELS.get(step.actor, step.actor))}
         if self._original is not None:
@@ -266,17 +256,30 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
                 cells["original"] = Text("–", style="dim")
         return cells
 
-    def _line(self, cells: dict[str, Text], width: int, base: Style) -> Strip:
+    def _line(self, cells: dict[str, Text], width: int, base: Style, cursor: bool = False) -> Strip:
+        """One row: each cell in its own style over the row's (plain, odd or cursor) style.
+
+        A cell is one Text with one style (no spans), applied here. Text.render ignores a Text's own
+        style (rich's console first turns it into a span, in Text.__rich_console__), so rendering
+        the cells with it drew every s, r and verdict in the row's plain colour.
+
+        On the cursor row the verdict colours would be unreadable on the cursor's background (dark
+        red on blue in the light theme): s, r and the words take the cursor's colours and the mark
+        is drawn as a chip, the cursor's background on the verdict's colour."""
+        console = self.app.console
         segments: list[Segment] = [Segment(" ", base)]
         for column, w in self._columns(width):
             text = cells.get(column.key, Text(""))
             plain = clip(text.plain, w)
-            styled = Text(plain, style=text.style)
+            own = console.get_style(text.style, default=Style.null()) if text.style else Style.null()
+            if cursor and column.key in JUDGED_KEYS:
+                own = Style(bold=True)
+            elif cursor and column.key == "mark" and own.color is not None:
+                own = Style(bold=True, color=base.bgcolor, bgcolor=own.color)
             pad = " " * (w - len(plain))
             if column.right:
                 segments.append(Segment(pad, base))
-            for seg in styled.render(self.app.console):
-                segments.append(Segment(seg.text, base + seg.style if seg.style else base))
+            segments.append(Segment(plain, base + own))
             if not column.right:
                 segments.append(Segment(pad, base))
             segments.append(Segment(" ", base))
@@ -307,7 +310,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
                 base = self.get_component_rich_style("steps-table--odd")
             else:
                 base = self.rich_style
-            strip = self._line(self._cells(row), width, base)
+            strip = self._line(self._cells(row), width, base, cursor=row == self.cursor_row)
             self._cache[key] = strip
         return strip
 

@@ -20,10 +20,10 @@ def _writer(path: Path, run_id: str, episode: Episode, barrier: threading.Barrie
             for i in range(STEPS):
                 store.add_step(make_step(episode.id, i))
                 if i % 4 == 0:
-                    store.add_summary(run_id, f"r{i}", "a", "n", author=episode.id)
+                    store.add_summary(run_id, f"r{i}", "a", "n", author=f"model:{episode.id}")
                 store.list_runs()  # interleave reads too
             for _ in range(SUMMARIES - (STEPS + 3) // 4):
-                store.add_summary(run_id, "r", "a", "n", author=episode.id)
+                store.add_summary(run_id, "r", "a", "n", author=f"model:{episode.id}")
     except BaseException as err:  # noqa: BLE001 - reported by the test
         errors.append(err)
 
@@ -48,7 +48,7 @@ def test_two_threads_write_concurrently(db_path: Path, make_episode, make_step):
             assert [s.index for s in main.steps(ep.id)] == list(range(STEPS))
         versions = [s.version for s in main.summaries(run.id)]
         assert versions == list(range(1, 2 * SUMMARIES + 1))  # no version handed out twice
-        by_author = {ep.id: [s for s in main.summaries(run.id) if s.author == ep.id]
+        by_author = {ep.id: [s for s in main.summaries(run.id) if s.author == f"model:{ep.id}"]
                      for ep in episodes}
         assert all(len(v) == SUMMARIES for v in by_author.values())
 

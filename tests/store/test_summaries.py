@@ -7,6 +7,8 @@ import pytest
 from s3gym_tui.models import Run, RunConfig
 from s3gym_tui.store import Store, StoreError
 
+ALICE = "human:alice"
+
 
 def _add(store: Store, run: Run, tag: str, **kw):
     return store.add_summary(run.id, f"retain {tag}", f"avoid {tag}", f"next {tag}", **kw)
@@ -44,47 +46,47 @@ def test_latest_active_version_is_current(store: Store, run: Run):
 
 def test_veto_falls_back_to_previous_non_vetoed(store: Store, run: Run):
     v1, v2, v3 = (_add(store, run, str(i)) for i in (1, 2, 3))
-    assert store.update_summary_status(v3.id, "vetoed").status == "vetoed"
+    assert store.update_summary_status(v3.id, "vetoed", author=ALICE).status == "vetoed"
     assert store.current_summary(run.id).id == v2.id
-    store.update_summary_status(v2.id, "vetoed")
+    store.update_summary_status(v2.id, "vetoed", author=ALICE)
     assert store.current_summary(run.id).id == v1.id
-    store.update_summary_status(v1.id, "vetoed")
+    store.update_summary_status(v1.id, "vetoed", author=ALICE)
     assert store.current_summary(run.id) is None
-    store.update_summary_status(v2.id, "active")
+    store.update_summary_status(v2.id, "active", author=ALICE)
     assert store.current_summary(run.id).id == v2.id
     with pytest.raises(StoreError, match="bad summary status"):
-        store.update_summary_status(v1.id, "deleted")
+        store.update_summary_status(v1.id, "deleted", author=ALICE)
     with pytest.raises(StoreError, match="no summary 'x'"):
-        store.update_summary_status("x", "vetoed")
+        store.update_summary_status("x", "vetoed", author=ALICE)
 
 
 def test_pinned_version_wins_over_newer_ones(store: Store, run: Run):
     v1, v2 = _add(store, run, "1"), _add(store, run, "2")
-    assert store.set_pinned(v1.id, True).pinned
+    assert store.set_pinned(v1.id, True, author=ALICE).pinned
     _add(store, run, "3")
     assert store.current_summary(run.id).id == v1.id
     # one pin per run: pinning v2 unpins v1
-    store.set_pinned(v2.id, True)
+    store.set_pinned(v2.id, True, author=ALICE)
     assert [s.pinned for s in store.summaries(run.id)] == [False, True, False]
     assert store.current_summary(run.id).id == v2.id
-    store.set_pinned(v2.id, False)
+    store.set_pinned(v2.id, False, author=ALICE)
     assert store.current_summary(run.id).version == 3
     with pytest.raises(StoreError, match="no summary 'x'"):
-        store.set_pinned("x", True)
+        store.set_pinned("x", True, author=ALICE)
 
 
 def test_a_vetoed_pin_is_not_used(store: Store, run: Run):
     v1, v2 = _add(store, run, "1"), _add(store, run, "2")
-    store.set_pinned(v1.id, True)
-    store.update_summary_status(v1.id, "vetoed")
+    store.set_pinned(v1.id, True, author=ALICE)
+    store.update_summary_status(v1.id, "vetoed", author=ALICE)
     assert store.current_summary(run.id).id == v2.id
 
 
 def test_pins_are_per_run(store: Store, run: Run):
     other = store.create_run(RunConfig(model="m", game="trust"))
     a, b = _add(store, run, "a"), _add(store, other, "b")
-    store.set_pinned(a.id, True)
-    store.set_pinned(b.id, True)
+    store.set_pinned(a.id, True, author=ALICE)
+    store.set_pinned(b.id, True, author=ALICE)
     assert store.get_summary(a.id).pinned and store.get_summary(b.id).pinned
 
 
@@ -102,8 +104,9 @@ def test_edit_makes_a_new_version_with_author_and_parent(store: Store, run: Run,
     assert edited.for_episode_id is None and edited.status == "active"
     assert store.get_summary(v1.id) == v1  # the original is kept as it was
     assert store.current_summary(run.id) == edited
-    with pytest.raises(StoreError, match="needs an author"):
-        store.edit_summary(v1.id, "a", "b", "c", author=" ")
+    for bad in (" ", "human", "human:", "alice", "robot:x"):
+        with pytest.raises(StoreError, match="is not 'human:<name>' or 'model:<model>'"):
+            store.edit_summary(v1.id, "a", "b", "c", author=bad)
     with pytest.raises(StoreError, match="no summary 'x'"):
         store.edit_summary("x", "a", "b", "c", author="human:bob")
     assert len(store.summaries(run.id)) == 3
@@ -112,7 +115,7 @@ def test_edit_makes_a_new_version_with_author_and_parent(store: Store, run: Run,
 def test_editing_a_pinned_version_moves_the_pin(store: Store, run: Run):
     v1 = _add(store, run, "1")
     _add(store, run, "2")
-    store.set_pinned(v1.id, True)
+    store.set_pinned(v1.id, True, author=ALICE)
     edited = store.edit_summary(v1.id, "r", "a", "n", author="human:alice")
     assert edited.pinned and not store.get_summary(v1.id).pinned
     assert store.current_summary(run.id) == edited

@@ -7,6 +7,8 @@ from textual.widgets import DataTable
 
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.engine.compare import best_pairs, cumulative_rewards, state_at
+from s3gym_tui.engine.glossary import VERDICT_MARKS
+from s3gym_tui.engine.judging import verdict
 from s3gym_tui.screens.analysis_common import fmt_score
 from s3gym_tui.screens.compare import DIVERGENCE_STYLE, CompareScreen
 from s3gym_tui.screens.pairs import PairsScreen
@@ -48,15 +50,17 @@ async def test_aligned_rows_and_the_first_divergence(analysis_db, settings):
         assert table.row_count == max(len(steps_a), len(steps_b)) + 1  # + the final-score row
         for i, (a, b) in enumerate(zip(steps_a, steps_b)):
             row = [str(c) for c in table.get_row_at(i)]
-            assert row[:7] == [str(i + 1), a.action, fmt_score(a.self_score), fmt_score(a.reward),
-                               b.action, fmt_score(b.self_score), fmt_score(b.reward)]
-            assert (row[7] == "") == (a.action == b.action)
+            assert row[:9] == [str(i + 1), a.action, fmt_score(a.self_score), fmt_score(a.reward),
+                               VERDICT_MARKS[verdict(a.self_score, a.reward)],
+                               b.action, fmt_score(b.self_score), fmt_score(b.reward),
+                               VERDICT_MARKS[verdict(b.self_score, b.reward)]]
+            assert (row[9] == "") == (a.action == b.action)
         assert screen.divergence == DIVERGE_AT
         # the first divergent row is highlighted, and only it
         for i in range(len(steps_a)):
             styles = {str(c.style) for c in table.get_row_at(i)}
             assert (DIVERGENCE_STYLE in styles) == (i == DIVERGE_AT)
-        assert str(table.get_row_at(DIVERGE_AT)[7]) == "◆"
+        assert str(table.get_row_at(DIVERGE_AT)[9]) == "◆"
         assert f"first divergence at step {DIVERGE_AT + 1}" in str(screen.query_one("#cmp-status").content)
         assert screen.position == 0
         await pilot.press("g")

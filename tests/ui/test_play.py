@@ -16,7 +16,8 @@ from s3gym_tui.store import Store
 from s3gym_tui.widgets.agent_panel import AgentPanel, format_prompt
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.status_bar import StatusBar
-from s3gym_tui.widgets.steps_table import StepsTable, verdict
+from s3gym_tui.engine.judging import verdict
+from s3gym_tui.widgets.steps_table import StepsTable
 
 HANG_PROVIDER = "hangtest"
 

@@ -127,7 +127,7 @@ async def test_veto_falls_back_and_unveto_restores(demo_db, settings, monkeypatc
         assert app.store.current_summary(run_id).id == previous.id
         assert current_marker_row(screen) == [previous.id]
         assert cell(screen, latest.id, "status") == "vetoed"
-        assert f"uses v{previous.version} next" in str(screen.query_one("#sum-status").content)
+        assert f"in force: v{previous.version}" in str(screen.query_one("#sum-status").content)
         await pilot.press("v")
         await pilot.pause()
         assert app.store.get_summary(latest.id).status == "active"
