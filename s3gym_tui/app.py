@@ -50,6 +50,7 @@ class S3GymApp(App):
         self._watcher = None
         self.store_generation = 0  # bumped whenever any process commits to the store
         self._quit_asked = False
+        self._upgrade_notices: list[str] = []  # shown as notifications once the app is up
 
     # ----- shared services --------------------------------------------------------------
     @property
@@ -58,8 +59,21 @@ class S3GymApp(App):
         if self._store is None:
             from s3gym_tui.store import Store
 
-            self._store = Store(self.db_path)
+            self._store = Store(self.db_path, notify=self.note_upgrade)
         return self._store
+
+    def note_upgrade(self, line: str) -> None:
+        """The one-line notice of a database upgrade (store/upgrade.py): a notification on mount."""
+        self._upgrade_notices.append(line)
+        if self.is_running:
+            self._show_upgrade_notices()
+
+    def _show_upgrade_notices(self) -> None:
+        from s3gym_tui.textgate import safe
+
+        while self._upgrade_notices:
+            self.notify(safe(self._upgrade_notices.pop(0), one_line=True), title="Database",
+                        markup=False, timeout=30)
 
     def on_mount(self) -> None:
         self.theme = "textual-light" if self.settings.theme == "light" else "textual-dark"
@@ -70,9 +84,11 @@ class S3GymApp(App):
         try:
             self.store  # open (and check) the database before any screen reads it
         except StoreError as exc:
+            self._show_upgrade_notices()
             self.notify(f"{exc}. Quit with ctrl+q and choose another --db.", title="Database",
                         severity="error", timeout=3600)
             return
+        self._show_upgrade_notices()
         from s3gym_tui.screens.home import HomeScreen
         from s3gym_tui.store.watch import StoreWatcher
 

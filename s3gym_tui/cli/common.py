@@ -113,18 +113,28 @@ def emit_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def _store(db: Optional[Path], create: bool = False):
+def _store(db: Optional[Path], create: bool = False, write: bool = False, backup: bool = True):
     """The store at --db, else the config file's `db` (or $S3GYM_DB), else the default path.
 
-    Only commands that start work (`run`, `sweep`) create a missing file: any other command on a
-    path that does not exist (a typo in --db) says so instead of leaving an empty store behind."""
+    Only commands that start work (`run`, `sweep`) create a store: any other command on a path that
+    does not exist (a typo in --db), an empty file or an SQLite file with no tables says so instead
+    of leaving an empty store behind. A file of an older schema is upgraded only by commands that
+    write (`write=True`; `create` implies it), saying so on stderr, after a backup (store/upgrade.py);
+    a reading command leaves it unchanged and names `s3gym migrate`."""
     from s3gym_tui.config import load_settings
     from s3gym_tui.store import Store, default_db_path
 
     path = Path(db or load_settings().db or default_db_path()).expanduser()
     if not create and "\x00" not in str(path) and not path.exists():  # (a NUL: the store says why)
         raise UserError(f"no database at {path} (`s3gym run` or the app creates one; check --db)")
-    return Store(path)
+    return Store(path, create=create, migrate=create or write, backup=backup, notify=say_upgrade)
+
+
+def say_upgrade(line: str) -> None:
+    """The one-line notice of an upgrade, on stderr (stdout stays the command's output)."""
+    from s3gym_tui.textgate import safe
+
+    err.print(safe(line, one_line=True), markup=False, highlight=False, soft_wrap=True)
 
 
 def _fmt(value: Optional[float], digits: int = 2) -> str:

@@ -56,7 +56,7 @@ def distill(
     from s3gym_tui.training.distill import distill as run_distill
     from s3gym_tui.training.distill import resolve_experts
 
-    store = _store(db)
+    store = _store(db, write=True)
     try:
         resolve_experts(store, experts)  # refuse bad experts before anything is written
     except TrainingError as exc:

@@ -26,7 +26,7 @@ def remove(run_ids: List[str] = typer.Argument(..., help="Runs to remove."),
            db: Optional[Path] = DbOption) -> None:
     """Remove runs with their episodes, steps, summaries, checkpoints, datasets, and the forks and
     summary trials made from them (a run being driven is refused)."""
-    store = _store(db)
+    store = _store(db, write=True)
     plan = store.removal_plan(run_ids)
     console.print(f"removing {escape(plan.describe())}: {escape(', '.join(plan.run_ids))}")
     if not yes:
@@ -42,7 +42,7 @@ def remove(run_ids: List[str] = typer.Argument(..., help="Runs to remove."),
 @cli.command()
 def vacuum(db: Optional[Path] = DbOption) -> None:
     """Compact the database file (returns the space of removed runs to the disk)."""
-    store = _store(db)
+    store = _store(db, write=True)
     result = store.vacuum()
     console.print(f"vacuumed {escape(str(store.path))}: {_size(result.before_bytes)} -> "
                   f"{_size(result.after_bytes)} ({_size(result.reclaimed)} reclaimed)")

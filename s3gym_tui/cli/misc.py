@@ -1,4 +1,4 @@
-"""Commands that need no run: play (reference policy), models, games, tui (the app)."""
+"""Commands that need no run: play (reference policy), models, games, tui (the app), migrate."""
 
 from __future__ import annotations
 
@@ -83,10 +83,17 @@ def tui(db: Optional[Path] = DbOption,
     """Open the terminal app (the default when s3gym is run with no command; `s3gym --db X --model M`
     is `s3gym tui --db X --model M`)."""
     from s3gym_tui.app import S3GymApp
+    from s3gym_tui.cli.common import say_upgrade
     from s3gym_tui.store import Store
 
     app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
-    Store(app.db_path).close()  # a corrupt, newer or unreadable database: one line, before the screen opens
+
+    def upgraded(line: str) -> None:  # said on stderr now and in the app once it is up
+        say_upgrade(line)
+        app.note_upgrade(line)
+
+    # a corrupt, newer or unreadable database: one line, before the screen opens
+    Store(app.db_path, notify=upgraded).close()
     app.run()
     if app.return_code:  # the app crashed (Textual printed why): the process says so too
         raise typer.Exit(app.return_code)
@@ -117,3 +124,22 @@ def datasette_metadata(out: Optional[Path] = typer.Option(None, "--out", "-o", h
     console.print(f"wrote {escape(str(out))}: {len(document['databases'][store.path.stem]['tables'])} tables "
                   f"and views described; run `datasette {escape(str(store.path))} --metadata {escape(str(out))}`",
                   soft_wrap=True)
+
+
+@cli.command()
+def migrate(db: Optional[Path] = DbOption,
+            no_backup: bool = typer.Option(False, "--no-backup", help="Keep no copy of the old file "
+                                           "(needs less free space; there is no way back).")) -> None:
+    """Upgrade a database of an older schema to this s3gym's, on purpose: refused while another process
+    has it open or the disk is short; keeps a backup next to it (x.db.schemaN.bak) unless --no-backup;
+    all-or-nothing (a failure or a kill leaves the old schema). Reading commands never upgrade."""
+    from s3gym_tui.cli.common import _store
+    from s3gym_tui.textgate import safe
+
+    with _store(db, write=True, backup=not no_backup) as store:
+        if store.upgraded is None:
+            console.print(safe(f"{store.path} is at schema {store.schema_version}, this s3gym's: "
+                               f"nothing to upgrade"), markup=False, highlight=False, soft_wrap=True)
+            return
+        for line in store.upgraded.transcript():
+            console.print(safe(line, one_line=True), markup=False, highlight=False, soft_wrap=True)

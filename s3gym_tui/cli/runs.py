@@ -94,7 +94,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
     study where it stopped."""
     from s3gym_tui.secrets import strip_url_credentials
 
-    store = _store(db)
+    store = _store(db, write=True)
     if store.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
 

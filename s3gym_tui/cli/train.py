@@ -80,7 +80,7 @@ def train(
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
                         max_completion_length=completion_tokens, learning_rate=lr))
-    store = _store(db)
+    store = _store(db, write=True)
     store.get_run(run_id)  # an unknown run: one line, before anything loads
     try:
         outcome = run_with_bars(console, lambda hooks: train_from_run(store, run_id, options, hooks),
@@ -139,7 +139,7 @@ def dataset(
     from s3gym_tui.training.console import print_dataset
     from s3gym_tui.training.dataset import build_dataset, export_jsonl
 
-    store = _store(db)
+    store = _store(db, write=True)
     source = store.get_run(run_id)
     if source.config.pathway == "trained":
         raise UserError(f"run {run_id!r} is a training run: build datasets from the run that explored")

@@ -20,14 +20,14 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Self, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Self, Sequence
 
 import platformdirs
 from pydantic import ValidationError
 from sqlite_utils import Database
 
 from s3gym_tui.models import EVAL_SEED_BASE
-from s3gym_tui.store import schema
+from s3gym_tui.store import schema, upgrade
 from s3gym_tui.store.errors import LeakageError, StoreError, one_line
 
 ENV_VAR = "S3GYM_DB"
@@ -88,21 +88,33 @@ class Connection:
     the leakage look-ups shared by the record methods of DerivedStore and Store."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
-                 check: bool = True, busy_timeout: float = 10.0) -> None:
+                 check: bool = True, busy_timeout: float = 10.0, create: bool = True,
+                 migrate: bool = True, backup: bool = True,
+                 notify: Optional[Callable[[str], None]] = None) -> None:
         """Open (or create) the store at `path` (default: default_db_path()).
 
         read_only: open for reading only (also chosen when the file is not writable).
         check: run PRAGMA quick_check on an existing file, once per file per process.
         busy_timeout: seconds a writer waits for another writer's lock before StoreError.
+        create: make a store where there is no file, an empty (0-byte) one, or an SQLite file with
+        no tables; False refuses them (a reading command never turns a typo into a store).
+        migrate: upgrade a file of an older schema (store/upgrade.py: refused while another process
+        has it open or the disk is short; a backup `x.db.schemaN.bak` unless `backup` is False; one
+        transaction); False refuses it with a line naming `s3gym migrate`.
+        notify: receives the one-line notice of an upgrade (default: stderr); `upgraded` says
+        what was done (None when nothing was upgraded).
         Raises StoreError, leaving the file untouched, if it is not SQLite, is corrupt, is not
         an s3gym store, or was written by a newer s3gym.
         """
         self.path = Path(path).expanduser() if path is not None else default_db_path()
         self.busy_timeout = float(busy_timeout)
         self.conn: Optional[sqlite3.Connection] = None
+        self.upgraded: Optional[upgrade.Upgrade] = None
         existing = self._inspect_file()
         self.read_only = bool(read_only) or (existing and not _writable(self.path))
         if not existing:
+            if not create:
+                raise StoreError(self._absent_message())
             if self.read_only:
                 raise StoreError(f"no s3gym database at {self.path} (opened read-only)")
             try:
@@ -112,17 +124,22 @@ class Connection:
         self.immutable = False
         try:
             self.conn = self._connect()
+            found = 0
             if existing:
                 try:
-                    self._check_file(check)  # reads only: a refused file is left byte-identical
+                    found = self._check_file(check)  # reads only: a refused file is left byte-identical
                 except sqlite3.OperationalError as err:
                     if not (self.read_only and "unable to open" in str(err)
                             and self._open_read_only_media()):
                         raise
-                    self._check_file(check)
+                    found = self._check_file(check)
+                self._refuse_unless_usable(found, create=create, migrate=migrate)
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.db = Database(self.conn, execute_plugins=False)
             if not self.read_only:
+                if 0 < found < schema.current_version():  # refusals write nothing: before WAL
+                    self.upgraded = upgrade.upgrade(self.conn, self.db, self.path, found,
+                                                    backup=backup, notify=notify)
                 self._retry_busy(self.db.enable_wal)
                 self.conn.execute("PRAGMA synchronous = NORMAL")  # durable in WAL across app crashes
                 self.schema_version = self._retry_busy(lambda: schema.migrate(self.db, self.path))
@@ -202,7 +219,8 @@ class Connection:
         self.immutable = True
         return True
 
-    def _check_file(self, integrity: bool) -> None:
+    def _check_file(self, integrity: bool) -> int:
+        """The file's schema version, after the integrity check; StoreError if it is not ours."""
         assert self.conn is not None
         key = _file_key(self.path)
         try:
@@ -225,12 +243,34 @@ class Connection:
             raise StoreError(f"{self.path} is an SQLite database but not an s3gym store")
         if found > schema.current_version():
             raise StoreError(schema.newer_message(self.path, found))
-        if self.read_only:
-            if found < schema.current_version():
-                raise StoreError(f"{self.path} has an older schema ({found} < "
-                                 f"{schema.current_version()}) and is read-only; open it once "
-                                 f"writable to upgrade")
-            self.schema_version = found
+        self.schema_version = found
+        return found
+
+    def _absent_message(self) -> str:
+        try:
+            if self.path.stat().st_size == 0:
+                return (f"{self.path} is an empty file (0 bytes), not an s3gym database (left "
+                        f"untouched; `s3gym run`, `s3gym sweep` or the app create a store)")
+        except OSError:
+            pass
+        return f"no s3gym database at {self.path}"
+
+    def _refuse_unless_usable(self, found: int, *, create: bool, migrate: bool) -> None:
+        """Refuse, before anything is written, a file this opening may not turn into a store of
+        today's schema: an SQLite file with no tables (unless creating), an older schema when
+        upgrading is not allowed here or the file is read-only."""
+        current = schema.current_version()
+        if found == 0 and (not create or self.read_only):
+            raise StoreError(f"{self.path} is an SQLite database with no tables, not an s3gym "
+                             f"store (left untouched)")
+        if 0 < found < current and self.read_only:
+            raise StoreError(f"{self.path} is at schema {found} (this s3gym reads {current}) and is "
+                             f"read-only: upgrade it where it is writable, with `s3gym migrate "
+                             f"--db {self.path}`; the file is unchanged")
+        if 0 < found < current and not migrate:
+            raise StoreError(f"{self.path} is at schema {found} and this s3gym reads schema "
+                             f"{current}: upgrade it with `s3gym migrate --db {self.path}` (a "
+                             f"backup is kept); reading commands leave it unchanged")
 
     def for_thread(self) -> Self:
         """A new Store on the same file for another thread (its own connection, no re-check)."""

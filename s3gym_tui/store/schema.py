@@ -149,11 +149,12 @@ def _v6_trainings(db: Database) -> None:
 
 
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
-# A migration runs inside one BEGIN IMMEDIATE transaction together with the version bump, so a
-# failing migration leaves the file at the previous version. Migrations run with foreign-key
-# enforcement off (a table can be rebuilt, e.g. with sqlite-utils `transform`) and
-# `PRAGMA foreign_key_check` must pass before each commit. The views of views.py are dropped
-# before and recreated after the migrations.
+# Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
+# bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
+# it had, never an intermediate one. Migrations run with foreign-key enforcement off (set before the
+# transaction: the pragma is a no-op inside one), so a table can be rebuilt (sqlite-utils `transform`
+# nests in a SAVEPOINT), and `PRAGMA foreign_key_check` must pass after each of them. The views of
+# views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings]
 
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -186,48 +187,61 @@ def newer_message(path: object, found: int) -> str:
 
 
 def migrate(db: Database, path: object = "database") -> int:
-    """Bring the schema up to date, one migration per transaction; return the resulting version.
+    """Bring the schema up to date, every pending migration in one transaction; return the version.
 
-    Safe against a concurrent opener: each step re-reads the version inside its write lock.
+    Safe against a concurrent opener: the version is re-read inside the write lock. An older file is
+    upgraded through store/upgrade.py (checks, backup, notice), which calls this.
     """
     conn = db.conn
     target = current_version()
     if stored_version(conn) == target:  # the usual case: no write lock needed to open
         return target
     enforced = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+    secure = conn.execute("PRAGMA secure_delete").fetchone()[0]
     conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: set before BEGIN
     conn.execute("PRAGMA legacy_alter_table = ON")  # a rebuild's rename leaves any view alone
+    # A rebuilt table's old pages hold what its copy holds: zeroing them (SECURE_DELETE, on in
+    # Debian's SQLite) would write them all to the WAL again, doubling the upgrade's peak size.
+    conn.execute("PRAGMA secure_delete = FAST")
     try:
-        while True:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                found = stored_version(conn)
-                if found is None:
-                    raise StoreError(f"{path} is an SQLite database but not an s3gym store")
-                if found > target:
-                    raise StoreError(newer_message(path, found))
-                if found == target:
-                    conn.execute("COMMIT")
-                    return found
-                from s3gym_tui.store.views import create_views, drop_views
-
-                drop_views(conn)
-                MIGRATIONS[found](db)
-                broken = conn.execute("PRAGMA foreign_key_check").fetchall()
-                if broken:
-                    table, rowid, parent, _ = broken[0]
-                    raise StoreError(f"{path}: migration to schema {found + 1} stopped: row {rowid} "
-                                     f"of {table} names a missing {parent} row ({len(broken)} such "
-                                     f"rows); the file is unchanged")
-                if found + 1 == target:
-                    create_views(conn)
-                conn.execute(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)",
-                             (VERSION_KEY, str(found + 1)))
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            found = stored_version(conn)
+            if found is None:
+                raise StoreError(f"{path} is an SQLite database but not an s3gym store")
+            if found > target:
+                raise StoreError(newer_message(path, found))
+            if found < target:
+                _apply(db, path, found, target)
+            conn.execute("COMMIT")
+            return target
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
     finally:
         conn.execute("PRAGMA legacy_alter_table = OFF")
+        conn.execute(f"PRAGMA secure_delete = {({0: 'OFF', 2: 'FAST'}).get(secure, 'ON')}")
         conn.execute(f"PRAGMA foreign_keys = {'ON' if enforced else 'OFF'}")
+
+
+def _apply(db: Database, path: object, found: int, target: int) -> None:
+    """MIGRATIONS[found:target], the views and the version bump, inside the caller's transaction."""
+    from s3gym_tui.store.views import create_views, drop_views
+
+    conn = db.conn
+    drop_views(conn)
+    for version in range(found, target):
+        MIGRATIONS[version](db)
+        if not conn.in_transaction:  # a migration that committed would break all-or-nothing
+            raise StoreError(f"{path}: migration to schema {version + 1} ended the upgrade's "
+                             f"transaction (a migration must not COMMIT)")
+        broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+        if broken:
+            table, rowid, parent, _ = broken[0]
+            raise StoreError(f"{path}: migration to schema {version + 1} stopped: row {rowid} "
+                             f"of {table} names a missing {parent} row ({len(broken)} such "
+                             f"rows)")
+    create_views(conn)
+    conn.execute(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)",
+                 (VERSION_KEY, str(target)))

@@ -261,8 +261,8 @@ async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp
 
     original_init = Connection.__init__
 
-    def short_wait(self, path=None, *, read_only=False, check=True, busy_timeout=10.0):
-        original_init(self, path, read_only=read_only, check=check, busy_timeout=0.2)
+    def short_wait(self, path=None, *, busy_timeout=10.0, **options):
+        original_init(self, path, busy_timeout=0.2, **options)
 
     monkeypatch.setattr(Connection, "__init__", short_wait)
     db = tmp_path / "busy.db"

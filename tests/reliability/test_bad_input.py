@@ -190,8 +190,8 @@ def short_busy_timeout(monkeypatch):
     """Every Store opened waits at most 0.3 s for another writer's lock."""
     original = Connection.__init__
 
-    def init(self, path=None, *, read_only=False, check=True, busy_timeout=10.0):
-        original(self, path, read_only=read_only, check=check, busy_timeout=0.3)
+    def init(self, path=None, *, busy_timeout=10.0, **options):
+        original(self, path, busy_timeout=0.3, **options)
 
     monkeypatch.setattr(Connection, "__init__", init)
 

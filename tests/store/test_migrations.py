@@ -91,5 +91,5 @@ def test_read_only_file_of_an_older_version_is_refused(db_path: Path,
     with Store(db_path):
         pass
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, _v_next])
-    with pytest.raises(StoreError, match="older schema .* open it once writable to upgrade"):
+    with pytest.raises(StoreError, match="is at schema .* and is read-only: .*s3gym migrate"):
         Store(db_path, read_only=True)
