@@ -142,12 +142,3 @@ def _fmt(value: Optional[float], digits: int = 2) -> str:
     from s3gym_tui.engine.glossary import fmt_metric
 
     return fmt_metric(value, digits)
-
-
-def _caption(table: str) -> str:
-    """The meaning of a report table's figures (engine.glossary), as a table caption."""
-    from s3gym_tui.engine.glossary import UNDEFINED, definitions
-
-    return "; ".join(f"{name}: {meaning}" for name, meaning in definitions(table)) + f". {UNDEFINED}."
-
-

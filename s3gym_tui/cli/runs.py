@@ -241,7 +241,7 @@ def _print_reports(store, runs) -> None:
     for table in report.tables:
         if table.name == "checkpoints":
             by_run: dict = {}
-            for run_id, game, _pathway, _model, x, y in table.rows:
+            for run_id, game, _pathway, _model, x, y, _why in table.rows:
                 by_run.setdefault((run_id, game), []).append(f"x={x}:{_fmt(y, 2)}")
             for (run_id, game), points in by_run.items():
                 console.print(f"{escape(run_id)} ({game}): " + "  ".join(points), soft_wrap=True)

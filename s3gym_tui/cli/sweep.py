@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _store, cli, console
+from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _fmt, _store, cli, console
 
 GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
 MODELS_HELP = ("Comma-separated litellm model strings; the family `scripted` means scripted/<game> for each "
@@ -277,7 +277,7 @@ def follow_sweep(store, stored) -> None:
             elif isinstance(inner, ev.CheckpointScored):
                 mean = inner.checkpoint.mean
                 progress.update(tasks[event.run_id],
-                                info=f"x={inner.checkpoint.x}: {'-' if mean is None else format(mean, '.3f')}")
+                                info=f"x={inner.checkpoint.x}: {_fmt(mean, 3)}")
             progress.update(overall, info=spend_info())
         elif isinstance(event, SweepRunEnded):
             task = tasks.pop(event.run.id, None)

@@ -13,13 +13,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from s3gym_tui.engine.glossary import DASH, METRICS, UNDEFINED, fmt_metric, fmt_signed
-from s3gym_tui.engine.report_tables import ID, INT, NUM, SIGNED, TEXT, USD, Column, Report, ReportTable
+from s3gym_tui.engine.glossary import DASH, METRICS, REASONS, UNDEFINED, fmt_metric, fmt_signed, reasons_in
+from s3gym_tui.engine.report_tables import ID, INT, NOTE, NUM, SIGNED, TEXT, USD, Column, Report, ReportTable
 
 
 def cell(value: Any, kind: str) -> str:
     """The terminal text of a value in the app's one number format (engine.glossary): fixed
-    decimals, '—' when missing or undefined, signed differences with their sign."""
+    decimals, '—' when missing or undefined, signed differences with their sign; a note is blank
+    when there is none."""
+    if kind == NOTE:
+        return "" if value is None else str(value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return DASH
     if kind == NUM:
@@ -42,7 +45,7 @@ def _widths(columns: Sequence[Column], rows: Sequence[Sequence[str]]) -> list[in
 
 def _folds(column: Column, width: int, level: int) -> bool:
     """Level 0: nothing wraps; 1: long text wraps; 2 (last resort): ids wrap too. Never numbers."""
-    kinds = {0: (), 1: (TEXT,), 2: (TEXT, ID)}[level]
+    kinds = {0: (), 1: (TEXT, NOTE), 2: (TEXT, NOTE, ID)}[level]
     return column.kind in kinds and width > max(FOLD_TO, len(column.header))
 
 
@@ -57,7 +60,7 @@ def _rich_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[s
     table = Table(title=escape(title), title_justify="left", expand=False)
     for col, width in zip(columns, widths):
         folds = _folds(col, width, level)
-        table.add_column(escape(col.header), justify="left" if col.kind in (ID, TEXT) else "right",
+        table.add_column(escape(col.header), justify="left" if col.kind in (ID, TEXT, NOTE) else "right",
                          no_wrap=not folds, overflow="fold",
                          min_width=max(FOLD_TO, len(col.header)) if folds else width)
     for row in rows:
@@ -70,7 +73,8 @@ def fit_table(console: Console, table: ReportTable, width: Optional[int] = None)
     long text wraps first, then droppable columns go (highest `drop` first), and as a last resort
     ids wrap too. Numbers always keep their width. Returns the table and the dropped headers."""
     width = width or console.width
-    columns = list(table.columns)
+    columns = [c for i, c in enumerate(table.columns)
+               if not c.hide_empty or any(row[i] is not None for row in table.rows)]
     texts = [[cell(v, c.kind) for v, c in zip(row, table.columns)] for row in table.rows]
     dropped: list[str] = []
     while True:
@@ -114,7 +118,8 @@ def _meaning_key(header: str) -> str:
 
 
 def print_meanings(console: Console, tables: Sequence[ReportTable]) -> None:
-    """What the shown figures mean, once under all tables (the app's help screen reads the same)."""
+    """What the shown figures mean, once under all tables (the app's help screen reads the same),
+    and why the undefined ones are undefined (the reasons named in the tables' `why` columns)."""
     seen: dict[str, str] = {}
     for table in tables:
         for column in table.columns:
@@ -127,6 +132,9 @@ def print_meanings(console: Console, tables: Sequence[ReportTable]) -> None:
     for name, meaning in seen.items():
         console.print(f"[dim]  {escape(name)}: {escape(meaning)}[/]", highlight=False, soft_wrap=False)
     console.print(f"[dim]  {escape(UNDEFINED)}[/]", highlight=False)
+    whys = [row[i] for table in tables for i, c in enumerate(table.columns) if c.key == "why" for row in table.rows]
+    for reason in reasons_in(whys):
+        console.print(f"[dim]    {escape(reason)}: {escape(REASONS[reason])}[/]", highlight=False)
 
 
 def _finite(value: Any) -> Any:

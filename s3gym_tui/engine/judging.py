@@ -7,20 +7,27 @@ reply had no usable self-score. Such steps are excluded from every rate below an
 * agreement = share of steps where (s > 0) == (r > 0)
 * over-confidence = P(s > 0 and r <= 0); under-confidence = P(s <= 0 and r > 0)
   (so agreement + over + under == 1)
-* NMAE = mean |norm(s) - norm(r)| where each series is min-max normalised over the steps
-  considered: norm(v) = (v - min) / (max - min). If max == min for a series, all its normalised
-  values are 0. Explicit bounds may be passed instead (used by the coupling, see there).
-* Every rate is None when n == 0.
+* NMAE = mean |norm(s) - norm(r)| with norm(v) = (v - min) / (max - min), s and r each with its
+  own bounds. The report uses ONE scale per game (`game_scales`): the bounds of s and of r over
+  every self-scored step of that game's runs in the report, both phases, so NMAE by phase, per
+  run, pooled and per coupling block are comparable. Called without bounds, a function uses the
+  bounds of the steps it is given. A series whose bounds are equal (max == min) cannot be
+  min-max normalised (0/0): NMAE is then None, with the reason "s constant" or "r constant"
+  (it was 0 for such a series once, which made NMAE the mean of norm(r), a number that meant
+  nothing).
+* Every rate is None when n == 0 ("no steps").
 * One step's verdict (`verdict`): 'agree', 'over', 'under', or 'missing' without a self-score;
   the rates above are the shares of these verdicts, so a table's marks and the report agree.
 
 Judgement-improvement coupling (`coupling`): exploration steps are split into blocks between
 checkpoints, block t holding the steps of exploration episodes with index in [x_t, x_{t+1});
 per block A_t (agreement) and E_t (NMAE) are computed, and g_t = (y_{t+1} - y_t) / width of the
-game's score range. E_t is normalised with the bounds of all self-scored steps of all blocks
-(run-wide), so blocks are on one scale. The report gives Pearson corr(A, g) and corr(-E, g) over
-the usable blocks (A_t, E_t and g_t all defined); a correlation is None with fewer than 3 usable
-blocks or when either series has zero variance.
+game's score range. E_t uses the game's scale when given (else the bounds of all self-scored steps
+of all blocks), so blocks are on one scale. The report gives Pearson corr(A, g) and corr(-E, g)
+over the usable blocks (A_t, E_t and g_t all defined); a correlation is None with fewer than 3
+usable blocks ("< 3 blocks") or when either series has zero variance ("no variance").
+
+Every None of a report carries its reason in ``why`` (key -> a reason of engine.glossary.REASONS).
 """
 
 from __future__ import annotations
@@ -29,18 +36,20 @@ import math
 import statistics
 from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
+from s3gym_tui.engine.glossary import FEW_BLOCKS, NO_STEPS, NO_VARIANCE, R_CONSTANT, S_CONSTANT
 from s3gym_tui.models import Frozen
 
 JudgePair = tuple[Optional[float], float]
 Verdict = Literal["agree", "over", "under", "missing"]
 VERDICTS: tuple[Verdict, ...] = ("agree", "over", "under", "missing")
 Bounds = tuple[float, float]
+RATES = ("agreement", "nmae", "over", "under")
 
 __all__ = [
-    "JudgePair", "Verdict", "VERDICTS", "verdict", "JudgingReport", "BlockStat", "CouplingReport",
-    "judged", "agreement", "over_confidence", "under_confidence", "nmae", "judging_report",
-    "row_pair", "group_reports", "reports_by_game", "reports_by_run",
-    "pearson", "split_blocks", "coupling", "game_range_width",
+    "JudgePair", "Verdict", "VERDICTS", "verdict", "JudgingReport", "BlockStat", "CouplingReport", "Scale",
+    "judged", "agreement", "over_confidence", "under_confidence", "nmae", "nmae_why", "judging_report",
+    "scale_of", "row_pair", "group_reports", "reports_by_game", "reports_by_run",
+    "pearson", "pearson_why", "correlations", "split_blocks", "coupling", "game_range_width",
 ]
 
 
@@ -51,6 +60,15 @@ class JudgingReport(Frozen):
     nmae: Optional[float]
     over: Optional[float]
     under: Optional[float]
+    why: dict[str, str] = {}  # rate key -> why it is None (engine.glossary.REASONS)
+
+
+class Scale(Frozen):
+    """The bounds NMAE normalises s and r with (one per game in a report) and the steps they span."""
+
+    s: Optional[Bounds]  # None: no self-scored step
+    r: Optional[Bounds]
+    n: int = 0
 
 
 class BlockStat(Frozen):
@@ -71,6 +89,7 @@ class CouplingReport(Frozen):
     n_used: int  # blocks with agreement, nmae and gain all defined
     corr_agreement: Optional[float]  # Pearson corr(A_t, g_t)
     corr_neg_nmae: Optional[float]  # Pearson corr(-E_t, g_t)
+    why: dict[str, str] = {}  # "corr_agreement" / "corr_neg_nmae" -> why it is None
 
 
 # ----- single-series metrics --------------------------------------------------------------
@@ -127,35 +146,63 @@ def _bounds(values: Sequence[float]) -> Bounds:
 
 def _norm(v: float, bounds: Bounds) -> float:
     lo, hi = bounds
-    return 0.0 if hi == lo else (v - lo) / (hi - lo)
+    return (v - lo) / (hi - lo)
+
+
+def scale_of(pairs: Iterable[JudgePair]) -> Scale:
+    """The bounds of s and of r over the self-scored steps of `pairs` (NMAE's normaliser)."""
+    kept, _ = judged(pairs)
+    if not kept:
+        return Scale(s=None, r=None, n=0)
+    return Scale(s=_bounds([s for s, _ in kept]), r=_bounds([r for _, r in kept]), n=len(kept))
+
+
+def nmae_why(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None,
+             r_bounds: Optional[Bounds] = None) -> tuple[Optional[float], Optional[str]]:
+    """(NMAE, None) or (None, why): mean |norm(s) - norm(r)| over the self-scored steps.
+
+    Bounds default to the min and max of each series over the steps given. Undefined with no
+    self-scored step ("no steps") or when a series' bounds are equal: min-max normalisation is then
+    0/0 ("s constant", "r constant").
+    """
+    kept, _ = judged(pairs)
+    if not kept:
+        return None, NO_STEPS
+    sb = s_bounds if s_bounds is not None else _bounds([s for s, _ in kept])
+    rb = r_bounds if r_bounds is not None else _bounds([r for _, r in kept])
+    if not sb[1] > sb[0]:
+        return None, S_CONSTANT
+    if not rb[1] > rb[0]:
+        return None, R_CONSTANT
+    return sum(abs(_norm(s, sb) - _norm(r, rb)) for s, r in kept) / len(kept), None
 
 
 def nmae(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None,
          r_bounds: Optional[Bounds] = None) -> Optional[float]:
-    """Mean |norm(s) - norm(r)| over self-scored steps; each series min-max normalised.
-
-    Bounds default to the min and max of the series over the steps considered; a constant
-    series (max == min) normalises to all zeros. None when no step has a self-score.
-    """
-    kept, _ = judged(pairs)
-    if not kept:
-        return None
-    sb = s_bounds if s_bounds is not None else _bounds([s for s, _ in kept])
-    rb = r_bounds if r_bounds is not None else _bounds([r for _, r in kept])
-    return sum(abs(_norm(s, sb) - _norm(r, rb)) for s, r in kept) / len(kept)
+    """Mean |norm(s) - norm(r)| over self-scored steps, or None where undefined (see `nmae_why`)."""
+    return nmae_why(pairs, s_bounds, r_bounds)[0]
 
 
 def judging_report(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None,
-                   r_bounds: Optional[Bounds] = None) -> JudgingReport:
-    """n, missing, agreement, NMAE, over- and under-confidence of a set of (s, r) steps."""
+                   r_bounds: Optional[Bounds] = None, scale: Optional[Scale] = None) -> JudgingReport:
+    """n, missing, agreement, NMAE, over- and under-confidence of a set of (s, r) steps.
+
+    NMAE uses `scale` (the game's, in a report) or the explicit bounds, else the steps' own."""
     pairs = list(pairs)
     kept, missing = judged(pairs)
+    if scale is not None:
+        s_bounds, r_bounds = scale.s, scale.r
+    error, error_why = nmae_why(kept, s_bounds, r_bounds)
+    why = dict.fromkeys(RATES, NO_STEPS) if not kept else {}
+    if error_why is not None:
+        why["nmae"] = error_why
     return JudgingReport(
         n=len(kept), missing=missing,
         agreement=_share(kept, "agree"),
-        nmae=nmae(kept, s_bounds, r_bounds),
+        nmae=error,
         over=_share(kept, "over"),
         under=_share(kept, "under"),
+        why=why,
     )
 
 
@@ -178,42 +225,66 @@ def _key_fn(key: Key) -> Callable[[Any], Any]:
     return lambda row: getattr(row, key)
 
 
-def group_reports(rows: Iterable[Any], key: Key) -> dict[Any, JudgingReport]:
+def group_reports(rows: Iterable[Any], key: Key, scale_key: Optional[Key] = None) -> dict[Any, JudgingReport]:
     """One JudgingReport per group, in order of first appearance.
 
     ``rows`` are objects with ``self_score`` and ``reward`` attributes (plus whatever the key
     reads, e.g. ``game``, ``run_id``), or tuples ending in ``(s, r)`` such as
     ``(game, run_id, s, r)``. ``key`` is an attribute name, a tuple index, or a function of the
-    row. NMAE is normalised within each group (so grouping by game normalises per game).
+    row. NMAE's scale is taken over the rows of the same ``scale_key`` (default: the group itself),
+    e.g. per game for groups that are runs.
     """
     fn = _key_fn(key)
+    scale_fn = _key_fn(scale_key) if scale_key is not None else fn
+    rows = list(rows)
     groups: dict[Any, list[JudgePair]] = {}
+    pools: dict[Any, list[JudgePair]] = {}
+    scale_of_group: dict[Any, Any] = {}
     for row in rows:
         groups.setdefault(fn(row), []).append(row_pair(row))
-    return {k: judging_report(v) for k, v in groups.items()}
+        pools.setdefault(scale_fn(row), []).append(row_pair(row))
+        scale_of_group.setdefault(fn(row), scale_fn(row))
+    scales = {k: scale_of(v) for k, v in pools.items()}
+    return {k: judging_report(v, scale=scales[scale_of_group[k]]) for k, v in groups.items()}
 
 
 def reports_by_game(rows: Iterable[Any]) -> dict[Any, JudgingReport]:
-    """`group_reports` keyed by the rows' ``game`` attribute."""
+    """`group_reports` keyed by the rows' ``game`` attribute (each game on its own scale)."""
     return group_reports(rows, "game")
 
 
 def reports_by_run(rows: Iterable[Any]) -> dict[Any, JudgingReport]:
-    """`group_reports` keyed by the rows' ``run_id`` attribute."""
-    return group_reports(rows, "run_id")
+    """`group_reports` keyed by the rows' ``run_id`` attribute, NMAE on its game's scale."""
+    return group_reports(rows, "run_id", scale_key="game")
 
 
 # ----- judgement-improvement coupling --------------------------------------------------------
-def pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
-    """Pearson correlation; None with fewer than 3 pairs or when either series is constant."""
+def pearson_why(xs: Sequence[float], ys: Sequence[float]) -> tuple[Optional[float], Optional[str]]:
+    """(Pearson correlation, None), or (None, why): fewer than 3 pairs ("< 3 blocks") or a series
+    that does not vary ("no variance")."""
     if len(xs) != len(ys):
         raise ValueError("series of different lengths")
     if len(xs) < 3:
-        return None
+        return None, FEW_BLOCKS
     try:
-        return statistics.correlation(list(xs), list(ys))
+        return statistics.correlation(list(xs), list(ys)), None
     except statistics.StatisticsError:
-        return None
+        return None, NO_VARIANCE
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
+    """Pearson correlation; None with fewer than 3 pairs or when either series is constant."""
+    return pearson_why(xs, ys)[0]
+
+
+def correlations(blocks: Sequence[BlockStat]) -> tuple[Optional[float], Optional[float], dict[str, str]]:
+    """corr(A, g), corr(-E, g) over the usable blocks of `blocks`, and why either is None."""
+    used = [b for b in blocks if b.agreement is not None and b.nmae is not None and b.gain is not None]
+    gains = [b.gain for b in used]
+    corr_a, why_a = pearson_why([b.agreement for b in used], gains)
+    corr_e, why_e = pearson_why([-b.nmae for b in used], gains)
+    why = {k: v for k, v in (("corr_agreement", why_a), ("corr_neg_nmae", why_e)) if v is not None}
+    return corr_a, corr_e, why
 
 
 def split_blocks(xs: Sequence[float], steps: Iterable[tuple[float, Optional[float], float]],
@@ -248,36 +319,36 @@ def _width(score_range: Union[float, Bounds]) -> float:
 
 def coupling(checkpoints: Iterable[tuple[float, Optional[float]]],
              steps: Iterable[tuple[float, Optional[float], float]],
-             score_range: Union[float, Bounds]) -> CouplingReport:
+             score_range: Union[float, Bounds], scale: Optional[Scale] = None) -> CouplingReport:
     """Judgement-improvement coupling of one run.
 
     ``checkpoints``: (x_t, y_t) with y_t the mean eval score (None = missing; the gains of the
     blocks on either side are then undefined). ``steps``: (episode_index, s, r) for exploration
     steps. ``score_range``: the game's (min, max) score, or its width directly.
-    g_t = (y_{t+1} - y_t) / width. NMAE uses run-wide bounds over all self-scored block steps.
+    g_t = (y_{t+1} - y_t) / width. NMAE uses `scale` (the game's, in a report), else the bounds
+    of all self-scored block steps of the run.
     """
     width = _width(score_range)
     cps = sorted(((float(x), None if _missing(y) else float(y)) for x, y in checkpoints),
                  key=lambda p: p[0])
     xs = [x for x, _ in cps]
     blocks = split_blocks(xs, steps)
-    everything, _ = judged(p for block in blocks for p in block)
-    s_bounds = _bounds([s for s, _ in everything]) if everything else None
-    r_bounds = _bounds([r for _, r in everything]) if everything else None
+    if scale is None:
+        scale = scale_of(p for block in blocks for p in block)
     stats: list[BlockStat] = []
     for t, block in enumerate(blocks):
-        rep = judging_report(block, s_bounds, r_bounds)
+        rep = judging_report(block, scale=scale)
         ya, yb = cps[t][1], cps[t + 1][1]
         gain = (yb - ya) / width if (ya is not None and yb is not None) else None
         stats.append(BlockStat(t=t, x_start=xs[t], x_end=xs[t + 1], n=rep.n, missing=rep.missing,
                                agreement=rep.agreement, nmae=rep.nmae, gain=gain))
-    used = [b for b in stats if b.agreement is not None and b.nmae is not None and b.gain is not None]
-    gains = [b.gain for b in used]
+    corr_a, corr_e, why = correlations(stats)
     return CouplingReport(
         blocks=tuple(stats),
-        n_used=len(used),
-        corr_agreement=pearson([b.agreement for b in used], gains),
-        corr_neg_nmae=pearson([-b.nmae for b in used], gains),
+        n_used=sum(b.agreement is not None and b.nmae is not None and b.gain is not None for b in stats),
+        corr_agreement=corr_a,
+        corr_neg_nmae=corr_e,
+        why=why,
     )
 
 

@@ -12,9 +12,13 @@ Conventions (see docs of each function):
   the last checkpoints are missing, the integral stops at the last present checkpoint.
 * ``y_0`` is the value at the first (smallest-x) checkpoint. If it is missing, AUC+, NABA and
   ``final_delta`` are undefined and reported as ``None`` (they are relative to ``y_0``).
+* AUC+ integrates a curve: with fewer than two present checkpoints (a run stopped after x = 0,
+  or a run with one checkpoint) there is none, so AUC+, NABA and ``final_delta`` are ``None``,
+  never 0 (a 0 would read as "no gain" and pull means and Delta NABA ties toward it).
 * NABA = AUC+ / max(y_0, eps) exactly as the protocol states. For a negative or zero ``y_0``
   (Trust scores can be negative) the denominator is therefore ``eps``.
 * A curve with no present point has every metric ``None``.
+* Every ``None`` carries its reason in ``why`` (metric key -> a reason of engine.glossary.REASONS).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Iterable, Optional, Sequence
 
 import math
 
+from s3gym_tui.engine.glossary import NABA_UNDEFINED, NO_CHECKPOINT, NO_Y0, ONE_CHECKPOINT
 from s3gym_tui.models import Frozen
 
 Point = tuple[float, Optional[float]]
@@ -33,7 +38,7 @@ OVERALL = "overall"
 __all__ = [
     "Point", "TIE_TOLERANCE", "OVERALL", "CurveMetrics", "DeltaNabaRow",
     "sorted_points", "present_points", "avg", "max_score", "auc_plus", "naba",
-    "curve_metrics", "game_eps", "game_curve_metrics", "delta_naba_table",
+    "curve_metrics", "curve_why", "game_eps", "game_curve_metrics", "delta_naba_table",
 ]
 
 
@@ -49,6 +54,7 @@ class CurveMetrics(Frozen):
     final_delta: Optional[float]  # final - y0
     n: int = 0  # checkpoints present
     missing: int = 0  # checkpoints with y = None
+    why: dict[str, str] = {}  # metric key -> why it is None (engine.glossary.REASONS)
 
 
 class DeltaNabaRow(Frozen):
@@ -60,7 +66,8 @@ class DeltaNabaRow(Frozen):
     losses: int  # History better: delta <= -TIE_TOLERANCE
     ties: int  # |delta| < TIE_TOLERANCE
     mean_delta: Optional[float]  # None when n == 0
-    skipped: int = 0  # pairs with a missing (None) NABA on either side
+    skipped: int = 0  # pairs with a missing (None) NABA on either side: not a win, loss or tie
+    why: dict[str, str] = {}  # "mean_delta" -> why it is None
 
 
 # ----- curves ---------------------------------------------------------------------------------
@@ -110,14 +117,17 @@ def _positive_part_area(width: float, da: float, db: float) -> float:
 def auc_plus(points: Iterable[Point]) -> Optional[float]:
     """Integral from x_0 to x_K of max(0, y(x) - y_0), y piecewise-linear through present points.
 
-    None when y_0 (the first checkpoint) is missing. Missing interior points are bridged by the
-    line between present neighbours; trailing missing points end the integral at the last present
-    checkpoint (no extrapolation). A single present point gives 0.
+    None when y_0 (the first checkpoint) is missing or fewer than two checkpoints are present (no
+    curve to integrate). Missing interior points are bridged by the line between present
+    neighbours; trailing missing points end the integral at the last present checkpoint (no
+    extrapolation).
     """
     pts = sorted_points(points)
     if not pts or pts[0][1] is None:
         return None
     present = [(x, y) for x, y in pts if y is not None]
+    if len(present) < 2:
+        return None
     y0 = present[0][1]
     total = 0.0
     for (xa, ya), (xb, yb) in zip(present, present[1:]):
@@ -138,6 +148,20 @@ def naba(auc: Optional[float], y0: Optional[float], eps: float) -> Optional[floa
     return auc / max(y0, eps)
 
 
+def curve_why(points: Iterable[Point]) -> dict[str, str]:
+    """Why each undefined metric of a curve is undefined (metric key -> reason); {} if none is."""
+    pts = sorted_points(points)
+    present = [(x, y) for x, y in pts if y is not None]
+    relative = ("auc_plus", "naba", "final_delta")
+    if not present:
+        return dict.fromkeys(("avg", "max", "y0", "final") + relative, NO_CHECKPOINT)
+    if pts[0][1] is None:
+        return dict.fromkeys(("y0",) + relative, NO_Y0)
+    if len(present) < 2:
+        return dict.fromkeys(relative, ONE_CHECKPOINT)
+    return {}
+
+
 def curve_metrics(points: Iterable[Point], eps: float) -> CurveMetrics:
     """All metrics of one curve, with the game's NABA eps given explicitly."""
     pts = sorted_points(points)
@@ -152,9 +176,10 @@ def curve_metrics(points: Iterable[Point], eps: float) -> CurveMetrics:
         naba=naba(auc, y0, eps),
         y0=y0,
         final=final,
-        final_delta=(final - y0) if (final is not None and y0 is not None) else None,
+        final_delta=(final - y0) if (auc is not None and final is not None) else None,
         n=len(present),
         missing=len(pts) - len(present),
+        why=curve_why(pts),
     )
 
 
@@ -177,7 +202,7 @@ def _row(game: str, deltas: Sequence[float], skipped: int) -> DeltaNabaRow:
     return DeltaNabaRow(game=game, n=len(deltas), wins=wins, losses=losses,
                         ties=len(deltas) - wins - losses,
                         mean_delta=sum(deltas) / len(deltas) if deltas else None,
-                        skipped=skipped)
+                        skipped=skipped, why={} if deltas else {"mean_delta": NABA_UNDEFINED})
 
 
 def delta_naba_table(

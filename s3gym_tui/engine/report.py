@@ -1,12 +1,16 @@
-"""Per-run and cross-run reports computed from the store (the UI and CLI only render these)."""
+"""Per-run and cross-run reports computed from the store (the UI and CLI only render these).
+
+Reports of several runs share one NMAE scale per game (`on_game_scales`): every NMAE of a game (by
+phase, per run, pooled, per coupling block) is normalised by the bounds of s and r over all the
+self-scored steps of that game's runs in the set, both phases (engine.judging)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
-from s3gym_tui.engine.judging import (CouplingReport, JudgingReport, coupling, game_range_width,
-                                      judging_report)
+from s3gym_tui.engine.judging import (CouplingReport, JudgingReport, Scale, coupling, game_range_width,
+                                      judging_report, scale_of)
 from s3gym_tui.engine.metrics import CurveMetrics, DeltaNabaRow, delta_naba_table, game_curve_metrics
 from s3gym_tui.models import Run
 
@@ -44,6 +48,35 @@ class RunReport:
     usage: Usage = Usage()
     episodes_done: int = 0  # finished episodes, both phases
     episodes_total: int = 0  # what the protocol plays (explore + eval at every checkpoint)
+    scale: Optional[Scale] = None  # the NMAE scale of its game (over the runs reported with it)
+
+    def judged_on(self, scale: Scale) -> "RunReport":
+        """This report with every NMAE (and the coupling) normalised by `scale`."""
+        explore = [(s, r) for _, s, r in self.explore_pairs]
+        evaluation = list(self.eval_pairs)
+        width = game_range_width(self.run.config.game, "eval")
+        return replace(self, scale=scale,
+                       judging=judging_report(explore, scale=scale),
+                       judging_eval=judging_report(evaluation, scale=scale),
+                       judging_all=judging_report(explore + evaluation, scale=scale),
+                       coupling=coupling(self.points, self.explore_pairs, width, scale=scale))
+
+
+def game_scales(reports: Sequence[RunReport]) -> dict[str, Scale]:
+    """Per game, the bounds of s and r over every self-scored step of its runs here (both phases)."""
+    pairs: dict[str, list[StepPair]] = {}
+    for report in reports:
+        pool = pairs.setdefault(report.run.config.game, [])
+        pool.extend((s, r) for _, s, r in report.explore_pairs)
+        pool.extend(report.eval_pairs)
+    return {game: scale_of(p) for game, p in pairs.items()}
+
+
+def on_game_scales(reports: Sequence[RunReport]) -> list[RunReport]:
+    """The reports with every NMAE on one scale per game (see the module doc)."""
+    scales = game_scales(reports)
+    return [r if r.scale == scales[r.run.config.game] else r.judged_on(scales[r.run.config.game])
+            for r in reports]
 
 
 def run_report(store, run: Run) -> RunReport:
@@ -71,13 +104,15 @@ def run_report(store, run: Run) -> RunReport:
         if summary.author.startswith("model"):
             usage = usage.plus(summary.tokens_in, summary.tokens_out, summary.cost)
     explore_pairs = [(s, r) for _, s, r in explore_steps]
+    scale = scale_of(explore_pairs + eval_pairs)  # the run alone: its own steps are the game's
     width = game_range_width(config.game, "eval")
-    couple = coupling([(x, y) for x, y in points], explore_steps, width)
+    couple = coupling([(x, y) for x, y in points], explore_steps, width, scale=scale)
     total = config.explore_episodes + len(config.checkpoints()) * config.eval_episodes
-    return RunReport(run, points, curve, judging_report(explore_pairs), judging_report(eval_pairs), couple,
-                     tuple(explore_scores), judging_report(explore_pairs + eval_pairs),
+    return RunReport(run, points, curve, judging_report(explore_pairs, scale=scale),
+                     judging_report(eval_pairs, scale=scale), couple,
+                     tuple(explore_scores), judging_report(explore_pairs + eval_pairs, scale=scale),
                      tuple(explore_steps), tuple(eval_pairs),
-                     usage, done, total)
+                     usage, done, total, scale)
 
 
 def summary_vs_history(reports: Sequence[RunReport]) -> list[DeltaNabaRow]:

@@ -15,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Static
 
-from s3gym_tui.engine.glossary import METRICS, UNDEFINED, VERDICT_LABELS, VERDICT_MARKS, VERDICT_MEANINGS
+from s3gym_tui.engine.glossary import METRICS, REASONS, UNDEFINED, VERDICT_LABELS, VERDICT_MARKS, VERDICT_MEANINGS
 from s3gym_tui.engine.judging import VERDICTS
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.verdicts import legend_rows
@@ -87,7 +87,7 @@ def help_text(app) -> str:
         lines += [title] + [f"  {k}  {d}  ({i})" for k, d, i in key_rows(app, bindings)]
     lines += ["Pathways"] + [f"  {name}: {text}" for name, text in PATHWAYS]
     lines += ["Metrics (Report, Protocol, CLI)"] + [f"  {name}: {text}" for name, text in METRICS.items()]
-    lines += [f"  {UNDEFINED}"]
+    lines += [f"  {UNDEFINED}:"] + [f"    {name}: {text}" for name, text in REASONS.items()]
     lines += ["Colours and marks"] + [f"  {VERDICT_MARKS[k]} {VERDICT_LABELS[k]}: {VERDICT_MEANINGS[k]}"
                                       for k in VERDICTS] + [NOTES]
     return "\n".join(lines)
@@ -120,7 +120,9 @@ def help_renderable(app) -> Group:
     metrics.add_column("meaning", ratio=1)
     for name, text in METRICS.items():
         metrics.add_row(name, text)
-    metrics.add_row("", Text(UNDEFINED, style="italic"))
+    metrics.add_row("", Text(f"{UNDEFINED}:", style="italic"))
+    for name, text in REASONS.items():
+        metrics.add_row(Text(f"  {name}", style="italic"), text)
     return Group(Text("Pathways and colours", style="bold"), explain, Text(NOTES, style="dim"), Text(""),
                  Text("Metrics (the Report's tables, the Protocol curve, s3gym report)", style="bold"), metrics,
                  Text(""), Text("Keys", style="bold"), Columns(tables, padding=(0, 3)))

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from s3gym_tui.engine.glossary import DASH, fmt_metric
 from s3gym_tui.widgets.table import DataTable
 
 WIDE_TABLE = 150  # below this terminal width the created column is left to the details panel
@@ -23,6 +24,19 @@ def store_token(store) -> Optional[tuple]:
         return conn.execute("PRAGMA data_version").fetchone()[0], conn.total_changes
     except Exception:  # noqa: BLE001
         return None
+
+
+def curve_line(config, checkpoints) -> str:
+    """AUC+ and NABA of a run's scored checkpoints (engine.metrics), with why either is undefined."""
+    from s3gym_tui.engine.glossary import why_text
+    from s3gym_tui.engine.metrics import game_curve_metrics
+
+    by_x = {cp.x: cp.mean for cp in checkpoints}
+    xs = config.checkpoints()
+    curve = game_curve_metrics([(x, by_x.get(x)) for x in xs], config.game)
+    reason = why_text(curve.why, {"auc_plus": "AUC+", "naba": "NABA"}, ("auc_plus", "naba"))
+    return (f"  AUC+ {fmt_metric(curve.auc_plus)} · NABA {fmt_metric(curve.naba)} "
+            f"({curve.n} of {len(xs)} checkpoints scored{'; ' + reason if reason else ''})\n")
 
 
 def short_created(iso: str) -> str:
@@ -136,8 +150,9 @@ class RunsPanel(Horizontal):
         if checkpoints:
             text.append("\ncheckpoint means\n", style="bold")
             for cp in checkpoints:
-                mean = "missing (no eval episodes)" if cp.mean is None else f"{cp.mean:.2f}"
+                mean = f"{DASH} (no eval episodes)" if cp.mean is None else f"{cp.mean:.2f}"
                 text.append(f"  x={cp.x:<3} {mean}\n")
+            text.append(curve_line(c, checkpoints))
         if summaries:
             text.append(f"\nsummaries: {len(summaries)} version(s)\n", style="bold")
             if current is not None:

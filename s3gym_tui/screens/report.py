@@ -13,8 +13,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from s3gym_tui.engine.glossary import UNDEFINED, definitions, fmt_metric, fmt_signed
-from s3gym_tui.engine.report import RunReport, run_report, summary_vs_history
+from s3gym_tui.engine.glossary import (NMAE_SCALE, UNDEFINED, definitions, fmt_metric, fmt_signed, reasons,
+                                      why_text)
+from s3gym_tui.engine.report import RunReport, on_game_scales, run_report, summary_vs_history
 from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run
 from s3gym_tui.screens.analysis_common import AnalysisScreen
@@ -33,7 +34,8 @@ def num(value, signed: bool = False) -> Text:
 
 
 def table_note(table: str, undefined: bool = True) -> Text:
-    """What the columns of a report table mean (engine.glossary), shown under the table."""
+    """What the columns of a report table mean (engine.glossary), shown under the table, and why a
+    figure of it can be undefined (the reasons its `why —` column names)."""
     text = Text()
     for k, (name, meaning) in enumerate(definitions(table)):
         if k:
@@ -41,14 +43,30 @@ def table_note(table: str, undefined: bool = True) -> Text:
         text.append(name, style="bold")
         text.append(f" {meaning}")
     if undefined:
-        text.append(f"\n{UNDEFINED}")
+        text.append(f"\n{UNDEFINED}: ")
+        for k, (name, meaning) in enumerate(reasons(table)):
+            if k:
+                text.append("  ·  ")
+            text.append(name, style="bold italic")
+            text.append(f": {meaning}")
     return text
 
 
+def why(value) -> Text:
+    """A row's `why —` cell: its undefined figures and their reason (blank when all are defined)."""
+    return Text(value or "", style="italic")
+
+
 def build_reports(store, run_ids: Sequence[str]) -> tuple[list[RunReport], list]:
-    """The engine's reports for these runs (in the given order) and their Delta NABA rows."""
-    reports = [run_report(store, store.get_run(run_id)) for run_id in run_ids]
+    """The engine's reports for these runs (in the given order, NMAE on one scale per game) and their
+    Delta NABA rows."""
+    reports = on_game_scales([run_report(store, store.get_run(run_id)) for run_id in run_ids])
     return reports, summary_vs_history(reports)
+
+
+CURVE_NAMES = {"y0": "y0", "avg": "Avg", "max": "Max", "auc_plus": "AUC+", "naba": "NABA"}
+JUDGING_NAMES = {"agreement": "agreement", "nmae": "NMAE", "over": "over", "under": "under"}
+COUPLING_NAMES = {"corr_agreement": "corr(A, g)", "corr_neg_nmae": "corr(−E, g)"}
 
 
 class ReportScreen(LiveScreenMixin, AnalysisScreen):
@@ -104,6 +122,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                 yield Label("Self-judging (exploration and evaluation steps)", classes="report-title")
                 yield DataTable(id="report-judging-table", cursor_type="row", zebra_stripes=True)
                 yield Static(table_note("judging"), classes="report-note")
+                yield Static(id="report-scale", classes="report-note")
                 yield Label("Judgement-improvement coupling (exploration blocks)", classes="report-title")
                 yield DataTable(id="report-coupling-table", cursor_type="row", zebra_stripes=True)
                 yield Static(table_note("coupling", undefined=True), classes="report-note")
@@ -115,10 +134,11 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#report-plot").border_title = "Checkpoint curves"
         columns = {
             "#report-curve-table": ("run", "game", "pathway", "model", "ckpts", "y0", "Avg", "Max", "AUC+",
-                                    "NABA"),
-            "#report-delta-table": ("game", "pairs", "wins", "losses", "ties", "mean ΔNABA", "skipped"),
-            "#report-judging-table": ("run", "phase", "n", "missing", "agreement", "NMAE", "over", "under"),
-            "#report-coupling-table": ("run", "blocks", "used", "corr(A, g)", "corr(−E, g)"),
+                                    "NABA", "why —"),
+            "#report-delta-table": ("game", "pairs", "wins", "losses", "ties", "mean ΔNABA", "skipped", "why —"),
+            "#report-judging-table": ("run", "phase", "n", "missing", "agreement", "NMAE", "over", "under",
+                                      "why —"),
+            "#report-coupling-table": ("run", "blocks", "used", "corr(A, g)", "corr(−E, g)", "why —"),
         }
         for table_id, labels in columns.items():
             table = self.query_one(table_id, DataTable)
@@ -236,28 +256,44 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         for r in self.reports:
             c, cfg = r.curve, r.run.config
             table.add_row(r.run.id, cfg.game, cfg.pathway, cfg.model, f"{c.n}/{len(r.points)}", num(c.y0),
-                          num(c.avg), num(c.max), num(c.auc_plus), num(c.naba), key=r.run.id)
+                          num(c.avg), num(c.max), num(c.auc_plus), num(c.naba),
+                          why(why_text(c.why, CURVE_NAMES, CURVE_NAMES)), key=r.run.id)
 
         table = self.query_one("#report-delta-table", DataTable)
         table.clear()
         if not self.deltas:
             table.add_row(Text("no Summary/History pair of the same model and game among these runs",
-                               style="dim italic"), "", "", "", "", "", "", key="none")
+                               style="dim italic"), "", "", "", "", "", "", "", key="none")
         for row in self.deltas:
             table.add_row(Text(row.game, style="bold" if row.game == "overall" else ""), str(row.n),
                           str(row.wins), str(row.losses), str(row.ties), num(row.mean_delta, signed=True),
-                          str(row.skipped), key=row.game)
+                          str(row.skipped), why(why_text(row.why, {"mean_delta": "mean ΔNABA"})), key=row.game)
 
         table = self.query_one("#report-judging-table", DataTable)
         table.clear()
         for r in self.reports:
             for phase, j in (("explore", r.judging), ("eval", r.judging_eval)):
                 table.add_row(r.run.id, phase, str(j.n), str(j.missing), num(j.agreement), num(j.nmae),
-                              num(j.over), num(j.under), key=f"{r.run.id}:{phase}")
+                              num(j.over), num(j.under), why(why_text(j.why, JUDGING_NAMES, JUDGING_NAMES)),
+                              key=f"{r.run.id}:{phase}")
+        self.query_one("#report-scale", Static).update(self._scale_text())
 
         table = self.query_one("#report-coupling-table", DataTable)
         table.clear()
         for r in self.reports:
             cp = r.coupling
             table.add_row(r.run.id, str(len(cp.blocks)), str(cp.n_used), num(cp.corr_agreement),
-                          num(cp.corr_neg_nmae), key=r.run.id)
+                          num(cp.corr_neg_nmae), why(why_text(cp.why, COUPLING_NAMES)), key=r.run.id)
+
+    def _scale_text(self) -> Text:
+        """The NMAE scale of each game shown (the engine's, carried by every report)."""
+        text = Text()
+        text.append("NMAE scale", style="bold")
+        text.append(f": {NMAE_SCALE}.")
+        scales = {r.run.config.game: r.scale for r in self.reports if r.scale is not None}
+        for game, scale in sorted(scales.items()):
+            bounds = (f"s {fmt_metric(scale.s[0])}..{fmt_metric(scale.s[1])}, "
+                      f"r {fmt_metric(scale.r[0])}..{fmt_metric(scale.r[1])} over {scale.n} steps"
+                      if scale.s is not None else "no self-scored step")
+            text.append(f"\n  {game}: {bounds}")
+        return text

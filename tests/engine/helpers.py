@@ -7,7 +7,7 @@ import statistics
 
 import games
 from s3gym_tui.engine.runner import ProtocolRunner
-from s3gym_tui.models import RunConfig
+from s3gym_tui.models import Checkpoint, Episode, RunConfig, Step
 from s3gym_tui.store import Store
 
 
@@ -55,3 +55,39 @@ def check_run_consistency(store: Store, run) -> None:
         assert all(e.phase == "eval" and e.checkpoint == c.x for e in eps)
         assert [e.seed for e in eps] == [cfg.eval_seed(j) for j in range(cfg.eval_episodes)]
         assert c.mean == statistics.mean(e.score for e in eps)
+
+
+def _step(episode_id: str, index: int, s, r) -> Step:
+    return Step(episode_id=episode_id, index=index, observation="o", prompt="[]", reply="r", action="a",
+                self_score=s, reward=r, feedback="", valid=True, terminated=False, truncated=False)
+
+
+def _episode(run, phase: str, index: int, checkpoint=None, score=0.0) -> Episode:
+    seed = (1_000_000 + index) if phase == "eval" else index
+    suffix = f"c{checkpoint:03d}-e{index}" if phase == "eval" else f"x{index:03d}"
+    return Episode(id=f"{run.id}-{suffix}", run_id=run.id, game=run.config.game, mode=phase, phase=phase,
+                   seed=seed, index=index, checkpoint=checkpoint, model=run.config.model,
+                   pathway=run.config.pathway, status="finished", score=score)
+
+
+def hand_run(store: Store, run_id: str, explore: list[list[tuple]], evals: dict[int, list[list[tuple]]],
+             means: dict[int, list[float]], game="trust", pathway="none", model="m/x", status="finished",
+             explore_episodes=None, sweep_id=None):
+    """A run written step by step: exploration episodes of (s, r) steps, evaluation episodes per
+    checkpoint x with their scores; checkpoints not in `evals` are left unscored."""
+    cfg = RunConfig(model=model, game=game, pathway=pathway,
+                    explore_episodes=len(explore) if explore_episodes is None else explore_episodes,
+                    eval_every=3, eval_episodes=max((len(v) for v in evals.values()), default=1))
+    run = store.create_run(cfg, run_id=run_id, sweep_id=sweep_id)
+    for i, pairs in enumerate(explore):
+        ep = store.add_episode(_episode(run, "explore", i))
+        store.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
+    for x, episodes in evals.items():
+        ids = []
+        for j, pairs in enumerate(episodes):
+            ep = store.add_episode(_episode(run, "eval", j, x, means[x][j]))
+            store.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
+            ids.append(ep.id)
+        store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=tuple(ids), scores=tuple(means[x])))
+    store.set_run_status(run.id, status)
+    return store.get_run(run.id)

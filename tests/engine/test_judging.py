@@ -6,9 +6,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from s3gym_tui.engine.glossary import FEW_BLOCKS, NO_STEPS, NO_VARIANCE, R_CONSTANT, S_CONSTANT
 from s3gym_tui.engine.judging import (
-    agreement, coupling, game_range_width, group_reports, judging_report, nmae, over_confidence,
-    pearson, reports_by_game, reports_by_run, split_blocks, under_confidence,
+    Scale, agreement, coupling, game_range_width, group_reports, judging_report, nmae, nmae_why,
+    over_confidence, pearson, pearson_why, reports_by_game, reports_by_run, scale_of, split_blocks,
+    under_confidence,
 )
 
 # (s, r)                     s>0?  r>0?
@@ -42,23 +44,31 @@ def test_report_on_small_table_with_missing_scores():
     assert nmae(TABLE) == pytest.approx(23 / 72)
 
 
-def test_constant_series_normalise_to_zero():
+def test_a_constant_series_cannot_be_min_max_normalised_so_nmae_is_undefined():
+    # norm(v) = (v - min) / (max - min) is 0/0 for a series that never varies. It used to be taken
+    # as 0, so a model that always says "Score: 1" got NMAE = mean norm(r), and one whose s and r
+    # were both constant got NMAE 0.00, a perfect score it never earned.
     pairs = [(1.0, 0.0), (1.0, 2.0), (1.0, 4.0)]
-    # s constant -> norm s = 0, 0, 0; r: min 0 max 4 -> 0, 0.5, 1 -> mean |diff| = 1.5/3
-    assert nmae(pairs) == pytest.approx(0.5)
+    assert nmae(pairs) is None and nmae_why(pairs) == (None, S_CONSTANT)
     rep = judging_report(pairs)
-    assert rep.agreement == pytest.approx(2 / 3)  # (1,2), (1,4) agree; (1,0) over
+    assert rep.nmae is None and rep.why == {"nmae": S_CONSTANT}
+    assert rep.agreement == pytest.approx(2 / 3)  # (1,2), (1,4) agree; (1,0) over: still defined
     assert rep.over == pytest.approx(1 / 3) and rep.under == 0.0
-    # both constant -> both all zeros -> 0
-    assert nmae([(2.0, 5.0), (2.0, 5.0)]) == 0.0
+    assert nmae_why([(0.0, 5.0), (2.0, 5.0)]) == (None, R_CONSTANT)
+    assert nmae_why([(2.0, 5.0), (2.0, 5.0)]) == (None, S_CONSTANT)
+    # on a scale where s does vary (e.g. its game's, over other runs' steps) it is defined
+    assert nmae(pairs, (0.0, 2.0), (0.0, 4.0)) == pytest.approx((0.5 + 0.0 + 0.5) / 3)
+    assert judging_report(pairs, scale=Scale(s=(0.0, 2.0), r=(0.0, 4.0))).why == {}
 
 
 def test_empty_and_all_missing():
     rep = judging_report([])
     assert (rep.n, rep.missing) == (0, 0)
     assert rep.agreement is None and rep.nmae is None and rep.over is None and rep.under is None
+    assert rep.why == dict.fromkeys(("agreement", "nmae", "over", "under"), NO_STEPS)
     rep = judging_report([(None, 1.0), (float("nan"), 0.0)])
-    assert (rep.n, rep.missing) == (0, 2) and rep.agreement is None
+    assert (rep.n, rep.missing) == (0, 2) and rep.agreement is None and rep.why["agreement"] == NO_STEPS
+    assert scale_of([(None, 1.0)]) == Scale(s=None, r=None, n=0)
 
 
 def test_grouping_normalises_within_each_group():
@@ -81,6 +91,10 @@ def test_grouping_normalises_within_each_group():
     by_run = reports_by_run(rows)
     assert list(by_run) == ["r1", "r2", "r3"]
     assert by_run["r3"].n == 1 and by_run["r3"].missing == 1
+    # a run is on its game's scale (trust: s 1..2, r 10..20), not on its own steps' (one step each,
+    # constant, so undefined): r2 (1, 10) -> |0 - 0| = 0; r3 (2, 20) -> |1 - 1| = 0
+    assert by_run["r2"].nmae == 0.0 and by_run["r3"].nmae == 0.0
+    assert group_reports(rows, "run_id")["r2"].why == {"nmae": S_CONSTANT}  # each run on its own
     # tuples ending in (s, r), keyed by index or by function
     tuples = [("snake", "r1", 0.0, 0.0), ("snake", "r1", 4.0, 1.0), ("trust", "r2", 1.0, -1.0)]
     by_index = group_reports(tuples, 0)
@@ -148,6 +162,23 @@ def test_coupling_undefined_cases():
     assert rep.n_used == 4 and rep.corr_agreement is None
     with pytest.raises(ValueError):
         coupling([(0, 0.0), (3, 1.0)], steps, (5.0, 5.0))
+
+
+def test_an_undefined_correlation_says_why():
+    steps = _coupling_steps()
+    rep = coupling([(0, 0.0), (3, 1.0), (6, 2.0)], steps, 40.0)
+    assert rep.why == {"corr_agreement": FEW_BLOCKS, "corr_neg_nmae": FEW_BLOCKS}
+    rep = coupling([(0, 0.0), (3, 1.0), (6, 2.0), (9, 3.0), (12, 4.0)], steps, 40.0)  # constant gains
+    assert rep.why == {"corr_agreement": NO_VARIANCE, "corr_neg_nmae": NO_VARIANCE}
+    rep = coupling([(0, 0.0), (3, 1.0), (6, 3.0), (9, 6.0), (12, 10.0)], steps, 40.0)
+    assert rep.why == {} and rep.corr_agreement == pytest.approx(1.0)
+    # on a scale where s never varies, no block has an NMAE: corr(-E, g) cannot be computed
+    flat = Scale(s=(1.0, 1.0), r=(-1.0, 1.0), n=16)
+    rep = coupling([(0, 0.0), (3, 1.0), (6, 3.0), (9, 6.0), (12, 10.0)], steps, 40.0, scale=flat)
+    assert all(b.nmae is None for b in rep.blocks) and rep.n_used == 0
+    assert rep.corr_neg_nmae is None and rep.why["corr_neg_nmae"] == FEW_BLOCKS
+    assert pearson_why([1, 2, 3], [5, 5, 5]) == (None, NO_VARIANCE)
+    assert pearson_why([1, 2], [1, 2]) == (None, FEW_BLOCKS)
 
 
 def test_split_blocks_and_pearson():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from s3gym_tui.engine.glossary import NABA_UNDEFINED, NO_CHECKPOINT, NO_Y0, ONE_CHECKPOINT
 from s3gym_tui.engine.metrics import (
     OVERALL, auc_plus, avg, curve_metrics, delta_naba_table, game_curve_metrics, game_eps,
     max_score, naba,
@@ -93,6 +94,7 @@ def test_missing_y0_makes_relative_metrics_undefined():
     m = curve_metrics(pts, eps=1.0)
     assert m.y0 is None
     assert m.auc_plus is None and m.naba is None and m.final_delta is None
+    assert m.why == {"y0": NO_Y0, "auc_plus": NO_Y0, "naba": NO_Y0, "final_delta": NO_Y0}
     assert m.avg == pytest.approx(5.0)
     assert m.max == pytest.approx(6.0)
     assert m.final == pytest.approx(6.0)
@@ -126,10 +128,26 @@ def test_negative_y0_trust():
 def test_degenerate_curves():
     empty = curve_metrics([], eps=1.0)
     assert empty.avg is None and empty.max is None and empty.auc_plus is None and empty.naba is None
-    single = curve_metrics([(0, 3.0)], eps=1.0)
-    assert single.auc_plus == 0.0 and single.naba == 0.0 and single.final_delta == 0.0
+    assert set(empty.why.values()) == {NO_CHECKPOINT} and {"avg", "max", "naba"} <= set(empty.why)
     with pytest.raises(ValueError):
         curve_metrics([(0, 1.0), (0, 2.0)], eps=1.0)
+
+
+@pytest.mark.parametrize("points", [
+    [(0, 3.0)],  # a run with one checkpoint (no exploration)
+    [(0, 3.0), (3, None)],  # 1 of 2 checkpoints: a budget-stopped or interrupted sweep
+    [(0, 3.0), (3, None), (6, None)],
+])
+def test_fewer_than_two_checkpoints_leave_auc_and_naba_undefined_not_zero(points):
+    # there is no curve to integrate: AUC+ over [x_0, x_0] would be 0 and read as "no gain"
+    m = curve_metrics(points, eps=1.0)
+    assert m.auc_plus is None and m.naba is None and m.final_delta is None
+    assert m.why == {"auc_plus": ONE_CHECKPOINT, "naba": ONE_CHECKPOINT, "final_delta": ONE_CHECKPOINT}
+    assert auc_plus(points) is None
+    # what is defined stays defined: the one score there is, and how many checkpoints it came from
+    assert (m.y0, m.avg, m.max, m.final, m.n) == (3.0, 3.0, 3.0, 3.0, 1)
+    assert curve_metrics(points + [(9, 3.0)], eps=1.0).naba == 0.0  # a second point: a real 0
+    assert curve_metrics(points + [(9, 3.0)], eps=1.0).why == {}
 
 
 def test_delta_naba_table():
@@ -158,4 +176,14 @@ def test_delta_naba_tie_threshold_and_empty_game():
     trust, pvz, overall = rows
     assert (trust.wins, trust.losses, trust.ties) == (1, 0, 1)  # 5e-9 >= 1e-9 wins; -1e-12 ties
     assert pvz.n == 0 and pvz.mean_delta is None and pvz.skipped == 1
+    assert pvz.why == {"mean_delta": NABA_UNDEFINED} and trust.why == {}
     assert overall.n == 2 and overall.skipped == 1
+
+
+def test_an_undefined_naba_is_neither_a_tie_nor_a_win():
+    # History stopped after x = 0: its NABA is undefined (it was 0.0 and made this pair a tie)
+    history = curve_metrics([(0, 2.0), (3, None)], eps=1.0).naba
+    summary = curve_metrics([(0, 2.0), (3, 2.0)], eps=1.0).naba
+    [trust, overall] = delta_naba_table([("trust", "m", summary, history)])
+    assert (trust.n, trust.wins, trust.losses, trust.ties, trust.skipped) == (0, 0, 0, 0, 1)
+    assert trust.mean_delta is None and overall.mean_delta is None

@@ -18,40 +18,9 @@ from s3gym_tui.cli.tables import print_report
 from s3gym_tui.engine.report import run_report
 from s3gym_tui.engine.report_tables import build_report
 from s3gym_tui.engine.runner import ProtocolRunner
-from s3gym_tui.models import Checkpoint, Episode, RunConfig, Step
+from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
-
-
-def _step(episode_id: str, index: int, s, r) -> Step:
-    return Step(episode_id=episode_id, index=index, observation="o", prompt="[]", reply="r", action="a",
-                self_score=s, reward=r, feedback="", valid=True, terminated=False, truncated=False)
-
-
-def _episode(run, phase: str, index: int, checkpoint=None, score=0.0) -> Episode:
-    seed = (1_000_000 + index) if phase == "eval" else index
-    suffix = f"c{checkpoint:03d}-e{index}" if phase == "eval" else f"x{index:03d}"
-    return Episode(id=f"{run.id}-{suffix}", run_id=run.id, game=run.config.game, mode=phase, phase=phase,
-                   seed=seed, index=index, checkpoint=checkpoint, model=run.config.model,
-                   pathway=run.config.pathway, status="finished", score=score)
-
-
-def _hand_run(store: Store, run_id: str, explore: list[list[tuple]], evals: dict[int, list[list[tuple]]],
-              means: dict[int, list[float]], game="trust", pathway="none"):
-    cfg = RunConfig(model="m/x", game=game, pathway=pathway, explore_episodes=len(explore),
-                    eval_every=3, eval_episodes=max((len(v) for v in evals.values()), default=1))
-    run = store.create_run(cfg, run_id=run_id)
-    for i, pairs in enumerate(explore):
-        ep = store.add_episode(_episode(run, "explore", i))
-        store.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
-    for x, episodes in evals.items():
-        ids = []
-        for j, pairs in enumerate(episodes):
-            ep = store.add_episode(_episode(run, "eval", j, x, means[x][j]))
-            store.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
-            ids.append(ep.id)
-        store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=tuple(ids), scores=tuple(means[x])))
-    store.set_run_status(run.id, "finished")
-    return store.get_run(run.id)
+from tests.engine.helpers import hand_run as _hand_run
 
 
 def test_self_judging_is_over_all_steps_per_game_and_split_by_phase(tmp_path):
@@ -80,8 +49,8 @@ def test_self_judging_is_over_all_steps_per_game_and_split_by_phase(tmp_path):
 
 def _coupling_run(store: Store):
     """Exploration blocks [0,3), [3,6), [6,9) with agreement 1, 2/3, 1/3 and gains +2, +1, -1."""
-    def block(agree: int):  # three episodes of one step: `agree` of them agree
-        return [[(1, 1)] if k < agree else [(1, -1)] for k in range(3)]
+    def block(agree: int):  # three episodes of one step: `agree` of them agree, with s and r in {-1, 1}
+        return [[(1, 1) if k % 2 == 0 else (-1, -1)] if k < agree else [(1, -1)] for k in range(3)]
 
     explore = block(3) + block(2) + block(1)
     means = {0: [0.0], 3: [2.0], 6: [3.0], 9: [2.0]}
@@ -100,8 +69,8 @@ def test_the_cli_reports_both_coupling_correlations(tmp_path, capsys):
     agreement = [1.0, 2 / 3, 1 / 3]
     assert row["used"] == 3
     assert row["corr_agreement_gain"] == pytest.approx(statistics.correlation(agreement, gains))
-    # E_t: s is constant (normalises to 0), r in {-1, 1} -> norm 0 or 1: E_t = share of agreeing steps
-    assert row["corr_neg_nmae_gain"] == pytest.approx(statistics.correlation([-a for a in agreement], gains))
+    # E_t: s and r in {-1, 1} -> norm 0 or 1: an agreeing step has |diff| 0, another 1, so E_t = 1 - A_t
+    assert row["corr_neg_nmae_gain"] == pytest.approx(statistics.correlation([a - 1 for a in agreement], gains))
     code = main(["report", run.id, "--db", str(db)])
     out = capsys.readouterr().out
     assert "corr(-E,g)" in out and f"{row['corr_neg_nmae_gain']:.2f}" in out

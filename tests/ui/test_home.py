@@ -275,3 +275,28 @@ async def test_help_defines_every_metric(app):
         for name in ("Avg", "Max", "AUC+", "NABA", "NMAE", "agreement", "over", "under", "corr(A, g)"):
             assert f"  {name}: {METRICS[name]}" in text
         assert "— = not defined" in text
+
+
+async def test_run_details_show_an_undefined_naba_as_undefined(tmp_path, settings):
+    """A run stopped after its x = 0 checkpoint: Home's details say AUC+ and NABA are — and why."""
+    from tests.engine.helpers import hand_run
+
+    path = tmp_path / "partial.db"
+    with Store(path) as store:
+        hand_run(store, "trust-history-partial", [[(2, 1)]], {0: [[(1, 1)]]}, {0: [2.0]}, pathway="history",
+                 explore_episodes=3, status="stopped")
+        hand_run(store, "trust-summary-full", [[(1, 1)]] * 3, {0: [[(1, 0)]], 3: [[(2, 2)]]},
+                 {0: [2.0], 3: [4.0]}, pathway="summary")
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = pilot.app.screen
+        table = screen.query_one("#runs", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index("trust-history-partial"))
+        await pilot.pause()
+        details = str(screen.query_one("#run-details").content)
+        assert "x=0   2.00" in details
+        assert "AUC+ — · NABA — (1 of 2 checkpoints scored; AUC+, NABA: one checkpoint)" in details
+        table.move_cursor(row=table.get_row_index("trust-summary-full"))
+        await pilot.pause()
+        assert "AUC+ 3.00 · NABA 1.50 (2 of 2 checkpoints scored)" in str(screen.query_one("#run-details").content)

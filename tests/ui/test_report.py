@@ -5,7 +5,8 @@ from __future__ import annotations
 from textual.widgets import DataTable, SelectionList
 
 from s3gym_tui.app import S3GymApp
-from s3gym_tui.engine.report import run_report, summary_vs_history
+from s3gym_tui.engine.glossary import REASONS
+from s3gym_tui.engine.report import on_game_scales, run_report, summary_vs_history
 from s3gym_tui.screens.analysis_common import fmt, fmt_signed
 from s3gym_tui.screens.report import ReportScreen
 from s3gym_tui.store import Store
@@ -34,7 +35,7 @@ async def test_report_shows_the_engine_values_for_the_demo_runs(demo_db, setting
     path, ids = demo_db
     run_ids = [ids["trust-history"], ids["trust-summary"], ids["snake-summary"]]
     with Store(path) as store:
-        reports = {r: run_report(store, store.get_run(r)) for r in run_ids}
+        reports = dict(zip(run_ids, on_game_scales([run_report(store, store.get_run(r)) for r in run_ids])))
         deltas = summary_vs_history(list(reports.values()))
     assert [d.game for d in deltas] == ["trust", "overall"]
     app = S3GymApp(db_path=path, settings=settings)
@@ -54,14 +55,14 @@ async def test_report_shows_the_engine_values_for_the_demo_runs(demo_db, setting
         judging = rows(screen, "#report-judging-table")
         for run_id, report in reports.items():
             for phase, j in (("explore", report.judging), ("eval", report.judging_eval)):
-                assert judging[f"{run_id}:{phase}"][2:] == [str(j.n), str(j.missing), fmt(j.agreement),
-                                                             fmt(j.nmae), fmt(j.over), fmt(j.under)]
+                assert judging[f"{run_id}:{phase}"][2:8] == [str(j.n), str(j.missing), fmt(j.agreement),
+                                                              fmt(j.nmae), fmt(j.over), fmt(j.under)]
             assert j.n > 0
         coupling = rows(screen, "#report-coupling-table")
         for run_id, report in reports.items():
             cp = report.coupling
-            assert coupling[run_id][1:] == [str(len(cp.blocks)), str(cp.n_used), fmt(cp.corr_agreement),
-                                            fmt(cp.corr_neg_nmae)]
+            assert coupling[run_id][1:5] == [str(len(cp.blocks)), str(cp.n_used), fmt(cp.corr_agreement),
+                                             fmt(cp.corr_neg_nmae)]
         curves = screen.query_one(CurvePlot).curves
         assert [c.points for c in curves] == [reports[r].points for r in run_ids]
 
@@ -127,13 +128,43 @@ async def test_report_numbers_have_one_format_and_every_metric_is_explained(demo
         for table_id, first in (("#report-curve-table", 5), ("#report-judging-table", 4),
                                 ("#report-coupling-table", 3)):
             for row in rows(screen, table_id).values():
-                cells += row[first:]
+                cells += row[first:-1]  # the last column says why a figure is undefined
         assert cells and all(re.fullmatch(r"-?\d+\.\d{2}|—", c) for c in cells), cells
         notes = " ".join(str(w.content) for w in screen.query(".report-note"))
         for name in ("y0", "Avg", "Max", "AUC+", "NABA", "ΔNABA", "skipped", "agreement", "NMAE", "over",
                      "under", "corr(A, g)", "corr(−E, g)"):
             assert name in notes and METRICS[name] in notes
         assert "— = not defined" in notes
+
+
+async def test_a_partial_run_shows_dashes_and_why(tmp_path, settings):
+    """A History run stopped after x = 0 beside a finished Summary run, and a run whose self-score
+    never varies: the Report screen shows — (not 0.00) and says why, in the row and under the table."""
+    from tests.engine.helpers import hand_run
+
+    path = tmp_path / "partial.db"
+    with Store(path) as store:
+        hand_run(store, "trust-history-partial", [[(2, 1), (0, -1)]], {0: [[(1, 1), (0, 0)]]}, {0: [2.0]},
+                 pathway="history", explore_episodes=3, status="stopped")
+        hand_run(store, "trust-summary-full", [[(1, 1)], [(0, 1)], [(2, 3)]], {0: [[(1, 0)]], 3: [[(2, 2)]]},
+                 {0: [2.0], 3: [4.0]}, pathway="summary")
+        hand_run(store, "snake-none-constant", [[(1, 0), (1, 1), (1, 4)]] * 3, {0: [[(1, 0)]], 3: [[(1, 1)]]},
+                 {0: [0.0], 3: [1.0]}, game="snake")
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await open_report(app, pilot, ["trust-history-partial", "trust-summary-full",
+                                                "snake-none-constant"])
+        curve = rows(screen, "#report-curve-table")["trust-history-partial"]
+        assert curve[4:] == ["1/2", "2.00", "2.00", "2.00", "—", "—", "AUC+, NABA: one checkpoint"]
+        assert rows(screen, "#report-curve-table")["trust-summary-full"][8:] == ["3.00", "1.50", ""]
+        delta = rows(screen, "#report-delta-table")["trust"]
+        assert delta[1:] == ["0", "0", "0", "0", "—", "1", "mean ΔNABA: NABA undefined"]
+        judging = rows(screen, "#report-judging-table")["snake-none-constant:explore"]
+        assert judging[5] == "—" and judging[-1] == "NMAE: s constant" and judging[4] == "0.67"
+        notes = " ".join(str(w.content) for w in screen.query(".report-note"))
+        for reason in ("one checkpoint", "NABA undefined", "s constant", "< 3 blocks"):
+            assert f"{reason}: {REASONS[reason]}" in notes
+        assert "snake: s 1.00..1.00" in notes  # the scale NMAE would divide by
 
 
 async def test_equal_curves_are_drawn_once_and_named_together_beside_the_plot(demo_db, settings):
