@@ -128,3 +128,14 @@ def test_every_control_format_and_separator_character_of_unicode_is_changed():
             if chr(code) != "\n" and unicodedata.category(chr(code)) in ("Cc", "Cf", "Zl", "Zp", "Cs")
             and is_safe(chr(code))]
     assert kept == []
+
+
+def test_the_fast_check_agrees_with_the_full_one_on_every_character():
+    """is_safe checks str.isprintable() and a short list first: that list must be exactly the unsafe
+    characters isprintable() accepts, or the fast path would let one through."""
+    from s3gym_tui import textgate
+
+    for code in range(0x110000):
+        ch = chr(code)
+        full = textgate._UNSAFE.search(ch) is None
+        assert is_safe(ch) == full and is_safe("abc" + ch + "é") == full, hex(code)

@@ -31,7 +31,7 @@ def renders_with_focus(game: Any) -> bool:
 
 def _gated(line: list) -> list:
     """A rendered line with its text through the gate (styles and Rich's control segments kept)."""
-    if all(segment.control or is_safe(segment.text) for segment in line):
+    if is_safe("".join(segment.text for segment in line if not segment.control)):
         return line
     return [segment if segment.control else Segment(safe(segment.text, max_chars=None, one_line=True),
                                                      segment.style) for segment in line]
