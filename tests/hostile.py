@@ -98,7 +98,7 @@ def build_hostile_db(path: Path, base_url: str, server=None) -> dict:
     (pairs) played by a model with a hostile name answering with the corpus (replies, actions,
     prompts, summaries); a run stopped by a 400 whose
     message is hostile (its stop reason); a run with a hostile id, model name, api base and note;
-    hostile feedback, faults and episode models; a human summary version; a sweep with a hostile
+    hostile feedback, faults, observations and episode models; a human summary version; a sweep with a hostile
     model and note; a dataset, a training and a study with hostile ids. `server` (a FakeOpenAI at
     `base_url`) answers with `reply_for`. Returns the ids."""
     from s3gym_tui.engine.runner import ProtocolRunner
@@ -163,9 +163,9 @@ def build_hostile_db(path: Path, base_url: str, server=None) -> dict:
                              (played.id,)).fetchone()[0]
         ids["episode"] = first
         conn.execute("UPDATE episodes SET model = ? WHERE id = ?", ("hosted_vllm/" + short("osc2-st"), first))
-        conn.execute("UPDATE steps SET feedback = ?, fault = ? WHERE episode_id = ?",
+        conn.execute("UPDATE steps SET feedback = ?, fault = ?, observation = ? WHERE episode_id = ?",
                      (CORPUS["report-payload"] + CORPUS["cr-overwrite"], CORPUS["osc52-bel"] + CORPUS["c1-csi"],
-                      first))
+                      CORPUS["csi-erase-screen"] + CORPUS["bidi-isolates"], first))
     conn.close()
     return ids
 
