@@ -32,6 +32,10 @@ class S3GymApp(App):
     def __init__(self, db_path: Optional[Path] = None, default_model: Optional[str] = None,
                  settings: Optional[Settings] = None) -> None:
         super().__init__()
+        from s3gym_tui.textgate import GatedConsole
+
+        # what Textual prints when the app ends on an error (a traceback quoting stored text) is gated too
+        self.error_console = GatedConsole(markup=False, highlight=False, stderr=True)
         self.settings = settings or load_settings()
         if default_model:
             self.settings = self.settings.model_copy(update={"default_model": default_model})
@@ -134,6 +138,14 @@ class S3GymApp(App):
         if isinstance(screen, Screen):
             presize(screen, self)
         return without_mount_relayout(super().push_screen(screen, *args, **kwargs), screen)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = True):
+        """Every notification (widgets and screens call this one) passes the gate: it shows errors that
+        quote providers and stored text. Plain text: no markup is read from the message."""
+        from s3gym_tui.textgate import safe
+
+        return super().notify(safe(message, max_chars=2000, max_lines=12), title=safe(title, one_line=True, max_chars=200),
+                              severity=severity, timeout=timeout, markup=False)
 
     # ----- navigation (lazy imports keep start-up fast) -----------------------------------
     def open_play(self, **options) -> None:

@@ -71,9 +71,10 @@ class _Handler(BaseHTTPRequestHandler):
             fake.hang.wait(600)
         status = int(spec.get("status", 200))
         headers = spec.get("headers") or {}
+        raw = spec.get("raw_body")
         if status != 200:
-            self._send(status, {"error": {"message": spec.get("error", f"fake error {status}"),
-                                          "type": "fake", "code": status}}, headers)
+            body = {"error": {"message": spec.get("error", f"fake error {status}"), "type": "fake", "code": status}}
+            self._send(status, raw.encode() if isinstance(raw, str) else body, headers)
             return
         reply = spec.get("reply", DEFAULT_REPLY)
         if callable(reply):
@@ -88,7 +89,6 @@ class _Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "finish_reason": "stop",
                              "message": {"role": "assistant", "content": reply}}],
                 "usage": usage}
-        raw = spec.get("raw_body")
         self._send(200, raw.encode() if isinstance(raw, str) else body, headers)
         with fake.lock:
             fake.completed += 1
@@ -120,7 +120,8 @@ class FakeOpenAI(ThreadingHTTPServer):
 
     def behave(self, times: Optional[int] = None, **spec: Any) -> "FakeOpenAI":
         """Answer the next `times` requests (all, if None) with `spec` (status, headers, reply,
-        usage, delay_s, hang, raw_body, error) instead of the default."""
+        usage, delay_s, hang, raw_body, error) instead of the default. `raw_body` is sent as it is,
+        with any status (an error body a server wrote itself, control characters and all)."""
         with self.lock:
             self.rules.append({**spec, "times": times})
         return self

@@ -9,11 +9,13 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 
-# Piped output is not wrapped at 80 columns: tables stay whole for files and other programs.
-console = Console(width=None if sys.stdout.isatty() else 200)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 400)
+from s3gym_tui.textgate import GatedConsole, safe_json
+
+# Piped output is not wrapped at 80 columns: tables stay whole for files and other programs. Both pass
+# every text segment through the gate (s3gym_tui.textgate): the commands gate what they print first.
+console = GatedConsole(width=None if sys.stdout.isatty() else 200)
+err = GatedConsole(stderr=True, width=None if sys.stderr.isatty() else 400)
 
 # Exit codes (distinct, documented in --help and the README).
 EXIT_OK = 0
@@ -38,6 +40,7 @@ ENV_VARS = (
     ("OPENAI_API_KEY, ANTHROPIC_API_KEY, ...", "provider keys, read by litellm (never stored)"),
     ("OMP_WAIT_POLICY", "PASSIVE by default for the embedded model"),
     ("USER", "the name recorded as human:<name> on summary edits, vetoes and pins (config: human_name)"),
+    ("S3GYM_TEXTGATE_STRICT", "tests: text printed without passing the gate is an error, not gated"),
 )
 
 
@@ -108,8 +111,9 @@ def _root(version: bool = typer.Option(False, "--version", help="Print the versi
 
 
 def emit_json(data: Any) -> None:
-    """One JSON document on stdout (no colour, no wrapping): for scripts."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """One JSON document on stdout (no colour, no wrapping): for scripts. Characters that would drive a
+    terminal are written as \\u escapes (the same JSON value)."""
+    sys.stdout.write(safe_json(json.dumps(data, indent=2, ensure_ascii=False, default=str)) + "\n")
     sys.stdout.flush()
 
 

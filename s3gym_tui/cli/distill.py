@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 
 from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
+from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
@@ -109,4 +109,4 @@ def matrix(study_id: Optional[str] = typer.Argument(None, help="A study (default
             raise UserError("no study yet: `s3gym distill EXPERT EXPERT ...` makes one")
         study_id = studies[0].id
     print_matrix(console, study_matrix(store, study_id))
-    console.print(f"[dim]study {escape(study_id)}: {store.get_study(study_id).status}[/]")
+    console.print(f"[dim]study {safe_markup(study_id)}: {store.get_study(study_id).status}[/]")

@@ -6,9 +6,9 @@ import sys
 from typing import Optional
 
 import typer
-from rich.markup import escape
 
 from s3gym_tui.cli.common import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_USAGE, UserError, cli, err
+from s3gym_tui.textgate import safe_markup
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -31,7 +31,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         code = cli(args=args, standalone_mode=False)  # click returns a command's typer.Exit code
     except (UserError, GameError, StoreError, ModelUnavailable, ConfigError, OutputError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
-        err.print(f"[red]error:[/] {escape(message)}", soft_wrap=True, markup=True, highlight=False)
+        err.print(f"[red]error:[/] {safe_markup(message, one_line=True, max_chars=4000)}", soft_wrap=True, markup=True, highlight=False)
         if isinstance(exc, ModelUnavailable):
             return EXIT_MODEL  # the model failed while working
         return int(getattr(exc, "exit_code", EXIT_USAGE))
@@ -39,7 +39,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "input"
         message = str(first.get("msg", "")).removeprefix("Value error, ")
-        err.print(f"[red]error:[/] {escape(where)}: {escape(message)}", soft_wrap=True, highlight=False)
+        err.print(f"[red]error:[/] {safe_markup(where, one_line=True)}: {safe_markup(message, one_line=True, max_chars=4000)}", soft_wrap=True, highlight=False)
         return EXIT_USAGE
     except KeyboardInterrupt:
         err.print("interrupted: stored data is intact; `s3gym resume RUN` (or SWEEP) continues")
@@ -48,7 +48,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         return int(exc.exit_code or 0)
     except Exception as exc:  # usage errors of typer's (vendored) click, and aborts
         if hasattr(exc, "format_message"):
-            err.print(f"[red]error:[/] {escape(exc.format_message())}", soft_wrap=True, highlight=False)
+            err.print(f"[red]error:[/] {safe_markup(exc.format_message(), one_line=True, max_chars=4000)}", soft_wrap=True, highlight=False)
             return int(getattr(exc, "exit_code", 2) or 2)
         if type(exc).__name__ == "Abort":
             return EXIT_INTERRUPTED

@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from s3gym_tui.cli.common import DbOption, JsonOption, cli, console, emit_json
+from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
@@ -38,7 +38,7 @@ def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "-
         move = policy.act(g.view())
         result = g.step(move.action)
         console.rule(f"step {g.steps}: {move.action}  (self-score {move.expected_reward:g}, reward {result.reward:g})")
-        console.print(escape(result.feedback))
+        console.print(safe_markup(result.feedback))
         console.print(g.render())
         if delay:
             time.sleep(delay)
@@ -121,8 +121,8 @@ def datasette_metadata(out: Optional[Path] = typer.Option(None, "--out", "-o", h
         out.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     except OSError as exc:
         raise UserError(f"cannot write {out}: {exc.strerror or exc}") from None
-    console.print(f"wrote {escape(str(out))}: {len(document['databases'][store.path.stem]['tables'])} tables "
-                  f"and views described; run `datasette {escape(str(store.path))} --metadata {escape(str(out))}`",
+    console.print(f"wrote {safe_markup(str(out))}: {len(document['databases'][store.path.stem]['tables'])} tables "
+                  f"and views described; run `datasette {safe_markup(str(store.path))} --metadata {safe_markup(str(out))}`",
                   soft_wrap=True)
 
 

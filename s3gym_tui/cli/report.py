@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 
 from s3gym_tui.cli.common import DbOption, JsonOption, UserError, _store, cli, console, err
+from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
@@ -52,7 +52,7 @@ def report(run_ids: List[str] = typer.Argument(None, metavar="[RUN]..."),
         if sweep is not None:
             s = meta["sweep"]
             unfinished = sum(r.status != "finished" for r in runs)
-            console.print(f"sweep [bold]{escape(stored.id)}[/] {stored.status}: {len(runs)} runs"
+            console.print(f"sweep [bold]{safe_markup(stored.id)}[/] {stored.status}: {len(runs)} runs"
                           + (f", {unfinished} not finished" if unfinished else "")
                           + f"; {s['usage']['calls']:,} model calls, ${s['usage']['cost']:,.4f}", soft_wrap=True)
         print_report(console, built, skip=("checkpoints",))
@@ -61,5 +61,5 @@ def report(run_ids: List[str] = typer.Argument(None, metavar="[RUN]..."),
 
         print_study_matrices(console, store, [r.id for r in runs])
     if csv_dir is not None:  # on stderr with --json, so stdout stays one JSON document
-        (err if as_json else console).print(f"wrote {len(paths)} CSV files to {escape(str(csv_dir))}",
+        (err if as_json else console).print(f"wrote {len(paths)} CSV files to {safe_markup(str(csv_dir))}",
                                             soft_wrap=True)

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from s3gym_tui.cli.common import (DbOption, JsonOption, ModelFailed, UserError, _fmt, _store, cli, console,
                                      emit_json, err)
+from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
@@ -67,13 +67,13 @@ def run(
                        max_retries=max_retries, **{k: v for k, v in chosen.items() if v is not None})
     _preflight(config)  # a doomed run is refused before anything is stored
     estimate = estimate_run(config)
-    console.print("[bold]estimate[/] " + "\n         ".join(escape(line) for line in estimate.lines()),
+    console.print("[bold]estimate[/] " + "\n         ".join(safe_markup(line) for line in estimate.lines()),
                   soft_wrap=True)
     if estimate_only:
         return
     store = _store(db, create=True)
     new_run = store.create_run(config)
-    console.print(f"run [bold]{escape(new_run.id)}[/] · {config.game} · {escape(config.model)} · "
+    console.print(f"run [bold]{safe_markup(new_run.id)}[/] · {config.game} · {safe_markup(config.model)} · "
                   f"pathway {config.pathway}")
     _follow(store, new_run)
 
@@ -167,11 +167,12 @@ def _follow(store, run, verb: str = "run") -> None:
             watch.add(event.step)
             warning = watch.warning
             if warning and not warned["shown"]:
-                progress.console.print(f"[yellow bold]warning:[/] {escape(warning)}", soft_wrap=True)
+                progress.console.print(f"[yellow bold]warning:[/] {safe_markup(warning)}", soft_wrap=True)
             warned["shown"] = bool(warning)
         if isinstance(event, StepDone) and event.episode.phase == "explore":
             progress.update(step_task, completed=event.step.index + 1,
-                            info=escape(f"last: {event.step.action[:30]!s} self {event.step.self_score}"))
+                            info="last: " + safe_markup(event.step.action, one_line=True, max_chars=30)
+                            + f" self {event.step.self_score}")
         elif isinstance(event, EpisodeDone) and event.episode.phase == "explore":
             progress.advance(explore_task)
             progress.update(explore_task, info=f"last score {_fmt(event.episode.score, 2)}")
@@ -192,8 +193,8 @@ def _follow(store, run, verb: str = "run") -> None:
     with progress:
         final = asyncio.run(drive())
     if runner.stop_reason is not None:  # Ctrl-C or SIGTERM: a clean, resumable stop
-        err.print(f"run {escape(final.id)} {runner.stop_reason}: stored data is intact")
-        err.print(f"resume with: s3gym resume {escape(final.id)}", highlight=False)
+        err.print(f"run {safe_markup(final.id)} {runner.stop_reason}: stored data is intact")
+        err.print(f"resume with: s3gym resume {safe_markup(final.id)}", highlight=False)
         raise typer.Exit(130)
     if outcome.get("error"):
         raise ModelFailed(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
@@ -227,7 +228,7 @@ def list_runs(db: Optional[Path] = DbOption,
                    shown_status(r.status, leases.get(r.id)), r.sweep_id or "-", r.created_at[:19]) for r in runs))
         print_table(console, table, more="see --json")
     for run_id, reason in damaged:  # listed, not hidden: the rest of the store is still readable
-        err.print(f"[yellow]warning:[/] {escape(reason)}", soft_wrap=True, highlight=False)
+        err.print(f"[yellow]warning:[/] {safe_markup(reason)}", soft_wrap=True, highlight=False)
 
 
 def _print_reports(store, runs) -> None:
@@ -244,7 +245,7 @@ def _print_reports(store, runs) -> None:
             for run_id, game, _pathway, _model, x, y, _why in table.rows:
                 by_run.setdefault((run_id, game), []).append(f"x={x}:{_fmt(y, 2)}")
             for (run_id, game), points in by_run.items():
-                console.print(f"{escape(run_id)} ({game}): " + "  ".join(points), soft_wrap=True)
+                console.print(f"{safe_markup(run_id)} ({game}): " + "  ".join(points), soft_wrap=True)
 
 
 @cli.command()
@@ -258,7 +259,7 @@ def audit(db: Optional[Path] = DbOption) -> None:
                       "trainings (rollouts, prompts); no seed crosses phases")
         return
     for problem in result.problems:
-        console.print(f"[red]leak[/] {escape(str(problem))}")
+        console.print(f"[red]leak[/] {safe_markup(str(problem))}")
     raise typer.Exit(1)
 
 
@@ -282,6 +283,6 @@ def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option
     except OutputError as exc:
         raise UserError(str(exc)) from None
     if out:
-        console.print(f"wrote {count} lines to {escape(str(out))}")
+        console.print(f"wrote {count} lines to {safe_markup(str(out))}")
 
 

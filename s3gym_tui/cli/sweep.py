@@ -4,16 +4,15 @@ planned and priced before it starts, run concurrently, stored and resumable as a
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _fmt, _store, cli, console
+from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _fmt, _store, cli, console, emit_json
+from s3gym_tui.textgate import safe_markup
 
 GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
 MODELS_HELP = ("Comma-separated litellm model strings; the family `scripted` means scripted/<game> for each "
@@ -125,7 +124,7 @@ def print_plan(sweep_config, plan) -> None:
     console.print("[dim]typical: replies of about 200 tokens; episodes that end early call less; tokens are "
                   "litellm's count for the model (a server's own tokenizer may count more)[/]")
     if plan.unpriced:
-        console.print(f"[yellow]price unknown[/] for {escape(', '.join(plan.unpriced))}: its calls cost "
+        console.print(f"[yellow]price unknown[/] for {safe_markup(', '.join(plan.unpriced))}: its calls cost "
                       f"nothing against --budget-usd", soft_wrap=True)
 
 
@@ -197,15 +196,15 @@ def sweep(
         try:
             preflight(runs)
         except UserError as exc:
-            console.print(f"[yellow]it could not start now[/]: {escape(str(exc))}", soft_wrap=True)
+            console.print(f"[yellow]it could not start now[/]: {safe_markup(str(exc))}", soft_wrap=True)
     else:
         preflight(runs)  # a doomed model is refused before anything is stored
     if plan_only or not confirm(yes, f"Start these {len(runs)} runs?"):
         console.print("not started; nothing was stored")
         return
     stored, _ = store.create_sweep(config, runs)
-    console.print(f"sweep [bold]{escape(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
-                  f"`s3gym resume {escape(stored.id)}`)", soft_wrap=True)
+    console.print(f"sweep [bold]{safe_markup(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
+                  f"`s3gym resume {safe_markup(stored.id)}`)", soft_wrap=True)
     follow_sweep(store, stored)
 
 
@@ -227,14 +226,14 @@ def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Option
     left = [r for r in store.sweep_runs(stored.id) if r.status != "finished"]
     if not left:
         store.set_sweep_status(stored.id, "finished", note="")
-        console.print(f"sweep {escape(stored.id)} is finished: `s3gym report --sweep {escape(stored.id)}`")
+        console.print(f"sweep {safe_markup(stored.id)} is finished: `s3gym report --sweep {safe_markup(stored.id)}`")
         return
     spent = store.sweep_usage(stored.id)["cost"]
     budget = stored.config.budget_usd
     if budget is not None and spent >= budget:
         raise UserError(f"sweep {stored.id}: its budget of ${budget:.2f} is spent (${spent:.4f}); resume with "
                         f"a larger --budget-usd")
-    console.print(f"sweep {escape(stored.id)}: {len(left)} of {len(store.sweep_runs(stored.id))} runs left; "
+    console.print(f"sweep {safe_markup(stored.id)}: {len(left)} of {len(store.sweep_runs(stored.id))} runs left; "
                   f"spent so far ${spent:.4f}", soft_wrap=True)
     plan = make_plan([r.config for r in left])
     print_plan(stored.config, plan)
@@ -268,7 +267,7 @@ def follow_sweep(store, stored) -> None:
             cfg = event.run.config
             done_eps = sum(1 for e in store.episodes(event.run.id) if e.status == "finished")
             total = cfg.explore_episodes + len(cfg.checkpoints()) * cfg.eval_episodes
-            label = escape(f"{cfg.game} {cfg.pathway} {cfg.model}")
+            label = safe_markup(f"{cfg.game} {cfg.pathway} {cfg.model}")
             tasks[event.run.id] = progress.add_task(label, total=total, completed=done_eps, info="")
         elif isinstance(event, SweepRunEvent) and event.run_id in tasks:
             inner = event.event
@@ -286,7 +285,7 @@ def follow_sweep(store, stored) -> None:
             if event.run.status == "finished":
                 progress.advance(overall)
             elif event.error:
-                progress.console.print(f"[yellow]run {escape(event.run.id)} stopped[/]: {escape(event.error)}",
+                progress.console.print(f"[yellow]run {safe_markup(event.run.id)} stopped[/]: {safe_markup(event.error, one_line=True, max_chars=2000)}",
                                        soft_wrap=True)
 
     runner.on_event = on_event
@@ -300,13 +299,13 @@ def follow_sweep(store, stored) -> None:
     with progress:
         final = asyncio.run(drive())
     usage = store.sweep_usage(final.id)
-    console.print(f"sweep [bold]{escape(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
+    console.print(f"sweep [bold]{safe_markup(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
                   f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
                   + (f" ({usage['unpriced']:,} calls unpriced)" if usage["unpriced"] else ""), soft_wrap=True)
     if final.status == "finished":
-        console.print(f"the paper's tables: `s3gym report --sweep {escape(final.id)}`")
+        console.print(f"the paper's tables: `s3gym report --sweep {safe_markup(final.id)}`")
         return
-    console.print(f"{escape(final.note)}\ncontinue with `s3gym resume {escape(final.id)}`", soft_wrap=True)
+    console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
     if runner.stop_reason is not None:
         raise typer.Exit(130)
     if runner.failed_models and not runner.budget_hit:
@@ -328,7 +327,7 @@ def list_sweeps(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--
                      ",".join(item.config.models), item.created_at[:19], item.note))
     if as_json:
         keys = ("id", "status", "runs", "finished", "models", "created", "note")
-        console.print_json(json.dumps([dict(zip(keys, r)) for r in rows]))
+        emit_json([dict(zip(keys, r)) for r in rows])
         return
     table = ReportTable("sweeps", "sweeps", (Column("id", "id", ID), Column("status", "status", TEXT),
                                              Column("runs", "runs", INT), Column("finished", "done", INT),

@@ -10,21 +10,29 @@ from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from s3gym_tui.engine.glossary import DASH, METRICS, REASONS, UNDEFINED, fmt_metric, fmt_signed, reasons_in
 from s3gym_tui.engine.report_tables import ID, INT, NOTE, NUM, SIGNED, TEXT, USD, Column, Report, ReportTable
+from s3gym_tui.textgate import safe, safe_json, safe_markup
+
+
+TEXT_CELL_CHARS = 300  # a longer text (a note) is cut in a table, whole in --json
 
 
 def cell(value: Any, kind: str) -> str:
     """The terminal text of a value in the app's one number format (engine.glossary): fixed
     decimals, '—' when missing or undefined, signed differences with their sign; a note is blank
-    when there is none."""
+    when there is none. Text is gated (s3gym_tui.textgate) to one line; long free text is cut,
+    never an id or a number."""
     if kind == NOTE:
-        return "" if value is None else str(value)
+        return "" if value is None else safe(value, one_line=True, max_chars=TEXT_CELL_CHARS)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return DASH
+    return safe(_cell(value, kind), one_line=True, max_chars=TEXT_CELL_CHARS if kind == TEXT else None)
+
+
+def _cell(value: Any, kind: str) -> str:
     if kind == NUM:
         return fmt_metric(value) if isinstance(value, (int, float)) else str(value)
     if kind == SIGNED:
@@ -57,14 +65,14 @@ def _needed(columns: Sequence[Column], widths: Sequence[int], level: int) -> int
 
 def _rich_table(title: str, columns: Sequence[Column], rows: Sequence[Sequence[str]], level: int) -> Table:
     widths = _widths(columns, rows)
-    table = Table(title=escape(title), title_justify="left", expand=False)
+    table = Table(title=safe_markup(title), title_justify="left", expand=False)
     for col, width in zip(columns, widths):
         folds = _folds(col, width, level)
-        table.add_column(escape(col.header), justify="left" if col.kind in (ID, TEXT, NOTE) else "right",
+        table.add_column(safe_markup(col.header), justify="left" if col.kind in (ID, TEXT, NOTE) else "right",
                          no_wrap=not folds, overflow="fold",
                          min_width=max(FOLD_TO, len(col.header)) if folds else width)
     for row in rows:
-        table.add_row(*(escape(v) for v in row))
+        table.add_row(*(safe_markup(v) for v in row))
     return table
 
 
@@ -99,7 +107,7 @@ def print_table(console: Console, table: ReportTable, more: str = "see --json or
     if dropped:
         notes.append(f"not shown at {console.width} columns: {', '.join(dropped)} ({more})")
     for note in notes:
-        console.print(f"[dim]{escape(note)}[/]", highlight=False)
+        console.print(f"[dim]{safe_markup(note)}[/]", highlight=False)
 
 
 def print_report(console: Console, report: Report, skip: Iterable[str] = ()) -> None:
@@ -130,11 +138,11 @@ def print_meanings(console: Console, tables: Sequence[ReportTable]) -> None:
         return
     console.print("[bold]what the figures mean[/]", highlight=False)
     for name, meaning in seen.items():
-        console.print(f"[dim]  {escape(name)}: {escape(meaning)}[/]", highlight=False, soft_wrap=False)
-    console.print(f"[dim]  {escape(UNDEFINED)}[/]", highlight=False)
+        console.print(f"[dim]  {safe_markup(name)}: {safe_markup(meaning)}[/]", highlight=False, soft_wrap=False)
+    console.print(f"[dim]  {safe_markup(UNDEFINED)}[/]", highlight=False)
     whys = [row[i] for table in tables for i, c in enumerate(table.columns) if c.key == "why" for row in table.rows]
     for reason in reasons_in(whys):
-        console.print(f"[dim]    {escape(reason)}: {escape(REASONS[reason])}[/]", highlight=False)
+        console.print(f"[dim]    {safe_markup(reason)}: {safe_markup(REASONS[reason])}[/]", highlight=False)
 
 
 def _finite(value: Any) -> Any:
@@ -149,7 +157,8 @@ def _finite(value: Any) -> Any:
 
 
 def report_json(report: Report) -> str:
-    return json.dumps(_finite(report.as_json()), indent=2, ensure_ascii=False, allow_nan=False, default=str)
+    return safe_json(json.dumps(_finite(report.as_json()), indent=2, ensure_ascii=False, allow_nan=False,
+                                default=str))
 
 
 def write_csv(report: Report, directory: Path) -> list[Path]:

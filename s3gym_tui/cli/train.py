@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
 from rich.table import Table
 
 from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
+from s3gym_tui.textgate import safe_markup
 
 OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "
                                              "data dir, where any process finds trained/<id>/<x>).")
@@ -173,6 +173,7 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
     for col in ("id", "method", "role", "games", "status", "reward", "examples", "checkpoints", "updates", "created"):
         table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
     for t in store.trainings(limit=limit):
-        table.add_row(escape(t.id), t.method, t.role, ", ".join(t.games), t.status, t.reward or "-", str(t.examples),
-                      str(len(store.training_checkpoints(t.id))), str(t.steps), t.created_at[:19])
+        cells = (t.id, t.method, t.role, ", ".join(t.games), t.status, t.reward or "-", str(t.examples),
+                 str(len(store.training_checkpoints(t.id))), str(t.steps), t.created_at[:19])
+        table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)

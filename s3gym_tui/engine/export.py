@@ -1,5 +1,6 @@
 """JSONL export of a run: one `run` line, then each episode followed by its steps (a step's
-`prompt` is the list of messages as sent, as JSON), then summaries and checkpoints."""
+`prompt` is the list of messages as sent, as JSON), then summaries and checkpoints. Characters that
+would drive a terminal are written as \\u escapes (the same JSON values: `export RUN` prints safely)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Optional, TextIO
 from s3gym_tui.models import Run
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.textgate import safe_json
 
 
 def _prompt(store, step) -> Optional[list]:
@@ -36,7 +38,7 @@ def _export(store, run: Run, out: TextIO) -> int:
 
     def emit(kind: str, payload: dict) -> None:
         nonlocal lines
-        out.write(redact_values(json.dumps({"type": kind, **payload}, ensure_ascii=False)) + "\n")
+        out.write(safe_json(redact_values(json.dumps({"type": kind, **payload}, ensure_ascii=False))) + "\n")
         lines += 1
 
     emit("run", run.model_dump(mode="json"))

@@ -23,6 +23,7 @@ from s3gym_tui.widgets.compare_side import CompareSide
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.verdicts import judged_value, judgement_text, legend, mark_text
 
@@ -225,8 +226,8 @@ class CompareScreen(AnalysisScreen):
                 side.border_title = f"{name}: missing"
                 side.show(None, "episode not found", Text(""), "Context", Text(""))
                 continue
-            side.border_title = f"{name} · {side_label(episode)} · score {fmt(episode.score)}"
-            side.border_subtitle = episode.id
+            side.border_title = safe_text(f"{name} · {side_label(episode)} · score {fmt(episode.score)}", one_line=True)
+            side.border_subtitle = safe_text(episode.id, one_line=True)
             try:
                 game = state_at(episode, steps, k)
             except Exception as exc:  # noqa: BLE001

@@ -12,6 +12,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
+from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.model_picker import ModelPicker
 from s3gym_tui.screens.runtime import SteadyLayout
 
@@ -19,7 +20,8 @@ PATHWAY_CHOICES = [("none", "none"), ("history", "history"), ("summary", "summar
 
 
 class DialogScreen(SteadyLayout, ModalScreen):
-    """Shared shape: a bordered box in the middle; escape cancels (dismisses with None/False)."""
+    """Shared shape: a bordered box in the middle; escape cancels (dismisses with None/False). The texts a
+    dialog is given (questions naming runs, errors quoting providers) are shown through the gate."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="dialog_cancel")]
     CANCEL_VALUE: object = None
@@ -40,7 +42,7 @@ class ConfirmDialog(DialogScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-text")
+            yield Static(safe_text(self.question, max_lines=20), classes="dialog-text")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(self.yes_label, variant="primary", id="yes")
                 yield Button(self.no_label, id="no")
@@ -62,15 +64,16 @@ class TextInputDialog(DialogScreen):
     def __init__(self, title: str, value: str = "", placeholder: str = "", hint: str = "",
                  check: Optional[Callable[[str], tuple[bool, str]]] = None) -> None:
         super().__init__()
-        self.title_text, self.value, self.placeholder, self.hint = title, value, placeholder, hint
+        # a prefilled value (a model's proposed action) is edited as shown: through the gate
+        self.title_text, self.value, self.placeholder, self.hint = title, safe(value, one_line=True), placeholder, hint
         self.check = check
         self._refused: Optional[str] = None
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(safe_text(self.title_text, one_line=True), classes="dialog-title")
             if self.hint:
-                yield Static(self.hint, classes="dialog-text muted")
+                yield Static(safe_text(self.hint), classes="dialog-text muted")
             yield Input(value=self.value, placeholder=self.placeholder, id="dialog-input")
             yield Static("", id="dialog-note", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
@@ -87,7 +90,7 @@ class TextInputDialog(DialogScreen):
             if not ok:
                 self._refused = value.strip()
                 note = self.query_one("#dialog-note", Static)
-                note.update(f"✗ Refused: {why}  Enter again to use it anyway.")
+                note.update(safe_text(f"✗ Refused: {why}  Enter again to use it anyway."))
                 note.display = True
                 return
         self.dismiss(value)
@@ -121,8 +124,8 @@ class ErrorDialog(DialogScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-error"):
-            yield Label(self.title_text, classes="dialog-title")
-            yield Static(self.message, classes="dialog-text")
+            yield Label(safe_text(self.title_text, one_line=True), classes="dialog-title")
+            yield Static(safe_text(self.message, max_chars=4000, max_lines=40), classes="dialog-text")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Close", variant="error", id="close")
 
@@ -142,7 +145,7 @@ class ForkDialog(DialogScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(safe_text(self.title_text, one_line=True), classes="dialog-title")
             yield Label("Model", classes="field-label")
             yield ModelPicker(self.model, id="fork-model")
             yield Label("Pathway and the run to draw experience from", classes="field-label")
@@ -150,7 +153,8 @@ class ForkDialog(DialogScreen):
                 yield Select(PATHWAY_CHOICES, value=self.pathway if self.pathway != "trained" else "none",
                              allow_blank=False, id="fork-pathway")
                 ids = {value for _, value in self.runs}
-                yield Select(self.runs, value=self.run_id if self.run_id in ids else Select.NULL,
+                yield Select([(safe_text(label, one_line=True), value) for label, value in self.runs],
+                             value=self.run_id if self.run_id in ids else Select.NULL,
                              prompt="no run (empty experience)", id="fork-run")
             yield Static("", id="fork-error", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
@@ -170,7 +174,7 @@ class ForkDialog(DialogScreen):
 
             problem = model_game_problem(model, self.game)
         if problem:  # said in the dialog (a notification would cover it)
-            error.update(f"✗ {problem}")
+            error.update(safe_text(f"✗ {problem}"))
             return
         run = self.query_one("#fork-run", Select).value
         self.dismiss({"model": model, "pathway": str(self.query_one("#fork-pathway", Select).value),
@@ -186,9 +190,10 @@ class EpisodePickerDialog(DialogScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(safe_text(self.title_text, one_line=True), classes="dialog-title")
             if self.episodes:
-                yield OptionList(*[Option(label, id=episode_id) for episode_id, label in self.episodes],
+                yield OptionList(*[Option(safe_text(label, one_line=True), id=episode_id)
+                                   for episode_id, label in self.episodes],
                                  id="episode-list")
             else:
                 yield Static("This run has no episodes yet.", classes="dialog-text")
@@ -215,13 +220,14 @@ class ModelSettingsDialog(DialogScreen):
     def compose(self) -> ComposeResult:
         c = self.current
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(f"Settings of {self.model}", classes="dialog-title")
+            yield Label(safe_text(f"Settings of {self.model}", one_line=True), classes="dialog-title")
             yield Static("Empty fields use the defaults (no api base, 14,000 max tokens, 120 s timeout). "
                          "Run settings (the run dialog) can override them for one run.",
                          classes="dialog-text muted")
             with Horizontal(classes="field-row"):
                 yield Label("API base", classes="field-label-wide")
-                yield Input(c.api_base or self.suggested or "", placeholder="e.g. http://127.0.0.1:11434",
+                yield Input(safe(c.api_base or self.suggested or "", one_line=True),
+                            placeholder="e.g. http://127.0.0.1:11434",
                             id="ms-api-base")
             with Horizontal(classes="field-row"):
                 yield Label("Max tokens", classes="field-label-wide")
@@ -267,7 +273,7 @@ class ModelSettingsDialog(DialogScreen):
             own = self.values()
         except ValueError as exc:
             error = self.query_one("#ms-error", Static)
-            error.update(str(exc))
+            error.update(safe_text(str(exc)))
             error.display = True
             return
         self.dismiss((own, event.button.id == "ms-save"))

@@ -19,6 +19,7 @@ from s3gym_tui.engine.glossary import METRICS, REASONS, UNDEFINED, VERDICT_LABEL
 from s3gym_tui.engine.judging import VERDICTS
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.verdicts import legend_rows
+from s3gym_tui.textgate import safe_markup
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.screens.runtime import SteadyLayout
@@ -61,7 +62,7 @@ def key_rows(app, bindings) -> list[tuple[str, str, str]]:
         if not binding.description:
             continue
         if binding.id and binding.id in keymap:
-            keys = keymap[binding.id]
+            keys = safe_markup(keymap[binding.id], one_line=True)  # the config file's (a Rich table cell)
         else:
             keys = ", ".join(app.get_key_display(Binding(k.strip(), binding.action))
                              for k in binding.key.split(","))

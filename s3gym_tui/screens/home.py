@@ -24,6 +24,7 @@ from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.screens.runtime import SteadyLayout
+from s3gym_tui.textgate import safe, safe_text
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}
 RECENT_RUNS = 200
@@ -44,7 +45,7 @@ def game_options(short: bool = False) -> list[Option]:
                 Text.assemble((cls.title, "bold"), " — ", cls.description)
             options.append(Option(text, id=name))
         except Exception as exc:  # noqa: BLE001 - a broken game must not hide the others
-            options.append(Option(Text.assemble((name, "bold"), f" — not available ({exc})"),
+            options.append(Option(Text.assemble((name, "bold"), f" — not available ({safe(exc, one_line=True)})"),
                                   id=name, disabled=True))
     return options
 
@@ -203,7 +204,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     def say(self, message: str, error: bool = False) -> None:
         target = self.query_one("#home-message", Static)
         target.set_class(error, "error")
-        target.update(message)
+        target.update(safe_text(message, max_chars=2000))  # messages quote models, runs and errors
 
     def model_problem(self) -> Optional[str]:
         """Why the chosen model cannot play the chosen game (None when it can). Quick checks only
@@ -265,7 +266,8 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         previous = select.value
         if listed != self._select_runs:  # rebuild the options only when the runs changed
             self._select_runs = listed
-            select.set_options([(f"{r.id} · {r.config.pathway} · {r.status}", r.id) for r in runs])
+            select.set_options([(safe_text(f"{r.id} · {r.config.pathway} · {r.status}", one_line=True), r.id)
+                                for r in runs])
         ids = {r.id for r in runs}
         preferred = next((r.id for r in runs if r.config.pathway == self.pathway), None)
         if previous in ids:

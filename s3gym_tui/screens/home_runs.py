@@ -11,6 +11,7 @@ from textual.containers import Horizontal
 from textual.widgets import Static
 
 from s3gym_tui.engine.glossary import DASH, fmt_metric
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.table import DataTable
 
 WIDE_TABLE = 150  # below this terminal width the created column is left to the details panel
@@ -130,7 +131,7 @@ class RunsPanel(Horizontal):
                 current = store.current_summary(run_id) if summaries else None
                 lease = store.lease(run_id)
         except Exception as exc:  # noqa: BLE001
-            target.update(f"Cannot read run {run_id}: {exc}")
+            target.update(safe_text(f"Cannot read run {run_id}: {exc}"))
             return
         c = run.config
         explore = sum(1 for e in episodes if e.phase == "explore" and e.status == "finished")
@@ -160,4 +161,4 @@ class RunsPanel(Horizontal):
                 text.append(f"  in use: v{current.version} by {current.author}{pinned}\n")
         if run.note:
             text.append(f"\n{run.note}\n", style="italic")
-        target.update(text)
+        target.update(safe_text(text, max_chars=4000, max_lines=60))  # ids, models, notes, reasons: stored text

@@ -250,10 +250,12 @@ class LiveDriver:
         """The person's edit of `proposal` (None: cancelled)."""
         if value is None or self.proposal is not proposal:
             return
+        from s3gym_tui.textgate import safe
+
         value = value.strip()
         if not value:
             self.screen.notify("Empty action: the proposal is still waiting.", severity="warning")
-        elif value == proposal.action:
+        elif value in (proposal.action, safe(proposal.action, one_line=True).strip()):  # as proposed, or as shown
             self.commit(proposal, None, "model")  # unchanged: the model's own action
         else:
             self.commit(proposal, value, "human-edit")

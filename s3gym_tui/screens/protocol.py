@@ -24,6 +24,7 @@ from s3gym_tui.widgets.verdicts import judged_value, judgement_text
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 
@@ -421,7 +422,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def _render_status(self) -> None:
         status = self.query_one("#proto-status", Static)
         if self.run is None:
-            status.update(Text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
+            status.update(safe_text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
             return
         cfg = self.run.config
         if self.running:
@@ -450,7 +451,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             text.append(f"  {self.error}", style="red")
         if self.contract_warning:
             text.append(f"\n⚠ {self.contract_warning}", style="bold yellow")
-        status.update(text)
+        status.update(safe_text(text, max_chars=4000))  # ids, models, stop reasons, errors
 
     def _render_progress(self) -> None:
         if self.run is None:
@@ -475,12 +476,12 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         box = self.query_one("#proto-summary")
         if self.run is not None and self.run.config.pathway != "summary" and self.latest_summary is None:
             box.border_title = "Experience"
-            self.query_one("#proto-summary-text", Static).update(self._experience_text())
+            self.query_one("#proto-summary-text", Static).update(safe_text(self._experience_text()))
             return
         s = self.latest_summary
-        box.border_title = "Latest summary" if s is None else (
-            f"Summary v{s.version} · {s.author}{' · pinned' if s.pinned else ''}")
-        self.query_one("#proto-summary-text", Static).update(summary_sections(s))
+        box.border_title = "Latest summary" if s is None else safe_text(
+            f"Summary v{s.version} · {s.author}{' · pinned' if s.pinned else ''}", one_line=True)
+        self.query_one("#proto-summary-text", Static).update(safe_text(summary_sections(s)))
 
     def _experience_text(self) -> Text:
         """What the followed episode carries over, for runs without summaries."""
@@ -529,4 +530,4 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             text.append("no step yet", style="italic")
         if episode.status != "running":
             text.append(f"\nEpisode {episode.status}: score {fmt(episode.score)}", style="bold")
-        info.update(text)
+        info.update(safe_text(text, max_chars=2000))

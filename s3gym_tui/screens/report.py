@@ -23,6 +23,7 @@ from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 
 RUN_LIST_LIMIT = 500
@@ -168,7 +169,8 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         self._shown_runs = shown
         runs = self.query_one("#report-runs", SelectionList)
         runs.clear_options()
-        runs.add_options([Selection(f"{r.id} ({r.config.game}/{r.config.pathway})", r.id, r.id in self.run_ids)
+        runs.add_options([Selection(safe_text(f"{r.id} ({r.config.game}/{r.config.pathway})", one_line=True), r.id,
+                                    r.id in self.run_ids)
                           for r in self.all_runs])
 
     # ----- data -------------------------------------------------------------------------
@@ -244,7 +246,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             status.append(f"{len(self.reports)} run(s)", style="bold")
             games_ = sorted({r.run.config.game for r in self.reports})
             status.append(f" · {', '.join(games_)} · AUC+ compares only within a game")
-        self.query_one("#report-status", Static).update(status)
+        self.query_one("#report-status", Static).update(safe_text(status))
         curves = [Curve(r.run.id if len(r.run.id) <= 30 else "…" + r.run.id[-29:], r.points)
                   for r in self.reports]
         plot = self.query_one(CurvePlot)

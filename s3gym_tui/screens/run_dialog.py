@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from s3gym_tui.models import RunConfig
 from s3gym_tui.screens.dialogs import DialogScreen
+from s3gym_tui.textgate import safe, safe_text
 
 # (field, label, input type, placeholder / hint)
 FIELDS: tuple[tuple[str, str, str, str], ...] = (
@@ -64,14 +65,15 @@ class RunDialog(DialogScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(f"New protocol run: {self.game} · {self.model} · pathway {self.pathway}",
+            yield Label(safe_text(f"New protocol run: {self.game} · {self.model} · pathway {self.pathway}", one_line=True),
                         classes="dialog-title")
             with VerticalScroll(id="run-fields"):
                 for name, label, kind, hint in FIELDS:
                     value = getattr(self.defaults, name)
                     with Horizontal(classes="run-row"):
                         yield Label(label)
-                        yield Input("" if value is None else (f"{value:g}" if isinstance(value, float) else str(value)),
+                        yield Input("" if value is None else (f"{value:g}" if isinstance(value, float) else
+                                                              safe(str(value), one_line=True)),
                                     type=kind, id=f"run-{name}", compact=True,
                                     placeholder="default" if kind == "text" else "")
                         yield Static(hint, classes="run-hint")
@@ -113,7 +115,7 @@ class RunDialog(DialogScreen):
             config = self.read_config()
         except ValueError as exc:
             self.config = None
-            error.update(f"✗ {exc}")
+            error.update(safe_text(f"✗ {exc}"))
             return
         error.update("")
         self.config = config
@@ -139,14 +141,14 @@ class RunDialog(DialogScreen):
         if config == self.config:  # still what the fields say
             self._estimated_for = config
             self.estimate = estimate
-            self.query_one("#run-estimate", Static).update(text)
+            self.query_one("#run-estimate", Static).update(safe_text(text))
 
     # ----- finishing -----------------------------------------------------------------------
     def action_start(self) -> None:
         try:
             config = self.read_config()
         except ValueError as exc:
-            self.query_one("#run-error", Static).update(f"✗ {exc}")
+            self.query_one("#run-error", Static).update(safe_text(f"✗ {exc}"))
             return
         self.dismiss(config)
 

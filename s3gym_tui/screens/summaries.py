@@ -17,10 +17,10 @@ from s3gym_tui.engine.compare import summary_diff
 from s3gym_tui.engine.curation import effect_text, what_is_used
 from s3gym_tui.messages import SummaryEdited, SummaryTested
 from s3gym_tui.models import Run, Summary
-from s3gym_tui.textgate import safe, safe_markup
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.summary_diff import SummaryDiff
+from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.table import DataTable
 
 from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
@@ -75,6 +75,9 @@ class SummaryEditor(SteadyLayout, ModalScreen[Optional[tuple[str, str, str]]]):
     def __init__(self, summary: Summary) -> None:
         super().__init__()
         self.summary = summary
+        # the sections as the gate shows them: what the person edits (an unedited one is "Nothing changed")
+        self.shown = summary.model_copy(update={key: safe(getattr(summary, key), max_chars=None)
+                                                for key, _ in SECTIONS})
 
     def compose(self) -> ComposeResult:
         with Vertical(id="editor-box"):
@@ -83,7 +86,7 @@ class SummaryEditor(SteadyLayout, ModalScreen[Optional[tuple[str, str, str]]]):
             with VerticalScroll(id="editor-fields"):
                 for key, label in SECTIONS:
                     yield Label(label, classes="editor-label")
-                    yield TextArea(getattr(self.summary, key), id=f"edit-{key}", soft_wrap=True)
+                    yield TextArea(getattr(self.shown, key), id=f"edit-{key}", soft_wrap=True)
             yield Static("", id="editor-error")
             with Horizontal(id="editor-buttons"):
                 yield Button("Save", variant="primary", id="editor-save")
@@ -98,7 +101,7 @@ class SummaryEditor(SteadyLayout, ModalScreen[Optional[tuple[str, str, str]]]):
 
     def action_save(self) -> None:
         retain, avoid, nxt = self.texts()
-        problem = edit_problem(retain, avoid, nxt, self.summary)
+        problem = edit_problem(retain, avoid, nxt, self.shown)
         error = self.query_one("#editor-error", Static)
         if problem:  # said in the editor, above its buttons: a notification would cover the fields
             error.update(Text(f"✗ {problem}", style="bold"))
@@ -191,7 +194,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             self.run = self.app.store.get_run(self.run_id)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot open run {self.run_id}: {exc}", severity="error")
-            self.query_one("#sum-status", Static).update(Text(str(exc), style="bold red"))
+            self.query_one("#sum-status", Static).update(safe_text(str(exc), style="bold red"))
             return
         self.reload()
         versions.focus()
@@ -203,7 +206,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             try:
                 self.reload()
             except Exception as exc:  # noqa: BLE001 - e.g. the run was deleted meanwhile
-                self.query_one("#sum-status", Static).update(Text(str(exc), style="bold red"))
+                self.query_one("#sum-status", Static).update(safe_text(str(exc), style="bold red"))
 
     def reload(self, select: Optional[str] = None) -> None:
         """Re-read the versions and the current one from the store and redraw."""
@@ -243,7 +246,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         marked = next((s for s in self.versions if s.id == self.marked_id), None)
         if marked is not None:
             text.append(f"  marked v{marked.version}", style="cyan")
-        self.query_one("#sum-status", Static).update(text)
+        self.query_one("#sum-status", Static).update(safe_text(text, one_line=True))
 
     def _render_table(self) -> None:
         table = self.query_one("#sum-versions", DataTable)
@@ -279,8 +282,9 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         if summary is None:
             self.query_one("#sum-right").border_title = "Selected version"
             return
-        self.query_one("#sum-right").border_title = (
-            f"v{summary.version} · {safe_markup(summary.author, max_chars=60)} · {short_time(summary.created_at)}")
+        self.query_one("#sum-right").border_title = safe_text(
+            f"v{summary.version} · {safe(summary.author, one_line=True, max_chars=60)} · {short_time(summary.created_at)}",
+            one_line=True)
         text = Text()
         facts = [summary.status]
         if summary.pinned:
@@ -295,7 +299,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             text.append(f"{label}:\n", style="bold")
             text.append((getattr(summary, key).strip() or "(empty)") + "\n\n")
         text.rstrip()
-        detail.update(text)
+        detail.update(safe_text(text))  # the sections as a model or a person wrote them
         store = self.app.store
         for episode_id in summary.source_episode_ids:
             episode = store.find_episode(episode_id)

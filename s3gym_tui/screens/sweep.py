@@ -17,6 +17,7 @@ from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 STATUS_STYLE = {"finished": "green", "running": "bold cyan", "stopped": "yellow", "failed": "red",
                 "created": "dim"}
@@ -110,8 +111,8 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
     def on_sweeps_read(self, message: SweepsRead) -> None:
         self.reads += 1
         if message.error:
-            self.query_one("#sweep-status", Static).update(Text(f"Cannot read the sweeps: {message.error}",
-                                                                style="red"))
+            self.query_one("#sweep-status", Static).update(safe_text(f"Cannot read the sweeps: {message.error}",
+                                                                     style="red"))
             return
         self.sweeps = message.sweeps
         if self.sweep_id is None or self.sweep_id == message.sweep_id:
@@ -155,7 +156,7 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
                 text.append(f" of ${sweep.config.budget_usd:,.2f}")
         if sweep.note:
             text.append(f"\n{sweep.note}", style="yellow")
-        status.update(text)
+        status.update(safe_text(text, max_chars=4000, max_lines=12))  # the note quotes providers' errors
         rows = [(p.id, p.status, p.episodes_done, p.checkpoints_done) for p in self.progress]
         table = self.query_one("#sweep-runs", DataTable)
         if rows == self._shown_runs:

@@ -22,6 +22,7 @@ from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 
 KIND_STYLE = {"kept": "bold green", "corrected": "bold yellow", "dropped": "dim"}
@@ -154,7 +155,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
     def _render_status(self) -> None:
         status = self.query_one("#training-status", Static)
         if self.view is None:
-            status.update(Text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
+            status.update(safe_text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
             return
         source = self.view.source or self.view.run
         text = Text()
@@ -165,7 +166,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         elif self.view.run.id != source.id:
             text.append(f"  (opened from training run {self.view.run.id})", style="dim")
         text.append(f"  · {len(self.view.datasets)} dataset(s) · {len(self.view.trainings)} training run(s)")
-        status.update(text)
+        status.update(safe_text(text))
 
     def _render_dataset(self) -> None:
         info = self.query_one("#training-dataset", Static)
@@ -178,7 +179,8 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             return
         dv = self.view.datasets[self.dataset_index]
         q, rule = dv.quality, dv.dataset.rule
-        info.border_title = f"Dataset {self.dataset_index + 1}/{len(self.view.datasets)} · {dv.dataset.id}"
+        info.border_title = safe_text(f"Dataset {self.dataset_index + 1}/{len(self.view.datasets)} · {dv.dataset.id}",
+                                      one_line=True)
         text = Text()
         text.append("rule ", style="bold")
         text.append(f"self-score > {rule.get('threshold', '?')} · correction {rule.get('correction') or 'none'}")
@@ -192,7 +194,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         text.append(f"{fmt(q.precision)} ({q.kept_positive}/{q.kept} kept steps with reward > 0)  ")
         text.append("recall ", style="bold")
         text.append(f"{fmt(q.recall)} ({q.kept_positive}/{q.positives} rewarded steps kept)")
-        info.update(text)
+        info.update(safe_text(text))  # the rule is stored JSON
         for row in dv.rows:
             table.add_row(str(row.episode_index), str(row.step_index), Text(row.kind, style=KIND_STYLE[row.kind]),
                           row.action, row.correction or "", fmt_score(row.self_score), fmt_score(row.reward),
@@ -221,7 +223,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                 text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
                             style="bold red")
             text.append("\n")
-        flags.update(text if reports else Text("no training run from this run yet", style="italic"))
+        flags.update(safe_text(text) if reports else Text("no training run from this run yet", style="italic"))
 
     def _render_losses(self) -> None:
         plot = self.query_one("#training-loss", CurvePlot)
@@ -240,7 +242,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             table.border_title = "Consolidation matrix (none: `s3gym distill EXPERT EXPERT` makes one)"
             return
         matrix = matrices[0]
-        table.border_title = f"Consolidation matrix · {matrix.study.id}"
+        table.border_title = safe_text(f"Consolidation matrix · {matrix.study.id}", one_line=True)
         table.add_column("row", key="row")
         for game in matrix.games:
             table.add_column(game, key=game)

@@ -8,10 +8,10 @@ import asyncio
 from typing import Any, Optional
 
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from s3gym_tui.textgate import safe_markup
 from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, StepDone
 from s3gym_tui.training.evaluate import TrainingReport
 from s3gym_tui.training.pipeline import Hooks, TrainingOutcome
@@ -40,7 +40,7 @@ class Bars:
         return self.tasks[name]
 
     def info(self, name: str, text: str, **kw: Any) -> None:
-        self.progress.update(self.task(name), info=escape(text), **kw)
+        self.progress.update(self.task(name), info=safe_markup(text, one_line=True), **kw)
 
     # ----- hooks --------------------------------------------------------------------------
     def on_dataset(self, seen: int, total: int) -> None:
@@ -79,7 +79,7 @@ class Bars:
     def on_rollout(self, game: str, seed: int, steps: int) -> None:
         t = self.task("rollouts")
         self.progress.advance(t)
-        self.progress.update(t, info=escape(f"{game} seed {seed}: {steps} steps (explore mode)"))
+        self.progress.update(t, info=safe_markup(f"{game} seed {seed}: {steps} steps (explore mode)", one_line=True))
 
     def on_remote(self, status: str, job) -> None:
         self.info("remote job", f"{getattr(job, 'id', '') or ''} {status}")
@@ -102,8 +102,9 @@ class Bars:
             return
         t = self.tasks["evaluation"]
         if isinstance(event, StepDone) and event.episode.phase == "eval":
-            self.progress.update(t, info=escape(f"{event.episode.game} x={event.episode.checkpoint} · step "
-                                                f"{event.step.index + 1} · {event.step.action[:24]}"))
+            self.progress.update(t, info=safe_markup(f"{event.episode.game} x={event.episode.checkpoint} · step "
+                                                     f"{event.step.index + 1} · ", one_line=True)
+                                 + safe_markup(event.step.action, one_line=True, max_chars=24))
         elif isinstance(event, EpisodeDone):
             self.progress.advance(t)
         elif isinstance(event, CheckpointScored):
@@ -129,7 +130,7 @@ def print_dataset(console: Console, build, exported, excluded: Optional[int] = N
     for col in ("dataset", "kept", "corrected", "dropped", "too long", "longest", "precision", "recall",
                 "eval steps excluded"):
         data.add_column(col, justify="left" if col == "dataset" else "right", no_wrap=True)
-    data.add_row(escape(build.dataset.id), str(q.kept), str(q.corrected), str(q.dropped), str(len(build.too_long)),
+    data.add_row(safe_markup(build.dataset.id), str(q.kept), str(q.corrected), str(q.dropped), str(len(build.too_long)),
                  "-" if build.longest is None else str(build.longest), _fmt(q.precision), _fmt(q.recall),
                  str(build.excluded_eval_steps if excluded is None else excluded))
     console.print(data)
@@ -138,26 +139,26 @@ def print_dataset(console: Console, build, exported, excluded: Optional[int] = N
                       f"dropped (stored with the dataset, never truncated):[/]")
         for t in build.too_long[:20]:
             console.print(f"  episode {t.episode_index} step {t.step_index}: {t.tokens} tokens  "
-                          f"[dim]({escape(t.episode_id)})[/]")
+                          f"[dim]({safe_markup(t.episode_id)})[/]")
         if len(build.too_long) > 20:
             console.print(f"  ... and {len(build.too_long) - 20} more (`s3gym dataset` lists them all)")
     if exported is not None:
-        console.print(f"JSONL: {escape(str(exported.prompt_completion))} (TRL prompt/completion), "
-                      f"{escape(str(exported.messages))} (OpenAI messages)", soft_wrap=True)
+        console.print(f"JSONL: {safe_markup(str(exported.prompt_completion))} (TRL prompt/completion), "
+                      f"{safe_markup(str(exported.messages))} (OpenAI messages)", soft_wrap=True)
 
 
 def print_report(console: Console, report: TrainingReport) -> None:
     t = report.training
-    cps = Table(title=f"checkpoints of {escape(report.run.id)} on {report.game} (strict mode, eval seeds)")
+    cps = Table(title=f"checkpoints of {safe_markup(report.run.id)} on {report.game} (strict mode, eval seeds)")
     for col in ("x", "after updates", "model", "mean score", "vs x=0", "negative transfer", "repaired replies"):
         cps.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
     for row in report.rows:
-        cps.add_row(str(row.epoch), "-" if row.step is None else str(row.step), escape(row.model), _fmt(row.mean),
+        cps.add_row(str(row.epoch), "-" if row.step is None else str(row.step), safe_markup(row.model), _fmt(row.mean),
                     _fmt(row.delta), "[red]yes[/]" if row.negative else "",
                     "-" if row.repaired is None else str(row.repaired))
     console.print(cps)
     c = report.curve
-    metrics = Table(title=f"{t.method} training {escape(t.id)}" + (f" · reward {t.reward}" if t.reward else ""))
+    metrics = Table(title=f"{t.method} training {safe_markup(t.id)}" + (f" · reward {t.reward}" if t.reward else ""))
     for col in ("Avg", "Max", "final delta", "AUC+", "NABA", "loss first -> last", "train s", "examples/s",
                 "tokens/s", "peak RSS MB"):
         metrics.add_column(col, justify="right", no_wrap=True)

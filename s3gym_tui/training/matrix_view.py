@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from s3gym_tui.textgate import safe_markup
 from s3gym_tui.training.matrix import Matrix
 
 
@@ -18,11 +18,11 @@ def _fmt(value: Optional[float], digits: int = 3) -> str:
 
 
 def matrix_table(matrix: Matrix) -> Table:
-    table = Table(title=f"study {escape(matrix.study.id)}: strict evaluation score per game (Δ vs base; "
+    table = Table(title=f"study {safe_markup(matrix.study.id)}: strict evaluation score per game (Δ vs base; "
                         f"red = negative transfer)")
     table.add_column("row", no_wrap=True)
     for game in matrix.games:
-        table.add_column(game, justify="right", no_wrap=True)
+        table.add_column(safe_markup(game, one_line=True), justify="right", no_wrap=True)
     table.add_column("mean", justify="right", no_wrap=True)
     table.add_column("updates", justify="right", no_wrap=True)
     for row in matrix.rows:
@@ -37,7 +37,7 @@ def matrix_table(matrix: Matrix) -> Table:
                 text += f" ({c.delta:+.3f})"
             style = "bold red" if c.negative else ("bold" if row.own_game == game else "")
             cells.append(Text(text, style=style))
-        table.add_row(escape(row.label), *cells, _fmt(row.mean), "-" if row.steps is None else str(row.steps))
+        table.add_row(safe_markup(row.label), *cells, _fmt(row.mean), "-" if row.steps is None else str(row.steps))
     return table
 
 
@@ -48,10 +48,10 @@ def loss_table(matrix: Matrix) -> Table:
     for curve in matrix.losses:
         phases = sorted({p.phase for p in curve.points})
         if not phases:
-            table.add_row(escape(curve.label), "-", "0", "-", "-", "-")
+            table.add_row(safe_markup(curve.label), "-", "0", "-", "-", "-")
         for phase in phases:
             points = [p.loss for p in curve.points if p.phase == phase]
-            table.add_row(escape(curve.label), phase, str(len(points)), _fmt(points[0]), _fmt(points[-1]),
+            table.add_row(safe_markup(curve.label), safe_markup(phase), str(len(points)), _fmt(points[0]), _fmt(points[-1]),
                           _fmt(min(points)))
     return table
 
@@ -62,7 +62,7 @@ def print_matrix(console: Console, matrix: Matrix) -> None:
     negative = matrix.negative_cells
     if negative:
         console.print("[red]negative transfer[/] (below the base model): " +
-                      "; ".join(f"{escape(label)} on {game}" for label, game in negative), soft_wrap=True)
+                      "; ".join(f"{safe_markup(label)} on {safe_markup(game)}" for label, game in negative), soft_wrap=True)
 
 
 def print_study_matrices(console: Console, store, run_ids) -> int:

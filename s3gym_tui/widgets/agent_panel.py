@@ -15,6 +15,7 @@ from textual.widgets import Static
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
 from s3gym_tui.models import Episode, Step
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import TextView
 from s3gym_tui.widgets.verdicts import judged_value, judgement_text
@@ -166,7 +167,7 @@ class SectionTitle(Static):
             return False
 
     def _paint(self) -> None:
-        self.update(("▶ " if self.folded else "▼ ") + self._title, layout=False)
+        self.update(safe_text(("▶ " if self.folded else "▼ ") + self._title, one_line=True), layout=False)
 
     def on_click(self) -> None:
         body = self.screen.query_one(f"#{self.body_id}")
@@ -243,12 +244,12 @@ class AgentPanel(Vertical):
             text.append(f" · {summary_label or 'no summary yet'}")
         if episode.fork_of:
             text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
-        self.query_one("#agent-context", Static).update(text)
+        self.query_one("#agent-context", Static).update(safe_text(text, one_line=True))
 
     def show_warning(self, warning: Optional[str]) -> None:
         """A visible line about the model (e.g. most of its recent replies did not parse), or none."""
         target = self.query_one("#agent-warning", Static)
-        target.update(Text(f"⚠ {warning}") if warning else "", layout=bool(warning) != target.has_class("-shown"))
+        target.update(safe_text(f"⚠ {warning}") if warning else "", layout=bool(warning) != target.has_class("-shown"))
         target.set_class(bool(warning), "-shown")
 
     def show_feedback(self, feedback: str, label: str = "") -> None:
@@ -256,7 +257,7 @@ class AgentPanel(Vertical):
         text = Text()
         text.append(f"Feedback{' of ' + label if label else ''} (agent-visible): ", style="bold")
         text.append(feedback or "–")
-        self.query_one("#agent-feedback", Static).update(text, layout=False)
+        self.query_one("#agent-feedback", Static).update(safe_text(text, max_chars=2000), layout=False)
 
     def show_totals(self, steps: Sequence[Step]) -> None:
         calls = [s for s in steps if s.reply]
@@ -300,7 +301,7 @@ class AgentPanel(Vertical):
             line.append(" · invalid action", style="bold")
         if view.fault:
             line.append(f" · fault: {view.fault}", style="italic")
-        action.update(line, layout=False)
+        action.update(safe_text(line, max_chars=2000), layout=False)
         usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost)
                      if view.reply else "Call: none (action typed by a person)", layout=False)
         body = view.reply or "(no model reply: typed by a person)"

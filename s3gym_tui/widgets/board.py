@@ -7,9 +7,11 @@ from typing import Any, Optional
 
 from rich.console import Console
 from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 from textual.strip import Strip
 
+from s3gym_tui.textgate import is_safe, safe
 from s3gym_tui.widgets.text_view import LinesView, Repaint
 
 PANEL_CHROME = 4  # border (2) and padding (2) around the board
@@ -25,6 +27,14 @@ def renders_with_focus(game: Any) -> bool:
         except (TypeError, ValueError):
             _FOCUSABLE[cls] = False
     return _FOCUSABLE[cls]
+
+
+def _gated(line: list) -> list:
+    """A rendered line with its text through the gate (styles and Rich's control segments kept)."""
+    if is_safe("".join(segment.text for segment in line if not segment.control)):
+        return line
+    return [segment if segment.control else Segment(safe(segment.text, max_chars=None, one_line=True),
+                                                     segment.style) for segment in line]
 
 
 class BoardPanel(LinesView, can_focus=True):
@@ -116,6 +126,7 @@ class BoardPanel(LinesView, can_focus=True):
         if lines is None:
             console = self.app.console
             lines = console.render_lines(self._renderable, console.options.update_width(width), pad=False)
+            lines = [_gated(line) for line in lines]  # a board can show actions and feedback a model wrote
             self._rendered[width] = lines  # a layout asks a few widths, then draws one of them
         return lines
 
@@ -143,5 +154,5 @@ class BoardPanel(LinesView, can_focus=True):
     def show_message(self, message: str, title: str = "Board") -> None:
         self._game = None
         self.set_border(title, "")
-        self._renderable, self._rendered = Text(message), {}
+        self._renderable, self._rendered = Text(safe(message, max_lines=40)), {}
         self._paint()

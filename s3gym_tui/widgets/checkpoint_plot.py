@@ -9,6 +9,7 @@ from rich.text import Text
 from textual_plotext import PlotextPlot
 
 from s3gym_tui.engine.glossary import fmt_metric
+from s3gym_tui.textgate import safe
 
 # Each curve its own colour and marker, so curves stay apart in colour and in black and white; the
 # markers are single characters every font used for the PNGs has (plotext's braille does not render).
@@ -27,18 +28,20 @@ class Curve:
 
 def drawn_groups(curves: Sequence[Curve]) -> list[tuple[tuple[float, float], ...] | list]:
     """Curves with identical present points merged: [(points, [labels])], in first-seen order.
-    Two runs with the same curve are drawn once and named together, instead of one hiding the other."""
+    Two runs with the same curve are drawn once and named together, instead of one hiding the other.
+    Labels (run ids, training ids) come through the gate: the plot, its legend and titles show them."""
     groups: list = []
     for curve in curves:
         points = tuple((float(x), float(y)) for x, y in curve.points if y is not None)
         if not points:
             continue
+        label = safe(curve.label, one_line=True, max_chars=80)
         for group in groups:
             if group[0] == points:
-                group[1].append(curve.label)
+                group[1].append(label)
                 break
         else:
-            groups.append((points, [curve.label]))
+            groups.append((points, [label]))
     return groups
 
 
@@ -126,7 +129,7 @@ class CurvePlot(PlotextPlot):
     def _draw(self) -> None:
         plt = self.plt
         plt.clear_figure()
-        plt.title(self._title)
+        plt.title(safe(self._title, one_line=True, max_chars=200))
         if self._xlabel:
             plt.xlabel(self._xlabel)
         if self._ylabel:

@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.board import BoardPanel
 
 
@@ -44,7 +45,7 @@ class CompareSide(Vertical):
             board.show_message(board_caption)
         else:
             board.show_game(game, board_caption)
-        self.query_one(".side-step", Static).update(step)
+        self.query_one(".side-step", Static).update(safe_text(step, max_chars=2000))
         scroll = self.query_one(".side-context", VerticalScroll)
-        scroll.border_title = context_title
-        self.query_one(".side-context-text", Static).update(context)
+        scroll.border_title = safe_text(context_title, one_line=True)
+        self.query_one(".side-context-text", Static).update(safe_text(context))  # the context a model saw

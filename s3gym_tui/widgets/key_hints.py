@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
+from s3gym_tui.textgate import safe
 from s3gym_tui.widgets.signals import follow, release
 
 # back, help, quit and the command palette stay visible at any width, in this order, on the right
@@ -54,7 +55,7 @@ class KeyHints(Static):
                 continue
             binding = active.binding
             seen.add(binding.action)
-            always.append((key, self.app.get_key_display(binding),
+            always.append((key, safe(self.app.get_key_display(binding), one_line=True),
                            SHORT.get(key, binding.description or binding.action), True))
         hints = []
         for key, active in active_bindings.items():
@@ -62,7 +63,8 @@ class KeyHints(Static):
             if key in ALWAYS or not binding.show or not binding.description or binding.action in seen:
                 continue
             seen.add(binding.action)
-            hints.append((key, self.app.get_key_display(binding), binding.description, bool(active.enabled)))
+            hints.append((key, safe(self.app.get_key_display(binding), one_line=True), binding.description,
+                          bool(active.enabled)))  # keys can come from the config file's keymap
         return hints, always
 
     def repaint(self, force: bool = False) -> None:

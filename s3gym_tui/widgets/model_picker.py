@@ -13,6 +13,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Select
 
 from s3gym_tui.providers import BUILTIN_MODELS
+from s3gym_tui.textgate import safe, safe_text
 
 
 @dataclass
@@ -51,13 +52,15 @@ class ModelPicker(Horizontal):
         self.default = default
         self._found: list = []
 
-    def _options(self) -> list[tuple[str, str]]:
+    def _options(self) -> list[tuple]:
+        """(label, model): a found model's name is what a server reported, shown through the gate."""
         options = [(name, name) for name, _ in BUILTIN_MODELS]
         known = {name for name, _ in BUILTIN_MODELS}
         for found in self._found:
             if found.model not in known:
                 known.add(found.model)
-                options.append((f"{found.model}  · {found.source}", found.model))
+                options.append((safe_text(f"{found.model}  · {found.source}", one_line=True, max_chars=200),
+                                found.model))
         return options
 
     def compose(self) -> ComposeResult:
@@ -65,7 +68,8 @@ class ModelPicker(Horizontal):
         values = {value for _, value in self._options()}
         yield Select(self._options(), value=self.default if self.default in values else Select.NULL,
                      allow_blank=True, prompt="built-in or found model", id="model-select")
-        yield Input(value="" if self.default in values else self.default,
+        # a model named by the config file or $S3GYM_MODEL is shown (and used) as the gate shows it
+        yield Input(value="" if self.default in values else safe(self.default, one_line=True, max_chars=500),
                     placeholder="or any litellm model, e.g. openai/gpt-4.1", id="model-input")
         yield Button("⚙", id="model-settings", tooltip="api base, max tokens and timeout of this model")
 
@@ -97,7 +101,7 @@ class ModelPicker(Horizontal):
             self.query_one("#model-select", Select).value = model
             self.query_one("#model-input", Input).value = ""
         else:
-            self.query_one("#model-input", Input).value = model
+            self.query_one("#model-input", Input).value = safe(model, one_line=True, max_chars=500)
 
     def on_descendant_focus(self, _event) -> None:
         self.post_message(self.Opened())

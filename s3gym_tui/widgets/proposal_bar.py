@@ -10,6 +10,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from s3gym_tui.engine.prompts import format_score
+from s3gym_tui.textgate import safe
 
 CHOICES = (("a", "Accept", "accept"), ("e", "Edit", "edit"), ("v", "Veto", "veto"))
 
@@ -45,7 +46,7 @@ class ProposalBar(Static):
         if proposal is not None and proposal is not self._shown:
             text = Text()
             text.append(" Model proposes: ", style="bold")
-            text.append(f" {proposal.action} ", style="bold reverse")
+            text.append(f" {safe(proposal.action, one_line=True, max_chars=200)} ", style="bold reverse")
             text.append(f"  self-score {format_score(proposal.parsed.self_score)}  ")
             spans = []
             for key, label, choice in CHOICES:

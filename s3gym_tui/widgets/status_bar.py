@@ -9,6 +9,8 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import LoadingIndicator, Static
 
+from s3gym_tui.textgate import safe_text
+
 SPINNER_DELAY_S = 0.15  # calls faster than this never show the spinner (no flicker for instant models)
 
 
@@ -90,4 +92,4 @@ class StatusBar(Horizontal):
         if text == self._painted:  # an unchanged line costs no repaint (nor an early frame)
             return
         self._painted = text
-        self.query_one("#status-line", Static).update(text, layout=False)
+        self.query_one("#status-line", Static).update(safe_text(text, one_line=True, max_chars=2000), layout=False)

@@ -20,6 +20,7 @@ from s3gym_tui.engine.glossary import VERDICT_LABELS, VERDICT_MARKS
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import format_score
 from s3gym_tui.models import Step
+from s3gym_tui.textgate import safe
 from s3gym_tui.widgets.scrollbars import QuietScrollBars
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import set_virtual_size
@@ -30,7 +31,8 @@ START_LABEL = "start"
 
 
 def clip(text: str, width: int) -> str:
-    text = " ".join(str(text).split())
+    """One line of `width` cells at most, through the gate (every cell is drawn through here)."""
+    text = safe(" ".join(str(text).split()), one_line=True, max_chars=max(width, 0) + 1)
     if width <= 0:
         return ""
     return text if len(text) <= width else text[: width - 1] + "…"

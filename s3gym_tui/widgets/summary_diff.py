@@ -7,6 +7,8 @@ from typing import Optional, Sequence
 from rich.text import Text
 from textual.widgets import Static
 
+from s3gym_tui.textgate import safe_text
+
 
 def diff_text(lines: Sequence[str]) -> Text:
     """Colour the lines of a unified diff (as engine.compare.summary_diff returns them)."""
@@ -42,5 +44,5 @@ class SummaryDiff(Static):
 
     def show(self, lines: Sequence[str], title: str = "Diff") -> None:
         self.lines = tuple(lines)
-        self.border_title = title
-        self.update(diff_text(lines))
+        self.border_title = safe_text(title, one_line=True)
+        self.update(safe_text(diff_text(lines)))  # the summaries' own text, as a model or a person wrote it

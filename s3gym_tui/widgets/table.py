@@ -13,23 +13,55 @@ change of the column widths invalidates the caches itself.
 
 Rows added before a layout are measured, and the cursor scrolled into view, as that layout places
 the table (DataTable leaves both to its idle handler and to after the next refresh, that is after
-the first frame: a screen opened on a table's last row showed its first rows, then jumped)."""
+the first frame: a screen opened on a table's last row showed its first rows, then jumped).
+
+Every cell and column label passes the gate (s3gym_tui.textgate) as it is added: one line, no
+markup read, controls shown visibly. Tables show stored text (ids, models, actions): this is where
+all of it enters."""
 
 from __future__ import annotations
 
 from typing import Optional
 
+from rich.text import Text
 from textual import events
 from textual.geometry import Size
 from textual.widgets import DataTable as TextualDataTable
 
+from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.scrollbars import QuietScrollBars
+
+CELL_CHARS = 400  # a cell shows at most this much of a text (stored whole)
+
+
+def gated(cell):
+    """A cell as the table may show it: text (plain or styled) through the gate, anything else as is.
+    A string becomes plain text (DataTable would read it as markup), as a string cell is drawn."""
+    if isinstance(cell, str):
+        text = safe_text(cell, one_line=True, max_chars=CELL_CHARS)
+        text.end = ""
+        return text
+    if isinstance(cell, Text):
+        return safe_text(cell, one_line=True, max_chars=CELL_CHARS)
+    return cell
 
 
 class DataTable(QuietScrollBars, TextualDataTable):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._drawn_size: Optional[Size] = None  # the outer size last drawn at
+
+    def add_column(self, label=None, *args, **kwargs):
+        return super().add_column(gated(label) if label is not None else label, *args, **kwargs)
+
+    def add_row(self, *cells, **kwargs):
+        return super().add_row(*(gated(cell) for cell in cells), **kwargs)
+
+    def update_cell(self, row_key, column_key, value, *args, **kwargs):
+        return super().update_cell(row_key, column_key, gated(value), *args, **kwargs)
+
+    def update_cell_at(self, coordinate, value, *args, **kwargs):
+        return super().update_cell_at(coordinate, gated(value), *args, **kwargs)
 
     def render_lines(self, crop):
         self._drawn_size = self.outer_size  # a Resize event carries the outer size

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
-from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
+
+from s3gym_tui.textgate import safe_text
 
 Check = Callable[[str], tuple[bool, str]]  # action -> (the game accepts it, the game's feedback)
 
@@ -60,7 +61,7 @@ class TakeOverBox(Vertical):
 
     def _note(self, text: str) -> None:
         note = self.query_one("#takeover-note", Static)
-        note.update(Text(text, style="bold") if text else "")
+        note.update(safe_text(text, style="bold", max_chars=2000) if text else "")
         note.display = bool(text)
 
     @on(Input.Changed, "#takeover")

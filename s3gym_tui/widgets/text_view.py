@@ -10,6 +10,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.scrollbars import QuietScrollBars
 
 
@@ -54,15 +55,22 @@ class LinesView(QuietScrollBars, ScrollView):
         self._strips: list[Strip] = []
         self._keys: list[Any] = []
         self._laid_width = -1
+        self._borders: dict[str, str] = {}  # the border texts set (gated, plain)
 
     def set_border(self, title: Optional[str] = None, subtitle: Optional[str] = None) -> None:
-        """Change the border's title and subtitle (None: keep it). Textual repaints the whole widget
-        when either is set, even to the same text; here only the border line that changed is (a board
-        whose subtitle counts the steps repainted all its lines every step: ~5 ms of a step's frame)."""
+        """Change the border's title and subtitle (None: keep it), plain text through the gate (no
+        markup). Textual repaints the whole widget when either is set, even to the same text; here only
+        the border line that changed is (a board whose subtitle counts the steps repainted all its lines
+        every step: ~5 ms of a step's frame)."""
         offset, outer = self.content_offset, self.outer_size
         for attribute, value, line in (("border_title", title, 0), ("border_subtitle", subtitle, outer.height - 1)):
-            if value is None or value == (getattr(self, attribute) or ""):
+            if value is None:
                 continue
+            value = safe(value, one_line=True, max_chars=500)
+            if value == self._borders.get(attribute, ""):
+                continue
+            self._borders[attribute] = value
+            value = Text(value)  # a Text: Textual reads a string as markup
             if outer.area:  # the border line, in the content coordinates refresh() takes
                 self._border_line = Region(-offset.x, line - offset.y, outer.width, 1)
             try:
@@ -194,6 +202,7 @@ class TextView(LinesView, can_focus=True):
             key = _line_key(line, width)
             parts = cache.get(key) or previous.get(key)
             if parts is None:
+                line = safe_text(line, max_chars=None)  # what a model or the store wrote, made harmless
                 if line.cell_len <= width and "\t" not in line.plain:  # fits: no wrapping needed
                     parts = [Strip(list(line.render(console)))]
                 else:

@@ -7,6 +7,8 @@ from typing import Optional
 from rich.text import Text
 from textual.widgets import Static
 
+from s3gym_tui.textgate import safe
+
 
 class TitleBar(Static):
     """`● s3gym — <screen sub-title or the app's>`, one line. A plain Static: Textual's Header
@@ -29,5 +31,6 @@ class TitleBar(Static):
 
     def _paint(self) -> None:
         sub = self.screen.sub_title or self.app.sub_title
+        sub = safe(sub, one_line=True, max_chars=300)  # a sub-title names runs, models, files
         text = Text.assemble(("● ", "bold"), (self.app.title, "bold"), (f" — {sub}" if sub else "", ""))
         self.update(text, layout=False)

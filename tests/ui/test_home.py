@@ -164,7 +164,7 @@ async def test_recent_runs_and_their_keys(app, demo_db, monkeypatch):
         screen = pilot.app.screen
         table = screen.query_one("#runs", DataTable)
         assert table.row_count == 3
-        rows = {table.get_row_at(i)[0]: table.get_row_at(i) for i in range(3)}
+        rows = {str(table.get_row_at(i)[0]): [str(c) for c in table.get_row_at(i)] for i in range(3)}  # cells are Text
         assert set(rows) == set(ids.values())
         assert rows[ids["snake-summary"]][1:5] == ["snake", "scripted/snake", "summary", "finished"]
         table.focus()

@@ -162,7 +162,7 @@ async def test_home_shows_a_run_made_elsewhere_when_it_comes_back(app, demo_db):
         table.move_cursor(row=1)
         await pilot.press("escape")
         await pilot.pause()
-        assert table.row_count == 4 and "made-elsewhere" in [table.get_row_at(i)[0] for i in range(4)]
+        assert table.row_count == 4 and "made-elsewhere" in [str(table.get_row_at(i)[0]) for i in range(4)]
 
 
 async def test_providers_with_keys_are_looked_up_once_the_picker_is_used(app, monkeypatch):
