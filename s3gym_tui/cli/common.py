@@ -86,6 +86,11 @@ cli = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
 
 DbOption = typer.Option(None, "--db", help="SQLite file (default: $S3GYM_DB or the user data dir).")
 JsonOption = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
+# the long commands' progress (s3gym_tui.progress): a ProgressMode, None to follow stdout
+ProgressOption = typer.Option(None, "--progress", case_sensitive=False, show_default=False,
+                              help="bars (live bars) | plain (one timestamped line per episode, checkpoint, "
+                              "update or phase, flushed: for nohup, Slurm, CI) | none. Default: bars on a "
+                              "terminal, plain when stdout is not one.")
 
 
 class UserError(Exception):

@@ -8,9 +8,9 @@ from typing import List, Optional
 
 import typer
 
-from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
+from s3gym_tui.cli.common import DbOption, ProgressOption, UserError, check_number, _store, cli, console
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
-from s3gym_tui.cli.progress import ProgressMode, ProgressOption
 
 
 @cli.command()

@@ -9,9 +9,9 @@ from typing import List, Optional
 
 import typer
 
-from s3gym_tui.cli.common import (DbOption, JsonOption, Stopped, UserError, _fmt, _store, cli, console, emit_json,
-                                  err, flags_named, model_name)
-from s3gym_tui.cli.progress import ProgressMode, ProgressOption
+from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
+                                  console, emit_json, err, flags_named, model_name)
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 
@@ -152,7 +152,7 @@ def _follow(store, run, verb: str = "run", progress_mode: Optional[ProgressMode]
     """Drive a run with its progress (bars, or a timestamped line per episode and checkpoint), then print
     its tables. A failure after the run was stored (the model, the disk, the store) stops it resumable:
     exit 3 with the resume command."""
-    from s3gym_tui.cli.progress import JobProgress
+    from s3gym_tui.progress import JobProgress
     from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner

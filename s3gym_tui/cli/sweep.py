@@ -10,9 +10,9 @@ from typing import List, Optional
 
 import typer
 
-from s3gym_tui.cli.common import (DbOption, Stopped, UserError, _fmt, _store, cli, console, emit_json, flags_named,
-                                  model_list)
-from s3gym_tui.cli.progress import ProgressMode, ProgressOption
+from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, _fmt, _store, cli, console,
+                                  emit_json, flags_named, model_list)
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
@@ -243,7 +243,7 @@ def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None) ->
     """Run the sweep with its progress (a bar per active run and one for the sweep, or a timestamped
     line per episode, checkpoint and run), a warning when a model's replies mostly do not parse, then
     the usage and the replies per model. A store failure mid-sweep stops it resumable (exit 3)."""
-    from s3gym_tui.cli.progress import JobProgress
+    from s3gym_tui.progress import JobProgress
     from s3gym_tui.engine import events as ev
     from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.sweep import SweepRunEnded, SweepRunEvent, SweepRunner, SweepRunStarted

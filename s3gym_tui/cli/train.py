@@ -8,9 +8,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from s3gym_tui.cli.common import (DbOption, Stopped, UserError, check_number, _store, cli, console, flags_named,
-                                  model_name)
-from s3gym_tui.cli.progress import ProgressMode, ProgressOption
+from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, check_number, _store, cli, console,
+                                  flags_named, model_name)
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "

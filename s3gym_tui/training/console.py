@@ -1,6 +1,6 @@
 """`s3gym train` / `s3gym resume TRAINING` / `s3gym distill` in the terminal: progress for every phase
 (dataset, base loading, rollouts, updates, checkpoints, evaluation) as bars or timestamped lines (the
-commands' one progress mechanism, cli.progress), and the final tables. The commands themselves
+commands' one progress mechanism, s3gym_tui.progress), and the final tables. The commands themselves
 (options, errors) live in s3gym_tui/cli/train.py and cli/distill.py."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Optional
 from rich.console import Console
 from rich.table import Table
 
-from s3gym_tui.cli.progress import JobProgress, ProgressMode
+from s3gym_tui.progress import JobProgress, ProgressMode
 from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, StepDone
 from s3gym_tui.textgate import safe_markup
 from s3gym_tui.training.evaluate import TrainingReport

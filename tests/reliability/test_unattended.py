@@ -229,7 +229,7 @@ def test_an_empty_model_name_is_a_usage_error(tmp_path, capsys, monkeypatch, arg
     code, out, err = cli(capsys, *args, "--db", db)
     assert code == 2 and not opened, out + err
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "model" in lines[0] and ("empty" in lines[0] or "no model" in lines[0])
+    assert len(lines) == 1 and ("model name cannot be empty" in lines[0] or "no model named" in lines[0])
     assert not db.exists()
 
 

@@ -1,7 +1,7 @@
 """Progress of the long commands (run, resume, sweep, train, distill and its matrix evaluation), one
 mechanism for all: live bars on a terminal, one timestamped line per episode / checkpoint / update /
 phase when stdout is not one (nohup, Slurm, CI: written and flushed as it happens), or nothing.
-`--progress bars|plain|none` chooses; the default follows stdout.
+`--progress bars|plain|none` (cli.common.ProgressOption) chooses; the default follows stdout.
 
 `JobProgress` has the part of rich's `Progress` interface the commands use (`add_task`, `update`,
 `advance`, `console`, a context manager), so a command describes its progress once. In plain mode an
@@ -15,7 +15,6 @@ import time
 from enum import Enum
 from typing import Any, Optional
 
-import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -25,12 +24,6 @@ class ProgressMode(str, Enum):
     bars = "bars"
     plain = "plain"
     none = "none"
-
-
-ProgressOption = typer.Option(None, "--progress", case_sensitive=False, show_default=False,
-                              help="bars (live bars) | plain (one timestamped line per episode, checkpoint, "
-                              "update or phase, flushed: for nohup, Slurm, CI) | none. Default: bars on a "
-                              "terminal, plain when stdout is not one.")
 
 
 def resolve(mode: Optional[ProgressMode | str], console: Console) -> ProgressMode:
