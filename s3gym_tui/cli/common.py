@@ -12,21 +12,50 @@ import typer
 
 from s3gym_tui.textgate import GatedConsole, safe_json
 
+
+class StdoutClosed(Exception):
+    """The reader of our output went away (`s3gym export RUN | head -1`): end quietly, exit 0."""
+
+
+def stdout_closed() -> None:
+    """Point stdout at /dev/null (Python flushes it again at exit, which would fail once more) and
+    end the command: the way the Python docs' note on SIGPIPE recommends, but with exit code 0."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # a stdout without a descriptor (a test's capture)
+        pass
+    raise StdoutClosed
+
+
+class _Console(GatedConsole):
+    """The gated console, whose answer to a closed pipe (rich exits with 1) is ours: a quiet exit 0."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        stdout_closed()
+
+
 # Piped output is not wrapped at 80 columns: tables stay whole for files and other programs. Both pass
 # every text segment through the gate (s3gym_tui.textgate): the commands gate what they print first.
-console = GatedConsole(width=None if sys.stdout.isatty() else 200)
-err = GatedConsole(stderr=True, width=None if sys.stderr.isatty() else 400)
+console = _Console(width=None if sys.stdout.isatty() else 200)
+err = _Console(stderr=True, width=None if sys.stderr.isatty() else 400)
 
 # Exit codes (distinct, documented in --help and the README).
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a check found a problem (audit: a leak)
 EXIT_USAGE = 2  # usage error, or a run refused before anything was stored
-EXIT_MODEL = 3  # the model or provider failed while working (the run is stopped, resumable)
+# Stopped while working, after something was stored (the model or provider failed, the disk filled
+# up, the store refused a write): the work is stored as stopped with its reason, and resumable.
+EXIT_STOPPED = 3
+EXIT_MODEL = EXIT_STOPPED  # (its older name)
 EXIT_INTERRUPTED = 130  # Ctrl-C (stored data intact, resumable)
 
 EXIT_CODES = ((EXIT_OK, "ok"), (EXIT_CHECK_FAILED, "a check failed (audit found a leak)"),
               (EXIT_USAGE, "usage error, or a run refused before anything was stored"),
-              (EXIT_MODEL, "the model or provider failed while working (resumable)"),
+              (EXIT_STOPPED, "stopped while working (model, provider or disk failed); resumable"),
               (EXIT_INTERRUPTED, "interrupted (Ctrl-C); stored data intact"))
 
 ENV_VARS = (
@@ -57,6 +86,11 @@ cli = typer.Typer(add_completion=False, no_args_is_help=False, pretty_exceptions
 
 DbOption = typer.Option(None, "--db", help="SQLite file (default: $S3GYM_DB or the user data dir).")
 JsonOption = typer.Option(False, "--json", help="Print one JSON document instead of tables.")
+# the long commands' progress (s3gym_tui.progress): a ProgressMode, None to follow stdout
+ProgressOption = typer.Option(None, "--progress", case_sensitive=False, show_default=False,
+                              help="bars (live bars) | plain (one timestamped line per episode, checkpoint, "
+                              "update or phase, flushed: for nohup, Slurm, CI) | none. Default: bars on a "
+                              "terminal, plain when stdout is not one.")
 
 
 class UserError(Exception):
@@ -65,10 +99,87 @@ class UserError(Exception):
     exit_code = EXIT_USAGE
 
 
-class ModelFailed(UserError):
-    """The model or provider failed while a run worked (exit code 3; the run is resumable)."""
+class Stopped(UserError):
+    """Work stopped after something was stored: the model or provider failed, the disk filled up,
+    the store refused a write (exit code 3). The work is resumable: `resume` names what
+    `s3gym resume` continues, printed on its own line after the error."""
 
-    exit_code = EXIT_MODEL
+    exit_code = EXIT_STOPPED
+
+    def __init__(self, message: str, resume: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.resume = resume
+
+
+ModelFailed = Stopped  # (its older name)
+
+
+# ----- names the user gave ---------------------------------------------------------------------
+def model_name(value: Optional[str]) -> Optional[str]:
+    """typer callback of every option that names a model: an empty or blank name is a usage error
+    (it used to mean the default model, silently)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("a model name cannot be empty (leave the option out for the default model)")
+    return value.strip() if value is not None else None
+
+
+def model_list(value: Optional[str]) -> Optional[str]:
+    """typer callback of `--models A,B`: at least one non-empty name when the option is given."""
+    if value is not None and not [part for part in value.split(",") if part.strip()]:
+        raise typer.BadParameter("no model named (leave the option out for the default model)")
+    return value
+
+
+# Config fields -> the flags that set them, for errors of run, sweep, train and distill (pydantic
+# names the field; the user typed the flag). A field not listed keeps its own name.
+FLAGS = {
+    "model": "--model", "models": "--models", "game": "GAME", "games": "--games",
+    "pathway": "--pathway", "pathways": "--pathways",
+    "explore_episodes": "--episodes", "eval_every": "--eval-every", "eval_episodes": "--eval-episodes",
+    "history_budget": "--history-budget", "max_tokens": "--max-tokens", "temperature": "--temperature",
+    "decoding_seed": "--seed", "api_base": "--api-base", "api_bases": "--api-base", "step_cap": "--step-cap",
+    "timeout_s": "--timeout", "max_retries": "--max-retries", "oracle_feedback": "--oracle-feedback",
+    "concurrency": "--concurrency", "runs_per_model": "--runs-per-model", "budget_usd": "--budget-usd",
+    "threshold": "--threshold", "epochs": "--epochs", "max_steps": "--max-steps", "batch_size": "--batch-size",
+    "grad_accum": "--grad-accum", "learning_rate": "--lr", "max_length": "--max-length",
+    "updates": "--updates", "num_generations": "--generations", "states_per_update": "--states-per-update",
+    "save_every": "--save-every", "rollout_episodes": "--rollout-episodes", "episodes": "--rollout-episodes",
+    "rollout_step_cap": "--rollout-step-cap", "max_completion_length": "--completion-tokens",
+    "phase2_updates": "--updates", "phase2_batch": "--batch", "phase2_learning_rate": "--lr",
+    "max_examples": "--max-examples",
+}
+# a field whose flag depends on where it sits (distillation's phase 1 has its own step cap)
+FLAGS_AT = {("phase1", "max_steps"): "--phase1-steps"}
+
+
+def flag_error(exc: Exception) -> UserError:
+    """A pydantic ValidationError as one line naming the flag the user typed (`--step-cap 100: ...`)."""
+    first = exc.errors()[0]  # type: ignore[attr-defined]
+    loc = [str(p) for p in first.get("loc", ()) if not isinstance(p, int)]
+    message = str(first.get("msg", "")).removeprefix("Value error, ")
+    if not loc:
+        return UserError(message)
+    flag = FLAGS_AT.get(tuple(loc[-2:])) or FLAGS.get(loc[-1], ".".join(loc))
+    given = first.get("input")
+    if isinstance(given, float):
+        given = f"{given:g}"  # as typed: -1, not -1.0
+    shown = f" {given}" if flag.startswith("--") and isinstance(given, (int, str)) and \
+        not isinstance(given, bool) and len(str(given)) <= 40 else ""
+    return UserError(f"{flag}{shown}: {message}")
+
+
+class flags_named:
+    """`with flags_named(): RunConfig(...)`: a ValidationError becomes a UserError naming the flag."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        from pydantic import ValidationError
+
+        if isinstance(exc, ValidationError):
+            raise flag_error(exc) from None
+        return False
 
 
 def check_number(name: str, value: Optional[float], *, low: Optional[float] = None,

@@ -8,7 +8,8 @@ from typing import List, Optional
 
 import typer
 
-from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
+from s3gym_tui.cli.common import DbOption, ProgressOption, UserError, check_number, _store, cli, console
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 
@@ -32,6 +33,7 @@ def distill(
                                                 help="Default: each game's expert evaluation run's."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64),
     out: Optional[Path] = typer.Option(None, "--out", help="Where the students' files go."),
+    progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
 ) -> None:
     """Consolidate single-game experts into one student: off-policy SFT, then on-policy reverse KL."""
@@ -58,13 +60,26 @@ def distill(
 
     store = _store(db, write=True)
     try:
-        resolve_experts(store, experts)  # refuse bad experts before anything is written
+        resolved = resolve_experts(store, experts)  # refuse bad experts before anything is written
     except TrainingError as exc:
         raise UserError(str(exc)) from None
-    _run_study(store, lambda hooks: run_distill(store, experts, options, hooks))
+    _check_eval_settings(store, resolved, eval_episodes, step_cap)
+    before = {s.id for s in store.studies(limit=1)}
+    _run_study(store, lambda hooks: run_distill(store, experts, options, hooks), progress,
+               study=lambda: next((s.id for s in store.studies(limit=1) if s.id not in before), None))
 
 
-def _run_study(store, factory) -> None:
+def _check_eval_settings(store, resolved, eval_episodes: Optional[int], step_cap: Optional[int]) -> None:
+    """The matrix evaluation's settings (its runs are made after the training), checked before
+    anything is trained: an out-of-range value is one line naming the flag."""
+    from s3gym_tui.cli.train import check_eval_settings
+    from s3gym_tui.models import RunConfig
+
+    for expert in resolved:
+        check_eval_settings(RunConfig(model=expert.model, game=expert.game), eval_episodes, step_cap)
+
+
+def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=None) -> None:
     import asyncio
 
     from s3gym_tui.training import MissingExtra
@@ -73,11 +88,12 @@ def _run_study(store, factory) -> None:
     from s3gym_tui.training.matrix import study_matrix
     from s3gym_tui.training.matrix_view import print_matrix
     from s3gym_tui.training.pipeline import TrainingError
+    from s3gym_tui.cli.train import stopped_resumable
 
-    bars = Bars(console)
+    bars = Bars(console, mode=progress)
     hooks = bars.hooks(DistillHooks, stage=lambda stage, info: bars.info("study", f"{stage}: {info}"))
     try:
-        with bars.progress:
+        with stopped_resumable(bars, study), bars.progress:
             study = asyncio.run(factory(hooks))
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
@@ -89,10 +105,10 @@ def _run_study(store, factory) -> None:
     print_matrix(console, study_matrix(store, study.id))
 
 
-def resume_study_cli(store, study_id: str) -> None:
+def resume_study_cli(store, study_id: str, progress: Optional[ProgressMode] = None) -> None:
     from s3gym_tui.training.distill import resume_study
 
-    _run_study(store, lambda hooks: resume_study(store, study_id, hooks))
+    _run_study(store, lambda hooks: resume_study(store, study_id, hooks), progress, study=study_id)
 
 
 @cli.command()

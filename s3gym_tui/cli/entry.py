@@ -7,12 +7,56 @@ from typing import Optional
 
 import typer
 
-from s3gym_tui.cli.common import EXIT_INTERRUPTED, EXIT_MODEL, EXIT_USAGE, UserError, cli, err
+from s3gym_tui.cli.common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE, StdoutClosed, UserError,
+                                  cli, err, stdout_closed)
 from s3gym_tui.textgate import safe_markup
 
 
+class _GuardedStdout:
+    """sys.stdout while a command runs: a write to a closed pipe raises StdoutClosed, which click
+    passes through (it turns an EPIPE OSError into exit code 1), wherever the write comes from."""
+
+    def __init__(self, stream) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            stdout_closed()
+            raise  # pragma: no cover (stdout_closed raises)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            stdout_closed()
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
 def main(argv: Optional[list[str]] = None) -> int:
-    """Entry point: one clear line and a non-zero exit for every user error, never a traceback."""
+    """Entry point: one clear line and a non-zero exit for every user error, never a traceback; a
+    closed stdout (`s3gym export RUN | head -1`) ends the command quietly with exit code 0."""
+    real = sys.stdout
+    sys.stdout = guarded = _GuardedStdout(real)
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # what is still buffered meets a closed pipe here, not at exit
+        return code
+    except StdoutClosed:
+        return EXIT_OK
+    finally:
+        if sys.stdout is guarded:
+            sys.stdout = real
+
+
+def _main(argv: Optional[list[str]]) -> int:
     from pydantic import ValidationError
 
     from games import GameError
@@ -31,9 +75,14 @@ def main(argv: Optional[list[str]] = None) -> int:
         code = cli(args=args, standalone_mode=False)  # click returns a command's typer.Exit code
     except (UserError, GameError, StoreError, ModelUnavailable, ConfigError, OutputError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
-        err.print(f"[red]error:[/] {safe_markup(message, one_line=True, max_chars=4000)}", soft_wrap=True, markup=True, highlight=False)
+        err.print(f"[red]error:[/] {safe_markup(message, one_line=True, max_chars=4000)}", soft_wrap=True,
+                  markup=True, highlight=False)
+        resume = getattr(exc, "resume", None)
+        if resume:
+            err.print(f"resume with: s3gym resume {safe_markup(resume, one_line=True)}", soft_wrap=True,
+                      highlight=False)
         if isinstance(exc, ModelUnavailable):
-            return EXIT_MODEL  # the model failed while working
+            return EXIT_STOPPED  # the model failed while working
         return int(getattr(exc, "exit_code", EXIT_USAGE))
     except ValidationError as exc:
         first = exc.errors()[0]

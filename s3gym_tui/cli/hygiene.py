@@ -44,5 +44,18 @@ def vacuum(db: Optional[Path] = DbOption) -> None:
     """Compact the database file (returns the space of removed runs to the disk)."""
     store = _store(db, write=True)
     result = store.vacuum()
-    console.print(f"vacuumed {safe_markup(str(store.path))}: {_size(result.before_bytes)} -> "
-                  f"{_size(result.after_bytes)} ({_size(result.reclaimed)} reclaimed)")
+    change = result.before_bytes - result.after_bytes
+    total = f"{_size(change)} reclaimed" if change >= 0 else f"{_size(-change)} more, for now"
+    console.print(f"vacuumed {safe_markup(store.path)}\n"
+                  f"  database {_size(result.db_before):>10} -> {_size(result.db_after)}\n"
+                  f"  WAL      {_size(result.wal_before):>10} -> {_size(result.wal_after)}\n"
+                  f"  together {_size(result.before_bytes):>10} -> {_size(result.after_bytes)} ({total})",
+                  soft_wrap=True, highlight=False)
+    if not result.wal_folded:
+        live = store.live_leases()
+        who = (f"{'a live run' if len(live) == 1 else f'{len(live)} live runs'} "
+               f"({', '.join(f'{run_id} · PID {lease.pid}' for run_id, lease in sorted(live.items()))})"
+               if live else "another process (a reader or a writer)")
+        console.print(f"[yellow]the WAL was not folded back[/] ({result.frames_left:,} frames left): "
+                      f"{safe_markup(who)} is using the file, so the compacted pages wait in the WAL; it "
+                      f"shrinks when that ends (`s3gym vacuum` again then)", soft_wrap=True, highlight=False)

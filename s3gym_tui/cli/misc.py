@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, JsonOption, cli, console, emit_json
+from s3gym_tui.cli.common import DbOption, JsonOption, cli, console, emit_json, model_name
 from s3gym_tui.textgate import safe_markup
 
 
@@ -78,8 +78,8 @@ def list_games() -> None:
 
 @cli.command()
 def tui(db: Optional[Path] = DbOption,
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="Default model (else the config "
-                                            "file's, else local/smollm2-135m).")) -> None:
+        model: Optional[str] = typer.Option(None, "--model", "-m", callback=model_name, help="Default model "
+                                            "(else the config file's, else local/smollm2-135m).")) -> None:
     """Open the terminal app (the default when s3gym is run with no command; `s3gym --db X --model M`
     is `s3gym tui --db X --model M`)."""
     from s3gym_tui.app import S3GymApp

@@ -8,18 +8,18 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from s3gym_tui.cli.common import (DbOption, JsonOption, ModelFailed, UserError, _fmt, _store, cli, console,
-                                     emit_json, err)
+from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
+                                  console, emit_json, err, flags_named, model_name)
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
 def run(
     game: str = typer.Argument(..., help="Game name (see `s3gym games`)."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Any litellm model string (default: the "
-                                        "config's default_model, or $S3GYM_MODEL)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", callback=model_name, help="Any litellm model "
+                                        "string (default: the config's default_model, or $S3GYM_MODEL)."),
     pathway: str = typer.Option("none", "--pathway", "-p", help="none | history | summary"),
     episodes: int = typer.Option(30, "--episodes", help="Exploration episodes."),
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
@@ -40,7 +40,8 @@ def run(
     max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
                                     help="Retries of a failed model call (timeouts, 429, 5xx)."),
     estimate_only: bool = typer.Option(False, "--estimate", help="Print the estimate of calls, tokens and cost, "
-                                       "and stop (no run is created)."),
+                                       "and stop (nothing is created)."),
+    progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
 ) -> None:
     """Start a run of the explore/evaluate protocol and follow it with progress bars (the estimate of
@@ -59,12 +60,13 @@ def run(
         bases = [own.api_base]
     chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
               "timeout_s": timeout if timeout is not None else own.timeout_s}
-    config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
-                       eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
-                       step_cap=step_cap, temperature=temperature, decoding_seed=seed,
-                       api_base=bases[0] if len(bases) == 1 else None,
-                       api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
-                       max_retries=max_retries, **{k: v for k, v in chosen.items() if v is not None})
+    with flags_named():  # a bad value names the flag the user typed
+        config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
+                           eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
+                           step_cap=step_cap, temperature=temperature, decoding_seed=seed,
+                           api_base=bases[0] if len(bases) == 1 else None,
+                           api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
+                           max_retries=max_retries, **{k: v for k, v in chosen.items() if v is not None})
     _preflight(config)  # a doomed run is refused before anything is stored
     estimate = estimate_run(config)
     console.print("[bold]estimate[/] " + "\n         ".join(safe_markup(line) for line in estimate.lines()),
@@ -75,7 +77,7 @@ def run(
     new_run = store.create_run(config)
     console.print(f"run [bold]{safe_markup(new_run.id)}[/] · {config.game} · {safe_markup(config.model)} · "
                   f"pathway {config.pathway}")
-    _follow(store, new_run)
+    _follow(store, new_run, progress_mode=progress)
 
 
 @cli.command()
@@ -89,6 +91,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
            runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Sweep: runs of one "
                                                         "model at once."),
            yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking."),
+           progress: Optional[ProgressMode] = ProgressOption,
            db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run, every unfinished run of a sweep, a training or a distillation
     study where it stopped."""
@@ -98,12 +101,12 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
     if store.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
 
-        resume_training_cli(store, run_id)
+        resume_training_cli(store, run_id, progress)
         return
     if store.find_study(run_id) is not None:
         from s3gym_tui.cli.distill import resume_study_cli
 
-        resume_study_cli(store, run_id)
+        resume_study_cli(store, run_id, progress)
         return
     sweep = store.find_sweep(run_id)
     if sweep is not None:
@@ -111,7 +114,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
 
         if api_base is not None:
             raise UserError("--api-base applies to a run, not a sweep (its runs keep their api bases)")
-        resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes)
+        resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes, progress)
         return
     if budget_usd is not None or concurrency is not None or runs_per_model is not None:
         raise UserError("--budget-usd, --concurrency and --runs-per-model apply to a sweep, not a run")
@@ -128,12 +131,12 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
             raise UserError(f"{run_id} is a training's evaluation run without its training: nothing to resume")
         from s3gym_tui.cli.train import resume_training_cli
 
-        resume_training_cli(store, link[0].id)
+        resume_training_cli(store, link[0].id, progress)
         return
     if target.status == "finished":
         raise UserError(f"run {run_id} is finished: nothing left to run")
     _preflight(target.config)
-    _follow(store, target, verb="resume")
+    _follow(store, target, verb="resume", progress_mode=progress)
 
 
 def _preflight(config) -> None:
@@ -145,40 +148,49 @@ def _preflight(config) -> None:
         raise UserError(f"{exc} (nothing was stored)") from None
 
 
-def _follow(store, run, verb: str = "run") -> None:
+def _follow(store, run, verb: str = "run", progress_mode: Optional[ProgressMode] = None) -> None:
+    """Drive a run with its progress (bars, or a timestamped line per episode and checkpoint), then print
+    its tables. A failure after the run was stored (the model, the disk, the store) stops it resumable:
+    exit 3 with the resume command."""
+    from s3gym_tui.progress import JobProgress
     from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, RunFinished, StepDone
     from s3gym_tui.engine.runner import ProtocolRunner
+    from s3gym_tui.store import StoreError
+    from s3gym_tui.store.leases import RunBusy
 
     cfg = run.config
-    done_explore = sum(1 for e in store.episodes(run.id, phase="explore") if e.status == "finished")
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
-    explore_task = progress.add_task("exploration", total=cfg.explore_episodes, completed=done_explore, info="")
+    episodes = store.episodes(run.id)
+    done_explore = sum(1 for e in episodes if e.phase == "explore" and e.status == "finished")
+    done_eval = sum(1 for e in episodes if e.phase == "eval" and e.status == "finished")
+    progress = JobProgress(console, progress_mode)
+    explore_task = progress.add_task("exploration", total=cfg.explore_episodes, completed=done_explore)
     cps = cfg.checkpoints()
-    cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints(run.id)), info="")
-    step_task = progress.add_task("episode steps", total=None, info="")
+    eval_task = progress.add_task("evaluation", total=len(cps) * cfg.eval_episodes, completed=done_eval)
+    cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints(run.id)))
+    step_task = progress.add_task("episode steps", total=None, detail=True)
     outcome: dict = {}
     watch = ContractWatch(cfg.model)
-    warned = {"shown": False}
 
     def on_event(event) -> None:
         if isinstance(event, StepDone):  # the reply-contract warning, once each time it starts
-            watch.add(event.step)
-            warning = watch.warning
-            if warning and not warned["shown"]:
-                progress.console.print(f"[yellow bold]warning:[/] {safe_markup(warning)}", soft_wrap=True)
-            warned["shown"] = bool(warning)
+            warning = watch.news(event.step)
+            if warning:
+                progress.note(f"[yellow bold]warning:[/] {safe_markup(warning)}")
         if isinstance(event, StepDone) and event.episode.phase == "explore":
             progress.update(step_task, completed=event.step.index + 1,
                             info="last: " + safe_markup(event.step.action, one_line=True, max_chars=30)
                             + f" self {event.step.self_score}")
-        elif isinstance(event, EpisodeDone) and event.episode.phase == "explore":
-            progress.advance(explore_task)
-            progress.update(explore_task, info=f"last score {_fmt(event.episode.score, 2)}")
+        elif isinstance(event, EpisodeDone):
+            episode = event.episode
+            if episode.phase == "explore":
+                progress.update(explore_task, advance=1,
+                                info=f"episode {episode.index}: score {_fmt(episode.score, 2)}")
+            else:
+                progress.update(eval_task, advance=1, info=f"x={episode.checkpoint} episode {episode.index}: "
+                                                           f"score {_fmt(episode.score, 2)}")
         elif isinstance(event, CheckpointScored):
-            progress.advance(cp_task)
-            progress.update(cp_task, info=f"x={event.checkpoint.x}: {_fmt(event.checkpoint.mean)}")
+            progress.update(cp_task, advance=1, info=f"x={event.checkpoint.x}: {_fmt(event.checkpoint.mean)}")
         elif isinstance(event, RunFinished):
             outcome["error"] = event.error
 
@@ -190,14 +202,19 @@ def _follow(store, run, verb: str = "run") -> None:
         with stop_on_signals(runner.stop):
             return await runner.run_protocol(command=f"s3gym {verb}")
 
-    with progress:
-        final = asyncio.run(drive())
+    try:
+        with progress:
+            final = asyncio.run(drive())
+    except RunBusy:
+        raise  # refused before anything changed: a usage error
+    except StoreError as exc:  # the disk filled up, the store refused a write: stored as stopped
+        raise Stopped(f"run {run.id} stopped: {exc}", resume=run.id) from None
     if runner.stop_reason is not None:  # Ctrl-C or SIGTERM: a clean, resumable stop
         err.print(f"run {safe_markup(final.id)} {runner.stop_reason}: stored data is intact")
         err.print(f"resume with: s3gym resume {safe_markup(final.id)}", highlight=False)
         raise typer.Exit(130)
     if outcome.get("error"):
-        raise ModelFailed(f"run {final.id} stopped: {outcome['error']} (continue with `s3gym resume {final.id}`)")
+        raise Stopped(f"run {final.id} stopped: {outcome['error']}", resume=final.id)
     _print_reports(store, [final])
 
 
@@ -264,13 +281,16 @@ def audit(db: Optional[Path] = DbOption) -> None:
 
 
 @cli.command()
-def export(run_id: str = typer.Argument(...), out: Optional[Path] = typer.Option(None, "--out", "-o"),
+def export(run_id: str = typer.Argument(...),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: stdout)."),
            db: Optional[Path] = DbOption) -> None:
     """Export a run's episodes and steps as JSONL (one object a line)."""
     from s3gym_tui.engine.export import export_run
     from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
+    if out is not None and str(out) == "-":
+        out = None  # `-o -`: stdout, like the default
     try:
         if out:  # before anything is written: never the database, never a half-written file
             check_target(out, store.path)

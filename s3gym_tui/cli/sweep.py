@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from s3gym_tui.cli.common import DbOption, ModelFailed, UserError, _fmt, _store, cli, console, emit_json
+from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, _fmt, _store, cli, console,
+                                  emit_json, flags_named, model_list)
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
@@ -141,7 +142,7 @@ def sweep(
     games_: str = typer.Option("all", "--games", "-g", help=GAMES_HELP),
     pathways: str = typer.Option("none,history,summary", "--pathways", "-p", help="Comma-separated: none, "
                                  "history, summary."),
-    models: Optional[str] = typer.Option(None, "--models", "-m", help=MODELS_HELP),
+    models: Optional[str] = typer.Option(None, "--models", "-m", callback=model_list, help=MODELS_HELP),
     episodes: int = typer.Option(30, "--episodes", help="Exploration episodes per run."),
     eval_every: int = typer.Option(3, "--eval-every", help="Evaluate after every N exploration episodes."),
     eval_episodes: int = typer.Option(3, "--eval-episodes", help="Evaluation episodes per checkpoint."),
@@ -160,13 +161,13 @@ def sweep(
                                                "calls cost this much (litellm's prices)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking."),
-    plan_only: bool = typer.Option(False, "--plan", help="Print the plan and stop (nothing is stored)."),
+    plan_only: bool = typer.Option(False, "--plan", help="Print the plan and stop (nothing is stored, no file "
+                                   "is created)."),
+    progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
 ) -> None:
     """Run games x pathways x models (the paper's tables): prints the plan and its cost, asks, then
     runs concurrently with progress bars. Stored and resumable as a whole: `s3gym resume SWEEP`."""
-    from pydantic import ValidationError
-
     from s3gym_tui.config import load_settings
     from s3gym_tui.engine.sweep_plan import plan as make_plan
     from s3gym_tui.models import SweepConfig
@@ -180,16 +181,14 @@ def sweep(
                     history_budget=history_budget, max_tokens=max_tokens, step_cap=step_cap,
                     temperature=temperature, decoding_seed=seed, timeout_s=timeout, max_retries=max_retries,
                     oracle_feedback=oracle_feedback)
-    try:
+    with flags_named():  # a bad value names the flag the user typed
         config = SweepConfig(games=game_names, pathways=_split(pathways), models=names, settings=settings,
                              api_bases=parse_api_bases(api_base, names), concurrency=concurrency,
-                             runs_per_model=runs_per_model or concurrency, budget_usd=budget_usd)
+                             runs_per_model=concurrency if runs_per_model is None else runs_per_model,
+                             budget_usd=budget_usd)
         runs = config.run_configs()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "sweep"
-        raise UserError(f"{where}: {str(first.get('msg', '')).removeprefix('Value error, ')}") from None
-    store = _store(db, create=True)  # a bad database is refused before the plan is computed
+    # a bad database is refused before the plan is computed; --plan opens (and creates) nothing
+    store = None if plan_only else _store(db, create=True)
     plan = make_plan(runs)
     print_plan(config, plan)
     if plan_only:
@@ -205,23 +204,19 @@ def sweep(
     stored, _ = store.create_sweep(config, runs)
     console.print(f"sweep [bold]{safe_markup(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
                   f"`s3gym resume {safe_markup(stored.id)}`)", soft_wrap=True)
-    follow_sweep(store, stored)
+    follow_sweep(store, stored, progress)
 
 
 def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Optional[int],
-                 runs_per_model: Optional[int], yes: bool) -> None:
+                 runs_per_model: Optional[int], yes: bool, progress: Optional[ProgressMode] = None) -> None:
     """`s3gym resume SWEEP`: the runs left, priced, then run like `sweep` (budget and limits may change)."""
     from s3gym_tui.engine.sweep_plan import plan as make_plan
 
     updates = {k: v for k, v in (("budget_usd", budget_usd), ("concurrency", concurrency),
                                  ("runs_per_model", runs_per_model)) if v is not None}
     if updates:
-        from pydantic import ValidationError
-
-        try:
+        with flags_named():
             config = stored.config.model_validate({**stored.config.model_dump(), **updates})
-        except ValidationError as exc:
-            raise UserError(f"{exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
         stored = store.set_sweep_config(stored.id, config)
     left = [r for r in store.sweep_runs(stored.id) if r.status != "finished"]
     if not left:
@@ -241,20 +236,25 @@ def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Option
     if not confirm(yes, f"Continue these {len(left)} runs?"):
         console.print("not resumed")
         return
-    follow_sweep(store, stored)
+    follow_sweep(store, stored, progress)
 
 
-def follow_sweep(store, stored) -> None:
-    """Run the sweep with one progress bar per active run and one for the whole sweep."""
+def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None) -> None:
+    """Run the sweep with its progress (a bar per active run and one for the sweep, or a timestamped
+    line per episode, checkpoint and run), a warning when a model's replies mostly do not parse, then
+    the usage and the replies per model. A store failure mid-sweep stops it resumable (exit 3)."""
+    from s3gym_tui.progress import JobProgress
     from s3gym_tui.engine import events as ev
-    from s3gym_tui.engine.sweep import SweepEnded, SweepRunEnded, SweepRunEvent, SweepRunner, SweepRunStarted
+    from s3gym_tui.engine.contract import ContractWatch
+    from s3gym_tui.engine.sweep import SweepRunEnded, SweepRunEvent, SweepRunner, SweepRunStarted
+    from s3gym_tui.store import StoreError
 
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
+    progress = JobProgress(console, progress_mode)
     all_runs = store.sweep_runs(stored.id)
     done = sum(r.status == "finished" for r in all_runs)
-    overall = progress.add_task("[bold]sweep[/]", total=len(all_runs), completed=done, info="")
+    overall = progress.add_task("[bold]sweep[/]", total=len(all_runs), completed=done)
     tasks: dict[str, int] = {}
+    watches: dict[str, ContractWatch] = {}  # per model: the reply-contract warning `run` gives
     runner = SweepRunner(store, stored)
 
     def spend_info() -> str:
@@ -267,26 +267,34 @@ def follow_sweep(store, stored) -> None:
             cfg = event.run.config
             done_eps = sum(1 for e in store.episodes(event.run.id) if e.status == "finished")
             total = cfg.explore_episodes + len(cfg.checkpoints()) * cfg.eval_episodes
-            label = safe_markup(f"{cfg.game} {cfg.pathway} {cfg.model}")
-            tasks[event.run.id] = progress.add_task(label, total=total, completed=done_eps, info="")
+            label = safe_markup(f"{cfg.game} {cfg.pathway} {cfg.model}", one_line=True)
+            tasks[event.run.id] = progress.add_task(label, total=total, completed=done_eps, announce=True)
         elif isinstance(event, SweepRunEvent) and event.run_id in tasks:
             inner = event.event
-            if isinstance(inner, ev.EpisodeDone):
-                progress.advance(tasks[event.run_id])
+            task = tasks[event.run_id]
+            if isinstance(inner, ev.StepDone):
+                model = inner.episode.model
+                warning = watches.setdefault(model, ContractWatch(model)).news(inner.step)
+                if warning:
+                    progress.note(f"[yellow bold]warning:[/] {safe_markup(warning)}")
+            elif isinstance(inner, ev.EpisodeDone):
+                e = inner.episode
+                where = f"x={e.checkpoint} eval {e.index}" if e.phase == "eval" else f"explore {e.index}"
+                score = "—" if e.score is None else format(e.score, ".3f")
+                progress.update(task, advance=1, info=f"{where}: score {score}")
             elif isinstance(inner, ev.CheckpointScored):
                 mean = inner.checkpoint.mean
-                progress.update(tasks[event.run_id],
-                                info=f"x={inner.checkpoint.x}: {_fmt(mean, 3)}")
-            progress.update(overall, info=spend_info())
+                progress.update(task, info=f"x={inner.checkpoint.x}: mean {_fmt(mean, 3)}")
+            progress.update(overall, info=spend_info(), detail=True)
         elif isinstance(event, SweepRunEnded):
             task = tasks.pop(event.run.id, None)
             if task is not None:
                 progress.update(task, visible=False)
             if event.run.status == "finished":
-                progress.advance(overall)
+                progress.update(overall, advance=1, info=f"{spend_info()} · {safe_markup(event.run.id)} finished")
             elif event.error:
-                progress.console.print(f"[yellow]run {safe_markup(event.run.id)} stopped[/]: {safe_markup(event.error, one_line=True, max_chars=2000)}",
-                                       soft_wrap=True)
+                progress.note(f"[yellow]run {safe_markup(event.run.id)} stopped[/]: "
+                              f"{safe_markup(event.error, one_line=True, max_chars=2000)}")
 
     runner.on_event = on_event
 
@@ -296,20 +304,56 @@ def follow_sweep(store, stored) -> None:
         with stop_on_signals(runner.stop):  # Ctrl-C / SIGTERM: every run stops cleanly
             return await runner.run()
 
-    with progress:
-        final = asyncio.run(drive())
+    try:
+        with progress:
+            final = asyncio.run(drive())
+    except StoreError as exc:  # even the sweep's own status could not be written (the disk is full)
+        raise Stopped(f"sweep {stored.id} stopped: {exc}", resume=stored.id) from None
     usage = store.sweep_usage(final.id)
     console.print(f"sweep [bold]{safe_markup(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
                   f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
                   + (f" ({usage['unpriced']:,} calls unpriced)" if usage["unpriced"] else ""), soft_wrap=True)
+    print_replies(store, final.id)
     if final.status == "finished":
         console.print(f"the paper's tables: `s3gym report --sweep {safe_markup(final.id)}`")
         return
-    console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
     if runner.stop_reason is not None:
+        console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
         raise typer.Exit(130)
+    if runner.store_error is not None:
+        raise Stopped(f"sweep {final.id} stopped: {final.note}", resume=final.id)
     if runner.failed_models and not runner.budget_hit:
-        raise ModelFailed(f"sweep {final.id} stopped: {final.note} (continue with `s3gym resume {final.id}`)")
+        raise Stopped(f"sweep {final.id} stopped: {final.note}", resume=final.id)
+    console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
+
+
+def print_replies(store, sweep_id: str) -> None:
+    """Replies per model over the whole sweep (every session of it): how many did not parse, and the
+    warning `run` gives when most of them did not (engine.contract, the same rule)."""
+    from s3gym_tui.cli.tables import print_table
+    from s3gym_tui.engine.contract import count_unparsed, unparsed_text
+    from s3gym_tui.engine.report_tables import INT, TEXT, Column, ReportTable
+
+    counts: dict[str, list[int]] = {}
+    for run in store.sweep_runs(sweep_id):
+        unparsed, replies = 0, 0
+        for episode in store.episodes(run.id):
+            bad, seen = count_unparsed(store.steps(episode.id))
+            unparsed, replies = unparsed + bad, replies + seen
+        row = counts.setdefault(run.config.model, [0, 0, 0])
+        row[0] += 1
+        row[1] += replies
+        row[2] += unparsed
+    rows = tuple((model, runs, replies, unparsed, f"{unparsed / replies:.0%}" if replies else "—")
+                 for model, (runs, replies, unparsed) in counts.items())
+    cols = (Column("model", "model", TEXT), Column("runs", "runs", INT), Column("replies", "replies", INT),
+            Column("unparsed", "did not parse", INT), Column("share", "share", INT))
+    print_table(console, ReportTable("replies", "replies per model", cols, rows),
+                more="a wider terminal shows them")
+    for model, (_, replies, unparsed) in counts.items():
+        warning = unparsed_text(model, unparsed, replies)
+        if warning:
+            console.print(f"[yellow bold]warning:[/] {safe_markup(warning)}", soft_wrap=True, highlight=False)
 
 
 @cli.command("sweeps")

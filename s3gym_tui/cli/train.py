@@ -8,7 +8,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from s3gym_tui.cli.common import DbOption, UserError, check_number, _store, cli, console
+from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, check_number, _store, cli, console,
+                                  flags_named, model_name)
+from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "
@@ -22,15 +24,18 @@ def train(
                                                       "exploration seeds)."),
     threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
     epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
-    base: str = typer.Option("default", "--base", help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
-    correction: str = typer.Option("none", "--correction", help="SFT: none | reference | a litellm model string."),
+    base: str = typer.Option("default", "--base", callback=model_name,
+                             help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
+    correction: str = typer.Option("none", "--correction", callback=model_name,
+                                   help="SFT: none | reference | a litellm model string."),
     max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="SFT: stop after N examples."),
     max_length: Optional[int] = typer.Option(None, "--max-length", min=16, help="SFT: drop (and name) examples "
                                              "longer than N tokens; default: follow the data, cut nothing."),
     eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=0,
                                                 help="Evaluation episodes per checkpoint (default: the run's)."),
     backend: str = typer.Option("local", "--backend", help="local (LoRA with TRL) | remote (provider's API, SFT)."),
-    remote_model: Optional[str] = typer.Option(None, "--remote-model", help="e.g. openai/gpt-4o-mini-2024-07-18"),
+    remote_model: Optional[str] = typer.Option(None, "--remote-model", callback=model_name,
+                                               help="e.g. openai/gpt-4o-mini-2024-07-18"),
     max_steps: int = typer.Option(-1, "--max-steps", help="SFT: cap on optimizer steps (overrides --epochs)."),
     batch_size: int = typer.Option(1, "--batch-size", min=1, help="SFT: examples per step (RAM grows with it)."),
     grad_accum: int = typer.Option(4, "--grad-accum", min=1),
@@ -49,6 +54,7 @@ def train(
     completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
     out: Optional[Path] = OutOption,
+    progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
 ) -> None:
     """Train an expert from a run's exploration (SFT or GRPO) and evaluate every checkpoint in strict mode."""
@@ -62,11 +68,14 @@ def train(
     check_number("--lr", learning_rate, above=0, high=1)
     if max_steps != -1 and max_steps < 1:
         raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
+    store = _store(db, write=True)
+    source = store.get_run(run_id)  # an unknown run: one line, before anything loads
+    check_eval_settings(source.config, eval_episodes, step_cap)
     try:
         if backend == "local":
             require_extra()  # before anything is written: one line saying how to install it
         from s3gym_tui.training.backend import TrainConfig
-        from s3gym_tui.training.console import print_outcome, run_with_bars
+        from s3gym_tui.training.console import Bars, print_outcome, run_with_bars
         from s3gym_tui.training.options import GrpoConfig, TrainOptions
         from s3gym_tui.training.pipeline import TrainingError, train_from_run
     except MissingExtra as exc:
@@ -80,11 +89,10 @@ def train(
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
                         max_completion_length=completion_tokens, learning_rate=lr))
-    store = _store(db, write=True)
-    store.get_run(run_id)  # an unknown run: one line, before anything loads
+    bars = Bars(console, epochs if method == "sft" else None, progress)
     try:
-        outcome = run_with_bars(console, lambda hooks: train_from_run(store, run_id, options, hooks),
-                                epochs if method == "sft" else None)
+        with stopped_resumable(bars):
+            outcome = run_with_bars(console, lambda hooks: train_from_run(store, run_id, options, hooks), bars=bars)
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
@@ -103,14 +111,51 @@ def interrupted(message) -> None:
     raise typer.Exit(130)
 
 
-def resume_training_cli(store, training_id: str) -> None:
+def check_eval_settings(template, eval_episodes: Optional[int], step_cap: Optional[int]) -> None:
+    """The evaluation runs' settings, checked before anything is trained (they are made after it):
+    an out-of-range value is one line naming the flag."""
+    from s3gym_tui.models import RunConfig
+
+    changes = {k: v for k, v in (("eval_episodes", eval_episodes), ("step_cap", step_cap)) if v is not None}
+    if changes:
+        with flags_named():
+            RunConfig.model_validate({**template.model_dump(), **changes})
+
+
+class stopped_resumable:
+    """Around a training or a study: a failure after it was stored (the disk, the store, the model)
+    is exit 3 with the resume command (`Bars.training_id`: set once one is created)."""
+
+    def __init__(self, bars, study: Optional[str] = None) -> None:
+        self.bars = bars
+        self.study = study
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        from s3gym_tui.engine.llm import ModelUnavailable
+        from s3gym_tui.store import StoreError
+        from s3gym_tui.store.leases import RunBusy
+
+        if not isinstance(exc, (StoreError, ModelUnavailable)) or isinstance(exc, RunBusy):
+            return False
+        target = self.study() if callable(self.study) else (self.study or self.bars.training_id)
+        if target is None:
+            return False  # nothing was stored yet: the one-line error as it is
+        raise Stopped(f"{target} stopped: {exc}", resume=target) from None
+
+
+def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode] = None) -> None:
     """`s3gym resume TRAINING`: the trainer from its last checkpoint, then the evaluation."""
     from s3gym_tui.training import MissingExtra
-    from s3gym_tui.training.console import print_outcome, run_with_bars
+    from s3gym_tui.training.console import Bars, print_outcome, run_with_bars
     from s3gym_tui.training.pipeline import TrainingError, resume_training
 
+    bars = Bars(console, mode=progress)
     try:
-        outcome = run_with_bars(console, lambda hooks: resume_training(store, training_id, hooks))
+        with stopped_resumable(bars, training_id):
+            outcome = run_with_bars(console, lambda hooks: resume_training(store, training_id, hooks), bars=bars)
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:

@@ -48,17 +48,41 @@ def contract_warning(model: str, steps: Iterable[Step], window: int = WINDOW) ->
     return warning_text(model, flags.count(False), len(flags))
 
 
+def unparsed_text(model: str, unparsed: int, replies: int) -> Optional[str]:
+    """The end-of-job warning over all of a model's replies (a sweep's final table), by the same
+    rule as the live one: most of them did not parse. None otherwise."""
+    if replies < MIN_REPLIES or unparsed * 2 <= replies:
+        return None
+    return (f"{model}: {unparsed} of {replies} replies did not parse ({unparsed / replies:.0%}); each one was "
+            "an invalid action for the game. Check the model, its max tokens, or the prompt.")
+
+
+def count_unparsed(steps: Iterable[Step]) -> tuple[int, int]:
+    """(replies that did not parse, model replies) among `steps` (a person's moves not counted)."""
+    flags = [f for f in (reply_parsed(s) for s in steps) if f is not None]
+    return flags.count(False), len(flags)
+
+
 class ContractWatch:
     """Follows a stream of steps (a protocol run) and tells when the warning starts or stops."""
 
     def __init__(self, model: str, window: int = WINDOW) -> None:
         self.model = model
         self.recent: deque[bool] = deque(maxlen=window)
+        self._shown = False
 
     def add(self, step: Step) -> None:
         flag = reply_parsed(step)
         if flag is not None:
             self.recent.append(flag)
+
+    def news(self, step: Step) -> Optional[str]:
+        """Add a step; the warning if it starts with this step (once each time it starts), else None."""
+        self.add(step)
+        warning = self.warning
+        started = warning is not None and not self._shown
+        self._shown = warning is not None
+        return warning if started else None
 
     @property
     def fraction_unparsed(self) -> Optional[float]:

@@ -235,9 +235,9 @@ class ProtocolRunner:
             self.run = self.store.get_run(self.run.id)
             self.on_event(RunFinished(self.run, None))
             return self.run
-        except StoreError as exc:  # disk full, a lock held too long, a damaged page
-            self._record_failure(evals, f"store: {exc}")
-            raise
+        except StoreError as exc:  # disk full, a lock held too long: what was stored is whole (each
+            self._record_failure(evals, f"store: {exc}", "stopped")  # step commits alone), so the run
+            raise  # stops resumable, with the reason; the caller says how to continue
         except Exception as exc:
             self._record_failure(evals, f"{type(exc).__name__}: {exc}")
             raise
@@ -252,10 +252,10 @@ class ProtocolRunner:
         self.on_event(RunFinished(self.run, error))
         return self.run
 
-    def _record_failure(self, evals: list[asyncio.Task], reason: str) -> None:
+    def _record_failure(self, evals: list[asyncio.Task], reason: str, status: str = "failed") -> None:
         for task in evals:
             task.cancel()
         try:
-            self._set_status("failed", reason)
+            self._set_status(status, reason)
         except StoreError:
             pass  # e.g. the disk is still full: the lapsed lease shows the run as interrupted

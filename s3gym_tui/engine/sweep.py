@@ -12,6 +12,7 @@ from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.limits import CallLimits, use_limits
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import Run, Sweep
+from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.leases import RunBusy
 
 
@@ -37,7 +38,7 @@ class SweepRunEnded:
 @dataclass(frozen=True)
 class SweepEnded:
     sweep: Sweep
-    reason: str  # "finished", "budget", "model failed", "runs busy", "interrupted"
+    reason: str  # "finished", "budget", "model failed", "store failed", "runs busy", "interrupted"
 
 
 SweepEvent = Union[SweepRunStarted, SweepRunEvent, SweepRunEnded, SweepEnded]
@@ -64,6 +65,7 @@ class SweepRunner:
         self.budget_hit = False
         self.busy: list[str] = []  # runs another process drives (left alone)
         self.stop_reason: Optional[str] = None  # set by stop(): Ctrl-C, SIGTERM, a person
+        self.store_error: Optional[str] = None  # the store failed a write (disk full): every run stopped
         self._active: dict[str, ProtocolRunner] = {}
 
     def stop(self, reason: str = "stopped") -> None:
@@ -93,17 +95,27 @@ class SweepRunner:
             self.busy.append(run.id)
             self.on_event(SweepRunEnded(run, str(exc)))
             return
+        except StoreError as exc:  # the disk filled up, the store refused a write: the runs share the
+            self._store_failed(f"store: {exc}")  # file, so every run stops (stored, resumable)
+            self.on_event(SweepRunEnded(run, f"store: {exc}"))
+            return
         finally:
             self._active.pop(run.id, None)
-        if final.status != "finished" and self.stop_reason is None:
+        if final.status != "finished" and self.stop_reason is None and self.store_error is None:
             if self.limits.budget_usd is not None and self.limits.spent_usd >= self.limits.budget_usd:
                 self.budget_hit = True
             else:
                 self.failed_models.setdefault(run.config.model, error["error"] or f"run {run.id} {final.status}")
         self.on_event(SweepRunEnded(final, error["error"]))
 
+    def _store_failed(self, reason: str) -> None:
+        if self.store_error is None:
+            self.store_error = reason
+        for runner in list(self._active.values()):
+            runner.stop(reason)
+
     async def _worker(self, queue: deque) -> None:
-        while queue and not self.budget_hit and self.stop_reason is None:
+        while queue and not self.budget_hit and self.stop_reason is None and self.store_error is None:
             run = queue[0]
             if run.config.model in self.failed_models:
                 return
@@ -132,6 +144,8 @@ class SweepRunner:
         left = self.pending()
         if not left:
             status, reason, note = "finished", "finished", ""
+        elif self.store_error is not None:
+            status, reason, note = "stopped", "store failed", f"{self.store_error}"[:400] + f"; {len(left)} run(s) left"
         elif self.stop_reason is not None:
             status, reason, note = "stopped", "interrupted", f"{self.stop_reason}; {len(left)} run(s) left"
         elif self.budget_hit:

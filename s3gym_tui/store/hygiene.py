@@ -55,8 +55,24 @@ class Removal:
 
 @dataclass(frozen=True)
 class Compaction:
-    before_bytes: int
-    after_bytes: int
+    """The sizes of the database file and of its WAL before and after a vacuum, and whether the WAL
+    could be folded back into the file (a reader or writer in another process, a live run, keeps
+    the WAL's frames until it lets go: then the file is not smaller yet)."""
+
+    db_before: int
+    wal_before: int
+    db_after: int
+    wal_after: int
+    wal_folded: bool = True
+    frames_left: int = 0  # WAL frames the checkpoint could not copy back
+
+    @property
+    def before_bytes(self) -> int:
+        return self.db_before + self.wal_before
+
+    @property
+    def after_bytes(self) -> int:
+        return self.db_after + self.wal_after
 
     @property
     def reclaimed(self) -> int:
@@ -67,13 +83,17 @@ class Hygiene(Connection):
     """rm and vacuum."""
 
     def _file_bytes(self) -> int:
-        total = 0
+        return sum(self._sizes())
+
+    def _sizes(self) -> tuple[int, int]:
+        """(database file, WAL) in bytes; a missing WAL is 0."""
+        sizes = []
         for suffix in ("", "-wal"):
             try:
-                total += os.stat(str(self.path) + suffix).st_size
+                sizes.append(os.stat(str(self.path) + suffix).st_size)
             except OSError:
-                pass
-        return total
+                sizes.append(0)
+        return sizes[0], sizes[1]
 
     def removal_plan(self, run_ids: Sequence[str]) -> Removal:
         """What remove_runs(run_ids) would remove (nothing is changed)."""
@@ -183,13 +203,14 @@ class Hygiene(Connection):
         conn = self._live("vacuum the database")
         if self.read_only:
             raise StoreError(f"database {self.path} is open read-only: cannot vacuum it")
-        before = self._file_bytes()
+        before = self._sizes()
         try:
             conn.execute("VACUUM")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.Error as err:
             raise self._wrap(err, "vacuum the database") from err
-        return Compaction(before, self._file_bytes())
+        left = max(0, log - done) if log >= 0 else 0
+        return Compaction(*before, *self._sizes(), wal_folded=not busy and not left, frames_left=left)
 
     def file_bytes(self) -> int:
         """The database file plus its WAL, in bytes."""

@@ -1,6 +1,7 @@
-"""`s3gym train` / `s3gym resume TRAINING` / `s3gym distill` in the terminal: rich progress bars for every
-phase (dataset, base loading, rollouts, updates, checkpoints, evaluation) and the final tables. The
-commands themselves (options, errors) live in s3gym_tui/cli/train.py and cli/distill.py."""
+"""`s3gym train` / `s3gym resume TRAINING` / `s3gym distill` in the terminal: progress for every phase
+(dataset, base loading, rollouts, updates, checkpoints, evaluation) as bars or timestamped lines (the
+commands' one progress mechanism, s3gym_tui.progress), and the final tables. The commands themselves
+(options, errors) live in s3gym_tui/cli/train.py and cli/distill.py."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import asyncio
 from typing import Any, Optional
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from s3gym_tui.textgate import safe_markup
+from s3gym_tui.progress import JobProgress, ProgressMode
 from s3gym_tui.engine.events import CheckpointScored, EpisodeDone, StepDone
+from s3gym_tui.textgate import safe_markup
 from s3gym_tui.training.evaluate import TrainingReport
 from s3gym_tui.training.pipeline import Hooks, TrainingOutcome
 
@@ -25,18 +26,19 @@ def _fmt(value: Optional[float], digits: int = 3) -> str:
 
 
 class Bars:
-    """One rich Progress with a bar per phase, fed by the pipeline's hooks."""
+    """A bar (or a plain line) per phase, fed by the pipeline's hooks."""
 
-    def __init__(self, console: Console, epochs: Optional[int] = None) -> None:
-        self.progress = Progress(TextColumn("{task.description:<16}"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console)
+    def __init__(self, console: Console, epochs: Optional[int] = None,
+                 mode: Optional[ProgressMode] = None) -> None:
+        self.progress = JobProgress(console, mode, label_width=16)
         self.tasks: dict[str, int] = {}
         self.epochs = epochs
         self.eval_total = 0
+        self.training_id: Optional[str] = None  # the training this process works on, once created
 
     def task(self, name: str, total: Optional[int] = None) -> int:
         if name not in self.tasks:
-            self.tasks[name] = self.progress.add_task(name, total=total, info="")
+            self.tasks[name] = self.progress.add_task(name, total=total)
         return self.tasks[name]
 
     def info(self, name: str, text: str, **kw: Any) -> None:
@@ -44,24 +46,23 @@ class Bars:
 
     # ----- hooks --------------------------------------------------------------------------
     def on_dataset(self, seen: int, total: int) -> None:
-        self.progress.update(self.task("dataset"), total=total, completed=seen)
+        self.progress.update(self.task("dataset"), total=total, completed=seen, detail=True)
 
     def on_built(self, build, exported) -> None:
         c = build.dataset.counts
-        t = self.task("dataset")
-        self.progress.update(t, total=build.quality.steps, completed=build.quality.steps)
         too_long = f", too long {len(build.too_long)}" if build.too_long else ""
         self.info("dataset", f"{build.dataset.id}: kept {c.get('kept', 0)}, corrected {c.get('corrected', 0)}, "
-                             f"dropped {c.get('dropped', 0)}{too_long}")
+                             f"dropped {c.get('dropped', 0)}{too_long}",
+                  total=build.quality.steps, completed=build.quality.steps)
 
     def on_training(self, training) -> None:
+        self.training_id = training.id
         self.info("loading base", f"{training.id}: loading the base model")
 
     def on_train(self, event) -> None:
         label = PHASE_LABEL.get(event.phase, "updates")
         if event.kind == "load":
-            self.progress.update(self.task("loading base"), total=1, completed=1)
-            self.info("loading base", "ready")
+            self.info("loading base", "ready", total=1, completed=1)
             if event.max_steps:
                 self.task(label, event.max_steps)
         elif event.kind == "step":
@@ -72,14 +73,11 @@ class Bars:
                                  info=f"loss {event.loss:.4f}{extra}" + (f" · epoch {event.epoch:.2f}"
                                                                           if event.phase == "sft" else ""))
         elif event.kind == "checkpoint":
-            t = self.task("checkpoints", self.epochs if event.phase == "sft" else None)
-            self.progress.advance(t)
-            self.info("checkpoints", f"x={event.x} saved after {event.step} updates")
+            self.task("checkpoints", self.epochs if event.phase == "sft" else None)
+            self.info("checkpoints", f"x={event.x} saved after {event.step} updates", advance=1)
 
     def on_rollout(self, game: str, seed: int, steps: int) -> None:
-        t = self.task("rollouts")
-        self.progress.advance(t)
-        self.progress.update(t, info=safe_markup(f"{game} seed {seed}: {steps} steps (explore mode)", one_line=True))
+        self.info("rollouts", f"{game} seed {seed}: {steps} steps (explore mode)", advance=1)
 
     def on_remote(self, status: str, job) -> None:
         self.info("remote job", f"{getattr(job, 'id', '') or ''} {status}")
@@ -95,18 +93,20 @@ class Bars:
 
     def on_eval(self, event) -> None:
         if isinstance(event, EpisodeDone) and event.episode.phase == "explore":
-            name = f"rollouts {event.episode.game}"
-            self.progress.advance(self.task(name))
+            e = event.episode
+            self.info(f"rollouts {e.game}", f"episode {e.index}: score {_fmt(e.score, 2)}", advance=1)
             return
         if "evaluation" not in self.tasks:
             return
         t = self.tasks["evaluation"]
         if isinstance(event, StepDone) and event.episode.phase == "eval":
-            self.progress.update(t, info=safe_markup(f"{event.episode.game} x={event.episode.checkpoint} · step "
-                                                     f"{event.step.index + 1} · ", one_line=True)
-                                 + safe_markup(event.step.action, one_line=True, max_chars=24))
+            self.progress.update(t, detail=True, info=safe_markup(
+                f"{event.episode.game} x={event.episode.checkpoint} · step {event.step.index + 1} · ", one_line=True)
+                + safe_markup(event.step.action, one_line=True, max_chars=24))
         elif isinstance(event, EpisodeDone):
-            self.progress.advance(t)
+            e = event.episode
+            self.info("evaluation", f"{e.game} x={e.checkpoint} episode {e.index}: score {_fmt(e.score, 2)}",
+                      advance=1)
         elif isinstance(event, CheckpointScored):
             mean = event.checkpoint.mean
             self.progress.update(t, info=f"x={event.checkpoint.x}: mean " + ("—" if mean is None else f"{mean:.2f}"))
@@ -117,8 +117,9 @@ class Bars:
                    run_created=self.on_run, eval_event=self.on_eval, **extra)
 
 
-def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None):
-    bars = Bars(console, epochs)
+def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None,
+                  mode: Optional[ProgressMode] = None, bars: Optional[Bars] = None):
+    bars = bars or Bars(console, epochs, mode)
     with bars.progress:
         return asyncio.run(coroutine_factory(bars.hooks()))
 

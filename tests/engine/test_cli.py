@@ -39,7 +39,7 @@ def test_run_runs_report_audit_export(tmp_path, capsys):
 @pytest.mark.parametrize("args,needle", [
     (["run", "go", "--db", "{db}"], "unknown game 'go'"),
     (["run", "trust", "-p", "magic", "--db", "{db}"], "pathway"),
-    (["run", "trust", "--episodes", "-1", "--db", "{db}"], "explore_episodes"),
+    (["run", "trust", "--episodes", "-1", "--db", "{db}"], "--episodes -1"),  # the flag, not the field
     (["report", "nosuch", "--db", "{db}"], "no run 'nosuch'"),
     (["resume", "nosuch", "--db", "{db}"], "no run 'nosuch'"),
     (["export", "nosuch", "--db", "{db}"], "no run 'nosuch'"),

@@ -96,7 +96,7 @@ def test_the_plan_is_printed_and_nothing_is_stored_without_yes(tmp_path, capsys,
     (["--models", "scripted", "--pathways", "none,trained"], "started with `s3gym train`"),
     (["--models", "scripted", "--pathways", "magic"], "pathways"),
     (["--models", "scripted", "--concurrency", "0"], "concurrency"),
-    (["--models", "scripted", "--budget-usd", "-1"], "budget_usd"),
+    (["--models", "scripted", "--budget-usd", "-1"], "--budget-usd -1:"),  # the flag typed
     (["--models", "scripted", "--api-base", "other/model=http://x"], "not one of --models"),
 ])
 def test_bad_sweeps_are_refused_before_anything_is_stored(tmp_path, capsys, args, needle):

@@ -70,6 +70,9 @@ def test_unknown_names_are_one_line_and_change_nothing(db, capsys, args, needle)
     code, out, err = cli(capsys, *args, "--db", db)
     # 2: refused before anything was stored; 3: the model failed once the run worked (exit codes)
     assert code == (3 if needle == "stopped" else 2)
+    if needle == "stopped":  # one line, then the command that continues the run
+        err, resume = err.rstrip("\n").rsplit("\n", 1)
+        assert resume.startswith("resume with: s3gym resume trust-none-")
     assert needle in one_line(err)
     after = dump(db)
     if args[0] == "run" and needle == "stopped":  # a new run was recorded, stopped; the old one is intact
@@ -216,8 +219,9 @@ def test_database_locked_by_another_writer_is_one_line_then_works(db, capsys, sh
 
 
 def test_disk_full_mid_run_is_one_line_keeps_what_was_stored_and_resumes(db, tmp_path, capsys, monkeypatch):
-    """The file may grow by a few pages only: the run fails with one line; everything stored
-    before is consistent; with room again, resume finishes the run exactly as it should be."""
+    """The file may grow by a few pages only: the run stops with one line and the resume command
+    (exit 3: something was stored); everything stored before is consistent; with room again,
+    resume finishes the run exactly as it should be."""
     original = Connection._connect
     extra = {"pages": 12}
 
@@ -230,11 +234,13 @@ def test_disk_full_mid_run_is_one_line_keeps_what_was_stored_and_resumes(db, tmp
     monkeypatch.setattr(Connection, "_connect", capped)
     before = [line for line in dump(db) if "done" in line]
     code, _, err = cli(capsys, "run", "snake", "-m", "scripted/snake", "-p", "history", *TINY, "--db", db)
-    assert code == 2 and "disk full" in one_line(err)
+    error, resume = [line for line in err.splitlines() if line.strip()]
+    assert code == 3 and "disk full" in error and "Traceback" not in err
     monkeypatch.setattr(Connection, "_connect", original)
     store = Store(db)
     assert [line for line in dump(db) if "done" in line] == before  # the other run is untouched
     run = next(r for r in store.list_runs() if r.id != "done")
+    assert resume == f"resume with: s3gym resume {run.id}"
     stored = [(e.id, e.n_steps, len(store.steps(e.id))) for e in store.episodes(run.id)]
     assert sum(n for _, n, _ in stored) > 0 and all(n == m for _, n, m in stored)
     code, _, err = cli(capsys, "resume", run.id, "--db", db)
