@@ -152,7 +152,8 @@ def _v7_fork_experience(db: Database) -> None:
     """Version 7 (forks): what an episode may see, recorded with it (engine.visibility): the run and
     experience state x whose exploration episodes it may see, and who decided it (the run's own
     state, a fork as its source, a person's choice, none). Older rows stay NULL (derived on read)."""
-    db.execute("ALTER TABLE episodes ADD COLUMN experience_run_id TEXT")
+    db.execute("ALTER TABLE episodes ADD COLUMN experience_run_id TEXT REFERENCES runs(id)")
+    db.execute("CREATE INDEX idx_episodes_experience_run ON episodes (experience_run_id)")
     db.execute("ALTER TABLE episodes ADD COLUMN experience_x INTEGER")
     db.execute("ALTER TABLE episodes ADD COLUMN experience_source TEXT")
 

@@ -169,3 +169,13 @@ def test_a_summary_trial_stands_at_the_state_of_its_version(tmp_path):
             assert (episode.summary_id, episode.phase) == (version.id, "eval")
             assert (episode.experience_run_id, episode.experience_x, episode.experience_source) == \
                    (run.id, 2, "chosen")
+
+
+def test_removing_a_run_takes_the_episodes_that_borrowed_from_it(store):
+    trust_run(store, "other", episodes=2)
+    borrowing = fork_session(store, X002, 3, settings(store), borrow=Borrow("other")).episode
+    kept = fork_session(store, X002, 3, settings(store)).episode
+    plan = store.removal_plan(["other"])
+    assert plan.forks_and_trials == 1
+    store.remove_runs(["other"])
+    assert store.find_episode(borrowing.id) is None and store.find_episode(kept.id) is not None
