@@ -240,17 +240,17 @@ def borrowed(store, run_id: Optional[str], pathway: str, model: str,
 def check_context(store, vantage: Vantage, history_ids: Sequence[str], summary: Optional[Summary]) -> None:
     """Refuse (ContextLeak) a context that holds anything `vantage` may not see: a history episode, a
     summary of another run, or a summary built from an episode it may not see."""
-    sources = [(f"history episode", i) for i in history_ids]
+    sources = [("history episode", i) for i in history_ids]
     if summary is not None:
         if summary.run_id != vantage.run_id:
             raise ContextLeak(f"summary v{summary.version} of run {summary.run_id} cannot be seen from "
                               f"{vantage.describe()}")
         sources += [(f"summary v{summary.version} source", i) for i in summary.source_episode_ids]
-    if not sources:
-        return
-    pool = {e.id: e for e in store.episodes(vantage.run_id)} if vantage.run_id else {}
+    found: dict[str, Optional[Episode]] = {}
     for role, episode_id in sources:
-        episode = pool.get(episode_id) or store.find_episode(episode_id)
+        if episode_id not in found:  # only what it names is read (a window is bounded by its budget)
+            found[episode_id] = store.find_episode(episode_id)
+        episode = found[episode_id]
         if episode is None:
             raise ContextLeak(f"{role} {episode_id} is not a stored episode")
         if not vantage.may_see(episode):
