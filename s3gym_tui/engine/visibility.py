@@ -14,7 +14,8 @@ from typing import Iterable, Optional, Sequence
 
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, exact_window,
                                          history_window)
-from s3gym_tui.models import Episode, Step, Summary, explore_episode_id, is_explore_episode_id, phase_of_seed
+from s3gym_tui.models import (Episode, Step, Summary, explore_episode_id, is_explore_episode_id, phase_of_seed,
+                              summary_in_use)
 
 # who decided what an episode sees (Episode.experience_source)
 STATE, SOURCE, CHOSEN, NONE = "state", "source", "chosen", "none"
@@ -157,8 +158,8 @@ def summary_x(store, summary: Summary) -> int:
 
 def state_summary(store, run_id: str, x: int) -> Optional[Summary]:
     """The summary version experience state x of a run used (never a later one): the recorded state
-    (experience_states), else what its episodes saw, else the newest active version built from
-    episodes before x."""
+    (experience_states), else what its episodes saw, else the version in use among those built from
+    episodes before x (models.summary_in_use)."""
     ids = store.state_summary_ids(run_id, x)
     if ids is not None and (ids[1] or ids[0]):
         return store.get_summary(ids[1] or ids[0])
@@ -167,9 +168,7 @@ def state_summary(store, run_id: str, x: int) -> Optional[Summary]:
         at_x = next((e for e in store.episodes(run_id, phase="eval", checkpoint=x) if e.summary_id), None)
     if at_x is not None and at_x.summary_id:
         return store.get_summary(at_x.summary_id)
-    versions = [s for s in store.summaries(run_id) if s.status == "active" and summary_x(store, s) <= x
-                and s.source_episode_ids]
-    return max(versions, key=lambda s: s.version) if versions else None
+    return summary_in_use([s for s in store.summaries(run_id) if summary_x(store, s) <= x])
 
 
 # ----- what it sees -----------------------------------------------------------------------------------

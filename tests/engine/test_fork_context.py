@@ -114,7 +114,7 @@ def test_a_summary_fork_keeps_the_source_version_never_a_later_one(tmp_path):
         source = store.get_episode(explore_episode_id(run.id, 2))
         used = store.get_summary(source.summary_id)
         later = store.edit_summary(store.current_summary(run.id).id, "later", "later", "later", "human:alice")
-        store.set_pinned(later.id, True)
+        store.set_pinned(later.id, True, author="human:alice")
         assert store.current_summary(run.id).id == later.id != used.id
         for borrow in (None, Borrow(run.id)):
             fork = fork_session(store, source.id, 2, settings(store, run.id), borrow=borrow).episode

@@ -165,7 +165,7 @@ def apply(world: World, op: tuple) -> None:
         if current is not None:
             edit = store.edit_summary(current.id, "edited", "edited", "edited", "human:tester")
             if op[2]:
-                store.set_pinned(edit.id, True)
+                store.set_pinned(edit.id, True, author="human:tester")
     elif kind == "trial":
         run = store.get_run(world.runs[op[1]])
         versions = store.summaries(run.id)
