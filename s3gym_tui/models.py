@@ -142,6 +142,13 @@ class Episode(Frozen):
     history_cut: int = 0  # how many oldest previous episodes were dropped for the budget
     fork_of: Optional[str] = None  # episode id this one was forked from
     fork_step: Optional[int] = None  # number of source steps replayed before the fork
+    # What the episode may see (engine.visibility): exploration episodes 0..experience_x-1 of
+    # experience_run_id, and the summary version of that state. experience_source says who decided:
+    # 'state' (a run's own episode), 'source' (a fork reproducing its source's context), 'chosen'
+    # (experience a person chose: a borrow, a summary trial), 'none'. None: stored before v7.
+    experience_run_id: Optional[str] = None
+    experience_x: Optional[int] = Field(None, ge=0)
+    experience_source: Optional[Literal["state", "source", "chosen", "none"]] = None
     started_at: str = Field(default_factory=utcnow)
     finished_at: Optional[str] = None
 

@@ -60,12 +60,7 @@ def episode_block(episode: Episode, steps: Sequence[Step], oracle: bool = False)
 def history_window(model: str, episodes: Sequence[tuple[Episode, Sequence[Step]]], budget: int,
                    oracle: bool = False) -> HistoryWindow:
     """Serialise previous exploration episodes, dropping the oldest until the rest fit `budget`."""
-    blocks: list[tuple[str, str, int]] = []
-    for episode, steps in episodes:
-        if episode.phase != "explore":
-            raise HeldOutViolation(f"episode {episode.id} is an evaluation episode and cannot be history")
-        text = episode_block(episode, steps, oracle)
-        blocks.append((episode.id, text, count_tokens(model, text)))
+    blocks = _blocks(model, episodes, oracle)
     kept: list[tuple[str, str, int]] = []
     total = 0
     for block in reversed(blocks):  # newest first
@@ -74,13 +69,34 @@ def history_window(model: str, episodes: Sequence[tuple[Episode, Sequence[Step]]
         kept.append(block)
         total += block[2]
     kept.reverse()
-    dropped = len(blocks) - len(kept)
+    return _window(kept, len(blocks) - len(kept))
+
+
+def exact_window(model: str, kept: Sequence[tuple[Episode, Sequence[Step]]], dropped: int,
+                 oracle: bool = False) -> HistoryWindow:
+    """The window an episode saw, rebuilt from its record: exactly these episodes, with the mark of
+    `dropped` older ones cut (no budget is applied again: the text is the one it was shown)."""
+    return _window(_blocks(model, kept, oracle), dropped)
+
+
+def _blocks(model: str, episodes: Sequence[tuple[Episode, Sequence[Step]]],
+            oracle: bool) -> list[tuple[str, str, int]]:
+    blocks: list[tuple[str, str, int]] = []
+    for episode, steps in episodes:
+        if episode.phase != "explore":
+            raise HeldOutViolation(f"episode {episode.id} is an evaluation episode and cannot be history")
+        text = episode_block(episode, steps, oracle)
+        blocks.append((episode.id, text, count_tokens(model, text)))
+    return blocks
+
+
+def _window(kept: Sequence[tuple[str, str, int]], dropped: int) -> HistoryWindow:
     text = "\n\n".join(b[1] for b in kept)
     if dropped and kept:
         text = HISTORY_CUT_MARK.format(n=dropped) + "\n\n" + text
     elif dropped:
         text = HISTORY_CUT_MARK.format(n=dropped)
-    return HistoryWindow(text, tuple(b[0] for b in kept), dropped, total)
+    return HistoryWindow(text, tuple(b[0] for b in kept), dropped, sum(b[2] for b in kept))
 
 
 def effective_budget(model: str, history_budget: int, max_tokens: int) -> int:

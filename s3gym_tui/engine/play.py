@@ -6,9 +6,11 @@ import uuid
 from typing import Optional
 
 from s3gym_tui.engine.events import EventSink, ignore
-from s3gym_tui.engine.experience import ExperienceState, effective_budget, history_window
+from s3gym_tui.engine.experience import ExperienceState
 from s3gym_tui.engine.llm import CallSettings
 from s3gym_tui.engine.session import EpisodeSession
+from s3gym_tui.engine.visibility import (CHOSEN, NONE, SOURCE, Borrow, ContextLeak, Vantage, as_the_source,
+                                         borrowed, context_fields, vantage_of)
 from s3gym_tui.models import Episode, Run, phase_of_seed
 
 
@@ -16,46 +18,39 @@ class PlayError(ValueError):
     """A play or fork request that cannot be honoured (one-line message)."""
 
 
-def borrowed_experience(store, run: Optional[Run], pathway: str, model: str) -> ExperienceState:
-    """What a hand-driven episode sees of a run's experience: its finished exploration episodes
-    (History) or the summary version the agent would use next (Summary). Read-only."""
-    if run is None or pathway in ("none", "trained"):
-        return ExperienceState(0, pathway)
-    explore = sorted((e for e in store.episodes(run.id, phase="explore") if e.status == "finished"),
-                     key=lambda e: e.index)
-    if pathway == "history":
-        budget = effective_budget(model, run.config.history_budget, run.config.max_tokens)
-        window = history_window(model, [(e, store.steps(e.id)) for e in explore], budget)
-        return ExperienceState(len(explore), pathway, history=window)
-    return ExperienceState(len(explore), pathway, summary=store.current_summary(run.id))
-
-
 def new_play_session(store, game: str, mode: str, seed: int, settings: CallSettings, pathway: str = "none",
                      source_run: Optional[Run] = None, on_event: EventSink = ignore,
-                     experience: Optional[ExperienceState] = None) -> EpisodeSession:
+                     experience: Optional[tuple[Vantage, ExperienceState]] = None) -> EpisodeSession:
     """A standalone episode (no run) the user steps by hand. Seeds keep their phase: an eval
-    episode must use an evaluation seed."""
+    episode must use an evaluation seed.
+
+    It sees what the person chose (engine.visibility): `source_run`'s latest experience (History or
+    Summary), or `experience` (a summary trial's version at its state), or nothing."""
     if phase_of_seed(seed) != mode:
         raise PlayError(f"seed {seed} belongs to the {phase_of_seed(seed)} range; "
                         f"{mode} episodes use {'seeds >= 1000000' if mode == 'eval' else 'seeds < 1000000'}")
-    experience = experience or borrowed_experience(store, source_run, pathway, settings.model)
+    if experience is not None:
+        (vantage, state), how = experience, CHOSEN
+    elif source_run is not None and pathway in ("history", "summary"):
+        (vantage, state), how = borrowed(store, source_run.id, pathway, settings.model), CHOSEN
+    else:
+        (vantage, state), how = (Vantage(None), ExperienceState(0, pathway)), NONE
     episode = Episode(
         id=f"play-{uuid.uuid4().hex[:10]}", run_id=None, game=game, mode=mode, phase=mode, seed=seed,
-        index=0, model=settings.model, pathway=pathway,
-        summary_id=experience.summary.id if experience.summary else None,
-        history_episode_ids=experience.history.episode_ids if experience.history else (),
-        history_cut=experience.history.dropped if experience.history else 0,
-    )
-    return EpisodeSession(store, episode, settings, experience, on_event)
+        index=0, model=settings.model, pathway=pathway, **context_fields(store, vantage, state, how))
+    return EpisodeSession(store, episode, settings, state, on_event)
 
 
 def fork_session(store, source_episode_id: str, at_step: int, settings: CallSettings,
-                 pathway: Optional[str] = None, source_run: Optional[Run] = None,
+                 pathway: Optional[str] = None, borrow: Optional[Borrow] = None,
                  on_event: EventSink = ignore) -> EpisodeSession:
     """Branch a new episode from the exact state after `at_step` steps of a stored episode.
 
     The new episode starts with copies of the source's first `at_step` steps (so replaying it
-    rebuilds the same state) and continues with the chosen model and pathway."""
+    rebuilds the same state) and continues with the chosen model and pathway. It sees what its source
+    saw at that state (its history ids and cut, its summary version), unless `borrow` names other
+    experience a person chose: then it records that choice, and a borrow from the source's own run
+    stops at the source's state. Never the source itself, nor anything after it (engine.visibility)."""
     source = store.find_episode(source_episode_id)
     if source is None:
         raise PlayError(f"no episode {source_episode_id!r} to fork from")
@@ -63,15 +58,19 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
     if isinstance(at_step, bool) or not isinstance(at_step, int) or not 0 <= at_step <= len(steps):
         raise PlayError(f"episode {source.id} has {len(steps)} steps; cannot fork after step {at_step}")
     pathway = pathway or source.pathway
-    experience = borrowed_experience(store, source_run, pathway, settings.model)
+    if borrow is None:
+        (vantage, experience), how = as_the_source(store, source, pathway, settings.model), SOURCE
+    else:
+        within = vantage_of(store, source)
+        (vantage, experience), how = borrowed(store, borrow.run_id, pathway, settings.model, within), CHOSEN
+    try:
+        context = context_fields(store, vantage, experience, how)
+    except ContextLeak as exc:
+        raise PlayError(f"cannot fork {source.id} with this context: {exc}") from None
     episode = Episode(
         id=f"fork-{uuid.uuid4().hex[:10]}", run_id=None, game=source.game, mode=source.mode,
         phase=source.phase, seed=source.seed, index=0, model=settings.model, pathway=pathway,
-        summary_id=experience.summary.id if experience.summary else None,
-        history_episode_ids=experience.history.episode_ids if experience.history else (),
-        history_cut=experience.history.dropped if experience.history else 0,
-        fork_of=source.id, fork_step=at_step,
-    )
+        fork_of=source.id, fork_step=at_step, **context)
     store.add_episode(episode, [s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
     return EpisodeSession(store, store.find_episode(episode.id), settings, experience, on_event)
 

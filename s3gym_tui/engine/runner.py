@@ -14,6 +14,7 @@ from s3gym_tui.engine.limits import BudgetSpent
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
 from s3gym_tui.engine.session import EpisodeSession
+from s3gym_tui.engine.visibility import STATE, Vantage, context_fields, visible_history
 from s3gym_tui.models import (Checkpoint, Episode, Run, RunConfig, Summary, eval_episode_id,
                               explore_episode_id, summary_in_use)
 from s3gym_tui.store.errors import StoreError
@@ -58,13 +59,9 @@ class ProtocolRunner:
 
     # ----- experience -----------------------------------------------------------------
     def _finished_explore(self, x: int) -> list[tuple[Episode, list]]:
-        """Exploration episodes 0..x-1 of this run with their steps (finished ones only)."""
-        pairs = []
-        for episode in self.store.episodes(self.run.id, phase="explore"):
-            if episode.index < x and episode.status == "finished":
-                pairs.append((episode, self.store.steps(episode.id)))
-        pairs.sort(key=lambda p: p[0].index)
-        return pairs
+        """What state x may see (engine.visibility): exploration episodes 0..x-1 of this run, finished
+        ones, with their steps."""
+        return visible_history(self.store, Vantage.state(self.run.id, x))
 
     async def experience_state(self, x: int) -> ExperienceState:
         """The agent's experience after x exploration episodes (what eval at x and episode x see)."""
@@ -120,13 +117,11 @@ class ProtocolRunner:
     # ----- episodes ---------------------------------------------------------------------
     def _episode(self, phase: str, index: int, seed: int, checkpoint: Optional[int],
                  state: ExperienceState, episode_id: str) -> Episode:
+        vantage = Vantage.state(self.run.id, state.x, episode_id)  # checked: it sees nothing else
         return Episode(
             id=episode_id, run_id=self.run.id, game=self.config.game, mode=phase, phase=phase, seed=seed,
             index=index, checkpoint=checkpoint, model=self.config.model, pathway=self.config.pathway,
-            summary_id=state.summary.id if state.summary else None,
-            history_episode_ids=state.history.episode_ids if state.history else (),
-            history_cut=state.history.dropped if state.history else 0,
-        )
+            **context_fields(self.store, vantage, state, STATE))
 
     async def play(self, episode: Episode, state: ExperienceState) -> Episode:
         existing = self.store.find_episode(episode.id)

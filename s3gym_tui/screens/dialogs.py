@@ -17,6 +17,7 @@ from s3gym_tui.widgets.model_picker import ModelPicker
 from s3gym_tui.screens.runtime import SteadyLayout
 
 PATHWAY_CHOICES = [("none", "none"), ("history", "history"), ("summary", "summary")]
+FORK_AS_SOURCE, FORK_NO_EXPERIENCE = "source", "none"  # ForkDialog's experience values (or run:<id>)
 
 
 class DialogScreen(SteadyLayout, ModalScreen):
@@ -135,27 +136,29 @@ class ErrorDialog(DialogScreen):
 
 
 class ForkDialog(DialogScreen):
-    """Model, pathway and experience source for a fork; dismisses with a dict or None."""
+    """Model, pathway and experience for a fork; dismisses with a dict or None.
 
-    def __init__(self, title: str, model: str, pathway: str, runs: list[tuple[str, str]],
-                 run_id: Optional[str] = None, game: Optional[str] = None) -> None:
+    Experience: `source` (the default: what the source saw at that step), `none`, or `run:<id>` (that
+    run's latest state, a person's choice, recorded with the fork; the engine stops a borrow from the
+    source's own run at the source's state). `experiences` are (label, value) pairs."""
+
+    def __init__(self, title: str, model: str, pathway: str, experiences: list[tuple[str, str]],
+                 game: Optional[str] = None) -> None:
         super().__init__()
         self.title_text, self.model, self.pathway = title, model, pathway
-        self.runs, self.run_id, self.game = runs, run_id, game
+        self.experiences, self.game = experiences, game
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
             yield Label(safe_text(self.title_text, one_line=True), classes="dialog-title")
             yield Label("Model", classes="field-label")
             yield ModelPicker(self.model, id="fork-model")
-            yield Label("Pathway and the run to draw experience from", classes="field-label")
+            yield Label("Pathway, and the experience the fork sees", classes="field-label")
             with Horizontal(classes="field-row"):
                 yield Select(PATHWAY_CHOICES, value=self.pathway if self.pathway != "trained" else "none",
                              allow_blank=False, id="fork-pathway")
-                ids = {value for _, value in self.runs}
-                yield Select([(safe_text(label, one_line=True), value) for label, value in self.runs],
-                             value=self.run_id if self.run_id in ids else Select.NULL,
-                             prompt="no run (empty experience)", id="fork-run")
+                yield Select([(safe_text(label, one_line=True), value) for label, value in self.experiences],
+                             value=FORK_AS_SOURCE, allow_blank=False, id="fork-experience")
             yield Static("", id="fork-error", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
@@ -176,9 +179,10 @@ class ForkDialog(DialogScreen):
         if problem:  # said in the dialog (a notification would cover it)
             error.update(safe_text(f"✗ {problem}"))
             return
-        run = self.query_one("#fork-run", Select).value
+        choice = str(self.query_one("#fork-experience", Select).value)
+        experience, _, run_id = choice.partition(":")
         self.dismiss({"model": model, "pathway": str(self.query_one("#fork-pathway", Select).value),
-                      "run_id": None if run is Select.NULL else str(run)})
+                      "experience": experience, "run_id": run_id or None})
 
 
 class EpisodePickerDialog(DialogScreen):

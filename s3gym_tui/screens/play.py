@@ -73,11 +73,13 @@ class PlayScreen(SteadyLayout, Screen):
     def __init__(self, game: Optional[str] = None, mode: Optional[str] = None, seed: Optional[int] = None,
                  model: Optional[str] = None, pathway: str = "none", source_run_id: Optional[str] = None,
                  episode_id: Optional[str] = None, fork_of: Optional[str] = None,
-                 fork_step: Optional[int] = None) -> None:
+                 fork_step: Optional[int] = None, experience: Optional[str] = None) -> None:
         super().__init__()
+        # experience (forks): "source" (what the source saw; the default), "none", or "run" (source_run_id's)
         self.options = {"game": game, "mode": mode or "explore", "seed": seed, "model": model,
                         "pathway": pathway or "none", "source_run_id": source_run_id,
-                        "fork_of": fork_of, "fork_step": fork_step}
+                        "fork_of": fork_of, "fork_step": fork_step,
+                        "experience": experience or ("run" if source_run_id else "source")}
         self.episode_id = episode_id
         self.readonly = episode_id is not None and fork_of is None
         self.live: Optional[LiveDriver] = None if self.readonly else LiveDriver(self, self.options)
@@ -184,6 +186,8 @@ class PlayScreen(SteadyLayout, Screen):
         self._boards = ReplayBoard(self.episode, self.steps)
         self.following = True
         self._show_all()
+        if self.episode.fork_of:
+            self.notify(f"Context: {self._context_label()}", title="Fork")
 
     def _open_stored(self, episode_id: str) -> None:
         store = self.app.store
@@ -213,12 +217,23 @@ class PlayScreen(SteadyLayout, Screen):
         pinned = ", pinned" if summary.pinned else ""
         return f"summary v{summary.version} by {summary.author}{pinned}"
 
+    def _context_label(self) -> str:
+        """A fork's context in words: as its source, or the experience a person chose instead."""
+        if self.episode is None or not self.episode.fork_of:
+            return ""
+        from s3gym_tui.engine.visibility import context_note
+
+        try:
+            return context_note(self.app.store, self.episode)  # plain: the panel and notify gate it
+        except Exception as exc:  # noqa: BLE001 - a damaged row must not stop the replay
+            return f"unknown ({exc})"
+
     def _show_all(self) -> None:
         self.query_one(StepsTable).set_steps(self.steps, self.original)
         agent = self.query_one(AgentPanel)
         agent.empty_hint = ("Start of the episode: the board before step 0 (→ shows step 0)." if self.readonly
                             else "No step yet: press n to step, t to type an action.")
-        agent.show_context(self.episode, self._summary_label())
+        agent.show_context(self.episode, self._summary_label(), self._context_label())
         agent.show_totals(self.steps)
         self.query_one(ScoreStrip).show_steps(self.steps)
         self._show_contract_warning()

@@ -37,6 +37,7 @@ class LiveDriver:
         """Start the session (new episode or fork); False with `error` set when it cannot."""
         import games
         from s3gym_tui.engine.play import fork_session, new_play_session
+        from s3gym_tui.engine.visibility import Borrow
 
         o = self.options
         app = self.screen.app
@@ -45,9 +46,11 @@ class LiveDriver:
         settings = call_settings(o["model"], app.settings)
         try:
             source_run = store.get_run(o["source_run_id"]) if o["source_run_id"] else None
-            if o["fork_of"]:
+            if o["fork_of"]:  # what the source saw, unless the person chose other experience
+                borrow = None if o["experience"] == "source" else \
+                    Borrow(source_run.id if o["experience"] == "run" and source_run else None)
                 self.session = fork_session(store, o["fork_of"], int(o["fork_step"] or 0), settings,
-                                            o["pathway"], source_run)
+                                            o["pathway"], borrow)
             else:
                 if not o["game"] or o["seed"] is None:
                     raise ValueError("choose a game and a seed")

@@ -259,6 +259,14 @@ class DerivedStore(Connection):
                 "SELECT x, base_summary_id FROM experience_states WHERE run_id = ? ORDER BY x",
                 (run_id,)).fetchall()}
 
+    def state_summary_ids(self, run_id: str, x: int) -> Optional[tuple[Optional[str], Optional[str]]]:
+        """(base, used) summary ids of the run's experience state x (see begin_state); None when x
+        has not begun (or the run is from before states were recorded)."""
+        with self._reading("read an experience state") as conn:
+            row = conn.execute("SELECT base_summary_id, summary_id FROM experience_states WHERE "
+                               "run_id = ? AND x = ?", (run_id, x)).fetchone()
+        return None if row is None else (row[0], row[1])
+
     def next_state(self, run_id: str) -> Optional[int]:
         """The first experience state x that a curation made now would reach (None: none will)."""
         with self._reading("read the next state") as conn:

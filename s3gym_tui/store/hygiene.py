@@ -16,13 +16,16 @@ from s3gym_tui.store.leases import RunBusy, _lease, _SELECT as _SELECT_LEASES
 _TEXT_KEY = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
 
 # Episodes to remove with runs: the runs' own, then (transitively) forks made from them and
-# standalone trials of their summaries.
+# standalone episodes whose experience came from them (trials of their summaries, borrows).
 _DOOMED_EPISODES = """
 WITH RECURSIVE doomed(id) AS (
     SELECT id FROM episodes WHERE run_id IN (SELECT value FROM json_each(:runs))
     UNION
     SELECT e.id FROM episodes e WHERE e.run_id IS NULL AND e.summary_id IN
         (SELECT id FROM summaries WHERE run_id IN (SELECT value FROM json_each(:runs)))
+    UNION
+    SELECT e.id FROM episodes e WHERE e.run_id IS NULL AND e.experience_run_id IN
+        (SELECT value FROM json_each(:runs))
     UNION
     SELECT e.id FROM episodes e JOIN doomed d ON e.fork_of = d.id
 )
@@ -47,7 +50,8 @@ class Removal:
     def describe(self) -> str:
         parts = [f"{len(self.run_ids)} run(s)", f"{self.episodes} episode(s)"]
         if self.forks_and_trials:
-            parts.append(f"{self.forks_and_trials} fork(s)/summary trial(s) made from them")
+            parts.append(f"{self.forks_and_trials} fork(s), summary trial(s) or hand-played episode(s) made "
+                         f"from them or their experience")
         parts += [f"{self.steps} step(s)", f"{self.summaries} summary version(s)",
                   f"{self.checkpoints} checkpoint(s)", f"{self.datasets} dataset(s)"]
         return ", ".join(parts)
@@ -155,8 +159,9 @@ class Hygiene(Connection):
 
     def remove_runs(self, run_ids: Sequence[str]) -> Removal:
         """Remove runs with their episodes, steps, summaries, checkpoints, datasets, curation log,
-        experience states, forks and summary trials made from them, and the shared prompt parts
-        nothing else uses. All or nothing, in one transaction; a driven run is refused."""
+        experience states, the forks, summary trials and borrowing episodes made from them, and the
+        shared prompt parts nothing else uses. All or nothing, in one transaction; a driven run is
+        refused."""
         with self._tx("remove runs") as conn:
             plan = self._plan(conn, run_ids)
             runs = json.dumps(list(plan.run_ids))

@@ -29,7 +29,11 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "summary_id": "the summary version the agent saw", "history_episode_ids": "JSON list of the previous "
         "episodes fed as History ICL (see the history_sources view)", "history_cut": "how many oldest previous "
         "episodes the history budget dropped", "fork_of": "the episode this one was forked from",
-        "fork_step": "source steps replayed before the fork", "started_at": "UTC start",
+        "fork_step": "source steps replayed before the fork",
+        "experience_run_id": "the run whose exploration episodes it may see (empty: none, or stored before v7)",
+        "experience_x": "the experience state it stood at: that run's exploration episodes 0..x-1",
+        "experience_source": "who decided what it sees: state (a run's own episode), source (a fork as its "
+        "source), chosen (a person's choice: a borrow, a summary trial), none", "started_at": "UTC start",
         "finished_at": "UTC end"}),
     "steps": ("One step: what the agent saw, its reply, action and self-score, and the verifier's reward.", {
         "id": "step id (insertion order)", "episode_id": "its episode", "index": "step number in the episode",

@@ -148,6 +148,16 @@ def _v6_trainings(db: Database) -> None:
     migrate_trainings(db)
 
 
+def _v7_fork_experience(db: Database) -> None:
+    """Version 7 (forks): what an episode may see, recorded with it (engine.visibility): the run and
+    experience state x whose exploration episodes it may see, and who decided it (the run's own
+    state, a fork as its source, a person's choice, none). Older rows stay NULL (derived on read)."""
+    db.execute("ALTER TABLE episodes ADD COLUMN experience_run_id TEXT REFERENCES runs(id)")
+    db.execute("CREATE INDEX idx_episodes_experience_run ON episodes (experience_run_id)")
+    db.execute("ALTER TABLE episodes ADD COLUMN experience_x INTEGER")
+    db.execute("ALTER TABLE episodes ADD COLUMN experience_source TEXT")
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -155,7 +165,8 @@ def _v6_trainings(db: Database) -> None:
 # transaction: the pragma is a no-op inside one), so a table can be rebuilt (sqlite-utils `transform`
 # nests in a SAVEPOINT), and `PRAGMA foreign_key_check` must pass after each of them. The views of
 # views.py are dropped before and recreated after the migrations.
-MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings]
+MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
+                                _v7_fork_experience]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 import games
-from s3gym_tui.models import Episode, Frozen, Step, phase_of_seed
+from s3gym_tui.engine.visibility import Vantage, is_evaluation, visible_episodes
+from s3gym_tui.models import Episode, Frozen, Step
 from s3gym_tui.store import Dataset, DatasetRow, LeakageError, StoreError
 
 REFERENCE = "reference"
@@ -35,9 +36,7 @@ def parse_correction(value: Optional[str]) -> Optional[str]:
     return REFERENCE if text.lower() == REFERENCE else text
 
 
-def is_eval_episode(episode: Episode) -> bool:
-    """Evaluation data by any of its marks: phase, mode or seed range."""
-    return episode.phase == "eval" or episode.mode == "eval" or phase_of_seed(episode.seed) == "eval"
+is_eval_episode = is_evaluation  # evaluation data by any of its marks: phase, mode or seed range
 
 
 class SelectionQuality(Frozen):
@@ -84,7 +83,12 @@ class Exported:
 def exploration_steps(store, run_id: str, episode_ids: Optional[Sequence[str]] = None
                       ) -> tuple[list[tuple[Episode, list[Step]]], int]:
     """The run's exploration episodes with their steps (prompts not loaded), and the number of
-    evaluation steps left out. Asking for an evaluation episode by id raises LeakageError."""
+    evaluation steps left out. Asking for an evaluation episode by id raises LeakageError.
+
+    What a training may see is decided by engine.visibility: the run's state after all its
+    exploration episodes, counting an interrupted one too (its steps are the agent's own play)."""
+    run = store.get_run(run_id)
+    training = Vantage.state(run.id, run.config.explore_episodes)
     episodes = store.episodes(run_id)
     if episode_ids is not None:
         by_id = {e.id: e for e in episodes}
@@ -98,8 +102,7 @@ def exploration_steps(store, run_id: str, episode_ids: Optional[Sequence[str]] =
         wanted = set(episode_ids)
         episodes = [e for e in episodes if e.id in wanted]
     excluded = sum(e.n_steps for e in episodes if is_eval_episode(e))
-    chosen = [e for e in episodes if not is_eval_episode(e)]
-    chosen.sort(key=lambda e: (e.index, e.started_at))
+    chosen = visible_episodes(store, training, finished=False, candidates=episodes)
     return [(e, store.steps(e.id, include_prompt=False)) for e in chosen], excluded
 
 

@@ -21,7 +21,7 @@ import games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER
-from s3gym_tui.models import phase_of_seed
+from s3gym_tui.engine.visibility import require_exploration_seed
 
 MODE = "explore"
 
@@ -61,9 +61,8 @@ class GameEnvironment:
 
     def reset(self, game: str = "", seed: int = 0, actions: Sequence[str] = (),
               scores: Sequence[Optional[float]] = (), **_: Any) -> str:
-        if phase_of_seed(int(seed)) != "explore":
-            raise ValueError(f"seed {seed} is an evaluation seed: training rollouts use exploration seeds only")
-        self._game, self._seed, self._actions = games.canonical(game), int(seed), [str(a) for a in actions]
+        self._seed = require_exploration_seed(seed)  # engine.visibility: never an evaluation seed
+        self._game, self._actions = games.canonical(game), [str(a) for a in actions]
         env = games.make(self._game, MODE)
         env.reset(self._seed)
         turns: list[TurnRecord] = []

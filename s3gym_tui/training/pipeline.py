@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from s3gym_tui.engine.events import Event
-from s3gym_tui.models import Run, phase_of_seed
+from s3gym_tui.models import Run
 from s3gym_tui.store import Training, TrainingCheckpoint, TrainingSource
 from s3gym_tui.store.errors import one_line
 from s3gym_tui.training import require_extra
@@ -87,13 +87,14 @@ def _base_dir(options_base: Optional[str], cache: Optional[Path]) -> Path:
 
 def exploration_seeds(source: Run, episodes: Optional[int] = None) -> list[int]:
     """The run's exploration seeds (never an evaluation seed)."""
+    from s3gym_tui.engine.visibility import require_exploration_seed
+
     cfg = source.config
     n = cfg.explore_episodes if episodes is None else episodes
-    seeds = [cfg.explore_seed(i) for i in range(max(1, n))]
-    bad = [s for s in seeds if phase_of_seed(s) != "explore"]
-    if bad:
-        raise TrainingError(f"seed {bad[0]} is an evaluation seed: rollouts use exploration seeds only")
-    return seeds
+    try:
+        return [require_exploration_seed(cfg.explore_seed(i)) for i in range(max(1, n))]
+    except ValueError as exc:
+        raise TrainingError(str(exc)) from None
 
 
 # ----- recording ---------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER
-from s3gym_tui.models import phase_of_seed
+from s3gym_tui.engine.visibility import require_exploration_seed
 from s3gym_tui.training.environment import MODE, prompt_row
 
 Policy = Callable[[list, Any], str]  # (messages, game) -> reply text
@@ -26,11 +26,10 @@ class StateStream:
     def __init__(self, game: str, seeds: Sequence[int], policy: Policy, step_cap: Optional[int] = None,
                  on_rollout: OnRollout = lambda game, seed, steps: None,
                  fits: Callable[[list], bool] = lambda messages: True) -> None:
-        bad = [s for s in seeds if phase_of_seed(int(s)) != "explore"]
-        if not seeds or bad:
-            raise ValueError(f"rollouts need exploration seeds (got {bad[0] if bad else 'none'})")
+        if not seeds:
+            raise ValueError("rollouts need exploration seeds (got none)")
         self.game = games.canonical(game)
-        self.seeds = [int(s) for s in seeds]
+        self.seeds = [require_exploration_seed(s) for s in seeds]  # engine.visibility's rule
         self.policy = policy
         self.step_cap = step_cap
         self.on_rollout = on_rollout

@@ -229,7 +229,9 @@ class AgentPanel(Vertical):
             self._render_prompt()
 
     # ----- what the agent carries ---------------------------------------------------------
-    def show_context(self, episode: Optional[Episode], summary_label: str = "") -> None:
+    def show_context(self, episode: Optional[Episode], summary_label: str = "", context: str = "") -> None:
+        """Model, pathway, what it carries; for a fork, the step it branched after and `context` (what it
+        sees, as its source or as a person chose: engine.visibility.context_note, gated)."""
         if episode is None:
             self.query_one("#agent-context", Static).update("")
             return
@@ -244,6 +246,8 @@ class AgentPanel(Vertical):
             text.append(f" · {summary_label or 'no summary yet'}")
         if episode.fork_of:
             text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
+            if context:
+                text.append(f" · context: {context}", style="bold")
         self.query_one("#agent-context", Static).update(safe_text(text, one_line=True))
 
     def show_warning(self, warning: Optional[str]) -> None:

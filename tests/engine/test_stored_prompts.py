@@ -110,7 +110,7 @@ def test_human_steps_between_model_steps_and_forks_read_back_as_sent(tmp_path, s
     assert source.n_steps > 10
     forks = []
     for at in (0, source.n_steps // 2, source.n_steps - 1):
-        session = fork_session(store, source.id, at, call_settings(run.config, 0), source_run=run)
+        session = fork_session(store, source.id, at, call_settings(run.config, 0))  # as the source
         forks.append(session.episode.id)
         if not session.done:  # a human step, then the model again: its prompt is based further back
             session.commit(None, action=games.make("snake").sample_action(__import__("random").Random(at)),

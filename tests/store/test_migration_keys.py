@@ -37,10 +37,11 @@ def _old_file(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
            "created_at": "2026-01-01T00:00:00", "note": "old"}
     db["runs"].insert(run)
     episodes = []
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(episodes)")}  # that version's shape
     for i, phase in enumerate(["explore", "explore", "eval"]):
         ep = make_episode(None, phase=phase, index=i if phase == "explore" else 0,
                           id=f"trust-summary-1-x{i:03d}" if phase == "explore" else "trust-summary-1-c000-e0")
-        data = ep.model_dump()
+        data = {k: v for k, v in ep.model_dump().items() if k in columns}
         data.update(run_id=run["id"], checkpoint=0 if phase == "eval" else None,
                     history_episode_ids="[]", pathway="summary")
         episodes.append(data)
