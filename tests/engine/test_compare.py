@@ -231,7 +231,7 @@ def test_summary_diff_shows_changed_lines(pair_store):
     old = pair_store.add_summary("s", "keep A", "avoid B", "try C")
     new = pair_store.edit_summary(old.id, "keep A", "avoid B and D", "try C", author="human:tester")
     lines = summary_diff(old, new)
-    assert lines[0].startswith("--- v1 (model)") and lines[1].startswith("+++ v2 (human:tester)")
+    assert lines[0].startswith("--- v1 (model:scripted/trust)") and lines[1].startswith("+++ v2 (human:tester)")
     assert "-avoid B" in lines and "+avoid B and D" in lines
     assert " keep A" in lines  # context
     assert summary_diff(old, old) == []
