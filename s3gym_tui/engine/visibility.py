@@ -267,6 +267,24 @@ def context_fields(store, vantage: Vantage, experience: ExperienceState, source:
                 experience_x=vantage.x, experience_source=source)
 
 
+def same_game_in_context(store, episode: Episode) -> list[str]:
+    """The episodes in `episode`'s context (its history, or its summary's sources) played on the very
+    game it plays (same game, mode and seed): a borrowed state that holds this game's answer. A fork
+    never has one (its source's context never holds the source); hand play that borrows a run's latest
+    state can, when the person picks a seed that run already explored. Not refused (the person chose
+    it): the screen says so."""
+    ids = list(episode.history_episode_ids)
+    if episode.summary_id:
+        summary = store.get_summary(episode.summary_id)
+        ids += [i for i in summary.source_episode_ids if i not in ids]
+    found = []
+    for episode_id in ids:
+        seen = store.find_episode(episode_id)
+        if seen is not None and (seen.game, seen.mode, seen.seed) == (episode.game, episode.mode, episode.seed):
+            found.append(seen.id)
+    return found
+
+
 def context_note(store, episode: Episode) -> str:
     """What an episode's context is, in words (plain text from the store: gate it before a screen)."""
     run, x, how = episode.experience_run_id, episode.experience_x, episode.experience_source

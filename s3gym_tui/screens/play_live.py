@@ -60,7 +60,20 @@ class LiveDriver:
             self.session, self.error = None, str(exc)
             return False
         self.error = None
+        self._warn_same_game(store)
         return True
+
+    def _warn_same_game(self, store) -> None:
+        """Say so when the chosen experience holds this very game (same game, mode and seed)."""
+        from s3gym_tui.engine.visibility import same_game_in_context
+        from s3gym_tui.textgate import safe
+
+        episode = self.session.episode
+        same = same_game_in_context(store, episode)
+        if same:
+            self.screen.notify(f"The borrowed experience includes {safe(same[0])}, played on this same seed "
+                               f"{episode.seed}: the agent has seen this game to its end. Pick another seed "
+                               f"for a fair test.", severity="warning", timeout=10)
 
     @property
     def done(self) -> bool:

@@ -179,3 +179,17 @@ def test_removing_a_run_takes_the_episodes_that_borrowed_from_it(store):
     assert plan.forks_and_trials == 1
     store.remove_runs(["other"])
     assert store.find_episode(borrowing.id) is None and store.find_episode(kept.id) is not None
+
+
+def test_hand_play_on_a_seed_the_borrowed_run_explored_is_named(store):
+    """Hand play borrowing a run's latest state on a seed that run already explored sees that very game
+    played to its end: allowed (the person chose it) but named, so the screen can warn."""
+    from s3gym_tui.engine.visibility import same_game_in_context
+
+    run = store.get_run(RUN)
+    same = new_play_session(store, "trust", "explore", 1, settings(store), "history", run)
+    assert same_game_in_context(store, same.episode) == [f"{RUN}-x001"]
+    other = new_play_session(store, "trust", "explore", 7, settings(store), "history", run)
+    assert same_game_in_context(store, other.episode) == []
+    fork = fork_session(store, X002, 3, settings(store))
+    assert same_game_in_context(store, fork.episode) == []

@@ -109,3 +109,20 @@ async def test_choosing_another_run_is_recorded_and_stated(app, db):
     assert fork.history_episode_ids == tuple(f"other-x{i:03d}" for i in range(4))
     assert (fork.experience_run_id, fork.experience_x, fork.experience_source) == ("other", 4, "chosen")
     assert "Previous episode 4 (seed 3, 10 steps)" in prompt
+
+
+async def test_hand_play_on_a_seed_the_borrowed_run_explored_warns(app):
+    """Play from Home borrowing a run on a seed it explored: the agent has seen this very game, and the
+    screen says so (a fair test picks another seed); another seed gets no such warning."""
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_play(game="trust", mode="explore", seed=1, model="scripted/trust", pathway="history",
+                      source_run_id=RUN)
+        await pilot.pause()
+        assert any("same seed 1" in n.message and f"{RUN}-x001" in n.message for n in app._notifications)
+        app.pop_screen()
+        await pilot.pause()
+        app.clear_notifications()
+        app.open_play(game="trust", mode="explore", seed=9, model="scripted/trust", pathway="history",
+                      source_run_id=RUN)
+        await pilot.pause()
+        assert not any("same seed" in n.message for n in app._notifications)
