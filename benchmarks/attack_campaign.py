@@ -81,7 +81,7 @@ def _check(tally: Tally, label: str, args: list[str], db: Path | None, codes=(1,
         tally.problems.append(f"{label}: raised {type(exc).__name__}: {exc}")
         return
     tally.cases += 1
-    lines = [line for line in err.strip().splitlines() if line.strip()]
+    lines = _explanation(err)
     clean_fail = code in codes and (len(lines) == 1 or (code == 1 and not lines))
     warned = len(lines) <= 1 and all(line.startswith("warning:") for line in lines)
     if "Traceback" not in err and (clean_fail or (may_succeed and code == 0 and warned)):
@@ -253,6 +253,13 @@ def server_faults(work: Path) -> Tally:
             os.environ["OPENAI_API_KEY"] = previous
 
 
+def _explanation(err: str) -> list[str]:
+    """The lines of stderr that explain; a run stopped while working (exit 3) adds one more line,
+    `resume with: s3gym resume <id>`, which is the way on, not a second explanation."""
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    return [line for line in lines if not line.startswith("resume with: s3gym resume ")]
+
+
 def _server_faults(work: Path) -> Tally:
     from s3gym_tui.store import Store
     from tests.fake_openai import FakeOpenAI
@@ -271,7 +278,7 @@ def _server_faults(work: Path) -> Tally:
         finally:
             server.stop()
         tally.cases += 1
-        lines = [line for line in err.strip().splitlines() if line.strip()]
+        lines = _explanation(err)
         with Store(db) as store:
             runs = store.list_runs()
             run = runs[0] if runs else None
