@@ -43,7 +43,7 @@ class S3GymApp(App):
             from s3gym_tui.config import ConfigError, config_path
             from s3gym_tui.screens.keymap import binding_ids, keymap_problem
 
-            problem = keymap_problem(self.settings.keymap, binding_ids(),
+            problem = keymap_problem(self.settings.keymap, binding_ids(type(self)),
                                      source=None if settings else config_path())
             if problem:
                 raise ConfigError(problem)

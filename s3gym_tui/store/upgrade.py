@@ -34,6 +34,7 @@ from typing import Callable, Optional
 
 from s3gym_tui.store import schema
 from s3gym_tui.store.errors import StoreError, one_line
+from s3gym_tui.store.lease_row import lease_from_row
 
 GROWTH_FACTOR = 2.5  # peak growth of the migrations, as a multiple of file + WAL (see above)
 LOCK_WAIT_S = 2.0  # how long the upgrade waits for other processes to let go of the file
@@ -136,8 +137,6 @@ def check_space(path: Path, backup: bool,
 
 def _lease_holder(conn: sqlite3.Connection) -> Optional[str]:
     """Who drives a run right now, from the leases table (schema 3 and later), or None."""
-    from s3gym_tui.store.leases import _lease
-
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "leases" not in tables:
         return None
@@ -149,7 +148,7 @@ def _lease_holder(conn: sqlite3.Connection) -> Optional[str]:
     now = time.time()
     for row in rows:
         try:
-            lease = _lease(row)
+            lease = lease_from_row(row)
         except (TypeError, ValueError):
             continue
         if lease.alive(now):
