@@ -54,6 +54,7 @@ class S3GymApp(App):
         self._watcher = None
         self.store_generation = 0  # bumped whenever any process commits to the store
         self._quit_asked = False
+        self.child_runs = None  # run processes started here (screens.run_control.children)
         self._upgrade_notices: list[str] = []  # shown as notifications once the app is up
 
     # ----- shared services --------------------------------------------------------------
@@ -105,8 +106,12 @@ class S3GymApp(App):
         self.call_after_refresh(tune_gc)
 
     def _poll_store(self) -> None:
-        """Tell the screen on top when any process (this one included) committed to the store."""
-        if self._watcher is not None and self._watcher.changed():
+        """Tell the screen on top when any process (this one included) committed to the store, or
+        when a run process this app started ended (its lease, if any, is then gone)."""
+        from s3gym_tui.screens.run_control import check_children
+
+        ended = check_children(self)
+        if self._watcher is not None and (self._watcher.changed() or ended):
             from s3gym_tui.messages import StoreChanged
 
             self.store_generation += 1
@@ -202,33 +207,26 @@ class S3GymApp(App):
 
         self.push_screen(HelpScreen())
 
-    def driving_screens(self) -> list:
-        """Screens of this app that drive a run right now."""
-        return [screen for screen in self.screen_stack
-                if getattr(screen, "has_live_work", None) and screen.has_live_work()]
-
     async def action_quit(self) -> None:
-        """Quit; while this app drives a run, ask first (a second ctrl+q quits at once)."""
-        driving = self.driving_screens()
-        if not driving or self._quit_asked:
-            for screen in driving:
-                screen.stop_run("the app quit")
+        """Quit. While a run this app started is running, ask: leave it running (it is its own
+        process, followed again when the app opens) or stop it (resumable). A second ctrl+q leaves it."""
+        from s3gym_tui.screens.run_control import QuitDialog, children
+
+        running = children(self).alive() if getattr(self, "child_runs", None) else []
+        if not running or self._quit_asked:
             self.exit()
             return
-        from s3gym_tui.screens.dialogs import ConfirmDialog
 
-        def answer(yes: Optional[bool]) -> None:
+        def answer(choice: Optional[str]) -> None:
             self._quit_asked = False
-            if yes:
-                for screen in self.driving_screens():
-                    screen.stop_run("the app quit")
+            if choice == "stop":
+                for child in children(self).alive():
+                    child.stop()
+            if choice in ("stop", "leave"):
                 self.exit()
 
         self._quit_asked = True
-        runs = ", ".join(getattr(screen, "run_id", "?") for screen in driving)
-        self.push_screen(ConfirmDialog(f"This app is driving run {runs}.\nQuit anyway? The run stops "
-                                       f"now and stays resumable (s3gym resume).", yes="Quit",
-                                       no="Keep running"), answer)
+        self.push_screen(QuitDialog([child.run_id or f"PID {child.pid}" for child in running]), answer)
 
     def action_toggle_theme(self) -> None:
         self.theme = "textual-light" if self.theme == "textual-dark" else "textual-dark"

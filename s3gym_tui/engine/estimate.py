@@ -31,6 +31,8 @@ class RunEstimate:
     output_tokens_max: int
     input_cost: Optional[float]  # USD, None when litellm does not know the model's price
     output_cost_max: Optional[float]
+    explore_left: Optional[int] = None  # for what is left of a run: exploration episodes not finished
+    checkpoints_left: Optional[int] = None  # and checkpoints not scored (None: the whole run)
 
     @property
     def calls(self) -> int:
@@ -43,10 +45,11 @@ class RunEstimate:
     def lines(self) -> list[str]:
         """The estimate as short lines of text (the app and the CLI print the same)."""
         c = self.config
-        checkpoints = len(c.checkpoints())
+        checkpoints = len(c.checkpoints()) if self.checkpoints_left is None else self.checkpoints_left
+        explore = c.explore_episodes if self.explore_left is None else self.explore_left
         out = [
             f"at most {self.calls:,} model calls: {self.explore_calls:,} exploration "
-            f"({c.explore_episodes} episodes x {self.explore_steps} steps), {self.eval_calls:,} evaluation "
+            f"({explore} episodes x {self.explore_steps} steps), {self.eval_calls:,} evaluation "
             f"({checkpoints} checkpoints x {c.eval_episodes} episodes x {self.eval_steps} steps)"
             + (f", {self.summary_calls} summaries" if self.summary_calls else ""),
             f"about {self.input_tokens:,} input tokens; at most {self.output_tokens_max:,} output tokens "
@@ -76,9 +79,13 @@ def _episode_input(model: str, mode: str, game: str, seed: int, cap: int, hint_t
     return total, cap * turn
 
 
-def estimate_run(config: RunConfig) -> RunEstimate:
-    """The estimate for `config` (counting tokens with the model's tokenizer where litellm knows it)."""
+def estimate_run(config: RunConfig, explore_done: frozenset[int] = frozenset(),
+                 checkpoints_done: frozenset[int] = frozenset()) -> RunEstimate:
+    """The estimate for `config` (counting tokens with the model's tokenizer where litellm knows it);
+    with `explore_done` (indices of finished exploration episodes) and `checkpoints_done` (scored x),
+    the estimate of what is left of a run (an episode under way counts whole: an upper bound)."""
     c = config
+    left = bool(explore_done or checkpoints_done)
     cls = games.game_class(c.game)
     explore_steps = min(c.step_cap, min(int(cls.CONFIGS["explore"].max_steps), 64))
     eval_steps = min(c.step_cap, min(int(cls.CONFIGS["eval"].max_steps), 64))
@@ -93,23 +100,29 @@ def estimate_run(config: RunConfig) -> RunEstimate:
         return 0
 
     input_tokens = 0
-    for i in range(c.explore_episodes):
+    explore = [i for i in range(c.explore_episodes) if i not in explore_done]
+    for i in explore:
         input_tokens += _episode_input(c.model, "explore", c.game, c.explore_seed(i % 3), explore_steps,
                                        hint(i))[0]
-    checkpoints = c.checkpoints()
+    checkpoints = [x for x in c.checkpoints() if x not in checkpoints_done]
     for x in checkpoints:
         per_episode = _episode_input(c.model, "eval", c.game, c.eval_seed(0), eval_steps, hint(x))[0]
         input_tokens += per_episode * c.eval_episodes
-    summary_calls = c.explore_episodes if c.pathway == "summary" else 0
+    # the summary of state x is written as exploration episode x starts (the last one for the last checkpoint)
+    summary_xs = [x for x in range(1, c.explore_episodes + 1)
+                  if x not in explore_done and not (x == c.explore_episodes and x in checkpoints_done)] \
+        if c.pathway == "summary" else []
+    summary_calls = len(summary_xs)
     if summary_calls:
         rules = _tokens(c.model, build_summary_messages(games.make(c.game, "explore"), None, ""))
-        input_tokens += sum(rules + SUMMARY_TOKENS + min(budget, x * block) for x in range(1, summary_calls + 1))
-    explore_calls = c.explore_episodes * explore_steps
+        input_tokens += sum(rules + SUMMARY_TOKENS + min(budget, x * block) for x in summary_xs)
+    explore_calls = len(explore) * explore_steps
     eval_calls = len(checkpoints) * c.eval_episodes * eval_steps
     output_max = (explore_calls + eval_calls + summary_calls) * c.max_tokens
     input_cost, output_cost = _prices(c.model, input_tokens, output_max)
     return RunEstimate(c, explore_steps, eval_steps, explore_calls, eval_calls, summary_calls, input_tokens,
-                       output_max, input_cost, output_cost)
+                       output_max, input_cost, output_cost, len(explore) if left else None,
+                       len(checkpoints) if left else None)
 
 
 def _prices(model: str, input_tokens: int, output_tokens: int) -> tuple[Optional[float], Optional[float]]:

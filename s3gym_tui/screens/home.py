@@ -68,13 +68,15 @@ def parse_seed(text: str, mode: str) -> tuple[Optional[int], str]:
 
 
 class GameList(OptionList):
-    """The games. A click (or the arrow keys) chooses a game; enter starts playing it."""
+    """The games. A click (or the arrow keys) chooses a game; enter or a double click plays it."""
 
     async def _on_click(self, event: events.Click) -> None:
         clicked = event.style.meta.get("option")
         if clicked is not None and not self._options[clicked].disabled:
             self.highlighted = clicked
             self.focus()
+            if event.chain >= 2:  # a double click plays, as enter does
+                self.action_select()
 
 
 class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
@@ -85,7 +87,9 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         Binding("f5", "play", "Play", id="play"),
         Binding("f6", "start_run", "Start run", id="start_run"),
         Binding("o", "open_protocol", "Protocol view", id="open_protocol"),
-        Binding("s", "open_summaries", "Summaries", id="open_summaries"),
+        Binding("m", "open_summaries", "Summaries", id="open_summaries"),
+        Binding("s", "stop_run", "Stop run", id="stop_run"),
+        Binding("r", "resume_run", "Resume run", id="resume_run"),
         Binding("g", "open_report", "Report", id="open_report"),
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
@@ -148,9 +152,13 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
             game_list.highlighted = highlighted
 
     def on_screen_resume(self) -> None:
-        """Back on Home: re-read at once if the store changed (a cheap check when it did not)."""
+        """Back on Home: re-read at once if the store changed (a cheap check when it did not), and
+        focus a list: hotkeys pressed next must not land in the input that was focused when the
+        person left (its Play started from the model input, say)."""
         if self.is_mounted:
             self.refresh_from_store()
+            if not isinstance(self.focused, (OptionList, DataTable)):
+                self.query_one("#game-list", OptionList).focus()
 
     # ----- models found on this machine (off the UI thread) ---------------------------------
     @work(thread=True, group="discover-models", exit_on_error=False)
@@ -325,24 +333,53 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         def chosen(config) -> None:
             if config is None or not self.preflight(config.model, config.game, config.api_base):
                 return
-            try:
-                run = self.app.store.create_run(config)
-            except Exception as exc:  # noqa: BLE001 - a store refusal is a message, not a crash
-                self.say(f"Cannot create the run: {exc}", error=True)
-                return
-            self.say(f"Created run {run.id}.")
-            self.refresh_from_store()
-            self.app.open_protocol(run.id)
+            from s3gym_tui.screens.run_control import start_new_run
+
+            child = start_new_run(self.app, config)  # `s3gym run …`, its own process
+            if child is not None:
+                self.say(f"Starting the run as its own process (PID {child.pid}); log: {child.log}")
+                self._open_when_started(child)
 
         self.app.push_screen(RunDialog(choices["model"], choices["game"], choices["pathway"],
                                        self.app.settings.model_settings(choices["model"])), chosen)
+
+    def _open_when_started(self, child) -> None:
+        """Open the new run's Protocol screen once its process has stored it (or say why it did not)."""
+
+        def look() -> None:
+            run_id = child.find_run_id(self.app.store)
+            if run_id is not None:
+                timer.stop()
+                self.say(f"Started run {run_id} (PID {child.pid}; log: {child.log}).")
+                self.refresh_from_store(force=True)
+                if self.app.screen is self:
+                    self.app.open_protocol(run_id)
+            elif not child.alive:
+                timer.stop()
+                self.say(f"✗ The run did not start: {child.log_tail()}", error=True)
+
+        timer = self.set_interval(0.1, look)
+
+    def action_stop_run(self) -> None:
+        """Stop the highlighted run (whichever process drives it), as Ctrl-C does: resumable."""
+        if (run_id := self._selected_run_id()) is not None:
+            from s3gym_tui.screens.run_control import stop_run
+
+            stop_run(self.app, run_id)
+
+    def action_resume_run(self) -> None:
+        """Resume the highlighted run after a dialog with what is left of it."""
+        if (run_id := self._selected_run_id()) is not None:
+            from s3gym_tui.screens.run_control import offer_resume
+
+            offer_resume(self.app, run_id)
 
     def _selected_run_id(self) -> Optional[str]:
         return self.query_one(RunsPanel).selected_run_id
 
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
         if action in ("open_protocol", "open_summaries", "open_report", "open_episodes", "delete_run",
-                      "open_training"):
+                      "open_training", "stop_run", "resume_run"):
             return self.is_mounted and bool(self._runs)
         return True
 

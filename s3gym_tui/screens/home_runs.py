@@ -40,6 +40,25 @@ def curve_line(config, checkpoints) -> str:
             f"({curve.n} of {len(xs)} checkpoints scored{'; ' + reason if reason else ''})\n")
 
 
+class RunsTable(DataTable):
+    """The runs: a click chooses a run (its details show beside); enter or a double click opens it."""
+
+    _click_only = False
+
+    async def _on_click(self, event) -> None:
+        self._click_only = event.chain < 2
+        await super()._on_click(event)
+        self.call_later(self._clicked)  # after the RowSelected a click on the cursor row posted
+
+    def _clicked(self) -> None:
+        self._click_only = False
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if self._click_only:  # DataTable opens on a single click of the highlighted row
+            self._click_only = False
+            event.stop()
+
+
 def short_created(iso: str) -> str:
     return iso[:16].replace("T", " ")
 
@@ -55,12 +74,13 @@ class RunsPanel(Horizontal):
         self._wide: Optional[bool] = None
 
     def compose(self) -> ComposeResult:
-        yield DataTable(id="runs", cursor_type="row", zebra_stripes=True)
+        yield RunsTable(id="runs", cursor_type="row", zebra_stripes=True)
         yield Static("", id="run-details")
 
     def on_mount(self) -> None:
         self.border_title = "Recent runs"
-        self.border_subtitle = "enter/o protocol · s summaries · g report · e episodes · c pairs · t training · w sweeps · del delete"
+        self.border_subtitle = ("enter/o protocol · s stop · r resume · m summaries · g report · e episodes · "
+                                "c pairs · t training · w sweeps · del delete")
 
     def on_resize(self) -> None:
         if self._wide != (self.app.size.width >= WIDE_TABLE):

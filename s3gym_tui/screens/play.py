@@ -358,7 +358,7 @@ class PlayScreen(SteadyLayout, Screen):
             if not self.following:
                 parts.append(f"viewing step {self.position - 1}" if self.position else "viewing the start")
         bar.set_text(" · ".join(parts))
-        bar.set_thinking(self.thinking, f"{ep.model} is thinking… (c or esc cancels; nothing is stored)")
+        bar.set_thinking(self.thinking, f"{ep.model} is thinking…", self.live.call_detail if self.live else None)
         if proposal.show_proposal(self.proposal):
             bar.display = self.proposal is None
         self._refresh_bindings_if_changed()

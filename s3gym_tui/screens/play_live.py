@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from textual.worker import Worker, WorkerState
 
 from s3gym_tui.messages import EpisodeFinished, ModelFailed, ProposalReady, StepCompleted, StepFailed
-from s3gym_tui.screens.play_support import call_settings, ensure_litellm
+from s3gym_tui.screens.play_support import call_settings, ensure_litellm, typical_step
 
 if TYPE_CHECKING:
     from s3gym_tui.screens.play import PlayScreen
@@ -31,6 +31,7 @@ class LiveDriver:
         self.queued = 0  # step presses made while a call was in flight (run one after another)
         self.error: Optional[str] = None
         self._worker: Optional[Worker] = None
+        self.step_times: Optional[list[float]] = None  # the model's stored call times (ms) on this game
 
     # ----- opening -----------------------------------------------------------------------
     def open(self) -> bool:
@@ -90,6 +91,18 @@ class LiveDriver:
         return True
 
     # ----- model calls -------------------------------------------------------------------
+    def call_detail(self) -> str:
+        """What the status bar adds to a call's elapsed time: the model's typical step time."""
+        if self.step_times is None and self.session is not None:
+            episode = self.session.episode
+            try:
+                self.step_times = self.screen.app.store.step_latencies(episode.model, episode.game)
+            except Exception:  # noqa: BLE001 - a figure we cannot read is not shown
+                self.step_times = []
+        episode = self.session.episode if self.session is not None else None
+        typical = typical_step(self.step_times or [], episode.game) if episode is not None else ""
+        return " · ".join(part for part in (typical, "c or esc cancels; nothing is stored") if part)
+
     def start_think(self) -> None:
         if self.thinking or self.proposal is not None or not self.can_act():
             return
@@ -155,6 +168,8 @@ class LiveDriver:
         self.thinking = False
         if self.session is None or message.episode.id != self.session.episode.id:
             return
+        if self.step_times is not None and message.step.actor == "model" and message.step.latency_ms > 0:
+            self.step_times.insert(0, message.step.latency_ms)
         self.screen.add_step(self.session.episode, message.step)
         if self.session.done:
             self.running = False

@@ -39,6 +39,19 @@ async def ensure_litellm() -> None:
         gc.freeze()
 
 
+def typical_step(latencies_ms: Sequence[float], game: str) -> str:
+    """'typical step 8.1 s (median of 40 stored steps on chess)': the median call time of the model's
+    stored steps (steps.latency_ms), or '' when none is stored."""
+    import statistics
+
+    if not latencies_ms:
+        return ""
+    median = statistics.median(latencies_ms) / 1000
+    shown = f"{median:.1f} s" if median < 60 else f"{median / 60:.1f} min"
+    n = len(latencies_ms)
+    return f"typical step {shown} (median of {n} stored step{'s' if n != 1 else ''} on {game})"
+
+
 class ReplayBoard:
     """The game state after the first `position` steps of an episode, stepping forward incrementally
     and rebuilding only when moving back. `steps` is read, not copied: a live episode's list grows."""

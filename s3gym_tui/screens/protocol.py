@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Optional
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Label, ProgressBar, Static
-from textual.worker import Worker, WorkerState
 
-from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.compare import state_at
 from s3gym_tui.engine.judging import verdict
-from s3gym_tui.messages import CheckpointScored, EpisodeFinished, RunEnded, StepCompleted, SummaryWritten
 from s3gym_tui.models import Episode, Run, Step, Summary
-from s3gym_tui.store.leases import RunBusy
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.widgets.verdicts import judged_value, judgement_text
 from s3gym_tui.screens.live import LiveScreenMixin
@@ -44,7 +38,8 @@ def summary_sections(summary: Optional[Summary]) -> Text:
 
 
 class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
-    """Runs (or resumes) a run in an async worker and renders the engine's events as they come."""
+    """Follows a run through the store, whichever process drives it (a run started or resumed here is a
+    process of its own: leaving the screen or the app does not stop it); r resumes, s stops."""
 
     DEFAULT_CSS = """
     ProtocolScreen #proto-status { height: auto; padding: 0 1; background: $boost; }
@@ -71,16 +66,15 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     BINDINGS = [
-        Binding("r", "resume", "Run/Resume", id="protocol_resume"),
-        Binding("s,p", "stop", "Stop/pause", id="protocol_stop"),
+        Binding("r", "resume", "Resume", id="protocol_resume"),
+        Binding("s,p", "stop", "Stop", id="protocol_stop"),
         Binding("m", "summaries", "Summaries", id="protocol_summaries"),
         Binding("t", "report", "Report", id="protocol_report"),
     ]
 
-    def __init__(self, run_id: str, autostart: bool = True) -> None:
+    def __init__(self, run_id: str) -> None:
         super().__init__()
         self.run_id = run_id
-        self.autostart = autostart
         self.run: Optional[Run] = None
         self.points: dict[int, Optional[float]] = {}
         self.explore_done: set[str] = set()
@@ -90,9 +84,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         self._game = None  # the followed episode's game, stepped along with its steps
         self._episode_dirty = False
         self.error: Optional[str] = None
-        self._worker: Optional[Worker] = None
-        self._runner = None  # the ProtocolRunner while this screen drives the run
-        self.lease = None  # the run's live lease when another process (or screen) drives it
+        self.lease = None  # the run's live lease: the process that drives it (this app's child or another)
         self._contract = None  # engine.contract.ContractWatch over the replies seen
         self._watched: set[tuple[str, int]] = set()
 
@@ -129,17 +121,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             return
         self.sub_title = f"protocol · {self.run_id}"
         self._load_from_store()
-        if self.driven_elsewhere:
-            return  # follow the other driver read-only (refresh_from_store keeps up)
-        if self.autostart and self.run.status in ("created", "stopped"):
-            self.action_resume()
-        elif self.run.status == "running":
-            self.notify("This run was interrupted (its driver is gone): press r to resume it.",
-                        severity="warning")
-
-    @property
-    def driven_elsewhere(self) -> bool:
-        return self.lease is not None and not self.running
+        if self.run.status == "running" and self.lease is None and self.child is None:
+            self.notify("This run was interrupted (its driver is gone): r resumes it.", severity="warning")
 
     def _load_from_store(self) -> None:
         with self.app.store.snapshot() as store:
@@ -150,7 +133,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             episodes = store.episodes(self.run_id)
             self.explore_done = {e.id for e in episodes if e.phase == "explore" and e.status == "finished"}
             self.latest_summary = store.current_summary(self.run_id)
-            if episodes and not self.running:
+            if episodes:
                 self._follow(episodes)
         self._render_all()
 
@@ -180,195 +163,39 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
                     self._game.step(step.action)
         self.current_episode = newest
 
-    # ----- worker -----------------------------------------------------------------------
+    # ----- the run's process ---------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self._worker is not None and self._worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+        """A process drives the run right now (this app's child or any other: one mechanism)."""
+        return self.lease is not None
+
+    @property
+    def child(self):
+        """The process of this app that drives (or is starting to drive) this run, if any."""
+        from s3gym_tui.screens.run_control import children
+
+        return children(self.app).of_run(self.run_id)
 
     def action_resume(self) -> None:
+        """Resume is its own key, after a dialog with what is left; opening a run never resumes it."""
         if self.run is None:
             return
-        if self.running:
-            self.notify("The run is already running.")
-            return
-        self.refresh_from_store()
-        if self.lease is not None:
-            self.notify(f"This run is driven by {self.lease.describe()}: following it read-only.",
-                        severity="warning")
-            return
-        if self.run.status == "finished":
-            self.notify("This run is finished: nothing left to run.")
-            return
-        self.error = None
-        self._worker = self._run_protocol()
-        self._render_status()
+        from s3gym_tui.screens.run_control import offer_resume
 
-    def stop_run(self, reason: str) -> None:
-        """Stop the run this screen drives, now: the call in flight is abandoned, nothing half-done
-        is stored, the run stays resumable."""
-        if self._runner is not None:
-            self._runner.stop(reason)
-        elif self._worker is not None:
-            self._worker.cancel()
+        self.refresh_from_store()
+        offer_resume(self.app, self.run_id, started=lambda _child: self._render_status())
 
     def action_stop(self) -> None:
-        if not self.running:
-            if self.lease is not None:
-                self._offer_remote_stop()
-            else:
-                self.notify("Nothing is running.")
-            return
-        self.stop_run("stopped in the app")
-        self.notify("Stopping: the run stays resumable (press r).")
+        from s3gym_tui.screens.run_control import stop_run
 
-    def _offer_remote_stop(self) -> None:
-        import os
-        import signal
-
-        from s3gym_tui.screens.dialogs import ConfirmDialog
-        from s3gym_tui.store.leases import HOST
-
-        lease = self.lease
-        if lease.host != HOST:
-            self.notify(f"This run is driven by {lease.describe()} on another machine: stop it there.",
-                        severity="warning")
-            return
-
-        def confirmed(yes: Optional[bool]) -> None:
-            if yes:
-                try:
-                    os.kill(lease.pid, signal.SIGINT)
-                    self.notify(f"Sent Ctrl-C to PID {lease.pid}: it stops cleanly, resumable.")
-                except OSError as exc:
-                    self.notify(f"Cannot stop PID {lease.pid}: {exc}", severity="error")
-
-        self.app.push_screen(ConfirmDialog(
-            f"This run is driven by {lease.describe()}.\nSend that process Ctrl-C? It stops every run "
-            f"it drives; they stay resumable.", yes="Stop it", no="Keep running"), confirmed)
-
-    def has_live_work(self) -> bool:
-        """True while this screen drives a run (quitting the app then asks first)."""
-        return self.running
-
-    def action_back(self) -> None:
-        """Leaving stops a running run (it stays resumable: reopening the screen resumes it)."""
-        if self.running:
-            self.stop_run("left the protocol screen")
-            self.notify("Run stopped; it resumes when you open it again.")
-        super().action_back()
-
-    def on_unmount(self) -> None:
-        if self.running:
-            self.stop_run("the app closed the protocol screen")
+        self.refresh_from_store()
+        stop_run(self.app, self.run_id)
 
     def action_summaries(self) -> None:
         self.app.open_summaries(self.run_id)
 
     def action_report(self) -> None:
         self.app.open_report([self.run_id])
-
-    @work(exclusive=True, group="protocol", exit_on_error=False)
-    async def _run_protocol(self) -> None:
-        from s3gym_tui.engine.runner import ProtocolRunner
-
-        store = self.app.store
-        run = store.get_run(self.run_id)
-        runner = ProtocolRunner(store, run, on_event=self._forward)
-        self._runner = runner
-        try:
-            await runner.run_protocol(command="s3gym app")
-        except asyncio.CancelledError:
-            raise
-        except RunBusy as exc:  # another process started driving it a moment ago
-            self.post_message(RunEnded(run, error=str(exc)))
-        except Exception as exc:  # noqa: BLE001 - report, keep the app alive, leave the run resumable
-            try:
-                run = store.set_run_status(self.run_id, "failed")
-            except Exception:  # noqa: BLE001
-                pass
-            self.post_message(RunEnded(run, error=f"{type(exc).__name__}: {exc}"))
-        finally:
-            self._runner = None
-
-    def _forward(self, event: ev.Event) -> None:
-        """Engine events -> UI messages (called inside the worker, on the app's event loop)."""
-        if isinstance(event, ev.StepDone):
-            self.post_message(StepCompleted(event.episode, event.step))
-        elif isinstance(event, ev.EpisodeDone):
-            self.post_message(EpisodeFinished(event.episode))
-        elif isinstance(event, ev.CheckpointScored):
-            self.post_message(CheckpointScored(event.checkpoint))
-        elif isinstance(event, ev.SummaryWritten):
-            self.post_message(SummaryWritten(event.summary))
-        elif isinstance(event, ev.RunFinished):
-            self.post_message(RunEnded(event.run, event.error))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker is not self._worker:
-            return
-        if event.state in (WorkerState.CANCELLED, WorkerState.ERROR, WorkerState.SUCCESS):
-            try:
-                self.run = self.app.store.get_run(self.run_id)
-            except Exception:  # noqa: BLE001
-                pass
-            if event.state == WorkerState.ERROR and event.worker.error is not None:
-                self.error = str(event.worker.error)
-                self.notify(f"The run stopped: {self.error}", severity="error")
-            self._render_status()
-
-    # ----- messages ---------------------------------------------------------------------
-    def on_step_completed(self, message: StepCompleted) -> None:
-        if message.episode.run_id != self.run_id:
-            return
-        self._watch_step(message.step)
-        current = self.current_episode
-        if current is None or (current.id != message.episode.id and current.status != "running"):
-            self._set_episode(message.episode)  # follow a new episode once the followed one is over
-        elif current.id == message.episode.id and message.step.index == len(self.current_steps):
-            self.current_steps.append(message.step)
-            self.current_episode = message.episode
-            if self._game is not None:
-                self._game.step(message.step.action)
-        elif current.id == message.episode.id:
-            self._set_episode(message.episode)  # out of order (should not happen): reload
-        else:
-            return  # a concurrent evaluation episode: the board keeps following the current one
-        self._schedule_episode_render()
-
-    def on_episode_finished(self, message: EpisodeFinished) -> None:
-        episode = message.episode
-        if episode.run_id != self.run_id:
-            return
-        if episode.phase == "explore" and episode.status == "finished":
-            self.explore_done.add(episode.id)
-        if self.current_episode is not None and self.current_episode.id == episode.id:
-            self.current_episode = episode
-            self._render_episode()
-        self._render_progress()
-
-    def on_checkpoint_scored(self, message: CheckpointScored) -> None:
-        if message.checkpoint.run_id != self.run_id:
-            return
-        self.points[message.checkpoint.x] = message.checkpoint.mean
-        self._render_curve()
-        self._render_progress()
-
-    def on_summary_written(self, message: SummaryWritten) -> None:
-        if message.summary.run_id != self.run_id:
-            return
-        self.latest_summary = self.app.store.current_summary(self.run_id) or message.summary
-        self._render_summary()
-
-    def on_run_ended(self, message: RunEnded) -> None:
-        if message.run.id != self.run_id:
-            return
-        self.run = message.run
-        self.error = message.error
-        if message.error:
-            self.notify(f"The run stopped: {message.error}", severity="error")
-        elif message.run.status == "finished":
-            self.notify("The run is finished.")
-        self._load_from_store()
 
     # ----- rendering --------------------------------------------------------------------
     def _set_episode(self, episode: Episode) -> None:
@@ -425,10 +252,11 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             status.update(safe_text(f"Run {self.run_id}: {self.error or 'not found'}", style="bold red"))
             return
         cfg = self.run.config
+        child = self.child
         if self.running:
-            state = "running here"
-        elif self.lease is not None:
             state = "running"
+        elif child is not None:
+            state = "starting"
         elif self.run.status == "running":
             state = "interrupted"
         else:
@@ -436,13 +264,16 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         text = Text()
         text.append(f"{self.run.id}", style="bold")
         text.append(f"  {cfg.game} · {cfg.pathway} · {cfg.model}  ")
-        style = {"running": "bold yellow", "running here": "bold yellow", "finished": "bold green",
+        style = {"running": "bold yellow", "starting": "bold yellow", "finished": "bold green",
                  "failed": "bold red", "stopped": "bold magenta",
                  "interrupted": "bold magenta"}.get(state, "bold")
         text.append(f"[{state}]", style=style)
-        if self.lease is not None and not self.running:
-            text.append(f"  driven by {self.lease.describe()} · following it live (s: stop it)",
+        if self.lease is not None:
+            mine = " (started by this app)" if child is not None and child.pid == self.lease.pid else ""
+            text.append(f"  driven by {self.lease.describe()}{mine} · following it live (s: stop it)",
                         style="yellow")
+        elif child is not None:
+            text.append(f"  PID {child.pid} is starting (s: stop it)", style="yellow")
         elif state in ("stopped", "failed", "created", "interrupted"):
             if self.run.status_reason and not self.error:
                 text.append(f"  {self.run.status_reason}", style="italic")

@@ -93,7 +93,16 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
     BINDINGS = [
         Binding("a", "toggle_runs", "Add/remove runs", id="report_runs"),
         Binding("f5", "refresh", "Refresh", id="report_refresh"),
+        Binding("s", "stop_run", "Stop run", id="report_stop"),
     ]
+
+    def action_stop_run(self) -> None:
+        """Stop the run shown while it runs (screens.run_control: the way Ctrl-C stops it)."""
+        from s3gym_tui.screens.run_control import live_lease, stop_run
+
+        for run_id in self.run_ids:
+            if live_lease(self.app, run_id) is not None or len(self.run_ids) == 1:
+                stop_run(self.app, run_id)
 
     def __init__(self, run_ids: Sequence[str] = ()) -> None:
         super().__init__()

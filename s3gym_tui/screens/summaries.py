@@ -147,7 +147,14 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         Binding("d", "diff", "Diff", id="summaries_diff"),
         Binding("t", "test", "Test", id="summaries_test"),
         Binding("o", "open_source", "Open episode", id="summaries_open_source"),
+        Binding("s", "stop_run", "Stop run", id="summaries_stop"),
     ]
+
+    def action_stop_run(self) -> None:
+        """Stop the run shown while it runs (screens.run_control: the way Ctrl-C stops it)."""
+        from s3gym_tui.screens.run_control import stop_run
+
+        stop_run(self.app, self.run_id)
 
     def __init__(self, run_id: str) -> None:
         super().__init__()

@@ -337,6 +337,19 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene):
             raise StoreError(f"stored step of episode {episode_id!r} does not validate "
                              f"({err.errors()[0].get('msg')})") from err
 
+    def step_latencies(self, model: str, game: Optional[str] = None, limit: int = 200) -> list[float]:
+        """Call times (ms) of the model's most recent stored steps (on `game` when given), newest
+        first; only steps the model itself answered with a measured time."""
+        sql = ('SELECT s.latency_ms FROM steps s JOIN episodes e ON e.id = s.episode_id '
+               "WHERE e.model = ? AND s.actor = 'model' AND s.latency_ms > 0")
+        args: list = [model]
+        if game is not None:
+            sql += " AND e.game = ?"
+            args.append(game)
+        with self._reading("read step times") as conn:
+            rows = conn.execute(sql + " ORDER BY s.rowid DESC LIMIT ?", (*args, limit)).fetchall()
+        return [float(r[0]) for r in rows]
+
     def last_step_index(self, episode_id: str) -> Optional[int]:
         """Highest stored step index of the episode, or None if it has no steps."""
         with self._reading("read steps") as conn:

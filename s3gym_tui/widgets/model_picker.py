@@ -25,8 +25,8 @@ class ModelsFound(Message):
 
 class ModelPicker(Horizontal):
     """A Select of the built-in models, then the models discovery found (local servers on
-    127.0.0.1, providers whose API keys are set), plus a free Input: the typed string wins when
-    set. `⚙` opens the model's settings. Posts ModelPicker.Changed when the model changes."""
+    127.0.0.1, providers whose API keys are set), plus a free Input: one of the two holds the model
+    (choosing in the list empties the input, typing clears the list's choice). `⚙` opens the model's settings. Posts ModelPicker.Changed when the model changes."""
 
     DEFAULT_CSS = """
     ModelPicker { height: auto; }
@@ -121,7 +121,12 @@ class ModelPicker(Horizontal):
 
     @on(Input.Changed, "#model-input")
     def _typed(self, event: Input.Changed) -> None:
+        """One model shown: a typed model clears the list's choice (the typed string is the model)."""
         event.stop()
+        select = self.query_one("#model-select", Select)
+        if event.value.strip() and select.value is not Select.NULL:
+            with select.prevent(Select.Changed):
+                select.clear()
         self.post_message(self.Changed(self, self.model))
 
     @on(Button.Pressed, "#model-settings")

@@ -124,7 +124,9 @@ async def test_history_pathway_lists_runs_of_the_game_and_borrows_them(app, demo
         assert play.episode.pathway == "history" and len(play.episode.history_episode_ids) == 6
 
 
-async def test_start_protocol_run_creates_the_run_and_opens_it(app, demo_db, monkeypatch):
+async def test_start_protocol_run_starts_the_cli_run_and_opens_it(app, demo_db, monkeypatch):
+    """Start in the run dialog: the run is `s3gym run …` in a process of its own (the dialog's every
+    choice on its command line), stored with exactly the dialog's config, and Protocol opens on it."""
     opened = []
     monkeypatch.setattr(S3GymApp, "open_protocol", lambda self, run_id: opened.append(run_id))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -139,16 +141,27 @@ async def test_start_protocol_run_creates_the_run_and_opens_it(app, demo_db, mon
         assert isinstance(dialog, RunDialog) and opened == []
         dialog.query_one("#run-explore_episodes", Input).value = "6"
         dialog.query_one("#run-max_tokens", Input).value = "300"
+        dialog.query_one("#run-temperature", Input).value = "0.25"
         await pilot.pause()
+        chosen = dialog.read_config()
         await pilot.press("ctrl+s")
-        await pilot.pause()
+        for _ in range(600):
+            await pilot.pause(0.05)
+            if opened:
+                break
         assert len(opened) == 1
+        (child,) = pilot.app.child_runs.children
+        assert child.argv[3:5] == ["run", "snake"] and child.run_id == opened[0]
+        assert child.log.exists() and "s3gym run snake" in child.log.read_text()
+        child.process.wait(timeout=120)
+        await pilot.pause(0.6)
         table = screen.query_one("#runs", DataTable)
         assert table.row_count == 4
     with Store(demo_db[0]) as store:
         run = store.get_run(opened[0])
+    assert run.config == chosen  # everything the dialog set, through the command line
     assert (run.config.game, run.config.model, run.config.pathway, run.status) == \
-        ("snake", "scripted/snake", "summary", "created")
+        ("snake", "scripted/snake", "summary", "finished")
     assert (run.config.explore_episodes, run.config.max_tokens, run.config.eval_every) == (6, 300, 3)
 
 
@@ -170,7 +183,7 @@ async def test_recent_runs_and_their_keys(app, demo_db, monkeypatch):
         table.focus()
         table.move_cursor(row=table.get_row_index(ids["trust-history"]))
         await pilot.pause()
-        await pilot.press("o", "s", "g", "c", "t", "enter")
+        await pilot.press("o", "m", "g", "c", "t", "enter")
         run_id = ids["trust-history"]
         assert calls == [("protocol", run_id), ("summaries", run_id), ("report", [run_id]), ("pairs",),
                          ("training", run_id), ("protocol", run_id)]

@@ -1,6 +1,6 @@
 """One live truth in the app: screens follow what another process writes (no key pressed), a run
 driven elsewhere is shown read-only with its driver, `s` stops a fresh run within one model call,
-quitting while a run is driven asks first, a run can be deleted from Home, and a summary edit made
+a run can be deleted from Home, and a summary edit made
 while a run is live says, and records, the first state that uses it."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.screens.dialogs import ConfirmDialog
 from s3gym_tui.screens.home import HomeScreen
 from s3gym_tui.screens.protocol import ProtocolScreen
+from s3gym_tui.screens.run_control import ResumeDialog
 from s3gym_tui.screens.summaries import SummariesScreen
 from s3gym_tui.store import Store
 
@@ -76,15 +77,15 @@ async def test_home_and_protocol_follow_a_headless_run_without_a_key(demo_db, se
             app.open_protocol(run_id)
             screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
             await until(pilot, lambda: screen.lease is not None, what="the lease on Protocol")
-            assert screen.lease.pid == proc.pid and not screen.running
+            assert screen.lease.pid == proc.pid and screen.running and screen.child is None
             status = str(screen.query_one("#proto-status").content)
             assert f"driven by PID {proc.pid}" in status and "press r" not in status
             first = len(screen.current_steps) + 100 * len(screen.explore_done)
             await until(pilot, lambda: len(screen.current_steps) + 100 * len(screen.explore_done) > first + 3,
                         what="steps of the headless run appearing live")
-            screen.action_resume()  # a second driver is refused: the screen keeps following
+            screen.action_resume()  # a second driver is not started: the screen keeps following
             await pilot.pause()
-            assert not screen.running
+            assert screen.child is None and app.screen is screen
         finally:
             proc.terminate()
             proc.wait(timeout=60)
@@ -102,47 +103,30 @@ async def test_stop_a_fresh_run_within_one_model_call(tmp_path, settings, server
     async with app.run_test(size=(120, 40)) as pilot:
         with Store(path) as store:
             run = store.create_run(RunConfig(model="openai/fake", game="trust", api_base=server.base_url))
-        app.open_protocol(run.id)  # what f6 does after creating the run
+        app.open_protocol(run.id)
         screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
-        await until(pilot, lambda: len(server.requests) >= 3, what="a few model calls")
-        await pilot.press("s")
-        await until(pilot, lambda: not screen.running, timeout=10, what="the stop")
+        await pilot.press("r")  # resume (here: start) is asked, then runs as `s3gym resume`
+        await until(pilot, lambda: isinstance(app.screen, ResumeDialog))
+        await pilot.press("y")
+        child = await until(pilot, lambda: screen.child, what="the run's process")
+        try:
+            await until(pilot, lambda: len(server.requests) >= 3, what="a few model calls")
+            await pilot.press("s")
+            assert child.process.wait(timeout=30) == 130
+        finally:
+            if child.alive:
+                child.process.kill()
+                child.process.wait()
         calls = len(server.requests)
         with Store(path) as store:
             stopped = store.get_run(run.id)
             steps = sum(e.n_steps for e in store.episodes(run.id))
-        assert (stopped.status, stopped.status_reason) == ("stopped", "stopped in the app")
+        assert (stopped.status, stopped.status_reason) == ("stopped", "interrupted (Ctrl-C)")
         await pilot.pause(1.5)
         assert len(server.requests) <= calls + 1  # at most the call that was in flight
         with Store(path) as store:
             assert sum(e.n_steps for e in store.episodes(run.id)) == steps
             assert store.lease(run.id) is None
-
-
-async def test_quit_while_driving_asks_first(tmp_path, settings):
-    path = tmp_path / "quit.db"
-    with Store(path) as store:
-        run = store.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=1000,
-                                         eval_episodes=0))
-    app = S3GymApp(db_path=path, settings=settings)
-    async with app.run_test(size=(120, 40)) as pilot:
-        app.open_protocol(run.id)
-        screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
-        await until(pilot, lambda: screen.running, what="the run")
-        await pilot.press("ctrl+q")
-        dialog = await until(pilot, lambda: isinstance(app.screen, ConfirmDialog) and app.screen)
-        assert dialog.question.startswith(f"This app is driving run {run.id}.")
-        await pilot.press("escape")  # keep running
-        await pilot.pause()
-        assert app.is_running and screen.running
-        await pilot.press("ctrl+q")
-        await until(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-        await pilot.press("ctrl+q")  # a second ctrl+q quits at once
-        await pilot.pause(0.5)
-    with Store(path) as store:
-        final = store.get_run(run.id)
-        assert (final.status, final.status_reason) == ("stopped", "the app quit")
-        assert store.lease(run.id) is None
 
 
 async def test_delete_a_run_from_home(demo_db, settings):
