@@ -115,12 +115,14 @@ class ChildRun:
         return self.run_id
 
     def log_tail(self, lines: int = 3) -> str:
-        """The last lines of its output (why it ended), or ''."""
+        """The last lines of its output (why it ended; secret values taken out), or ''."""
         try:
             text = self.log.read_text(errors="replace")
         except OSError:
             return ""
-        return "\n".join(line for line in text.strip().splitlines()[-lines:])
+        from s3gym_tui.secrets import redact_values
+
+        return redact_values("\n".join(text.strip().splitlines()[-lines:]))
 
     def stop(self) -> bool:
         """Ask it to stop as Ctrl-C does (it stores the stop and stays resumable). False if gone."""

@@ -71,6 +71,9 @@ class GameList(OptionList):
     """The games. A click (or the arrow keys) chooses a game; enter or a double click plays it."""
 
     async def _on_click(self, event: events.Click) -> None:
+        # Textual calls the _on_click of every class in the MRO unless the default is prevented:
+        # OptionList's own would play the game on a single click.
+        event.prevent_default()
         clicked = event.style.meta.get("option")
         if clicked is not None and not self._options[clicked].disabled:
             self.highlighted = clicked
@@ -88,8 +91,8 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         Binding("f6", "start_run", "Start run", id="start_run"),
         Binding("o", "open_protocol", "Protocol view", id="open_protocol"),
         Binding("m", "open_summaries", "Summaries", id="open_summaries"),
-        Binding("s", "stop_run", "Stop run", id="stop_run"),
-        Binding("r", "resume_run", "Resume run", id="resume_run"),
+        Binding("s", "stop_run", "Stop run", id="stop_run", show=False),  # named in the runs panel
+        Binding("r", "resume_run", "Resume run", id="resume_run", show=False),
         Binding("g", "open_report", "Report", id="open_report"),
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),

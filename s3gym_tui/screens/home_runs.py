@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal
+from textual.coordinate import Coordinate
 from textual.widgets import Static
 
 from s3gym_tui.engine.glossary import DASH, fmt_metric
@@ -43,20 +44,16 @@ def curve_line(config, checkpoints) -> str:
 class RunsTable(DataTable):
     """The runs: a click chooses a run (its details show beside); enter or a double click opens it."""
 
-    _click_only = False
-
     async def _on_click(self, event) -> None:
-        self._click_only = event.chain < 2
-        await super()._on_click(event)
-        self.call_later(self._clicked)  # after the RowSelected a click on the cursor row posted
-
-    def _clicked(self) -> None:
-        self._click_only = False
-
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        if self._click_only:  # DataTable opens on a single click of the highlighted row
-            self._click_only = False
+        # Textual calls the _on_click of every class in the MRO unless the default is prevented:
+        # DataTable's own opens the run on a single click of the highlighted row.
+        event.prevent_default()
+        meta = event.style.meta
+        if event.chain < 2 and meta.get("row", -1) >= 0 and meta.get("column", -1) >= 0:
+            self.cursor_coordinate = Coordinate(meta["row"], meta["column"])  # chosen, not opened
             event.stop()
+            return
+        await super()._on_click(event)  # a double click (on the row the first click chose), a header
 
 
 def short_created(iso: str) -> str:
@@ -80,7 +77,7 @@ class RunsPanel(Horizontal):
     def on_mount(self) -> None:
         self.border_title = "Recent runs"
         self.border_subtitle = ("enter/o protocol · s stop · r resume · m summaries · g report · e episodes · "
-                                "c pairs · t training · w sweeps · del delete")
+                                "t training · w sweeps · del delete")  # c (pairs, not of one run): footer, ? help
 
     def on_resize(self) -> None:
         if self._wide != (self.app.size.width >= WIDE_TABLE):

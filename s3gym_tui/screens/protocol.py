@@ -66,8 +66,8 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     BINDINGS = [
-        Binding("r", "resume", "Resume", id="protocol_resume"),
-        Binding("s,p", "stop", "Stop", id="protocol_stop"),
+        Binding("r", "resume", "Run/Resume", id="protocol_resume"),
+        Binding("s,p", "stop", "Stop/pause", id="protocol_stop"),
         Binding("m", "summaries", "Summaries", id="protocol_summaries"),
         Binding("t", "report", "Report", id="protocol_report"),
     ]

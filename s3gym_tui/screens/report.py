@@ -93,7 +93,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
     BINDINGS = [
         Binding("a", "toggle_runs", "Add/remove runs", id="report_runs"),
         Binding("f5", "refresh", "Refresh", id="report_refresh"),
-        Binding("s", "stop_run", "Stop run", id="report_stop"),
+        Binding("s", "stop_run", "Stop run", id="report_stop", show=False),
     ]
 
     def action_stop_run(self) -> None:

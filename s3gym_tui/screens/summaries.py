@@ -147,7 +147,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         Binding("d", "diff", "Diff", id="summaries_diff"),
         Binding("t", "test", "Test", id="summaries_test"),
         Binding("o", "open_source", "Open episode", id="summaries_open_source"),
-        Binding("s", "stop_run", "Stop run", id="summaries_stop"),
+        Binding("s", "stop_run", "Stop run", id="summaries_stop", show=False),
     ]
 
     def action_stop_run(self) -> None:

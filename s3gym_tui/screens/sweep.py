@@ -200,8 +200,8 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
             return
         from s3gym_tui.screens.protocol import ProtocolScreen
 
-        # watch, do not drive: the sweep's own process runs it (press r there to take it over)
-        self.app.push_screen(ProtocolScreen(run_id, autostart=False))
+        # follow it: the sweep's own process runs it
+        self.app.push_screen(ProtocolScreen(run_id))
 
     def action_report(self) -> None:
         if self.progress:

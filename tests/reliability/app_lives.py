@@ -1,13 +1,13 @@
-"""Kill -9 the terminal app while it runs a protocol, reopen it, resume from the UI; repeat.
+"""Kill -9 the terminal app and the run process it started, reopen the app, resume from the UI; repeat.
 
     python tests/reliability/app_lives.py DB RUN_ID [--kills 2] [--steps 15] [--seed 0]
 
 The parent imports the app once, then forks one child per life. A child runs the real app headless
-(`S3GymApp.run_test`), opens the run's Protocol screen (which starts a created or stopped run by
-itself) and presses `r` when the run shows as "running" after a kill (the status a killed process
-leaves). The parent SIGKILLs the child once `--steps` more steps are stored, plus a random extra
-delay; the last life runs the protocol to the end. Prints one JSON line: kills, lives, the final
-run status and the app's error notifications.
+(`S3GymApp.run_test`), opens the run's Protocol screen and, when no process drives the run (created,
+or "running" with its driver gone after a kill), presses `r` and confirms: the run is resumed as its
+own process (`s3gym resume`). The parent SIGKILLs the app and the process holding the run's lease once
+`--steps` more steps are stored, plus a random extra delay; the last life follows the run to its end.
+Prints one JSON line: kills, lives, the final run status and the app's error notifications.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from s3gym_tui.app import S3GymApp  # noqa: E402
 from s3gym_tui.config import Settings  # noqa: E402
 from s3gym_tui.engine.llm import _litellm  # noqa: E402
 from s3gym_tui.screens.protocol import ProtocolScreen  # noqa: E402
+from s3gym_tui.screens.run_control import ResumeDialog  # noqa: E402
 
 
 def steps_stored(db: Path) -> int:
@@ -53,7 +54,7 @@ def run_status(db: Path, run_id: str) -> str:
 
 
 async def app_life(db: Path, run_id: str, report: Path) -> None:
-    """One life of the app: open the run, resume it if needed, wait for the worker to end."""
+    """One life of the app: open the run, resume it when nothing drives it, follow it to its end."""
     settings = Settings(default_model="scripted/trust", theme="dark", human_name="tester")
     app = S3GymApp(db_path=db, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -61,13 +62,43 @@ async def app_life(db: Path, run_id: str, report: Path) -> None:
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, ProtocolScreen), type(screen).__name__
-        if not screen.running:
-            await pilot.press("r")
-        while screen.running:
-            await pilot.pause(0.05)
+        resumes = 0
+        while True:
+            status = app.store.get_run(run_id).status
+            if status == "finished" and not screen.running:
+                break
+            if not screen.running and screen.child is None and app.screen is screen:
+                if resumes == 3:
+                    break  # it does not resume: the report says how it ended
+                resumes += 1
+                await pilot.press("r")
+                while not isinstance(app.screen, ResumeDialog):
+                    await pilot.pause(0.05)
+                await pilot.press("y")
+                while screen.child is None and not screen.running:
+                    await pilot.pause(0.05)
+            await pilot.pause(0.1)
+            screen.refresh_from_store()
         await pilot.pause(0.2)
         errors = [str(n.message) for n in app._notifications if n.severity == "error"]
         report.write_text(json.dumps({"status": app.store.get_run(run_id).status, "errors": errors}))
+
+
+def lease_pid(db: Path, run_id: str):
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        row = conn.execute("SELECT pid FROM leases WHERE run_id = ?", (run_id,)).fetchone()
+    finally:
+        conn.close()
+    return None if row is None else row[0]
+
+
+def reap_orphan(pid: int) -> None:
+    """The run process of a killed app comes to this process (a subreaper): collect it."""
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
 
 
 def main() -> None:
@@ -79,6 +110,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     db, rng = Path(args.db), random.Random(args.seed)
+    try:  # the run processes of a killed app are re-parented here, to be reaped (PR_SET_CHILD_SUBREAPER)
+        import ctypes
+
+        ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
     _litellm()  # imported once, before forking
     kills, lives, final = 0, 0, {}
     report = db.with_suffix(".life.json")
@@ -109,8 +146,21 @@ def main() -> None:
                 break
             if kill and steps_stored(db) >= start + args.steps:
                 time.sleep(extra)
+                driver = lease_pid(db, args.run_id)
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
+                if driver is not None:
+                    try:
+                        os.kill(driver, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    for _ in range(500):  # until it is gone and reaped (its lease then is dead)
+                        reap_orphan(driver)
+                        try:
+                            os.kill(driver, 0)
+                        except ProcessLookupError:
+                            break
+                        time.sleep(0.01)
                 kills += 1
                 break
             time.sleep(0.02)

@@ -20,6 +20,7 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.providers import fault
 from s3gym_tui.screens.play import PlayScreen
 from s3gym_tui.screens.protocol import ProtocolScreen
+from s3gym_tui.screens.run_control import ResumeDialog
 from s3gym_tui.store import Store
 
 from tests.engine.helpers import check_run_consistency, run_protocol, trajectory
@@ -237,8 +238,14 @@ async def test_the_app_and_a_headless_run_write_one_database_at_once(tmp_path, s
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, ProtocolScreen)
+        await pilot.press("r")  # resumed as its own process, after the dialog
+        await wait_until(pilot, lambda: isinstance(app.screen, ResumeDialog))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: screen.child is not None)
+        child = screen.child
         await wait_until(pilot, lambda: not screen.running and app.store.get_run("ui").status == "finished",
                          limit=300)
+        assert child.process.wait(timeout=60) == 0
         _, stderr = await headless.communicate()
         app.open_protocol("cli")  # the app reads the run the other process wrote
         await pilot.pause(0.3)

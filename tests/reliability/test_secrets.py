@@ -187,9 +187,17 @@ async def test_no_key_in_app_screenshots(canary_env, echo_server, tmp_path, sett
         await pilot.pause()
         shots.append(app.export_screenshot())
         app.open_protocol(bad.id)
+        await pilot.pause()
+        await pilot.press("r")  # resumed as its own process (`s3gym resume`), after the dialog
         for _ in range(400):
             await pilot.pause(0.05)
-            if Store(db).get_run(bad.id).status == "stopped" and not app.screen.running:
+            if type(app.screen).__name__ == "ResumeDialog":
+                break
+        await pilot.press("y")
+        for _ in range(2400):
+            await pilot.pause(0.05)
+            if Store(db).get_run(bad.id).status == "stopped" and not app.screen.running \
+                    and any(n.severity == "error" for n in app._notifications):
                 break
         await app.workers.wait_for_complete()
         await pilot.pause(0.2)
