@@ -41,6 +41,20 @@ def test_estimate_follows_step_caps_pathways_and_budgets():
     assert none.calls == history.calls
 
 
+def test_estimate_of_what_is_left_of_a_run():
+    config = RunConfig(model="scripted/trust", game="trust", pathway="summary", explore_episodes=6,
+                       eval_every=3, eval_episodes=2)
+    whole = estimate_run(config)
+    left = estimate_run(config, explore_done=frozenset({0, 1, 2, 3}), checkpoints_done=frozenset({0, 3}))
+    steps = left.explore_steps
+    assert left.explore_calls == 2 * steps and left.eval_calls == 1 * 2 * left.eval_steps
+    assert left.summary_calls == 3  # states 4, 5, 6 (at most: 4 may be written as episode 4 started)
+    assert left.input_tokens < whole.input_tokens and left.calls < whole.calls
+    assert "(2 episodes x" in left.lines()[0] and "(1 checkpoints x 2 episodes" in left.lines()[0]
+    assert estimate_run(config, frozenset(range(6)), frozenset({0, 3, 6})).calls == 0
+    assert "(6 episodes x" in whole.lines()[0]  # nothing done: the whole run, as before
+
+
 def test_estimate_lines_say_calls_tokens_and_price():
     lines = estimate_run(RunConfig(model="openai/gpt-4.1", game="trust", explore_episodes=3)).lines()
     assert "model calls" in lines[0] and "input tokens" in lines[1]
