@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
@@ -24,6 +24,8 @@ class ModelSettings(BaseModel):
     api_base: Optional[str] = None  # e.g. http://127.0.0.1:11434 for Ollama
     max_tokens: Optional[int] = Field(None, ge=1)
     timeout_s: Optional[float] = Field(None, gt=0)
+    decoding: Optional[Literal["free", "grammar"]] = None  # constrained decoding (engine.decoding)
+    model_args: dict[str, Any] = Field(default_factory=dict)  # provider arguments passed through litellm
 
 
 class Settings(BaseModel):
@@ -102,7 +104,7 @@ def save_model_settings(model: str, own: ModelSettings, path: Optional[Path] = N
     if models is None:
         models = tomlkit.table(is_super_table=True)
         document["models"] = models
-    values = {k: v for k, v in own.model_dump().items() if v is not None}
+    values = {k: v for k, v in own.model_dump().items() if v is not None and v != {}}
     if values:
         table = tomlkit.table()
         for key, value in values.items():

@@ -66,6 +66,22 @@ class RunConfig(Frozen):
     oracle_feedback: bool = False  # ablation: show verifier rewards to the agent (recorded on the run)
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(4, ge=0, le=20)
+    # free: the model writes what it likes; grammar: its server constrains every action reply to the
+    # game's action grammar (engine.decoding), which changes what is measured: shown with the model
+    decoding: Literal["free", "grammar"] = "free"
+    model_args: dict[str, Any] = Field(default_factory=dict)  # provider arguments passed through litellm
+    # (stored without secrets: engine.decoding.storable_args)
+    context_tokens: Optional[int] = Field(None, ge=1)  # the context its server stated (engine.servers)
+    server_kind: Optional[str] = None  # llama.cpp, vllm, sglang, ollama, lmstudio, hosted, ... (engine.servers)
+
+    @field_validator("model_args")
+    @classmethod
+    def _model_args(cls, value: dict[str, Any]) -> dict[str, Any]:
+        from s3gym_tui.engine.decoding import check_arg_name
+
+        for key in value:
+            check_arg_name(str(key))
+        return value
 
     @field_validator("game")
     @classmethod

@@ -6,6 +6,13 @@ requests it answered (`completed`) and the most it had in flight at once (`peak`
     server.behave(status=429, headers={"Retry-After": "nan"}, times=1)
     ...
     server.stop()
+
+It can also describe itself like a real server (`kind` llama.cpp: /props n_ctx; vllm / sglang:
+/v1/models max_model_len and owned_by; ollama: /api/show; lmstudio: /api/v0/models) with a
+`context` size, refuse a prompt plus max tokens over that context (`enforce_context`, with the
+message vLLM and llama_cpp.server write), accept only the grammar fields its kind understands
+(others: 400, like a strict server) and record which it received (`grammar_fields`), and die
+as a replica (`die()`, or `behave(die=True)`: the connection drops, then nothing listens).
 """
 
 from __future__ import annotations
@@ -36,9 +43,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server API
-        if self.path.rstrip("/").endswith("/models"):
-            self._send(200, {"object": "list", "data": [{"id": m, "object": "model"}
-                                                        for m in self.server.models]})
+        fake = self.server
+        path = self.path.rstrip("/")
+        with fake.lock:
+            fake.gets.append(path)
+        if path == "/props" and fake.kind == "llama.cpp" and fake.context:
+            self._send(200, {"default_generation_settings": {"n_ctx": fake.context}, "total_slots": 1})
+        elif path == "/version" and fake.kind in ("vllm", "vllm-legacy"):
+            self._send(200, {"version": "0.11.2" if fake.kind == "vllm-legacy" else "0.13.0"})
+        elif path == "/api/v0/models" and fake.kind == "lmstudio":
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "max_context_length":
+                                                         fake.context} for m in fake.models]})
+        elif path.endswith("/v1/models") or path == "/models":
+            owner = {"vllm": "vllm", "vllm-legacy": "vllm", "sglang": "sglang"}.get(fake.kind, "fake")
+            extra = {"max_model_len": fake.context} if fake.context and owner != "fake" else {}
+            self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": owner, **extra}
+                                                        for m in fake.models]})
         else:
             self._send(404, {"error": {"message": "not found"}})
 
@@ -57,6 +77,13 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         request = json.loads(self.rfile.read(length) or b"{}")
         fake = self.server
+        if self.path.rstrip("/") == "/api/show":
+            if fake.kind == "ollama" and fake.context:
+                self._send(200, {"model_info": {"llama.context_length": 131072},
+                                 "parameters": f"num_ctx {fake.context}\nstop <|im_end|>"})
+            else:
+                self._send(404, {"error": "not found"})
+            return
         with fake.lock:
             fake.requests.append({"path": self.path, "headers": dict(self.headers), "body": request})
             rule = fake.rules[0] if fake.rules else None
@@ -65,6 +92,15 @@ class _Handler(BaseHTTPRequestHandler):
                 if rule["times"] <= 0:
                     fake.rules.pop(0)
         spec = {**fake.default, **(rule or {})}
+        if spec.get("die"):  # a replica that crashes: no answer, the connection drops, then it is gone
+            self.close_connection = True
+            self.connection.close()
+            threading.Thread(target=fake.die, daemon=True).start()
+            return
+        refused = fake.refusal(request)
+        if refused is not None:
+            self._send(400, {"error": {"message": refused, "type": "invalid_request_error", "code": 400}})
+            return
         if spec.get("delay_s"):
             time.sleep(float(spec["delay_s"]))
         if spec.get("hang"):
@@ -97,9 +133,22 @@ class _Handler(BaseHTTPRequestHandler):
 class FakeOpenAI(ThreadingHTTPServer):
     daemon_threads = True
 
+    # the grammar fields each kind of server understands (engine.decoding sends these)
+    ACCEPTS = {"llama.cpp": {"grammar", "response_format"}, "vllm": {"structured_outputs", "response_format"},
+               "vllm-legacy": {"guided_grammar", "response_format"}, "sglang": {"ebnf", "response_format"},
+               "ollama": {"response_format"}, "lmstudio": {"response_format"}, "plain": {"response_format"}}
+    GRAMMAR_FIELDS = ("grammar", "structured_outputs", "guided_grammar", "ebnf", "response_format")
+
     def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",),
-                 usage: Any = None) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+                 usage: Any = None, kind: str = "plain", context: Optional[int] = None,
+                 enforce_context: bool = False, accepts: Optional[set] = None, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.kind = kind
+        self.context = context
+        self.enforce_context = enforce_context
+        self.accepts = set(self.ACCEPTS.get(kind, set()) if accepts is None else accepts)
+        self.gets: list[str] = []
+        self.dead = False
         self.default: dict[str, Any] = {"delay_s": delay_s, "reply": reply, "usage": usage}
         self.in_flight = 0
         self.peak = 0  # the most requests in flight at once
@@ -113,6 +162,34 @@ class FakeOpenAI(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address) -> None:
         """A client that gave up (a timeout) closes the socket under a slow reply: not an error."""
+
+    def grammar_fields(self) -> list[dict[str, Any]]:
+        """Per chat request received: the grammar fields it carried, with their values."""
+        with self.lock:
+            bodies = [r["body"] for r in self.requests if r["path"].rstrip("/").endswith("/chat/completions")]
+        return [{k: b[k] for k in self.GRAMMAR_FIELDS if k in b} for b in bodies]
+
+    def refusal(self, request: dict) -> Optional[str]:
+        """Why a strict server of this kind refuses the request (an unknown grammar field, a
+        prompt plus max tokens over its context), or None."""
+        unknown = [k for k in self.GRAMMAR_FIELDS if k in request and k not in self.accepts]
+        if unknown:
+            return f"Unrecognized request argument supplied: {unknown[0]}"
+        if self.enforce_context and self.context:
+            prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
+            wanted = int(request.get("max_tokens") or request.get("max_completion_tokens") or 0)
+            if prompt + wanted > self.context:
+                return (f"This model's maximum context length is {self.context} tokens. However, you requested "
+                        f"{prompt + wanted} tokens ({prompt} in the messages, {wanted} in the completion). "
+                        f"Please reduce the length of the messages or completion.")
+        return None
+
+    def die(self) -> None:
+        """Stop answering for good, like a replica whose process died (connections are refused)."""
+        if self.dead:
+            return
+        self.dead = True
+        self.stop()
 
     @property
     def base_url(self) -> str:
@@ -143,7 +220,9 @@ class FakeOpenAI(ThreadingHTTPServer):
 
     def stop(self) -> None:
         self.hang.set()
-        self.shutdown()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self.shutdown()
+        self._thread = None
         self.server_close()
 
 

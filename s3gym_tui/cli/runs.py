@@ -39,6 +39,13 @@ def run(
                                             "(default: the model's in the config file, else 120)."),
     max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
                                     help="Retries of a failed model call (timeouts, 429, 5xx)."),
+    decoding: Optional[str] = typer.Option(None, "--decoding", help="free | grammar: grammar constrains every "
+                                           "action reply to the game's action grammar in the server's own form "
+                                           "(llama.cpp grammar, vLLM/SGLang structured outputs, else a JSON "
+                                           "schema). Default: the model's in the config file, else free."),
+    model_arg: List[str] = typer.Option([], "--model-arg", "-M", help="KEY=VALUE passed to the provider "
+                                        "through litellm (repeat; VALUE is read as JSON when it can be). "
+                                        "Stored on the run without secrets."),
     estimate_only: bool = typer.Option(False, "--estimate", help="Print the estimate of calls, tokens and cost, "
                                        "and stop (nothing is created)."),
     progress: Optional[ProgressMode] = ProgressOption,
@@ -59,15 +66,19 @@ def run(
     if not bases and own.api_base:
         bases = [own.api_base]
     chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
-              "timeout_s": timeout if timeout is not None else own.timeout_s}
+              "timeout_s": timeout if timeout is not None else own.timeout_s,
+              "decoding": _decoding(decoding) or own.decoding}
+    args = {**own.model_args, **_model_args(model_arg)}
     with flags_named():  # a bad value names the flag the user typed
         config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                            eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
                            step_cap=step_cap, temperature=temperature, decoding_seed=seed,
                            api_base=bases[0] if len(bases) == 1 else None,
                            api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
-                           max_retries=max_retries, **{k: v for k, v in chosen.items() if v is not None})
+                           max_retries=max_retries, model_args=args,
+                           **{k: v for k, v in chosen.items() if v is not None})
     _preflight(config)  # a doomed run is refused before anything is stored
+    config = _fit_to_server(config)
     estimate = estimate_run(config)
     console.print("[bold]estimate[/] " + "\n         ".join(safe_markup(line) for line in estimate.lines()),
                   soft_wrap=True)
@@ -135,8 +146,54 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
         return
     if target.status == "finished":
         raise UserError(f"run {run_id} is finished: nothing left to run")
+    target = _own_args_again(target)
     _preflight(target.config)
     _follow(store, target, verb="resume", progress_mode=progress)
+
+
+def _own_args_again(run):
+    """The run with the config file's model arguments it lacks (secrets are not stored with a run)."""
+    from s3gym_tui.config import load_settings
+
+    own = load_settings().model_settings(run.config.model).model_args
+    missing = {k: v for k, v in own.items() if k not in run.config.model_args}
+    if not missing:
+        return run
+    return run.model_copy(update={"config": run.config.model_copy(
+        update={"model_args": {**run.config.model_args, **missing}})})
+
+
+def _decoding(value: Optional[str]) -> Optional[str]:
+    from s3gym_tui.engine.decoding import DECODINGS
+
+    if value is None:
+        return None
+    if value.strip().lower() not in DECODINGS:
+        raise UserError(f"--decoding {value!r}: choose {' or '.join(DECODINGS)}")
+    return value.strip().lower()
+
+
+def _model_args(items: List[str]) -> dict:
+    from s3gym_tui.engine.decoding import ModelArgError, parse_model_args
+
+    try:
+        return parse_model_args(items)
+    except ModelArgError as exc:
+        raise UserError(str(exc)) from None
+
+
+def _fit_to_server(config):
+    """The config fitted to what the model's server says about itself, with a line saying so."""
+    from s3gym_tui.engine.decoding import describe_args
+    from s3gym_tui.engine.servers import fit_config
+
+    fitted, notes = fit_config(config)
+    for note in notes:
+        console.print(f"[bold]server[/] {safe_markup(note)}", soft_wrap=True, highlight=False)
+    if config.model_args:
+        console.print(f"[bold]model args[/] {safe_markup(describe_args(config.model_args)) or '(secrets only)'} "
+                      f"(stored without secrets)", soft_wrap=True, highlight=False)
+    return fitted
 
 
 def _preflight(config) -> None:

@@ -160,6 +160,12 @@ def sweep(
     budget_usd: Optional[float] = typer.Option(None, "--budget-usd", help="Stop cleanly (resumable) once the "
                                                "calls cost this much (litellm's prices)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
+    decoding: Optional[str] = typer.Option(None, "--decoding", help="free | grammar (every model; default: each "
+                                           "model's in the config file, else free). grammar constrains action "
+                                           "replies to the game's grammar in each server's own form."),
+    model_arg: List[str] = typer.Option([], "--model-arg", "-M", help="KEY=VALUE passed to every model's "
+                                        "provider through litellm (repeat); the config file's per-model "
+                                        "model_args come first. Stored without secrets."),
     yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking."),
     plan_only: bool = typer.Option(False, "--plan", help="Print the plan and stop (nothing is stored, no file "
                                    "is created)."),
@@ -181,12 +187,20 @@ def sweep(
                     history_budget=history_budget, max_tokens=max_tokens, step_cap=step_cap,
                     temperature=temperature, decoding_seed=seed, timeout_s=timeout, max_retries=max_retries,
                     oracle_feedback=oracle_feedback)
+    from s3gym_tui.cli.runs import _decoding, _model_args
+
+    chosen_decoding, cli_args = _decoding(decoding), _model_args(model_arg)
+    if chosen_decoding:
+        settings["decoding"] = chosen_decoding
+    if cli_args:
+        settings["model_args"] = cli_args
     with flags_named():  # a bad value names the flag the user typed
         config = SweepConfig(games=game_names, pathways=_split(pathways), models=names, settings=settings,
                              api_bases=parse_api_bases(api_base, names), concurrency=concurrency,
                              runs_per_model=concurrency if runs_per_model is None else runs_per_model,
                              budget_usd=budget_usd)
         runs = config.run_configs()
+    runs, runtime_args = fit_runs(runs, chosen_decoding, cli_args)
     # a bad database is refused before the plan is computed; --plan opens (and creates) nothing
     store = None if plan_only else _store(db, create=True)
     plan = make_plan(runs)
@@ -204,7 +218,33 @@ def sweep(
     stored, _ = store.create_sweep(config, runs)
     console.print(f"sweep [bold]{safe_markup(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
                   f"`s3gym resume {safe_markup(stored.id)}`)", soft_wrap=True)
-    follow_sweep(store, stored, progress)
+    follow_sweep(store, stored, progress, runtime_args)
+
+
+def fit_runs(runs, decoding: Optional[str], cli_args: dict, announce: bool = True):
+    """Each run with its model's decoding and arguments (the config file's per-model section, then
+    the flags) and fitted to what its server says about itself (a line per model); and per model,
+    the arguments to give again in this process (secrets are not stored)."""
+    from s3gym_tui.config import load_settings
+    from s3gym_tui.engine.servers import fit_config
+
+    settings = load_settings()
+    out, told, runtime = [], set(), {}
+    for config in runs:
+        own = settings.model_settings(config.model)
+        args = {**own.model_args, **cli_args}
+        config = config.model_copy(update={"decoding": decoding or own.decoding or config.decoding,
+                                           "model_args": args})
+        config, notes = fit_config(config)
+        out.append(config)
+        runtime[config.model] = args
+        key = (config.model, config.api_base or next(iter(config.api_bases), None))
+        if key not in told and announce:
+            told.add(key)
+            for note in notes:
+                console.print(f"[bold]server[/] {safe_markup(config.model)}: {safe_markup(note)}", soft_wrap=True,
+                              highlight=False)
+    return out, runtime
 
 
 def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Optional[int],
@@ -236,10 +276,15 @@ def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Option
     if not confirm(yes, f"Continue these {len(left)} runs?"):
         console.print("not resumed")
         return
-    follow_sweep(store, stored, progress)
+    from s3gym_tui.config import load_settings
+
+    settings = load_settings()  # the config file's model arguments again (their secrets are not stored)
+    follow_sweep(store, stored, progress, {m: settings.model_settings(m).model_args
+                                           for m in {r.config.model for r in left}})
 
 
-def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None) -> None:
+def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None,
+                 model_args: Optional[dict] = None) -> None:
     """Run the sweep with its progress (a bar per active run and one for the sweep, or a timestamped
     line per episode, checkpoint and run), a warning when a model's replies mostly do not parse, then
     the usage and the replies per model. A store failure mid-sweep stops it resumable (exit 3)."""
@@ -256,6 +301,7 @@ def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None) ->
     tasks: dict[str, int] = {}
     watches: dict[str, ContractWatch] = {}  # per model: the reply-contract warning `run` gives
     runner = SweepRunner(store, stored)
+    runner.model_args = dict(model_args or {})
 
     def spend_info() -> str:
         limits = runner.limits

@@ -89,7 +89,7 @@ def estimate_run(config: RunConfig, explore_done: frozenset[int] = frozenset(),
     cls = games.game_class(c.game)
     explore_steps = min(c.step_cap, min(int(cls.CONFIGS["explore"].max_steps), 64))
     eval_steps = min(c.step_cap, min(int(cls.CONFIGS["eval"].max_steps), 64))
-    budget = effective_budget(c.model, c.history_budget, c.max_tokens)
+    budget = effective_budget(c.model, c.history_budget, c.max_tokens, c.context_tokens)
     _, block = _episode_input(c.model, "explore", c.game, c.explore_seed(0), explore_steps, 0)
 
     def hint(x: int) -> int:

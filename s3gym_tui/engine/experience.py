@@ -99,14 +99,16 @@ def _window(kept: Sequence[tuple[str, str, int]], dropped: int) -> HistoryWindow
     return HistoryWindow(text, tuple(b[0] for b in kept), dropped, sum(b[2] for b in kept))
 
 
-def effective_budget(model: str, history_budget: int, max_tokens: int) -> int:
-    """The history budget, shrunk to the model's context window when that is smaller."""
-    try:
-        from s3gym_tui.providers import context_window
+def effective_budget(model: str, history_budget: int, max_tokens: int, window: Optional[int] = None) -> int:
+    """The history budget, shrunk to the model's context window when that is smaller (`window`:
+    the context its server stated, engine.servers; else litellm's model info)."""
+    if not window:
+        try:
+            from s3gym_tui.providers import context_window
 
-        window = context_window(model)
-    except Exception:
-        window = None
+            window = context_window(model)
+        except Exception:
+            window = None
     if not window:
         return history_budget
     reserve = min(max_tokens, window // 4) + 1500  # room for the reply, rules and current episode

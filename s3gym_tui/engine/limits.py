@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import random
 import time
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
@@ -20,6 +21,7 @@ from typing import AsyncIterator, Iterator, Optional
 from s3gym_tui.engine.llm import ModelUnavailable
 
 MAX_PAUSE_S = 300.0  # a rate-limit pause longer than this is capped
+MAX_STAGGER_S = 10.0  # calls released by a pause wake over at most this many seconds
 
 
 class BudgetSpent(ModelUnavailable):
@@ -41,16 +43,22 @@ class ModelGate:
     def __post_init__(self) -> None:
         self.semaphore = asyncio.Semaphore(self.limit)
 
+    pause_s: float = 0.0  # the length of the latest pause: the window its waiting calls wake over
+
     async def wait_ready(self) -> None:
+        """Wait out a pause. The calls that waited wake at spread times (each a random moment in a
+        window as long as the pause, at most MAX_STAGGER_S), not all at once: 96 calls released
+        together would hit the server together and bring the rate limit straight back."""
         while (delay := self.paused_until - time.monotonic()) > 0:
-            await asyncio.sleep(delay)
+            await asyncio.sleep(delay + random.uniform(0.0, min(self.pause_s, MAX_STAGGER_S)))
 
     def pause(self, seconds: Optional[float]) -> None:
         """Hold back every call of this model for `seconds` (a server's retry-after)."""
         if seconds is None or not math.isfinite(seconds) or seconds <= 0:
             return
         self.pauses += 1
-        self.paused_until = max(self.paused_until, time.monotonic() + min(seconds, MAX_PAUSE_S))
+        self.pause_s = min(seconds, MAX_PAUSE_S)
+        self.paused_until = max(self.paused_until, time.monotonic() + self.pause_s)
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import random
 import re
 import time
 from contextlib import asynccontextmanager
@@ -32,6 +33,10 @@ class CallSettings:
     max_retries: int = 4
     backoff_base_s: float = 0.5
     backoff_cap_s: float = 30.0
+    decoding: str = "free"  # "grammar": the action grammar in the server's own form (engine.decoding)
+    model_args: tuple[tuple[str, Any], ...] = ()  # provider arguments passed through litellm
+    context_tokens: Optional[int] = None  # the context the server stated (engine.servers)
+    server_kind: Optional[str] = None  # engine.servers kinds; None: from the provider (or asked once)
 
 
 @dataclass(frozen=True)
@@ -150,9 +155,10 @@ def router_for(litellm, model: str, api_bases: tuple[str, ...]):
     return _ROUTERS[key]
 
 
-async def _acompletion(litellm, settings: CallSettings, kwargs: dict[str, Any]) -> Any:
+async def _acompletion(litellm, settings: CallSettings, kwargs: dict[str, Any],
+                       faults: Optional[list[str]] = None) -> Any:
     if len(settings.api_bases) > 1:
-        return await router_for(litellm, settings.model, settings.api_bases).acompletion(**kwargs)
+        return await _routed(litellm, settings, kwargs, faults)
     return await litellm.acompletion(**kwargs)
 
 
@@ -183,12 +189,18 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         kwargs["api_base"] = settings.api_base
     if settings.seed is not None:
         kwargs["seed"] = settings.seed
-    if context is not None and is_builtin(settings.model):
+    builtin = is_builtin(settings.model)
+    if context is not None and builtin:
         kwargs["extra_body"] = {"s3gym": context}
+    elif not builtin:
+        kwargs = await _served_kwargs(settings, messages, context, kwargs)
     transient = _transient_types(litellm)
     faults: list[str] = []
-    for attempt in range(settings.max_retries + 1):
-        if "extra_body" in kwargs:  # built-in models learn the attempt (the fault schedule uses it)
+    refitted = False  # one more attempt after fitting to a context the server stated in an error
+    for attempt in range(settings.max_retries + 2):
+        if attempt > settings.max_retries + refitted:
+            break
+        if builtin and "extra_body" in kwargs:  # built-in models learn the attempt (the fault schedule uses it)
             kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
         started = time.perf_counter()
         try:
@@ -198,24 +210,31 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
                 # a cancel (a Ctrl-C, a stopped episode) that arrives as the reply does, and the run
                 # went on to its end (seen in CI). A timeout still raises TimeoutError.
                 async with asyncio.timeout(settings.timeout_s + 5):
-                    response = await _acompletion(litellm, settings, kwargs)
+                    response = await _acompletion(litellm, settings, kwargs, faults)
         except BudgetSpent:
             raise
         except transient as exc:
-            faults.append(_fault_name(exc))
-            if attempt >= settings.max_retries:
+            faults.append(_fault_name(exc) + _replica_note(settings, exc))
+            if attempt >= settings.max_retries + refitted:
                 raise ModelUnavailable(f"{settings.model}: {one_line(exc)} (after {attempt + 1} attempts)") from exc
             delay = _retry_after(exc)
             if delay is None:
-                delay = min(settings.backoff_cap_s, settings.backoff_base_s * (2 ** attempt))
+                delay = backoff_delay(attempt, settings.backoff_base_s, settings.backoff_cap_s)
             delay = max(0.0, min(delay, settings.backoff_cap_s))
             if limits is not None and faults[-1] == "rate_limit":
                 limits.gate(settings.model).pause(delay)  # every call of this model backs off
             await asyncio.sleep(delay)
             continue
         except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
+            fitted = None if refitted else _refit_after_overflow(settings, messages, kwargs, exc)
+            if fitted is not None:  # the server stated its context in the error: fitted once, again
+                kwargs, note = fitted
+                faults.append(note)
+                refitted = True
+                continue
             raise ModelUnavailable(f"{settings.model}: {one_line(exc)}") from exc
         latency = (time.perf_counter() - started) * 1000
+        faults += _failover_note(settings, faults, response)
         result = _result(litellm, response, latency, tuple(faults))
         if limits is not None:
             limits.record(result.cost)
@@ -248,3 +267,176 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
         found.append(f"impossible cost ({cost}); stored as unknown")
         cost = None
     return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found))
+
+
+# ----- calm retries ------------------------------------------------------------------------------
+def backoff_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random | None = None) -> float:
+    """Full jitter: a random delay between 0 and base * 2**attempt (capped), so that calls which
+    failed together do not come back together (a fixed exponential brings them back in bursts)."""
+    ceiling = min(cap_s, base_s * (2 ** min(attempt, 30)))
+    return (rng or random).uniform(0.0, max(0.0, ceiling))
+
+
+# ----- replicas: which one failed, which one answered -----------------------------------------------
+# The Router re-picks another replica itself when one fails (enable_weighted_failover), so the
+# call succeeds and the failure never reaches `complete`: litellm's failure callback (a public
+# CustomLogger hook) reports it, tagged with the call through the request's metadata.
+_REPLICA_FAILURES: dict[str, list[str]] = {}
+_WATCH: list[Any] = []
+
+
+def _replica_watch(litellm) -> None:
+    """Register (once) the callback that records which replica failed, with the fault kind."""
+    if _WATCH:
+        return
+    from litellm.integrations.custom_logger import CustomLogger
+
+    class ReplicaWatch(CustomLogger):
+        def _record(self, kwargs: dict) -> None:
+            params = kwargs.get("litellm_params") or {}
+            call = (params.get("metadata") or {}).get("s3gym_call")
+            if call in _REPLICA_FAILURES:
+                exc = kwargs.get("exception")
+                kind = _fault_name(exc) if isinstance(exc, BaseException) else "failed"
+                host = _host(params.get("api_base") or "")
+                _REPLICA_FAILURES[call].append(f"{kind} (replica {host})" if host else f"{kind} (replica)")
+
+        async def async_log_failure_event(self, kwargs, response_obj, start_time, end_time):
+            self._record(kwargs)
+
+        def log_failure_event(self, kwargs, response_obj, start_time, end_time):
+            self._record(kwargs)
+
+    watch = ReplicaWatch()
+    _WATCH.append(watch)
+    litellm.callbacks = list(litellm.callbacks or []) + [watch]
+
+
+async def _routed(litellm, settings: CallSettings, kwargs: dict[str, Any], faults: Optional[list[str]]) -> Any:
+    """One call through the replicas' Router; the replicas that failed on the way go into `faults`."""
+    import uuid
+
+    _replica_watch(litellm)
+    call = uuid.uuid4().hex
+    _REPLICA_FAILURES[call] = []
+    metadata = {**(kwargs.get("metadata") or {}), "s3gym_call": call}
+    try:
+        return await router_for(litellm, settings.model, settings.api_bases).acompletion(
+            **{**kwargs, "metadata": metadata})
+    finally:
+        await asyncio.sleep(0)  # a failure callback scheduled as a task runs first
+        failed = _REPLICA_FAILURES.pop(call, [])
+        if faults is not None:
+            faults.extend(failed)
+
+
+def _host(url: Any) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(str(url)).netloc.rsplit("@", 1)[-1] or ""
+    except ValueError:
+        return ""
+
+
+def _replica_of(exc: BaseException) -> str:
+    """The api base a failed call went to (litellm keeps it on the exception), as host:port."""
+    for holder in (exc, getattr(exc, "__cause__", None), getattr(exc, "request", None)):
+        if holder is None:
+            continue
+        for name in ("api_base", "url"):
+            try:
+                host = _host(getattr(holder, name, None) or "")
+            except Exception:  # noqa: BLE001 - an httpx request without a url raises
+                host = ""
+            if host:
+                return host
+    match = re.search(r"api_base[=:]\s*['\"]?(https?://[^\s'\",)]+)", str(exc))
+    return _host(match.group(1)) if match else ""
+
+
+def _replica_note(settings: CallSettings, exc: BaseException) -> str:
+    """` (replica host:port)` for a fault of a model served by several replicas."""
+    if len(settings.api_bases) < 2:
+        return ""
+    host = _replica_of(exc)
+    return f" (replica {host})" if host else " (replica)"
+
+
+def _failover_note(settings: CallSettings, faults: list[str], response: Any) -> list[str]:
+    """`failover to host:port` when a replica failed during this call and another one answered."""
+    if len(settings.api_bases) < 2 or not any("(replica" in f for f in faults):
+        return []
+    hidden = getattr(response, "_hidden_params", None) or {}
+    host = _host(hidden.get("api_base") or "") if isinstance(hidden, dict) else ""
+    return [f"failover to {host}" if host else "failover to another replica"]
+
+
+# ----- served models: decoding, model arguments, the server's context ------------------------------
+async def _served_kwargs(settings: CallSettings, messages: list[dict], context: Optional[dict],
+                         kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's arguments for a served model: the action grammar in its server's own form
+    (decoding 'grammar', action calls only), the model arguments, max tokens fitted to the context
+    the server stated."""
+    from s3gym_tui.engine import decoding
+
+    out = decoding.merge_params(kwargs, dict(settings.model_args))
+    if settings.decoding == "grammar" and context is not None and context.get("task") == "act":
+        kind = settings.server_kind or await asyncio.to_thread(_server_kind, settings)
+        out = decoding.merge_params(out, decoding.constrained_params(kind, context.get("grammar")))
+    context_tokens = settings.context_tokens or _known_context(settings)
+    if context_tokens:
+        out["max_tokens"] = _fitted_max_tokens(settings.model, messages, context_tokens, out["max_tokens"])
+    return out
+
+
+def _first_base(settings: CallSettings) -> Optional[str]:
+    return settings.api_bases[0] if settings.api_bases else settings.api_base
+
+
+def _server_kind(settings: CallSettings) -> str:
+    from s3gym_tui.engine.servers import describe, kind_guess
+
+    guess = kind_guess(settings.model, _first_base(settings))
+    if guess != "openai-compatible":
+        return guess
+    return describe(settings.model, _first_base(settings)).kind  # asked once, then cached
+
+
+def _known_context(settings: CallSettings) -> Optional[int]:
+    from s3gym_tui.engine.servers import known
+
+    info = known(settings.model, _first_base(settings))
+    return info.context if info is not None else None
+
+
+def _prompt_tokens(model: str, messages: list[dict]) -> int:
+    from s3gym_tui.engine.tokens import count_tokens
+
+    return sum(count_tokens(model, str(m.get("content") or "")) + 8 for m in messages)
+
+
+def _fitted_max_tokens(model: str, messages: list[dict], context_tokens: int, max_tokens: int) -> int:
+    """Max tokens so that prompt and reply fit the context (a tenth of margin: the server's own
+    tokenizer may count more); unchanged when the prompt alone fills it (the server then says so)."""
+    room = context_tokens - int(_prompt_tokens(model, messages) * 1.1) - 16
+    return min(max_tokens, room) if room >= 16 else max_tokens
+
+
+def _refit_after_overflow(settings: CallSettings, messages: list[dict], kwargs: dict[str, Any],
+                          exc: BaseException) -> Optional[tuple[dict[str, Any], str]]:
+    """(kwargs, fault note) for one more attempt when the server refused the call for its context
+    and stated its size (the first call teaches it: later calls fit up front), else None."""
+    from s3gym_tui.engine.servers import context_in_error, learn_context
+
+    if len(str(exc)) > 20_000:
+        return None
+    stated = context_in_error(str(exc))
+    if not stated:
+        return None
+    learn_context(settings.model, _first_base(settings), stated, "stated in an error")
+    fitted = _fitted_max_tokens(settings.model, messages, stated, int(kwargs.get("max_tokens") or 0))
+    if fitted >= int(kwargs.get("max_tokens") or 0):
+        return None  # the prompt alone does not fit: nothing to fit
+    return ({**kwargs, "max_tokens": fitted},
+            f"the server's context is {stated:,} tokens: max tokens {kwargs.get('max_tokens'):,} -> {fitted:,}")

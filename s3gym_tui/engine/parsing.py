@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -75,6 +76,9 @@ def parse_reply(reply: str) -> ParsedReply:
     text = _MARKUP.sub("", text)
     matches = list(_ANSWER.finditer(text))
     if not matches:
+        structured = _json_reply(reply)
+        if structured is not None:
+            return structured
         return ParsedReply(None, None, "no 'Answer:' line in the reply")
     line = text[matches[-1].end():].split("\n", 1)[0]
     score_matches = list(_SCORE.finditer(line))
@@ -88,4 +92,34 @@ def parse_reply(reply: str) -> ParsedReply:
     if action.startswith("<") and action.endswith(">"):
         action = action[1:-1].strip()
     # An empty action is passed on as "" (some games accept it, e.g. a PvZ turn with no planting).
+    return ParsedReply(action, score, problem)
+
+
+def _json_reply(reply: str) -> Optional[ParsedReply]:
+    """The reply contract as JSON, `{"answer": <action>, "score": <number>}`: what a server that
+    constrains only through `response_format` returns under `--decoding grammar` (engine.decoding)."""
+    body = reply.strip()
+    if body.startswith("```"):
+        body = body.strip("`").removeprefix("json").strip()
+    if not (body.startswith("{") and body.endswith("}")) or len(body) > 20_000:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    keys = {str(k).lower(): v for k, v in data.items()}
+    if "answer" not in keys:
+        return None
+    action = keys["answer"]
+    if not isinstance(action, (str, int, float)) or isinstance(action, bool):
+        return None
+    action = " ".join(str(action).split()).strip(",;").strip()
+    raw = keys.get("score")
+    if raw is None:
+        return ParsedReply(action, None, "missing self-score (no 'score' in the JSON reply)")
+    if isinstance(raw, bool):
+        return ParsedReply(action, None, "self-score true/false is not a number (stored as missing)")
+    score, problem = read_score(str(raw))
     return ParsedReply(action, score, problem)

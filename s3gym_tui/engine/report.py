@@ -34,6 +34,19 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class ReplicaFaults:
+    """What the replicas of a run's model did wrong (from the steps' fault column, engine.llm)."""
+
+    failures: int = 0  # a replica failed a call (the fault names the kind and the replica)
+    failovers: int = 0  # calls another replica answered after one failed
+
+    def plus(self, fault: Optional[str]) -> "ReplicaFaults":
+        parts = (fault or "").split("; ")
+        return ReplicaFaults(self.failures + sum("(replica" in p for p in parts),
+                             self.failovers + sum(p.startswith("failover") for p in parts))
+
+
+@dataclass(frozen=True)
 class RunReport:
     run: Run
     points: tuple[tuple[int, Optional[float]], ...]  # (x, mean eval score) per checkpoint; None = missing
@@ -49,6 +62,7 @@ class RunReport:
     episodes_done: int = 0  # finished episodes, both phases
     episodes_total: int = 0  # what the protocol plays (explore + eval at every checkpoint)
     scale: Optional[Scale] = None  # the NMAE scale of its game (over the runs reported with it)
+    replicas: ReplicaFaults = ReplicaFaults()
 
     def judged_on(self, scale: Scale) -> "RunReport":
         """This report with every NMAE (and the coupling) normalised by `scale`."""
@@ -87,13 +101,15 @@ def run_report(store, run: Run) -> RunReport:
     explore_steps: list[tuple[int, Optional[float], float]] = []
     explore_scores: list[float] = []
     eval_pairs: list[StepPair] = []
-    usage, done = Usage(), 0
+    usage, done, replicas = Usage(), 0, ReplicaFaults()
     for episode in store.episodes(run.id):
         done += episode.status == "finished"
         steps = store.steps(episode.id, include_prompt=False)  # prompts are not needed here
         for s in steps:
             if s.actor == "model":
                 usage = usage.plus(s.tokens_in, s.tokens_out, s.cost)
+            if s.fault:
+                replicas = replicas.plus(s.fault)
         if episode.phase == "explore":
             explore_steps.extend((episode.index, s.self_score, s.reward) for s in steps)
             if episode.score is not None:
@@ -112,7 +128,7 @@ def run_report(store, run: Run) -> RunReport:
                      judging_report(eval_pairs, scale=scale), couple,
                      tuple(explore_scores), judging_report(explore_pairs + eval_pairs, scale=scale),
                      tuple(explore_steps), tuple(eval_pairs),
-                     usage, done, total, scale)
+                     usage, done, total, scale, replicas)
 
 
 def summary_vs_history(reports: Sequence[RunReport]) -> list[DeltaNabaRow]:

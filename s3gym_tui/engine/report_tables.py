@@ -70,16 +70,25 @@ def _mean(values: Sequence[Optional[float]]) -> Optional[float]:
 
 def runs_table(reports: Sequence[RunReport]) -> ReportTable:
     cols = (Column("run", "run", ID), Column("game", "game", TEXT), Column("pathway", "pathway", TEXT),
-            Column("model", "model", TEXT, 3), Column("status", "status", TEXT),
+            Column("model", "model", TEXT, 3), Column("decoding", "decoding", TEXT, 3), Column("status", "status", TEXT),
             Column("episodes_done", "eps", INT, 4), Column("episodes_total", "of", INT, 4),
             Column("calls", "calls", INT, 2), Column("tokens_in", "tok in", INT, 5),
             Column("tokens_out", "tok out", INT, 5), Column("cost_usd", "cost $", USD, 1),
-            Column("unpriced_calls", "unpriced", INT, 6))
-    rows = tuple((r.run.id, _cfg(r).game, _cfg(r).pathway, _cfg(r).model, r.run.status, r.episodes_done,
-                  r.episodes_total, r.usage.calls, r.usage.tokens_in, r.usage.tokens_out,
-                  r.usage.cost if r.usage.calls > r.usage.unpriced else None, r.usage.unpriced)
+            Column("unpriced_calls", "unpriced", INT, 6),
+            Column("replica_failures", "replica faults", INT, 7, hide_empty=True),
+            Column("failovers", "failovers", INT, 7, hide_empty=True))
+    rows = tuple((r.run.id, _cfg(r).game, _cfg(r).pathway, _cfg(r).model, _cfg(r).decoding, r.run.status,
+                  r.episodes_done, r.episodes_total, r.usage.calls, r.usage.tokens_in, r.usage.tokens_out,
+                  r.usage.cost if r.usage.calls > r.usage.unpriced else None, r.usage.unpriced,
+                  _replica_count(r, r.replicas.failures), _replica_count(r, r.replicas.failovers))
                  for r in reports)
-    return ReportTable("runs", "runs (model calls, tokens and cost where litellm knows the price)", cols, rows)
+    return ReportTable("runs", "runs (model calls, tokens and cost where litellm knows the price; decoding "
+                       "grammar: replies constrained to the game's action grammar)", cols, rows)
+
+
+def _replica_count(r: RunReport, count: int) -> Optional[int]:
+    """A replica figure: defined only for a model served by several replicas (else None, shown —)."""
+    return count if len(_cfg(r).api_bases) > 1 else None
 
 
 def curves_table(reports: Sequence[RunReport]) -> ReportTable:

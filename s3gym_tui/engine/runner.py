@@ -24,7 +24,9 @@ def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSetting
     return CallSettings(model=config.model, api_base=config.api_base, api_bases=config.api_bases,
                         temperature=config.temperature,
                         max_tokens=config.max_tokens, seed=config.decoding_seed, timeout_s=config.timeout_s,
-                        max_retries=config.max_retries, backoff_base_s=backoff_base_s)
+                        max_retries=config.max_retries, backoff_base_s=backoff_base_s,
+                        decoding=config.decoding, model_args=tuple(config.model_args.items()),
+                        context_tokens=config.context_tokens, server_kind=config.server_kind)
 
 
 def _bounded(section: str) -> str:
@@ -67,7 +69,8 @@ class ProtocolRunner:
         """The agent's experience after x exploration episodes (what eval at x and episode x see)."""
         pathway = self.config.pathway
         if pathway == "history":
-            budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens)
+            budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens,
+                                      self.config.context_tokens)
             window = history_window(self.config.model, self._finished_explore(x), budget,
                                     self.config.oracle_feedback)
             return ExperienceState(x, pathway, history=window)
@@ -89,7 +92,8 @@ class ProtocolRunner:
         keyed = [s for s in versions if s.for_episode_id == state_key and s.author.startswith("model")]
         if keyed:  # written by a run from before states were recorded
             return _current_as_of(versions, keyed[-1].version)
-        budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens)
+        budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens,
+                                      self.config.context_tokens)
         sources = self._finished_explore(x)
         window = history_window(self.config.model, sources, budget, self.config.oracle_feedback)
         game = games.make(self.config.game, "explore")

@@ -67,6 +67,8 @@ class SweepRunner:
         self.stop_reason: Optional[str] = None  # set by stop(): Ctrl-C, SIGTERM, a person
         self.store_error: Optional[str] = None  # the store failed a write (disk full): every run stopped
         self._active: dict[str, ProtocolRunner] = {}
+        # per model, provider arguments that were not stored (secrets): given again in this process
+        self.model_args: dict[str, dict] = {}
 
     def stop(self, reason: str = "stopped") -> None:
         """Stop cleanly: every active run stops (resumable, `reason` stored), no new run starts."""
@@ -87,6 +89,10 @@ class SweepRunner:
                 error["error"] = event.error
             self.on_event(SweepRunEvent(run.id, event))
 
+        if self.model_args.get(run.config.model):
+            from s3gym_tui.engine.decoding import with_runtime_args
+
+            run = run.model_copy(update={"config": with_runtime_args(run.config, self.model_args[run.config.model])})
         runner = ProtocolRunner(self.store, run, forward, self.backoff_base_s)
         self._active[run.id] = runner
         try:

@@ -89,7 +89,7 @@ def estimate_run(config: RunConfig) -> RunEstimate:
     cap_x, base_x, turn_x = _shape(config.model, config.game, "explore", config.explore_seed(0))
     cap_e, base_e, turn_e = _shape(config.model, config.game, "eval", config.eval_seed(0))
     cap_x, cap_e = min(cap_x, config.step_cap), min(cap_e, config.step_cap)
-    budget = effective_budget(config.model, config.history_budget, config.max_tokens)
+    budget = effective_budget(config.model, config.history_budget, config.max_tokens, config.context_tokens)
     episode_history = cap_x * turn_x  # one previous exploration episode as Hint Messages
 
     def hint(x: int) -> int:

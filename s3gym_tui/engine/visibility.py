@@ -194,7 +194,8 @@ def experience_at(store, vantage: Vantage, pathway: str, model: str,
         return ExperienceState(vantage.x, pathway)
     config = store.get_run(vantage.run_id).config
     if pathway == "history":
-        budget = effective_budget(model, config.history_budget, config.max_tokens)
+        budget = effective_budget(model, config.history_budget, config.max_tokens,
+                                  config.context_tokens if model == config.model else None)
         window = history_window(model, visible_history(store, vantage), budget, config.oracle_feedback)
         return ExperienceState(vantage.x, pathway, history=window)
     summary = summary if summary is not None else state_summary(store, vantage.run_id, vantage.x)

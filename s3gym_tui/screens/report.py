@@ -255,6 +255,10 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             status.append(f"{len(self.reports)} run(s)", style="bold")
             games_ = sorted({r.run.config.game for r in self.reports})
             status.append(f" · {', '.join(games_)} · AUC+ compares only within a game")
+            failures = sum(r.replicas.failures for r in self.reports)
+            if failures:
+                failovers = sum(r.replicas.failovers for r in self.reports)
+                status.append(f" · replica faults {failures}, failovers {failovers}", style="yellow")
         self.query_one("#report-status", Static).update(safe_text(status))
         curves = [Curve(r.run.id if len(r.run.id) <= 30 else "…" + r.run.id[-29:], r.points)
                   for r in self.reports]
@@ -266,7 +270,8 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         table.clear()
         for r in self.reports:
             c, cfg = r.curve, r.run.config
-            table.add_row(r.run.id, cfg.game, cfg.pathway, cfg.model, f"{c.n}/{len(r.points)}", num(c.y0),
+            model = cfg.model + (" · grammar" if cfg.decoding == "grammar" else "")  # it changes what is measured
+            table.add_row(r.run.id, cfg.game, cfg.pathway, model, f"{c.n}/{len(r.points)}", num(c.y0),
                           num(c.avg), num(c.max), num(c.auc_plus), num(c.naba),
                           why(why_text(c.why, CURVE_NAMES, CURVE_NAMES)), key=r.run.id)
 

@@ -65,8 +65,11 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene):
                 raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
         run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note,
                   sweep_id=sweep_id)
+        from s3gym_tui.engine.decoding import storable_args
+
         stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base),
-                                           "api_bases": tuple(strip_url_credentials(b) for b in config.api_bases)})
+                                           "api_bases": tuple(strip_url_credentials(b) for b in config.api_bases),
+                                           "model_args": storable_args(config.model_args)})
         with self._tx("create a run") as conn:
             if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
                 raise StoreError(f"run {run.id!r} already exists")

@@ -81,7 +81,12 @@ class SweepStore(Connection):
         sweep = Sweep(id=sweep_id or _new_id("sweep"), config=config)
         created: list[Run] = []
         # credentials inside an api base URL are never stored (as for a run's api base)
-        stored = config.model_copy(update={"api_bases": {
+        from s3gym_tui.engine.decoding import storable_args
+
+        settings = dict(config.settings)
+        if isinstance(settings.get("model_args"), dict):  # provider arguments: never their secrets
+            settings["model_args"] = storable_args(settings["model_args"])
+        stored = config.model_copy(update={"settings": settings, "api_bases": {
             model: tuple(strip_url_credentials(b) for b in bases) for model, bases in config.api_bases.items()}})
         with self._tx("create a sweep") as conn:
             if conn.execute("SELECT 1 FROM sweeps WHERE id = ?", (sweep.id,)).fetchone():

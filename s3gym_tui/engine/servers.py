@@ -1,0 +1,327 @@
+"""What a model server says about itself: its kind (llama.cpp, vLLM, SGLang, Ollama, LM Studio, a
+hosted API) and its context size, read from the server (llama.cpp `/props`, vLLM and SGLang
+`/v1/models` `max_model_len`, Ollama `/api/show`, LM Studio `/api/v0/models`) or from litellm's
+model info for hosted models; and a run's max tokens and history budget fitted to that context.
+
+Blocking (network, litellm): call it off the UI thread. Answers are cached per (model, api base)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any, Optional
+from urllib.parse import urlsplit
+
+from s3gym_tui.secrets import strip_url_credentials
+
+PROBE_TIMEOUT_S = 1.5
+MIN_REPLY_TOKENS = 256  # a fitted reply cap never goes below this (unless the context itself is smaller)
+REPLY_SHARE = 4  # a fitted reply takes at most a quarter of the context
+
+# litellm provider prefix -> server kind (None: ask the server)
+KIND_OF_PROVIDER = {"llamafile": "llama.cpp", "hosted_vllm": "vllm", "vllm": "vllm", "ollama": "ollama",
+                    "ollama_chat": "ollama", "lm_studio": "lmstudio"}
+KIND_NAMES = {"llama.cpp": "llama.cpp server", "vllm": "vLLM", "vllm-legacy": "vLLM", "sglang": "SGLang",
+              "ollama": "Ollama", "lmstudio": "LM Studio", "openai-compatible": "OpenAI-compatible server",
+              "hosted": "hosted API", "builtin": "built-in model"}
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """A server's own description. `context` None: it did not say (nothing is fitted)."""
+
+    kind: str  # see KIND_NAMES
+    context: Optional[int] = None
+    source: str = ""  # where the context came from, e.g. "/props n_ctx"
+    where: str = ""  # host:port, or the provider for a hosted model
+
+    @property
+    def name(self) -> str:
+        return KIND_NAMES.get(self.kind, self.kind)
+
+    def said(self) -> str:
+        """`llama.cpp server on 127.0.0.1:8080 states a context of 2,048 tokens (/props n_ctx)`."""
+        where = f" on {self.where}" if self.where and self.kind != "hosted" else ""
+        if self.context is None:
+            return f"{self.name}{where} states no context size"
+        verb = "has" if self.kind == "hosted" else "states"
+        return f"{self.name}{where} {verb} a context of {self.context:,} tokens ({self.source})"
+
+
+def provider_of(model: str) -> str:
+    provider, sep, _ = str(model).partition("/")
+    return provider if sep else ""
+
+
+def served_name(model: str) -> str:
+    """The model's name as its server lists it (the litellm provider prefix removed)."""
+    _, sep, name = str(model).partition("/")
+    return name if sep else str(model)
+
+
+def kind_guess(model: str, api_base: Optional[str]) -> str:
+    """The server kind from the litellm provider alone (no request)."""
+    from s3gym_tui.providers import is_builtin
+
+    if is_builtin(model):
+        return "builtin"
+    kind = KIND_OF_PROVIDER.get(provider_of(model))
+    if kind:
+        return kind
+    return "openai-compatible" if api_base else "hosted"
+
+
+def _root(api_base: str) -> str:
+    base = api_base.rstrip("/")
+    return base[:-3] if base.endswith("/v1") else base
+
+
+def _positive(value: Any) -> Optional[int]:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0 < number < 100_000_000 else None
+
+
+def _get(client, url: str) -> Any:
+    response = client.get(url)
+    response.raise_for_status()
+    return response.json()
+
+
+def _llama_props(client, root: str) -> Optional[ServerInfo]:
+    data = _get(client, f"{root}/props")
+    if not isinstance(data, dict):
+        return None
+    settings = data.get("default_generation_settings")
+    n_ctx = _positive(settings.get("n_ctx")) if isinstance(settings, dict) else None
+    if n_ctx:
+        return ServerInfo("llama.cpp", n_ctx, "/props default_generation_settings.n_ctx")
+    n_ctx = _positive(data.get("n_ctx"))
+    return ServerInfo("llama.cpp", n_ctx, "/props n_ctx" if n_ctx else "")
+
+
+def _entry(data: Any, name: str) -> Optional[dict]:
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [e for e in entries if isinstance(e, dict)]
+    return next((e for e in entries if e.get("id") == name), entries[0] if len(entries) == 1 else None)
+
+
+def _version_kind(client, root: str) -> str:
+    """vLLM before 0.12 takes `guided_grammar`; 0.12 and later only `structured_outputs`."""
+    try:
+        version = str(_get(client, f"{root}/version").get("version", ""))
+    except Exception:  # noqa: BLE001 - no /version: assume a current vLLM
+        return "vllm"
+    match = re.match(r"(\d+)\.(\d+)", version)
+    return "vllm-legacy" if match and (int(match[1]), int(match[2])) < (0, 12) else "vllm"
+
+
+def _openai_models(client, root: str, name: str) -> Optional[ServerInfo]:
+    entry = _entry(_get(client, f"{root}/v1/models"), name)
+    if entry is None:
+        return None
+    owner = str(entry.get("owned_by", "")).lower()
+    context = _positive(entry.get("max_model_len"))
+    if "sglang" in owner:
+        return ServerInfo("sglang", context, "/v1/models max_model_len" if context else "")
+    if context or "vllm" in owner:
+        return ServerInfo(_version_kind(client, root), context, "/v1/models max_model_len" if context else "")
+    meta = entry.get("meta")
+    if isinstance(meta, dict) and _positive(meta.get("n_ctx_train")):  # llama.cpp without /props
+        return ServerInfo("llama.cpp", _positive(meta.get("n_ctx_train")), "/v1/models meta.n_ctx_train")
+    return None
+
+
+def _ollama_show(client, root: str, name: str) -> Optional[ServerInfo]:
+    response = client.post(f"{root}/api/show", json={"model": name})
+    response.raise_for_status()
+    data = response.json()
+    if not isinstance(data, dict):
+        return None
+    params = str(data.get("parameters") or "")
+    match = re.search(r"^\s*num_ctx\s+(\d+)", params, re.MULTILINE)
+    if match and _positive(match[1]):
+        return ServerInfo("ollama", int(match[1]), "/api/show num_ctx")
+    info = data.get("model_info")
+    if isinstance(info, dict):
+        for key, value in info.items():
+            if str(key).endswith(".context_length") and _positive(value):
+                return ServerInfo("ollama", int(value), f"/api/show {key}")
+    return ServerInfo("ollama")
+
+
+def _lmstudio_models(client, root: str, name: str) -> Optional[ServerInfo]:
+    entry = _entry(_get(client, f"{root}/api/v0/models"), name)
+    if entry is None:
+        return None
+    for key in ("loaded_context_length", "max_context_length"):
+        if _positive(entry.get(key)):
+            return ServerInfo("lmstudio", int(entry[key]), f"/api/v0/models {key}")
+    return ServerInfo("lmstudio")
+
+
+def _ask_server(model: str, api_base: str, timeout_s: float) -> ServerInfo:
+    import httpx
+
+    root = _root(api_base)
+    name = served_name(model)
+    guess = kind_guess(model, api_base)
+    probes = {"llama.cpp": lambda c: _llama_props(c, root),
+              "vllm": lambda c: _openai_models(c, root, name),
+              "ollama": lambda c: _ollama_show(c, root, name),
+              "lmstudio": lambda c: _lmstudio_models(c, root, name)}
+    order = [guess] + [k for k in probes if k != guess] if guess in probes else list(probes)
+    where = urlsplit(api_base).netloc.rsplit("@", 1)[-1] or strip_url_credentials(api_base) or ""
+    with httpx.Client(timeout=timeout_s, trust_env=False) as client:
+        for kind in order:
+            try:
+                info = probes[kind](client)
+            except Exception:  # noqa: BLE001 - not this kind of server (404, not JSON, refused)
+                continue
+            if info is not None:
+                return ServerInfo(info.kind, info.context, info.source, where)
+    return ServerInfo(guess if guess != "vllm" else "vllm", None, "", where)
+
+
+def _ask_litellm(model: str) -> ServerInfo:
+    from s3gym_tui.engine.llm import _litellm
+
+    litellm = _litellm()
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # noqa: BLE001 - an unmapped model: nothing is known
+        return ServerInfo("hosted", None, "", provider_of(model))
+    context = _positive(info.get("max_input_tokens") or info.get("max_tokens"))
+    return ServerInfo("hosted", context, "litellm's model info" if context else "", provider_of(model))
+
+
+_CACHE: dict[tuple[str, str], ServerInfo] = {}
+_LOCK = threading.Lock()
+
+
+def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROBE_TIMEOUT_S,
+             fresh: bool = False) -> ServerInfo:
+    """What the model's server says about itself (cached; `fresh` asks again). Built-in models
+    are not asked (their windows are known to litellm through providers.register)."""
+    key = (model, api_base or "")
+    if not fresh:
+        with _LOCK:
+            if key in _CACHE:
+                return _CACHE[key]
+    guess = kind_guess(model, api_base)
+    if guess == "builtin":
+        info = ServerInfo("builtin")
+    elif api_base:
+        info = _ask_server(model, api_base, timeout_s)
+    else:
+        info = _ask_litellm(model)
+    with _LOCK:
+        _CACHE[key] = info
+    return info
+
+
+def learn_context(model: str, api_base: Optional[str], context: int, source: str) -> ServerInfo:
+    """Remember a context a server stated in an error (the first call that overflowed it)."""
+    key = (model, api_base or "")
+    with _LOCK:
+        old = _CACHE.get(key) or ServerInfo(kind_guess(model, api_base))
+        info = ServerInfo(old.kind, int(context), source, old.where)
+        _CACHE[key] = info
+    return info
+
+
+def known(model: str, api_base: Optional[str] = None) -> Optional[ServerInfo]:
+    with _LOCK:
+        return _CACHE.get((model, api_base or ""))
+
+
+# ----- fitting a run to the context ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Fitted:
+    max_tokens: int
+    history_budget: int
+    prompt_tokens: Optional[int]  # the game's first prompt (no history), for the warning
+    notes: tuple[str, ...]
+
+
+def first_prompt_tokens(model: str, game_name: str) -> Optional[int]:
+    """Tokens of the game's first prompt without history (litellm's count for the model)."""
+    try:
+        import games
+        from s3gym_tui.engine.prompts import build_messages
+        from s3gym_tui.engine.tokens import count_tokens
+
+        game = games.make(game_name, "explore")
+        game.reset(0)
+        return sum(count_tokens(model, m["content"]) for m in build_messages(game, None, [], ""))
+    except Exception:  # noqa: BLE001 - a warning only
+        return None
+
+
+def fit_reply(context: int, max_tokens: int) -> int:
+    """The reply cap for a context: at most a quarter of it, at least MIN_REPLY_TOKENS (or half a tiny one)."""
+    floor = min(MIN_REPLY_TOKENS, max(1, context // 2))
+    return max(1, min(max_tokens, max(floor, context // REPLY_SHARE)))
+
+
+def fit_to_context(info: ServerInfo, model: str, game: str, pathway: str, max_tokens: int,
+                   history_budget: int) -> Fitted:
+    """Max tokens and the history budget fitted to the stated context, with a line saying so."""
+    from s3gym_tui.engine.experience import effective_budget
+
+    context = info.context
+    if not context:
+        return Fitted(max_tokens, history_budget, None, ())
+    fitted_reply = fit_reply(context, max_tokens)
+    budget = effective_budget(model, history_budget, fitted_reply, window=context)
+    changes = []
+    if fitted_reply != max_tokens:
+        changes.append(f"max tokens {max_tokens:,} -> {fitted_reply:,}")
+    if budget != history_budget and pathway != "none":
+        changes.append(f"history budget {history_budget:,} -> {budget:,}")
+    notes = [info.said() + (": " + ", ".join(changes) if changes else ": the run's settings fit")]
+    prompt = first_prompt_tokens(model, game)
+    if prompt is not None and prompt + fitted_reply > context:
+        notes.append(f"the {game} prompt alone is about {prompt:,} tokens: with {fitted_reply:,} for the reply "
+                     f"it does not fit {context:,}; serve the model with a larger context")
+    return Fitted(fitted_reply, budget if pathway != "none" else history_budget, prompt, tuple(notes))
+
+
+# ----- a context stated in an error -----------------------------------------------------------------
+_STATED = re.compile(
+    r"(?:maximum context length is|context window of|context (?:size|length) (?:is|of)|n_ctx[\"']?\s*[:=]\s*"
+    r"|context_length[\"']?\s*[:=]\s*)\s*(\d[\d,]{1,12})", re.IGNORECASE)
+
+
+def context_in_error(text: str) -> Optional[int]:
+    """The context size a server states in an error (vLLM 'maximum context length is 2048 tokens',
+    llama.cpp 'context window of 2048', `n_ctx: 2048`), or None."""
+    match = _STATED.search(text or "")
+    return _positive(match[1].replace(",", "")) if match else None
+
+
+def fit_config(config: Any, ask: bool = True) -> tuple[Any, tuple[str, ...]]:
+    """A RunConfig fitted to what its model's server says (engine.servers.describe): max tokens and
+    the history budget fitted to the stated context, the context and the server kind recorded;
+    with the lines that say so. Built-in models are left as they are."""
+    base = config.api_base or next(iter(config.api_bases), None)
+    if kind_guess(config.model, base) == "builtin":
+        return config, ()
+    info = describe(config.model, base) if ask else (known(config.model, base) or ServerInfo(
+        kind_guess(config.model, base)))
+    fitted = fit_to_context(info, config.model, config.game, config.pathway, config.max_tokens,
+                            config.history_budget)
+    notes = list(fitted.notes)
+    if config.decoding == "grammar":
+        from s3gym_tui.engine.decoding import grammar_form
+
+        notes.append(f"decoding: grammar, sent as {grammar_form(info.kind)}")
+    updated = config.model_copy(update={"max_tokens": fitted.max_tokens, "history_budget": fitted.history_budget,
+                                        "context_tokens": info.context or config.context_tokens,
+                                        "server_kind": info.kind})
+    return updated, tuple(notes)
