@@ -11,13 +11,12 @@ from typing import Any, Iterable, Literal, Optional, Sequence
 from pydantic import Field
 
 from s3gym_tui.authors import author_problem
-from s3gym_tui.models import Frozen, utcnow
+from s3gym_tui.models import DEFAULT_LABELS, Frozen, utcnow  # noqa: F401 (re-exported)
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection
 from s3gym_tui.store.errors import StoreError
 
 AnnotationKind = Literal["step", "episode", "summary"]
-DEFAULT_LABELS: tuple[str, ...] = ("mistake", "lucky", "insight", "leak?", "format")
 MAX_LABEL_CHARS = 40
 MAX_NOTE_CHARS = 4000
 MAX_CORRECTION_CHARS = 1000

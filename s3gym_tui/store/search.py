@@ -577,6 +577,26 @@ class SearchStore(Connection):
             found.setdefault(key, []).append((label, note))
         return found
 
+    # ------------------------------------------------------------------ pairs to compare
+
+    def fork_pairs(self, game: Optional[str] = None) -> list[tuple[str, str]]:
+        """(source, fork) of every forked episode (of one game)."""
+        sql = "SELECT fork_of, id FROM episodes WHERE fork_of IS NOT NULL" + (" AND game = ?" if game else "")
+        with self._reading("list forks") as conn:
+            return [(a, b) for a, b in conn.execute(sql + " ORDER BY rowid", (game,) if game else ())]
+
+    def same_seed_episode(self, episode_id: str) -> Optional[str]:
+        """A fork of the episode, else the newest other episode of its game, seed and mode, else None."""
+        with self._reading("find an episode to compare with") as conn:
+            fork = conn.execute("SELECT id FROM episodes WHERE fork_of = ? ORDER BY rowid LIMIT 1",
+                                (episode_id,)).fetchone()
+            if fork:
+                return fork[0]
+            row = conn.execute("SELECT o.id FROM episodes o JOIN episodes e ON e.id = ? WHERE o.game = e.game "
+                               "AND o.seed = e.seed AND o.mode = e.mode AND o.id != e.id ORDER BY o.rowid DESC "
+                               "LIMIT 1", (episode_id,)).fetchone()
+        return row[0] if row else None
+
     def search_index_bytes(self) -> Optional[int]:
         """Bytes the index's tables take in the file (dbstat), None where dbstat is missing."""
         try:
