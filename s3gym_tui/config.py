@@ -39,8 +39,17 @@ class Settings(BaseModel):
     # who curates summaries, recorded as human:<name> (default: the login name, $USER)
     human_name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)] = Field(
         default_factory=login_name)
+    # labels of annotations beyond the defaults (models.DEFAULT_LABELS): labels = ["blunder", "pretty"]
+    labels: tuple[Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40,
+                                                   pattern=r"^[\w?!.+-]+$")], ...] = ()
     # per model string: [models."ollama_chat/llama3.2"] api_base = "...", max_tokens = ..., timeout_s = ...
     models: dict[str, ModelSettings] = Field(default_factory=dict)
+
+    def annotation_labels(self) -> tuple[str, ...]:
+        """The labels an annotation may carry: the defaults, then the config's own."""
+        from s3gym_tui.models import DEFAULT_LABELS
+
+        return tuple(dict.fromkeys((*DEFAULT_LABELS, *self.labels)))
 
     def model_settings(self, model: str) -> ModelSettings:
         """The settings for `model` (all unset when the config names none)."""

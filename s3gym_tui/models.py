@@ -12,6 +12,9 @@ Phase = Literal["explore", "eval"]
 Actor = Literal["model", "human", "human-edit"]
 PATHWAYS: tuple[str, ...] = ("none", "history", "summary", "trained")
 
+# Labels of annotations (store/annotations.py) everyone has; the config's `labels` adds more.
+DEFAULT_LABELS: tuple[str, ...] = ("mistake", "lucky", "insight", "leak?", "format")
+
 EXPLORE_SEED_BASE = 0
 EVAL_SEED_BASE = 1_000_000  # evaluation seeds are >= this, exploration seeds below it
 

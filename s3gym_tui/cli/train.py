@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.table import Table
@@ -174,6 +174,10 @@ def dataset(
     max_length: Optional[int] = typer.Option(None, "--max-length", min=16,
                                              help="Drop (and name) examples longer than N tokens."),
     base: str = typer.Option("default", "--base", help="Tokenizer for the lengths: an HF model dir or 'default'."),
+    exclude_label: List[str] = typer.Option(None, "--exclude-label", help="Leave out steps annotated with this "
+                                            "label ('any': any label; repeat for several).", show_default=False),
+    corrections: bool = typer.Option(False, "--corrections", help="Train on a person's corrected action "
+                                     "(`s3gym annotate EP#I LABEL --correct ACTION`) where a step has one."),
     db: Optional[Path] = DbOption,
 ) -> None:
     """Build a run's SFT dataset and write its two JSONL files (no training)."""
@@ -202,11 +206,20 @@ def dataset(
     except (OSError, ValueError) as exc:
         raise UserError(f"cannot load the tokenizer of {base}: {' '.join(str(exc).split())[:200]}") from None
     build = asyncio.run(build_dataset(store, run_id, threshold=threshold, correction=correction,
-                                      max_examples=max_examples, measure=measure, max_length=max_length))
+                                      max_examples=max_examples, measure=measure, max_length=max_length,
+                                      exclude_labels=tuple(exclude_label or ()), annotated_corrections=corrections))
     exported = export_jsonl(store, build.dataset.id, out)
     print_dataset(console, build, exported)
     if measure is None:
         console.print("[dim]example lengths not measured (the train extra is not installed)[/]")
+    use = build.annotations
+    if use.excluded_labels:
+        console.print(f"annotations: {use.labelled_excluded} labelled step(s) left out "
+                      f"({safe_markup(', '.join(use.excluded_labels))})", highlight=False)
+    if corrections:
+        refused = f", {use.corrections_refused} the game did not accept there" if use.corrections_refused else ""
+        console.print(f"annotations: {use.corrections_used} corrected action(s) used as the target{refused}",
+                      highlight=False)
     console.print(f"wrote {exported.count} examples")
 
 

@@ -1,5 +1,6 @@
 """JSONL export of a run: one `run` line, then each episode followed by its steps (a step's
-`prompt` is the list of messages as sent, as JSON), then summaries and checkpoints. Characters that
+`prompt` is the list of messages as sent, as JSON), then summaries, checkpoints and the annotations
+on the run's episodes, steps and summaries. Characters that
 would drive a terminal are written as \\u escapes (the same JSON values: `export RUN` prints safely)."""
 
 from __future__ import annotations
@@ -50,4 +51,6 @@ def _export(store, run: Run, out: TextIO) -> int:
         emit("summary", summary.model_dump(mode="json"))
     for checkpoint in store.checkpoints(run.id):
         emit("checkpoint", {**checkpoint.model_dump(mode="json"), "mean": checkpoint.mean})
+    for annotation in store.annotations(run_id=run.id):  # on its episodes, their steps, its summaries
+        emit("annotation", {**annotation.model_dump(mode="json"), "target": annotation.target})
     return lines

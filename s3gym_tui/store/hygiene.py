@@ -171,6 +171,8 @@ class Hygiene(Connection):
             for (prompt,) in conn.execute(f"SELECT prompt FROM steps WHERE episode_id IN {in_runs} "
                                           f"AND prompt LIKE '%[[text:%'", (episodes,)):
                 keys.update(_TEXT_KEY.findall(prompt))
+            conn.execute(f"DELETE FROM annotations WHERE episode_id IN {in_runs} OR summary_id IN (SELECT id "
+                         f"FROM summaries WHERE run_id IN {in_runs})", (episodes, runs))
             conn.execute(f"DELETE FROM dataset_rows WHERE dataset_id IN (SELECT id FROM datasets "
                          f"WHERE run_id IN {in_runs})", (runs,))
             conn.execute(f"DELETE FROM datasets WHERE run_id IN {in_runs}", (runs,))

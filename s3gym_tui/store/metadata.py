@@ -113,6 +113,25 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "id": "study id", "games": "JSON list of its games", "experts": "JSON list of (game, training, model)",
         "settings": "JSON: phases, steps, ablations", "status": "created, training, evaluating, finished, "
         "interrupted or failed", "created_at": "UTC time"}),
+    "annotations": ("A person's label and note on a step, an episode or a summary version (`s3gym annotate`, "
+                    "the app's `m` key); searchable, exported, usable by `s3gym dataset`.", {
+        "id": "annotation id", "kind": "step, episode or summary", "episode_id": "the episode (of the step)",
+        "step_index": "the step's index (steps only)", "summary_id": "the summary version (summaries only)",
+        "label": "mistake, lucky, insight, leak?, format, or a label of the config's `labels`",
+        "note": "free text", "correction": "the action the step should have taken (steps only; "
+        "`s3gym dataset --corrections` trains on it)", "author": "human:<name>", "created_at": "UTC time"}),
+    "search_steps": ("Full-text index (FTS5) of the steps' action, reply, feedback and observation: Datasette's "
+                     "search box on steps uses it. Only the index: the text stays in steps.", {
+        "action": "the action executed", "reply": "the raw model reply", "feedback": "the game's feedback line",
+        "observation": "the observation before the action"}),
+    "search_summaries": ("Full-text index (FTS5) of the summary versions (see the summary_search view).", {
+        "summary_id": "the summary version", "retain": "strategies to retain", "avoid": "mistakes to avoid",
+        "next": "directions for the next episode"}),
+    "search_notes": ("Full-text index (FTS5) of annotation labels and notes.", {
+        "label": "the annotation's label", "note": "its note"}),
+    "search_backlog": ("Steps stored before the index existed and not yet indexed (ids lo < id <= hi); "
+                       "empty once the first search has indexed them.", {
+        "lo": "last step id indexed", "hi": "last step id of the backlog"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
         "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
 }
@@ -123,9 +142,14 @@ VIEWS: dict[str, tuple[str, dict[str, str]]] = {
     "history_sources": ("The History ICL sources of each episode, one row per source (from the JSON list).", {}),
     "summary_sources": ("The source episodes of each summary version, one row per source.", {}),
     "checkpoint_episodes": ("The evaluation episodes of each checkpoint with their scores.", {}),
+    "summary_search": ("Summary versions with their full-text index row: Datasette's search box works here.", {
+        "search_rowid": "the row of search_summaries"}),
 }
+FTS: dict[str, tuple[str, str]] = {"steps": ("search_steps", "id"), "summary_search": ("search_summaries",
+                                                                                       "search_rowid")}
+_SHADOW = ("_data", "_idx", "_docsize", "_config", "_content")
 
-LABELS = {"runs": "id", "episodes": "id", "sweeps": "id", "summaries": "id", "datasets": "id",
+LABELS = {"annotations": "label", "runs": "id", "episodes": "id", "sweeps": "id", "summaries": "id", "datasets": "id",
           "trainings": "id", "studies": "id"}
 
 
@@ -146,7 +170,17 @@ def datasette_metadata(conn: sqlite3.Connection, database: str) -> dict[str, Any
             entry["label_column"] = LABELS[name]
         if name == "steps":
             entry["sort"] = "id"
+        if name in FTS and FTS[name][0] in present:
+            entry["fts_table"], entry["fts_pk"] = FTS[name]
         tables[name] = entry
+    for name in present:  # FTS5's own storage tables: hidden, described as such
+        owner = next((t for t in TABLES if t.startswith("search_") and name.startswith(t)
+                      and name[len(t):] in _SHADOW), None)
+        if owner is None:
+            continue
+        cols = [r[1] for r in conn.execute(f'PRAGMA table_info("{name}")')]
+        tables[name] = {"description": f"FTS5's internal storage of {owner} (not for reading).", "hidden": True,
+                        "columns": {c: f"internal to {owner}" for c in cols}}
     return {
         "title": "s3gym store",
         "description": "Runs, episodes, steps, versioned summaries, checkpoints and training sets of s3gym "

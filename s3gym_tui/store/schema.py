@@ -158,6 +158,16 @@ def _v7_fork_experience(db: Database) -> None:
     db.execute("ALTER TABLE episodes ADD COLUMN experience_source TEXT")
 
 
+def _v8_search_and_annotations(db: Database) -> None:
+    """Version 8 (search and annotations): a full-text index (FTS5) over steps, summaries and
+    annotation notes, kept current by triggers; `annotations` (a label and a note on a step, an
+    episode or a summary version, by whom and when, with an optional corrected action). Steps
+    already stored become the index's backlog, indexed on first search (store/search_schema.py)."""
+    from s3gym_tui.store.search_schema import create_search_and_annotations
+
+    create_search_and_annotations(db.conn)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -166,7 +176,7 @@ def _v7_fork_experience(db: Database) -> None:
 # nests in a SAVEPOINT), and `PRAGMA foreign_key_check` must pass after each of them. The views of
 # views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
-                                _v7_fork_experience]
+                                _v7_fork_experience, _v8_search_and_annotations]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -238,6 +248,7 @@ def migrate(db: Database, path: object = "database") -> int:
 
 def _apply(db: Database, path: object, found: int, target: int) -> None:
     """MIGRATIONS[found:target], the views and the version bump, inside the caller's transaction."""
+    from s3gym_tui.store.search_schema import restore_triggers
     from s3gym_tui.store.views import create_views, drop_views
 
     conn = db.conn
@@ -254,5 +265,6 @@ def _apply(db: Database, path: object, found: int, target: int) -> None:
                              f"of {table} names a missing {parent} row ({len(broken)} such "
                              f"rows)")
     create_views(conn)
+    restore_triggers(conn)  # a migration that rebuilt steps dropped its index triggers
     conn.execute(f"INSERT OR REPLACE INTO {META_TABLE} (key, value) VALUES (?, ?)",
                  (VERSION_KEY, str(target)))

@@ -25,6 +25,8 @@ from s3gym_tui.store.leases import LeaseRecords
 from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
                                           PromptTexts, compact_prompt, escape_refs, text_key)
 from s3gym_tui.store.trainings import TrainingStore
+from s3gym_tui.store.annotations import AnnotationStore
+from s3gym_tui.store.search import SearchStore
 
 RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
 EPISODE_STATUSES: tuple[str, ...] = get_args(Episode.model_fields["status"].annotation)
@@ -39,7 +41,7 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene):
+class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, AnnotationStore, SearchStore):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.

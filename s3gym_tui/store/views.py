@@ -48,7 +48,13 @@ SELECT c.run_id, c.x, CAST(j.key AS INTEGER) AS position, j.value AS episode_id,
                     '$[' || j.key || ']') AS score
 FROM checkpoints c, json_each(CASE WHEN json_valid(c.episode_ids) THEN c.episode_ids
                                    ELSE '[]' END) j""",
+    "summary_search": """
+SELECT f.rowid AS search_rowid, m.id AS summary_id, m.run_id, m.game, m.version, m.status, m.pinned, m.author,
+       m.created_at, m.retain, m.avoid, m.next
+FROM search_summaries f JOIN summaries m ON m.id = f.summary_id""",
 }
+# views that read a table only later schemas have (skipped on a file of an older schema)
+NEEDS: dict[str, str] = {"summary_search": "search_summaries"}
 
 
 def drop_views(conn: sqlite3.Connection) -> None:
@@ -59,6 +65,9 @@ def drop_views(conn: sqlite3.Connection) -> None:
 
 def create_views(conn: sqlite3.Connection) -> None:
     """(Re)create every view of VIEWS; the tables they read must exist."""
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for name, sql in VIEWS.items():
         conn.execute(f'DROP VIEW IF EXISTS "{name}"')
+        if NEEDS.get(name, "") and NEEDS[name] not in tables:
+            continue
         conn.execute(f'CREATE VIEW "{name}" AS {sql.strip()}')

@@ -6,7 +6,14 @@ set ('reference': the game's reference policy in the replayed state; any other s
 model, asked the same prompt). When a token counter is given, every example's length is stored with
 it, and an example longer than the length limit is dropped with that reason (named, never truncated
 in silence). The verifier reward never selects anything: it only measures the selection afterwards
-(precision, recall). Evaluation steps never enter: they are filtered out, asserted absent, and
+(precision, recall).
+
+A person's annotations (store/annotations.py) can steer it: `exclude_labels` drops every step that
+carries one of those labels (on the step itself; 'any': any label), and `annotated_corrections`
+makes a step with a corrected action a "corrected" example whose reply is that action (checked valid
+by replaying the game; its score is the reward the game gives it there, as for a demonstration),
+whatever its self-score. A corrected step is used even if its label is excluded. The build says
+how many steps each rule touched (rule: labelled_excluded, human_corrections). Evaluation steps never enter: they are filtered out, asserted absent, and
 refused by the store.
 """
 
@@ -63,6 +70,16 @@ class TooLong:
 
 
 @dataclass(frozen=True)
+class AnnotationUse:
+    """How the person's annotations shaped a dataset (what `s3gym dataset` says)."""
+
+    excluded_labels: tuple[str, ...] = ()
+    labelled_excluded: int = 0  # steps dropped because of their label
+    corrections_used: int = 0  # steps whose corrected action became the example
+    corrections_refused: int = 0  # corrected actions the game did not accept in that state
+
+
+@dataclass(frozen=True)
 class DatasetBuild:
     dataset: Dataset
     quality: SelectionQuality
@@ -70,6 +87,7 @@ class DatasetBuild:
     too_long: tuple[TooLong, ...] = ()  # examples dropped by the length limit (named in the output)
     longest: Optional[int] = None  # tokens of the longest example kept (when measured)
     limit: Optional[int] = None  # the length limit applied (None: none, or not measured)
+    annotations: AnnotationUse = AnnotationUse()
 
 
 @dataclass(frozen=True)
@@ -149,13 +167,27 @@ async def model_reply(model: str, episode: Episode, actions_before: Sequence[str
     return result.reply if env.step(parsed.action).valid else None
 
 
+def annotated_reply(episode: Episode, actions_before: Sequence[str], action: str) -> Optional[str]:
+    """A person's corrected action as an answer line, if the game accepts it in that state (its
+    score: the reward the game gives it there); None otherwise."""
+    env = games.game_class(episode.game).replay(episode.mode, episode.seed, list(actions_before))
+    if env.done:
+        return None
+    result = env.step(action)
+    if not result.valid:
+        return None
+    return f"Answer: {action}, Score: {result.reward:g}"
+
+
 # ----- building ----------------------------------------------------------------------------------
 async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0, correction: Optional[str] = None,
                         max_examples: Optional[int] = None, episode_ids: Optional[Sequence[str]] = None,
                         progress: Optional[Progress] = None, measure: Optional[Measure] = None,
-                        max_length: Optional[int] = None) -> DatasetBuild:
+                        max_length: Optional[int] = None, exclude_labels: Sequence[str] = (),
+                        annotated_corrections: bool = False) -> DatasetBuild:
     """Select, correct, measure (tokens, with `measure`), store (with rule and counts) a dataset from
-    run `run_id`. threshold None keeps every reply of the model; `max_length` needs `measure`."""
+    run `run_id`. threshold None keeps every reply of the model; `max_length` needs `measure`.
+    `exclude_labels` and `annotated_corrections`: see the module docstring."""
     if max_length is not None and measure is None:
         raise ValueError("a length limit needs a token counter (measure)")
     run = store.get_run(run_id)
@@ -188,15 +220,37 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
             longest = tokens if longest is None else max(longest, tokens)
         return True
 
+    excluded_labels = tuple(dict.fromkeys(exclude_labels))
+    labelled_excluded = corrections_used = corrections_refused = 0
     for episode, steps in pairs:
         if max_examples is not None and examples >= max_examples:
             break
+        notes = store.annotations_of_steps(episode.id) if (excluded_labels or annotated_corrections) else {}
         for step in steps:
             if max_examples is not None and examples >= max_examples:
                 break
             seen += 1
             if progress:
                 progress(seen, total)
+            own = notes.get(step.index, [])
+            fixed = next((a.correction for a in reversed(own) if a.correction), None) if annotated_corrections else None
+            if fixed is not None:
+                messages = _prompt_messages(store, step)
+                reply = annotated_reply(episode, [s.action for s in steps if s.index < step.index], fixed)
+                if messages is None or reply is None:
+                    corrections_refused += 1
+                    drop(step, "a person's corrected action the game does not accept there"
+                         if messages is not None else "no prompt (a human action typed without a proposal)")
+                    continue
+                if add(episode, step, "corrected", messages + [{"role": "assistant", "content": reply}]):
+                    examples += 1
+                    corrections_used += 1
+                continue
+            hit = [a.label for a in own if "any" in excluded_labels or a.label in excluded_labels]
+            if hit:
+                labelled_excluded += 1
+                drop(step, f"labelled {hit[0]} (excluded)")
+                continue
             messages = _prompt_messages(store, step)
             positive = (step.actor == "model" and bool(step.reply.strip()) and
                         (threshold is None or (step.self_score is not None and step.self_score > threshold)))
@@ -224,10 +278,14 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
             "threshold": threshold, "correction": correction, "max_examples": max_examples,
             "episodes": len(pairs), "excluded_eval_steps": excluded, "dropped_reasons": reasons,
             "measured": measure is not None, "max_length": max_length, "longest": longest,
-            "too_long": len(too_long), "format": "chat prompt/completion (OpenAI messages export too)"}
+            "too_long": len(too_long), "format": "chat prompt/completion (OpenAI messages export too)",
+            "exclude_labels": list(excluded_labels), "labelled_excluded": labelled_excluded,
+            "annotated_corrections": annotated_corrections, "human_corrections": corrections_used,
+            "human_corrections_refused": corrections_refused}
     dataset = store.add_dataset(run.id, rule, rows)
     return DatasetBuild(dataset, selection_quality(store, dataset.id), excluded, tuple(too_long), longest,
-                        max_length)
+                        max_length, AnnotationUse(excluded_labels, labelled_excluded, corrections_used,
+                                                  corrections_refused))
 
 
 def selection_quality(store, dataset_id: str) -> SelectionQuality:

@@ -145,8 +145,16 @@ def test_datasette_metadata_describes_every_table_view_and_column(tmp_path, caps
             fks = {r[3] for r in store.conn.execute(f'PRAGMA foreign_key_list("{name}")')}
             refs = {c for c in columns if c.endswith("_id") or c in ("fork_of",)}
             if name in ("runs", "episodes", "steps", "summaries", "checkpoints", "datasets", "dataset_rows",
-                        "leases", "experience_states", "summary_actions", "sweeps"):
+                        "leases", "experience_states", "summary_actions", "sweeps", "annotations"):
                 assert refs <= fks, (name, refs - fks)
+    # Datasette's search box: steps and summaries have their full-text index configured
+    assert described["steps"]["fts_table"] == "search_steps" and described["steps"]["fts_pk"] == "id"
+    assert described["summary_search"]["fts_table"] == "search_summaries"
+    assert described["search_steps_data"]["hidden"] is True
+    with Store(db) as store:  # what Datasette runs for ?_search= finds the steps that hold the word
+        found = store.conn.execute("SELECT count(*) FROM steps WHERE id IN (SELECT rowid FROM search_steps "
+                                   "WHERE search_steps MATCH 'answer')").fetchone()[0]
+        assert found > 0
 
 
 def test_export_writes_the_prompt_as_json(tmp_path, capsys):

@@ -51,6 +51,8 @@ def test_every_command_that_prints_keeps_the_terminal_and_shows_the_text(hostile
             "sweeps": (["sweeps", *db], SHOWN),
             "sweeps --json": (["sweeps", "--json", *db], JSON_SHOWN),
             "audit": (["audit", *db], None),
+            "search (hostile lines, the match highlighted)": (["search", "pwned", "--limit", "30", *db], SHOWN),
+            "search --json": (["search", "pwned", "--json", *db], JSON_SHOWN),
             "export to stdout": (["export", ids["played"], *db], JSON_SHOWN),
             "export of the hostile run": (["export", ids["named"], *db], JSON_SHOWN),
             "trainings": (["trainings", *db], SHOWN),

@@ -1,0 +1,58 @@
+"""Finding moments: the store's search plus what needs the engine (the first divergences of Compare
+pairs) and the episode a found step is best compared with. Used by `s3gym search` and the app's
+Search screen alike."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from s3gym_tui.engine.compare import best_pairs, first_divergence
+from s3gym_tui.models import Episode
+from s3gym_tui.store.search import DEFAULT_LIMIT, SearchFilters, SearchResult
+
+
+def compare_pairs(store, game: Optional[str] = None) -> list[tuple[str, str]]:
+    """The pairs Compare shows: History vs Summary evaluation episodes (the Pairs screen's) and every
+    fork with its source."""
+    pairs = [(p.history_episode, p.summary_episode) for p in best_pairs(store, limit=None, game=game)]
+    return pairs + store.fork_pairs(game)
+
+
+def divergence_steps(store, filters: SearchFilters) -> set[tuple[str, int]]:
+    """(episode, step index) of the first divergence of every Compare pair, on both sides."""
+    game = filters.games[0] if len(filters.games) == 1 else None
+    steps_of: dict[str, list] = {}
+    found: set[tuple[str, int]] = set()
+    for a, b in compare_pairs(store, game):
+        for episode_id in (a, b):
+            if episode_id not in steps_of:
+                steps_of[episode_id] = store.steps(episode_id, include_prompt=False)
+        k = first_divergence(steps_of[a], steps_of[b])
+        if k is None:
+            continue
+        for episode_id in (a, b):
+            if k < len(steps_of[episode_id]):
+                found.add((episode_id, k))
+    return found
+
+
+def find(store, query: str = "", filters: Optional[SearchFilters] = None, *,
+         limit: int = DEFAULT_LIMIT) -> SearchResult:
+    """store.search, with the divergence filter's steps computed when it is asked for."""
+    filters = filters or SearchFilters()
+    divergences = divergence_steps(store, filters) if filters.divergences else None
+    return store.search(query, filters, limit=limit, divergences=divergences)
+
+
+def compare_partner(store, episode: Episode) -> Optional[str]:
+    """The episode a found step is best compared with: the fork's source, the other side of its
+    History/Summary pair, else another episode of the same game and seed (None when there is none)."""
+    if episode.fork_of:
+        return episode.fork_of
+    if episode.phase == "eval" and episode.pathway in ("history", "summary"):
+        for pair in best_pairs(store, limit=None, game=episode.game):
+            if episode.id == pair.history_episode:
+                return pair.summary_episode
+            if episode.id == pair.summary_episode:
+                return pair.history_episode
+    return store.same_seed_episode(episode.id)

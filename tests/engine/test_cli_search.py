@@ -1,0 +1,125 @@
+"""`s3gym search`, `s3gym annotate` and `s3gym annotations` as a person types them, checked against the
+store: filters hold for every hit, annotations round-trip, an older file is upgraded (backup) and
+indexed with progress, divergences of Compare pairs are found, bad input is one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from s3gym_tui.cli import main
+from s3gym_tui.store import Store, schema
+from tests.store.conftest import make_episode, make_step
+
+TINY = ["--episodes", "3", "--eval-every", "3", "--eval-episodes", "1", "--progress", "none"]
+
+
+def run_cli(capsys, *args) -> tuple[int, str, str]:
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture
+def played(tmp_path, capsys, monkeypatch) -> str:
+    monkeypatch.setenv("S3GYM_CONFIG", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("USER", "ann")
+    db = str(tmp_path / "s.db")
+    assert run_cli(capsys, "run", "trust", "-m", "scripted/trust", "-p", "summary", *TINY, "--db", db)[0] == 0
+    return db
+
+
+def test_words_and_filters_hold_for_every_hit(played: str, capsys):
+    code, out, err = run_cli(capsys, "search", "opponent", "cheat", "--phase", "eval", "--verdict", "over",
+                             "--limit", "200", "--json", "--db", played)
+    assert code == 0, err
+    hits = json.loads(out)["hits"]
+    assert hits
+    with Store(played) as store:
+        for hit in hits:
+            episode = store.get_episode(hit["episode_id"])
+            step = store.steps(episode.id)[hit["step_index"]]
+            assert episode.phase == "eval"
+            assert step.self_score is not None and step.self_score > 0 >= step.reward
+            text = " ".join((step.action, step.reply, step.feedback, step.observation)).lower()
+            assert "opponent" in text and "cheat" in text
+        every = [(e.id, s.index) for e in store.episodes() if e.phase == "eval"
+                 for s in store.steps(e.id) if s.self_score and s.self_score > 0 >= s.reward
+                 and "cheat" in (s.action + s.reply + s.feedback + s.observation).lower()
+                 and "opponent" in (s.action + s.reply + s.feedback + s.observation).lower()]
+    assert sorted((h["episode_id"], h["step_index"]) for h in hits) == sorted(every)
+    code, out, _ = run_cli(capsys, "search", "opponent", "cheat", "--phase", "eval", "--limit", "2", "--db", played)
+    assert code == 0 and "more: raise --limit" in out and "#" in out
+
+
+def test_annotate_search_list_and_remove(played: str, capsys):
+    hit = json.loads(run_cli(capsys, "search", "cheat", "--limit", "1", "--json", "--db", played)[1])["hits"][0]
+    code, out, err = run_cli(capsys, "annotate", hit["target"], "mistake", "--note", "walked into the grudge",
+                             "--correct", "collaborate", "--json", "--db", played)
+    assert code == 0, err
+    made = json.loads(out)
+    assert made["author"] == "human:ann" and made["correction"] == "collaborate" and made["target"] == hit["target"]
+    found = json.loads(run_cli(capsys, "search", "grudge", "--json", "--db", played)[1])["hits"]
+    assert [(h["target"], h["labels"]) for h in found] == [(hit["target"], ["mistake"])]
+    labelled = json.loads(run_cli(capsys, "search", "--label", "mistake", "--json", "--db", played)[1])["hits"]
+    assert [h["target"] for h in labelled] == [hit["target"]]
+    listed = json.loads(run_cli(capsys, "annotations", "--json", "--db", played)[1])
+    assert [a["id"] for a in listed] == [made["id"]]
+    code, out, _ = run_cli(capsys, "annotate", "--remove", str(made["id"]), "--db", played)
+    assert code == 0 and "removed annotation" in out
+    assert json.loads(run_cli(capsys, "annotations", "--json", "--db", played)[1]) == []
+
+
+def test_the_config_extends_the_labels(played: str, capsys, tmp_path: Path):
+    target = json.loads(run_cli(capsys, "search", "cheat", "--limit", "1", "--json", "--db", played)[1])["hits"][0]
+    code, _, err = run_cli(capsys, "annotate", target["target"], "blunder", "--db", played)
+    assert code == 2 and "unknown label 'blunder'" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "config.toml").write_text('labels = ["blunder"]\n', encoding="utf-8")
+    assert run_cli(capsys, "annotate", target["target"], "blunder", "--db", played)[0] == 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["search", "--verdict", "sure"], "--verdict sure: one of agree"),
+    (["search", "x", "--self-min", "2", "--self-max", "1"], "--self-min 2 is above --self-max 1"),
+    (["search", "x", "--in", "prompt"], "--in: unknown field 'prompt'"),
+    (["search"], "give words to look for or at least one filter"),
+    (["search", "--", "-alone"], "besides the -words"),  # -words come after --
+    (["annotate", "ep#x", "mistake"], "is not EPISODE#STEP"),
+    (["annotate", "no-such-episode#0", "mistake"], "no episode 'no-such-episode'"),
+    (["annotate", "--remove", "99"], "no annotation 99"),
+])
+def test_bad_input_is_one_line(played: str, capsys, args, message):
+    code, out, err = run_cli(capsys, args[0], "--db", played, *args[1:])
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_older_file_is_upgraded_with_a_backup_and_indexed_with_progress(tmp_path: Path, capsys,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    db = tmp_path / "old.db"
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
+    assert run_cli(capsys, "run", "trust", "-m", "scripted/trust", *TINY, "--db", str(db))[0] == 0
+    monkeypatch.undo()
+    code, out, err = run_cli(capsys, "search", "opponent", "--progress", "plain", "--json", "--db", str(db))
+    assert code == 0, err
+    assert "upgrading" in err and "backup" in err and "indexing" in err and "older steps" in err
+    assert list(tmp_path.glob("old.db.schema7*.bak"))
+    result = json.loads(out)
+    assert result["hits"] and result["unindexed_steps"] == 0
+    code, _, err = run_cli(capsys, "search", "opponent", "--db", str(db))
+    assert code == 0 and "indexing" not in err  # once
+
+
+def test_divergences_of_a_fork_and_its_source(tmp_path: Path, capsys):
+    db = tmp_path / "f.db"
+    with Store(db) as store:
+        source = store.add_episode(make_episode(None, id="src", seed=4))
+        fork = store.add_episode(make_episode(None, id="frk", seed=4, fork_of="src", fork_step=2))
+        store.add_steps([make_step("src", i, action=a) for i, a in enumerate(["A", "B", "C", "D"])])
+        store.add_steps([make_step("frk", i, action=a) for i, a in enumerate(["A", "B", "X", "D"])])
+        del source, fork
+    hits = json.loads(run_cli(capsys, "search", "--divergences", "--json", "--db", str(db))[1])["hits"]
+    assert sorted(h["target"] for h in hits) == ["frk#2", "src#2"]
+    hits = json.loads(run_cli(capsys, "search", "--divergences", "--forks", "--json", "--db", str(db))[1])["hits"]
+    assert [h["target"] for h in hits] == ["frk#2"]
