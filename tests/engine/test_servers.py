@@ -150,3 +150,18 @@ def test_report_json_shows_the_decoding_next_to_the_model(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "report", "--json", "--db", db)
     rows = json.loads(out)["tables"]["runs"]["rows"]
     assert [(r["model"], r["decoding"]) for r in rows] == [("llamafile/fake", "grammar")]
+
+
+def test_discovery_lists_the_context_each_local_server_states():
+    from s3gym_tui.engine import discovery
+
+    with FakeOpenAI(kind="llama.cpp", context=2048, models=("/m/SmolLM2.gguf",)) as llama, \
+            FakeOpenAI(kind="vllm", context=32768, models=("qwen",)) as vllm, FakeOpenAI(kind="plain") as plain:
+        found = discovery.local_models((("llama.cpp server", llama.server_address[1], "llamafile", "/v1"),
+                                        ("vLLM", vllm.server_address[1], "hosted_vllm", "/v1"),
+                                        ("LM Studio", plain.server_address[1], "lm_studio", "/v1")))
+    by_model = {f.model: f for f in found}
+    assert by_model["llamafile//m/SmolLM2.gguf"].context == 2048
+    assert "context 2,048" in by_model["llamafile//m/SmolLM2.gguf"].source
+    assert by_model["hosted_vllm/qwen"].context == 32768
+    assert by_model["lm_studio/fake"].context is None and "context" not in by_model["lm_studio/fake"].source
