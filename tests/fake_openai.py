@@ -51,6 +51,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"default_generation_settings": {"n_ctx": fake.context}, "total_slots": 1})
         elif path == "/version" and fake.kind in ("vllm", "vllm-legacy"):
             self._send(200, {"version": "0.11.2" if fake.kind == "vllm-legacy" else "0.13.0"})
+        elif path == "/api/version" and fake.kind == "ollama":
+            self._send(200, {"version": "0.12.3"})
         elif path == "/api/v0/models" and fake.kind == "lmstudio":
             self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "max_context_length":
                                                          fake.context} for m in fake.models]})

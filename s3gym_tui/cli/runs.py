@@ -311,8 +311,14 @@ def _print_reports(store, runs) -> None:
     from s3gym_tui.engine.report import run_report
     from s3gym_tui.engine.report_tables import build_report
 
-    report = build_report([run_report(store, r) for r in runs])
+    reports = [run_report(store, r) for r in runs]
+    report = build_report(reports)
     print_report(console, report, skip=("runs", "by_model", "judging_by_game", "coupling_by_game", "checkpoints"))
+    for r in reports:  # a replica that failed is said, not only stored (the steps' fault column)
+        if r.replicas.failures:
+            console.print(f"[yellow]replicas[/] of {safe_markup(r.run.config.model)}: {r.replicas.failures} replica "
+                          f"faults, {r.replicas.failovers} failovers (another replica answered); see the "
+                          f"steps' faults", soft_wrap=True, highlight=False)
     for table in report.tables:
         if table.name == "checkpoints":
             by_run: dict = {}

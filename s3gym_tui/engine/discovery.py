@@ -25,6 +25,7 @@ class FoundModel:
     model: str
     source: str  # e.g. "Ollama on 127.0.0.1:11434" or "OPENAI_API_KEY is set"
     api_base: Optional[str] = None
+    context: Optional[int] = None  # the context the server states (engine.servers), when it said
 
 
 def local_models(servers: Sequence[tuple[str, int, str, str]] = LOCAL_SERVERS, host: str = "127.0.0.1",
@@ -43,12 +44,34 @@ def local_models(servers: Sequence[tuple[str, int, str, str]] = LOCAL_SERVERS, h
                 data = response.json().get("data", [])
             except (httpx.HTTPError, ValueError, AttributeError):
                 continue
+            props = _props_context(client, root) if provider == "llamafile" else None
             for entry in data if isinstance(data, list) else []:
                 model_id = entry.get("id") if isinstance(entry, dict) else None
                 if isinstance(model_id, str) and model_id.strip():
-                    found.append(FoundModel(f"{provider}/{model_id.strip()}", f"{name} on {host}:{port}",
-                                            root + path))
+                    context = props or _entry_context(entry)
+                    source = f"{name} on {host}:{port}" + (f" · context {context:,}" if context else "")
+                    found.append(FoundModel(f"{provider}/{model_id.strip()}", source, root + path, context))
     return found
+
+
+def _entry_context(entry: dict) -> Optional[int]:
+    """The context a /v1/models entry states (vLLM, SGLang: max_model_len; LM Studio: max_context_length)."""
+    for key in ("max_model_len", "max_context_length"):
+        value = entry.get(key)
+        if isinstance(value, int) and 0 < value < 100_000_000:
+            return value
+    return None
+
+
+def _props_context(client, root: str) -> Optional[int]:
+    """llama.cpp's /props n_ctx (None when it has no /props: llama_cpp.server)."""
+    from s3gym_tui.engine.servers import _llama_props
+
+    try:
+        info = _llama_props(client, root)
+    except Exception:  # noqa: BLE001 - a convenience
+        return None
+    return info.context if info is not None else None
 
 
 def key_names(provider: str) -> tuple[str, ...]:

@@ -395,12 +395,10 @@ def _first_base(settings: CallSettings) -> Optional[str]:
 
 
 def _server_kind(settings: CallSettings) -> str:
-    from s3gym_tui.engine.servers import describe, kind_guess
+    """The kind of the model's server when the run did not record it: asked once, then cached."""
+    from s3gym_tui.engine.servers import describe
 
-    guess = kind_guess(settings.model, _first_base(settings))
-    if guess != "openai-compatible":
-        return guess
-    return describe(settings.model, _first_base(settings)).kind  # asked once, then cached
+    return describe(settings.model, _first_base(settings)).kind
 
 
 def _known_context(settings: CallSettings) -> Optional[int]:

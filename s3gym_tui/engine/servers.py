@@ -137,7 +137,11 @@ def _openai_models(client, root: str, name: str) -> Optional[ServerInfo]:
     return None
 
 
-def _ollama_show(client, root: str, name: str) -> Optional[ServerInfo]:
+def _ollama_show(client, root: str, name: str, sure: bool = False) -> Optional[ServerInfo]:
+    if not sure:  # only a GET to a server not known to be Ollama (its /api/version says so)
+        version = _get(client, f"{root}/api/version")
+        if not isinstance(version, dict) or "version" not in version:
+            return None
     response = client.post(f"{root}/api/show", json={"model": name})
     response.raise_for_status()
     data = response.json()
@@ -173,7 +177,7 @@ def _ask_server(model: str, api_base: str, timeout_s: float) -> ServerInfo:
     guess = kind_guess(model, api_base)
     probes = {"llama.cpp": lambda c: _llama_props(c, root),
               "vllm": lambda c: _openai_models(c, root, name),
-              "ollama": lambda c: _ollama_show(c, root, name),
+              "ollama": lambda c: _ollama_show(c, root, name, sure=guess == "ollama"),
               "lmstudio": lambda c: _lmstudio_models(c, root, name)}
     order = [guess] + [k for k in probes if k != guess] if guess in probes else list(probes)
     where = urlsplit(api_base).netloc.rsplit("@", 1)[-1] or strip_url_credentials(api_base) or ""
@@ -185,7 +189,10 @@ def _ask_server(model: str, api_base: str, timeout_s: float) -> ServerInfo:
                 continue
             if info is not None:
                 return ServerInfo(info.kind, info.context, info.source, where)
-    return ServerInfo(guess if guess != "vllm" else "vllm", None, "", where)
+    # said nothing: trust the provider where the server kind has no other sign (llama_cpp.server has
+    # no /props); a vLLM always lists max_model_len, so one that does not is a generic server
+    return ServerInfo(guess if guess in ("llama.cpp", "ollama", "lmstudio") else "openai-compatible", None, "",
+                      where)
 
 
 def _ask_litellm(model: str) -> ServerInfo:

@@ -213,8 +213,17 @@ class EpisodePickerDialog(DialogScreen):
         self.dismiss(None)
 
 
+def model_args_text(args: dict) -> str:
+    """`key=value; ...` of the model arguments that may be shown (secrets left out)."""
+    import json
+
+    from s3gym_tui.engine.decoding import storable_args
+
+    return "; ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in storable_args(args).items())
+
+
 class ModelSettingsDialog(DialogScreen):
-    """A model's api base, max tokens and timeout: for this session (Apply) or into the config
+    """A model's api base, max tokens, timeout, decoding and model arguments: for this session (Apply) or into the config
     file (Save). Dismisses with (ModelSettings, save) or None."""
 
     def __init__(self, model: str, current, suggested_api_base: Optional[str] = None) -> None:
@@ -241,6 +250,16 @@ class ModelSettingsDialog(DialogScreen):
                 yield Label("Timeout (s)", classes="field-label-wide")
                 yield Input("" if c.timeout_s is None else f"{c.timeout_s:g}", placeholder="120",
                             type="number", id="ms-timeout")
+            with Horizontal(classes="field-row"):
+                yield Label("Decoding", classes="field-label-wide")
+                yield Select([("free", "free"), ("grammar (the game's action grammar)", "grammar")],
+                             value=c.decoding or Select.NULL, prompt="default (free)", id="ms-decoding")
+            with Horizontal(classes="field-row"):
+                yield Label("Model args", classes="field-label-wide")
+                yield Input(safe(model_args_text(c.model_args), one_line=True), placeholder="top_k=40; min_p=0.05",
+                            id="ms-model-args", tooltip="KEY=VALUE passed to the provider through litellm, "
+                            "separated by ';' (VALUE read as JSON when it can be). Keys that look like "
+                            "secrets are kept but never shown.")
             yield Static("", id="ms-error", classes="dialog-text error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Apply", variant="primary", id="ms-apply")
@@ -261,9 +280,20 @@ class ModelSettingsDialog(DialogScreen):
             text = self.query_one(selector, Input).value.strip()
             return text or None
 
+        from s3gym_tui.engine.decoding import ModelArgError, parse_model_args, storable_args
+
+        decoding = self.query_one("#ms-decoding", Select).value
+        text = self.query_one("#ms-model-args", Input).value
+        try:
+            typed = parse_model_args([part.strip() for part in text.split(";") if part.strip()])
+        except ModelArgError as exc:
+            raise ValueError(str(exc).replace("--model-arg", "model args")) from exc
+        hidden = {k: v for k, v in self.current.model_args.items() if k not in storable_args({k: v})}
         try:
             return ModelSettings(api_base=field("#ms-api-base"), max_tokens=field("#ms-max-tokens"),
-                                 timeout_s=field("#ms-timeout"))
+                                 timeout_s=field("#ms-timeout"),
+                                 decoding=None if decoding is Select.NULL else str(decoding),
+                                 model_args={**hidden, **typed})
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ValueError(f"{'.'.join(str(x) for x in first.get('loc', ()))}: {first.get('msg')}") from exc

@@ -28,6 +28,7 @@ from s3gym_tui.textgate import safe, safe_text
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}
 RECENT_RUNS = 200
+RESCAN_EVERY_S = 2.0  # the model picker looks for local servers again when opened, at most this often
 HOME_HINT = ("Play (enter or f5): a standalone episode you step by hand (n step, r run, t take over, p "
              "propose-then-wait); history/summary borrow the chosen run's experience, read-only.\n"
              "Start protocol run (f6): set the run up (episodes, checkpoints, budgets) and see its cost "
@@ -178,11 +179,23 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
 
     @on(ModelPicker.Opened)
     def _picker_opened(self, _event) -> None:
+        """Look again for local servers (one started since is found) and, once, keyed providers."""
+        import time
+
         from s3gym_tui.engine.discovery import any_key_set
 
+        now = time.monotonic()
+        if now - getattr(self, "_scanned_at", -1e9) >= RESCAN_EVERY_S:
+            self._scanned_at = now
+            self._discover(keyed=False)
         if not getattr(self.app, "keyed_discovery", False) and any_key_set():
             self.app.keyed_discovery = True
             self._discover(keyed=True)
+
+    @on(ModelPicker.Described)
+    def _model_described(self, event: ModelPicker.Described) -> None:
+        if not self.query_one("#home-message", Static).has_class("error"):
+            self.say(f"Model: {event.model}")
 
     def on_models_found(self, message: ModelsFound) -> None:
         known = {f.model for f in self.app.found_models}

@@ -10,7 +10,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, Select, Static
 
 from s3gym_tui.models import RunConfig
 from s3gym_tui.screens.dialogs import DialogScreen
@@ -30,6 +30,9 @@ FIELDS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
+DECODING_CHOICES = [("free", "free"), ("grammar", "grammar")]
+
+
 class RunDialog(DialogScreen):
     """Settings of a new protocol run for (model, game, pathway), prefilled with the paper's
     defaults and the model's own settings, and the estimate of calls, tokens and cost, recomputed
@@ -37,16 +40,19 @@ class RunDialog(DialogScreen):
 
     BINDINGS = DialogScreen.BINDINGS + [Binding("ctrl+s", "start", "Start", id="run_dialog_start", priority=True)]
     DEFAULT_CSS = """
-    RunDialog #run-fields { height: auto; max-height: 18; }
+    RunDialog #run-fields { height: auto; max-height: 20; }
     RunDialog .run-row { height: 1; margin-bottom: 1; }
     RunDialog .run-row Label { width: 16; height: 1; color: $text-muted; }
     RunDialog .run-row Input { width: 26; height: 1; background: $boost; }
     RunDialog .run-row Input:focus { background: $primary 30%; }
     RunDialog .run-row .run-hint { width: 1fr; height: 1; padding: 0 1; color: $text-muted;
                                    text-wrap: nowrap; text-overflow: ellipsis; }
+    RunDialog .run-row Select { width: 26; height: 1; }
+    RunDialog #run-server { height: auto; padding: 0 1; color: $text-muted; display: none; }
     RunDialog #run-estimate { height: auto; padding: 0 1; background: $boost; }
     RunDialog #run-error { height: auto; color: $text-error; }
     RunDialog.-short .run-row { margin-bottom: 0; }
+    RunDialog.-short #run-fields { max-height: 9; }
     """
 
     def __init__(self, model: str, game: str, pathway: str, model_settings: Any = None) -> None:
@@ -57,11 +63,16 @@ class RunDialog(DialogScreen):
         if own is not None:
             base = base.model_copy(update={k: v for k, v in (("api_base", own.api_base),
                                                              ("max_tokens", own.max_tokens),
-                                                             ("timeout_s", own.timeout_s)) if v is not None})
+                                                             ("timeout_s", own.timeout_s),
+                                                             ("decoding", own.decoding),
+                                                             ("model_args", own.model_args or None))
+                                           if v is not None})
         self.defaults = base
         self.config: Optional[RunConfig] = base
         self.estimate = None  # engine.estimate.RunEstimate of the fields, once computed
         self._estimated_for: Optional[RunConfig] = None
+        self.server_notes: tuple[str, ...] = ()  # what the model's server said (engine.servers), shown
+        self._described_base: Optional[str] = "?"
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
@@ -77,7 +88,14 @@ class RunDialog(DialogScreen):
                                     type=kind, id=f"run-{name}", compact=True,
                                     placeholder="default" if kind == "text" else "")
                         yield Static(hint, classes="run-hint")
+                with Horizontal(classes="run-row"):
+                    yield Label("Decoding")
+                    yield Select(DECODING_CHOICES, value=self.defaults.decoding, allow_blank=False,
+                                 id="run-decoding", compact=True)
+                    yield Static("grammar: replies constrained to the game's action grammar (changes what "
+                                 "is measured)", classes="run-hint")
             yield Static("", id="run-error")
+            yield Static("", id="run-server")
             yield Static(Text("estimating…", style="italic"), id="run-estimate")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start run (ctrl+s)", variant="success", id="run-start", compact=True)
@@ -86,6 +104,42 @@ class RunDialog(DialogScreen):
     def on_mount(self) -> None:
         self.query_one(f"#run-{FIELDS[0][0]}", Input).focus()
         self._estimate(self.defaults)
+        self._ask_server(self.defaults)
+
+    def _ask_server(self, config: RunConfig) -> None:
+        self._described_base = config.api_base
+        self._describe_server(config)
+
+    # ----- what the model's server says about itself (off the UI thread) ------------------------
+    @work(thread=True, exclusive=True, group="run-server", exit_on_error=False)
+    def _describe_server(self, config: RunConfig) -> None:
+        from s3gym_tui.engine.servers import fit_config
+
+        try:
+            fitted, notes = fit_config(config)
+        except Exception as exc:  # noqa: BLE001 - a server that cannot be asked: the fields stay as they are
+            fitted, notes = config, (f"the server could not be asked: {exc}",)
+        self.app.call_from_thread(self._show_server, config, fitted, notes)
+
+    def _show_server(self, asked: RunConfig, fitted: RunConfig, notes: tuple[str, ...]) -> None:
+        """Max tokens and the history budget fitted to the stated context (unless the person changed
+        them), the context and server kind recorded with the run, and a note saying so."""
+        if asked.api_base != self._described_base:
+            return  # the person has named another server since: its answer comes
+        self.server_notes = notes
+        self.defaults = self.defaults.model_copy(update={"context_tokens": fitted.context_tokens,
+                                                         "server_kind": fitted.server_kind})
+        for name in ("max_tokens", "history_budget"):
+            field = self.query_one(f"#run-{name}", Input)
+            if field.value.strip() == str(getattr(asked, name)) and getattr(fitted, name) != getattr(asked, name):
+                field.value = str(getattr(fitted, name))
+        server = self.query_one("#run-server", Static)
+        server.update(safe_text("\n".join(notes), max_chars=1000))
+        server.display = bool(notes)
+        try:
+            self.config = self.read_config()
+        except ValueError:
+            pass
 
     # ----- reading the fields ---------------------------------------------------------------
     def read_config(self) -> RunConfig:
@@ -99,6 +153,7 @@ class RunDialog(DialogScreen):
                 values[name] = text
             else:
                 raise ValueError(f"{label}: a value is needed")
+        values["decoding"] = str(self.query_one("#run-decoding", Select).value)
         try:
             return RunConfig.model_validate({**self.defaults.model_dump(), **values})
         except ValidationError as exc:
@@ -107,9 +162,17 @@ class RunDialog(DialogScreen):
             label = next((lbl for n, lbl, _, _ in FIELDS if n == name), name)
             raise ValueError(f"{label}: {first.get('msg')}") from exc
 
+    @on(Select.Changed, "#run-decoding")
+    def _decoding_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        self._fields_changed()
+
     @on(Input.Changed)
     def _changed(self, event: Input.Changed) -> None:
         event.stop()
+        self._fields_changed()
+
+    def _fields_changed(self) -> None:
         error = self.query_one("#run-error", Static)
         try:
             config = self.read_config()
@@ -119,6 +182,8 @@ class RunDialog(DialogScreen):
             return
         error.update("")
         self.config = config
+        if config.api_base != self._described_base:  # another server: ask it
+            self._ask_server(config)
         if config != self._estimated_for:
             self.query_one("#run-estimate", Static).update(Text("estimating…", style="italic"))
             self._estimate(config)

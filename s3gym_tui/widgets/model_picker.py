@@ -16,6 +16,25 @@ from s3gym_tui.providers import BUILTIN_MODELS
 from s3gym_tui.textgate import safe, safe_text
 
 
+SHORT_NAME_CHARS = 44
+
+
+def short_name(model: str, limit: int = SHORT_NAME_CHARS) -> str:
+    """A model id as the picker lists it: a GGUF path (what llama.cpp servers report) becomes its
+    file stem, and a long id is shortened in the middle (the full id shows on focus)."""
+    provider, sep, name = str(model).partition("/")
+    if not sep:
+        provider, name = "", str(model)
+    if name.startswith(("/", "~", ".")) or "\\" in name or name.lower().endswith(".gguf"):
+        stem = name.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+        name = stem[:-5] if stem.lower().endswith(".gguf") else stem
+    text = f"{provider}/{name}" if provider else name
+    if len(text) > limit:
+        head = limit // 2
+        text = text[:head] + "…" + text[len(text) - (limit - 1 - head):]
+    return text
+
+
 @dataclass
 class ModelsFound(Message):
     """Discovery finished (engine.discovery.FoundModel list); posted to the app's screens."""
@@ -39,6 +58,12 @@ class ModelPicker(Horizontal):
         """The person opened the model list (a good moment to look for more models)."""
 
     @dataclass
+    class Described(Message):
+        """The chosen model is listed by a short name: its full id, to show while it has focus."""
+
+        model: str
+
+    @dataclass
     class Changed(Message):
         picker: "ModelPicker"
         model: Optional[str]
@@ -59,8 +84,8 @@ class ModelPicker(Horizontal):
         for found in self._found:
             if found.model not in known:
                 known.add(found.model)
-                options.append((safe_text(f"{found.model}  · {found.source}", one_line=True, max_chars=200),
-                                found.model))
+                options.append((safe_text(f"{short_name(found.model)}  · {found.source}", one_line=True,
+                                          max_chars=200), found.model))
         return options
 
     def compose(self) -> ComposeResult:
@@ -71,7 +96,7 @@ class ModelPicker(Horizontal):
         # a model named by the config file or $S3GYM_MODEL is shown (and used) as the gate shows it
         yield Input(value="" if self.default in values else safe(self.default, one_line=True, max_chars=500),
                     placeholder="or any litellm model, e.g. openai/gpt-4.1", id="model-input")
-        yield Button("⚙", id="model-settings", tooltip="api base, max tokens and timeout of this model")
+        yield Button("⚙", id="model-settings", tooltip="api base, max tokens, timeout, decoding and model args of this model")
 
     def add_found(self, found: Sequence) -> None:
         """Add discovered models to the list (the choice is kept)."""
@@ -105,6 +130,16 @@ class ModelPicker(Horizontal):
 
     def on_descendant_focus(self, _event) -> None:
         self.post_message(self.Opened())
+        self._describe()
+
+    def _describe(self) -> None:
+        """The full id of a model the list shows shortened: as the list's tooltip and said once."""
+        value = self.query_one("#model-select", Select).value
+        model = None if value is Select.NULL else str(value)
+        shortened = model is not None and short_name(model) != model
+        self.query_one("#model-select", Select).tooltip = safe_text(model, one_line=True) if shortened else None
+        if shortened:
+            self.post_message(self.Described(model))
 
     @on(Select.Changed, "#model-select")
     def _selected(self, event: Select.Changed) -> None:
@@ -118,6 +153,7 @@ class ModelPicker(Horizontal):
                 self.app.settings = settings.with_model_settings(
                     str(event.value), own.model_copy(update={"api_base": found.api_base}))
         self.post_message(self.Changed(self, self.model))
+        self._describe()  # after Changed: the screen's compatibility check speaks first
 
     @on(Input.Changed, "#model-input")
     def _typed(self, event: Input.Changed) -> None:
