@@ -49,7 +49,8 @@ class EchoHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         self.rfile.read(int(self.headers.get("content-length") or 0))
         key = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
-        self.server.seen.append(key)
+        if self.path.rstrip("/").endswith(("/completions", "/messages")):  # model calls, not context probes
+            self.server.seen.append(key)
         bare = key.split()[-1] if key else ""
         body = json.dumps({"error": {
             "message": f"Incorrect API key provided: {key}. You passed {bare[:12]}****{bare[-4:]} "
