@@ -37,8 +37,9 @@ class ProviderPlugin:
 
 _PLUGINS: dict[str, ProviderPlugin] = {
     "trained": ProviderPlugin(
-        "trained", "s3gym_tui.training.serve:HANDLER", r"[A-Za-z0-9][A-Za-z0-9_.:-]*/\d+",
-        "a trained checkpoint: trained/<training>/<checkpoint> (0 = its base model; needs the train extra)"),
+        "trained", "s3gym_tui.training.serve:HANDLER", r"[A-Za-z0-9][A-Za-z0-9_.:-]*/\d+(?:/repair)?",
+        "a trained checkpoint: trained/<training>/<checkpoint> (0 = its base model; /repair: replies breaking the "
+        "answer format regenerated under the game's grammar; needs the train extra)"),
 }
 
 

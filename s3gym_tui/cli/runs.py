@@ -102,6 +102,8 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
            runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Sweep: runs of one "
                                                         "model at once."),
            yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking."),
+           repair: bool = typer.Option(False, "--repair", help="Training: also evaluate with replies that break "
+                                       "the answer format repaired (see `s3gym train --repair`)."),
            progress: Optional[ProgressMode] = ProgressOption,
            db: Optional[Path] = DbOption) -> None:
     """Continue an interrupted run, every unfinished run of a sweep, a training or a distillation
@@ -112,13 +114,15 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
     if store.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
 
-        resume_training_cli(store, run_id, progress)
+        resume_training_cli(store, run_id, progress, repair)
         return
     if store.find_study(run_id) is not None:
         from s3gym_tui.cli.distill import resume_study_cli
 
         resume_study_cli(store, run_id, progress)
         return
+    if repair and store.training_of_run(run_id) is None:
+        raise UserError("--repair applies to a training (or its evaluation run), not a run, study or sweep")
     sweep = store.find_sweep(run_id)
     if sweep is not None:
         from s3gym_tui.cli.sweep import resume_sweep
@@ -142,7 +146,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
             raise UserError(f"{run_id} is a training's evaluation run without its training: nothing to resume")
         from s3gym_tui.cli.train import resume_training_cli
 
-        resume_training_cli(store, link[0].id, progress)
+        resume_training_cli(store, link[0].id, progress, repair)
         return
     if target.status == "finished":
         raise UserError(f"run {run_id} is finished: nothing left to run")

@@ -53,6 +53,9 @@ def train(
     rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
     completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
+    repair: bool = typer.Option(False, "--repair", help="Also evaluate every checkpoint with replies that break the "
+                                "answer format regenerated under the game's grammar (a second evaluation run; "
+                                "each repair stored with its step). Off: replies are scored as the model wrote them."),
     out: Optional[Path] = OutOption,
     progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
@@ -71,6 +74,8 @@ def train(
     store = _store(db, write=True)
     source = store.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, eval_episodes, step_cap)
+    if repair and backend != "local":
+        raise UserError("--repair needs --backend local: only locally served checkpoints can be repaired")
     try:
         if backend == "local":
             require_extra()  # before anything is written: one line saying how to install it
@@ -83,7 +88,7 @@ def train(
     lr = learning_rate if learning_rate is not None else (1e-4 if method == "grpo" else 5e-4)
     options = TrainOptions(
         method=method, threshold=threshold, correction=correction, max_examples=max_examples, backend=backend,
-        base=base, remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out,
+        base=base, remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out, repair=repair,
         train=TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
                           learning_rate=lr, gradient_checkpointing=gradient_checkpointing, max_length=max_length),
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
@@ -146,8 +151,10 @@ class stopped_resumable:
         raise Stopped(f"{target} stopped: {exc}", resume=target) from None
 
 
-def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode] = None) -> None:
-    """`s3gym resume TRAINING`: the trainer from its last checkpoint, then the evaluation."""
+def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode] = None,
+                        repair: bool = False) -> None:
+    """`s3gym resume TRAINING`: the trainer from its last checkpoint, then the evaluation (with
+    --repair: also the evaluation that repairs replies, if the training did not have it yet)."""
     from s3gym_tui.training import MissingExtra
     from s3gym_tui.training.console import Bars, print_outcome, run_with_bars
     from s3gym_tui.training.pipeline import TrainingError, resume_training
@@ -155,7 +162,8 @@ def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode
     bars = Bars(console, mode=progress)
     try:
         with stopped_resumable(bars, training_id):
-            outcome = run_with_bars(console, lambda hooks: resume_training(store, training_id, hooks), bars=bars)
+            outcome = run_with_bars(console, lambda hooks: resume_training(store, training_id, hooks, repair or None),
+                                    bars=bars)
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
@@ -224,14 +232,58 @@ def dataset(
 
 
 @cli.command("trainings")
-def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit")) -> None:
-    """Stored trainings (experts, distillation students), oldest first."""
+def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--limit"),
+                   as_json: bool = typer.Option(False, "--json", help="One JSON document: every training with its "
+                                                "status, learning signal and checkpoint figures.")) -> None:
+    """Stored trainings (experts, distillation students), oldest first. The status is read as a
+    person should: a training whose process is gone (killed) is 'interrupted'."""
+    from s3gym_tui.store.leases import shown_training_status
+    from s3gym_tui.training.learning_signal import signal_summaries
+
     store = _store(db)
+    leases = store.training_leases()
+    trainings = store.trainings(limit=limit)
+    if as_json:
+        from s3gym_tui.cli.common import emit_json
+
+        emit_json([training_json(store, t, shown_training_status(t.status, leases.get(t.id))) for t in trainings])
+        return
     table = Table(title="trainings")
-    for col in ("id", "method", "role", "games", "status", "reward", "examples", "checkpoints", "updates", "created"):
+    for col in ("id", "method", "role", "games", "status", "reward", "examples", "checkpoints", "updates",
+                "no signal", "created"):
         table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
-    for t in store.trainings(limit=limit):
-        cells = (t.id, t.method, t.role, ", ".join(t.games), t.status, t.reward or "-", str(t.examples),
-                 str(len(store.training_checkpoints(t.id))), str(t.steps), t.created_at[:19])
+    for t in trainings:
+        summaries = signal_summaries(store.losses(t.id))
+        signal = ", ".join(f"{s.no_signal}/{s.updates}" for s in summaries) or "-"
+        cells = (t.id, t.method, t.role, ", ".join(t.games), shown_training_status(t.status, leases.get(t.id)),
+                 t.reward or "-", str(t.examples), str(len(store.training_checkpoints(t.id))), str(t.steps), signal,
+                 t.created_at[:19])
         table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)
+
+
+def training_json(store, training, shown_status: str) -> dict:
+    """A training for `s3gym trainings --json`: its record, the status as shown, the learning signal
+    per phase, and per checkpoint the figures as written and (separately) repaired."""
+    from s3gym_tui.training.evaluate import training_report
+    from s3gym_tui.training.learning_signal import signal_summaries
+    from s3gym_tui.training.runs import eval_runs, is_repair_run
+
+    reports = []
+    for game, run, _ in eval_runs(store, training):
+        if is_repair_run(run):
+            continue
+        report = training_report(store, run)
+        reports.append({
+            "run_id": run.id, "game": game, "serving": report.serving,
+            "repair_run_id": report.repair_run.id if report.repair_run else None,
+            "checkpoints": [{
+                "x": row.epoch, "model": row.model, "step": row.step, "mean": row.mean, "scores": list(row.scores),
+                "delta": row.delta, "negative_transfer": row.negative, "unparsed": row.unparsed,
+                "replies": row.replies,
+                "repaired": None if row.repair is None else {
+                    "mean": row.repair.mean, "scores": list(row.repair.scores), "delta": row.repair.delta,
+                    "repaired_replies": row.repair.repaired, "steps": row.repair.steps},
+                "legacy_repaired_count": row.legacy_repaired} for row in report.rows]})
+    return {**training.model_dump(mode="json"), "shown_status": shown_status,
+            "signal": [s.as_dict() for s in signal_summaries(store.losses(training.id))], "evaluations": reports}

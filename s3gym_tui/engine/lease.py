@@ -3,8 +3,9 @@ the heartbeat, so a busy event loop (a long model call, a slow store) never lets
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import Callable, Optional
+from typing import Callable, Iterator, Optional
 
 from s3gym_tui.store.leases import HEARTBEAT_S, Lease
 
@@ -54,3 +55,33 @@ class LeaseKeeper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+
+
+_HELD_TRAININGS: dict[str, int] = {}  # training id -> nesting depth, in this process
+
+
+@contextlib.contextmanager
+def driving_training(store, training_id: str, command: str = "s3gym train") -> Iterator[None]:
+    """Hold a training's lease (renewed by a LeaseKeeper) while this process trains or evaluates it,
+    so a killed process reads as 'interrupted' (store.leases.shown_training_status). Re-entrant in
+    one process (a study evaluates the trainings it drives); RunBusy when another live process drives it."""
+    if _HELD_TRAININGS.get(training_id):
+        _HELD_TRAININGS[training_id] += 1
+        try:
+            yield
+        finally:
+            _HELD_TRAININGS[training_id] -= 1
+        return
+    lease = store.acquire_training_lease(training_id, command)
+    keeper = LeaseKeeper(store, lease, lambda: None).start()
+    _HELD_TRAININGS[training_id] = 1
+    try:
+        yield
+    finally:
+        _HELD_TRAININGS.pop(training_id, None)
+        keeper.stop()
+        if not keeper.lost:
+            try:
+                store.release_lease(lease)
+            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
+                pass

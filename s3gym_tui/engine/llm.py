@@ -47,6 +47,9 @@ class CallResult:
     latency_ms: float = 0.0
     cost: Optional[float] = None
     faults: tuple[str, ...] = field(default_factory=tuple)  # transient faults survived by retrying
+    # the model's own reply when the provider repaired it (`reply` is then the repaired one the game
+    # acts on); only the `trained` provider repairs, and only when asked (model .../repair)
+    original_reply: Optional[str] = None
 
 
 def _litellm():
@@ -255,6 +258,7 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
         clean = redact_values(clean)
         faults = faults + ("a secret in the reply (redacted)",)
     reply = clean
+    original = _original_reply(response)
     usage = getattr(response, "usage", None)
     found: list[str] = []
     tokens_in = _count(getattr(usage, "prompt_tokens", 0), "prompt_tokens", found)
@@ -266,7 +270,7 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     if cost is not None and (not math.isfinite(cost) or cost < 0):
         found.append(f"impossible cost ({cost}); stored as unknown")
         cost = None
-    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found))
+    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found), original)
 
 
 # ----- calm retries ------------------------------------------------------------------------------
@@ -438,3 +442,17 @@ def _refit_after_overflow(settings: CallSettings, messages: list[dict], kwargs: 
         return None  # the prompt alone does not fit: nothing to fit
     return ({**kwargs, "max_tokens": fitted},
             f"the server's context is {stated:,} tokens: max tokens {kwargs.get('max_tokens'):,} -> {fitted:,}")
+
+
+def _original_reply(response: Any) -> Optional[str]:
+    """The model's own reply a built-in provider replaced by a repaired one (its s3gym facts say
+    `repaired`), made storable and free of secrets like the reply; None when nothing was repaired."""
+    from s3gym_tui.providers._common import CONTEXT_KEY
+
+    hidden = getattr(response, "_hidden_params", None)
+    facts = hidden.get(CONTEXT_KEY) if isinstance(hidden, dict) else None
+    if not isinstance(facts, dict) or not facts.get("repaired"):
+        return None
+    text = str(facts.get("free_reply") or "")
+    text = text.encode("utf-8", errors="replace").decode("utf-8", errors="replace")
+    return redact_values(text) if has_secret(text) else text

@@ -152,8 +152,11 @@ class EpisodeSession:
             tokens_in=call.tokens_in if call else 0, tokens_out=call.tokens_out if call else 0,
             latency_ms=call.latency_ms if call else 0.0, cost=call.cost if call else None,
         )
+        repair = None
+        if call is not None and call.original_reply is not None and actor == "model":
+            repair = (_cut_reply(call.original_reply)[0], reply)  # the model's own reply, and the repaired one
         try:
-            self.store.add_step(step)
+            self.store.add_step(step, repair=repair)
         except BaseException:
             self._replay()  # not stored, so not taken: the game returns to the stored state
             raise

@@ -176,6 +176,7 @@ class Hygiene(Connection):
             conn.execute(f"DELETE FROM dataset_rows WHERE dataset_id IN (SELECT id FROM datasets "
                          f"WHERE run_id IN {in_runs})", (runs,))
             conn.execute(f"DELETE FROM datasets WHERE run_id IN {in_runs}", (runs,))
+            conn.execute(f"DELETE FROM step_repairs WHERE episode_id IN {in_runs}", (episodes,))
             conn.execute(f"DELETE FROM steps WHERE episode_id IN {in_runs}", (episodes,))
             conn.execute(f"UPDATE episodes SET summary_id = NULL, fork_of = NULL, fork_step = NULL "
                          f"WHERE id IN {in_runs}", (episodes,))

@@ -40,6 +40,7 @@ class Lease:
     command: str
     acquired_at: str
     heartbeat_at: float  # unix time of the last renewal
+    kind: str = "run"  # run | training (run_id then holds the training's id: store.leases, training_leases)
 
     def alive(self, now: Optional[float] = None, ttl: float = LEASE_TTL_S) -> bool:
         """Fresh heartbeat and, when the driver is on this host, its process still exists."""
@@ -66,9 +67,9 @@ class Lease:
         return f"PID {self.pid}{where}{what} since {self.since()}"
 
 
-def lease_from_row(row: tuple) -> Lease:
+def lease_from_row(row: tuple, kind: str = "run") -> Lease:
     return Lease(run_id=row[0], token=row[1], pid=int(row[2]), host=row[3], command=row[4],
-                 acquired_at=row[5], heartbeat_at=float(row[6]))
+                 acquired_at=row[5], heartbeat_at=float(row[6]), kind=kind)
 
 
 LEASE_SELECT = "SELECT run_id, token, pid, host, command, acquired_at, heartbeat_at FROM leases"

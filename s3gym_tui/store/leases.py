@@ -26,6 +26,10 @@ class RunBusy(StoreError):
 
 _lease = lease_from_row  # the names the store's other modules use
 _SELECT = LEASE_SELECT
+# kind -> (lease table, its key column, the table of what is driven)
+_TABLES = {"run": ("leases", "run_id", "runs"), "training": ("training_leases", "training_id", "trainings")}
+_SELECT_TRAINING = ("SELECT training_id, token, pid, host, command, acquired_at, heartbeat_at "
+                    "FROM training_leases")
 
 
 class LeaseRecords(Connection):
@@ -54,17 +58,43 @@ class LeaseRecords(Connection):
                          "summary_id IS NULL", (run_id,))
         return lease
 
+    def acquire_training_lease(self, training_id: str, command: str = "") -> Lease:
+        """Become the driver of a training (its trainer and its evaluation), or raise RunBusy."""
+        now = time.time()
+        lease = Lease(training_id, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80],
+                      utcnow(), now, kind="training")
+        with self._tx(f"take the lease of training {training_id!r}") as conn:
+            if not conn.execute("SELECT 1 FROM trainings WHERE id = ?", (training_id,)).fetchone():
+                raise StoreError(f"no training {training_id!r}")
+            row = conn.execute(_SELECT_TRAINING + " WHERE training_id = ?", (training_id,)).fetchone()
+            if row is not None and _lease(row, "training").alive(now) and not _lease(row, "training").mine:
+                held = _lease(row, "training")
+                raise RunBusy(f"training {training_id} is being driven by {held.describe()}; stop that "
+                              f"process first")
+            conn.execute("INSERT OR REPLACE INTO training_leases (training_id, token, pid, host, command, "
+                         "acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (lease.run_id, lease.token, lease.pid, lease.host, lease.command,
+                          lease.acquired_at, lease.heartbeat_at))
+        return lease
+
     def renew_lease(self, lease: Lease) -> bool:
         """Refresh the heartbeat; False if the lease was lost (taken over after expiring)."""
-        with self._tx(f"renew the lease of run {lease.run_id!r}") as conn:
-            cur = conn.execute("UPDATE leases SET heartbeat_at = ? WHERE run_id = ? AND token = ?",
+        table, key, _ = _TABLES[lease.kind]
+        with self._tx(f"renew the lease of {lease.kind} {lease.run_id!r}") as conn:
+            cur = conn.execute(f"UPDATE {table} SET heartbeat_at = ? WHERE {key} = ? AND token = ?",
                                (time.time(), lease.run_id, lease.token))
             return cur.rowcount == 1
 
     def release_lease(self, lease: Lease) -> None:
-        with self._tx(f"release the lease of run {lease.run_id!r}") as conn:
-            conn.execute("DELETE FROM leases WHERE run_id = ? AND token = ?",
-                         (lease.run_id, lease.token))
+        table, key, _ = _TABLES[lease.kind]
+        with self._tx(f"release the lease of {lease.kind} {lease.run_id!r}") as conn:
+            conn.execute(f"DELETE FROM {table} WHERE {key} = ? AND token = ?", (lease.run_id, lease.token))
+
+    def training_leases(self) -> dict[str, Lease]:
+        """training id -> its lease row (alive or not)."""
+        with self._reading("read training leases") as conn:
+            rows = conn.execute(_SELECT_TRAINING).fetchall()
+        return {lease.run_id: lease for lease in (_lease(r, "training") for r in rows)}
 
     def lease(self, run_id: str) -> Optional[Lease]:
         """The run's lease row (alive or not), or None."""
@@ -87,4 +117,18 @@ def shown_status(status: str, lease: Optional[Lease]) -> str:
         return f"running · PID {lease.pid}" if lease.host == HOST else f"running · {lease.host}"
     if status == "running":
         return "interrupted"
+    return status
+
+
+ACTIVE_TRAINING = ("training", "evaluating")
+
+
+def shown_training_status(status: str, lease: Optional[Lease]) -> str:
+    """A training's status as a person should read it: 'interrupted' when it says it trains or
+    evaluates but no live process drives it (killed, crashed), like a run (shown_status)."""
+    alive = lease is not None and lease.alive()
+    if status in ACTIVE_TRAINING and not alive:
+        return "interrupted"
+    if alive and status in ACTIVE_TRAINING:
+        return f"{status} · PID {lease.pid}" if lease.host == HOST else f"{status} · {lease.host}"
     return status

@@ -168,6 +168,20 @@ def _v8_search_and_annotations(db: Database) -> None:
     create_search_and_annotations(db.conn)
 
 
+def _v9_training_facts(db: Database) -> None:
+    """Version 9 (training facts): a reply the `trained` provider repaired (regenerated under the
+    game's answer grammar, only when asked) keeps the model's own reply next to the repaired one the
+    game acted on (`step_repairs`; a row is the `repaired` mark), so repair counts are read from the
+    store; a training's driver holds a lease like a run's (`training_leases`), so a killed training
+    reads as interrupted."""
+    db.execute('CREATE TABLE step_repairs (episode_id TEXT NOT NULL REFERENCES episodes(id), '
+               '"index" INTEGER NOT NULL, original_reply TEXT NOT NULL, repaired_reply TEXT NOT NULL, '
+               'PRIMARY KEY (episode_id, "index"))')
+    db.execute("CREATE TABLE training_leases (training_id TEXT PRIMARY KEY REFERENCES trainings(id) "
+               "ON DELETE CASCADE, token TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL, "
+               "command TEXT NOT NULL, acquired_at TEXT NOT NULL, heartbeat_at FLOAT NOT NULL)")
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -176,7 +190,7 @@ def _v8_search_and_annotations(db: Database) -> None:
 # nests in a SAVEPOINT), and `PRAGMA foreign_key_check` must pass after each of them. The views of
 # views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
-                                _v7_fork_experience, _v8_search_and_annotations]
+                                _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -268,13 +268,15 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
                     data[col] = redact_values(data[col], secrets)
         return tuple(data[c] for c in _STEP_COLS)
 
-    def add_step(self, step: Step) -> Step:
-        """Store one step and bump its episode's n_steps, in one transaction."""
-        self.add_steps([step])
+    def add_step(self, step: Step, repair: Optional[tuple[str, str]] = None) -> Step:
+        """Store one step and bump its episode's n_steps, in one transaction. `repair`: (the
+        model's own reply, the repaired reply the game acted on) when the provider repaired it."""
+        self.add_steps([step], repairs={0: repair} if repair is not None else None)
         return step
 
-    def add_steps(self, steps: Iterable[Step]) -> int:
-        """Store steps (e.g. a fork's replayed prefix) in one transaction; refuse duplicates."""
+    def add_steps(self, steps: Iterable[Step], repairs: Optional[Mapping[int, tuple[str, str]]] = None) -> int:
+        """Store steps (e.g. a fork's replayed prefix) in one transaction; refuse duplicates.
+        `repairs`: position in `steps` -> (original reply, repaired reply), stored with the step."""
         steps = list(steps)
         if not steps:
             return 0
@@ -284,7 +286,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
         with self._tx(what) as conn:
             counts: dict[str, int] = {}
             added: dict[tuple[str, int], str] = {}
-            for step in steps:
+            for position, step in enumerate(steps):
                 if step.episode_id not in counts:
                     if not conn.execute("SELECT 1 FROM episodes WHERE id = ?",
                                         (step.episode_id,)).fetchone():
@@ -301,6 +303,11 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
                     raise
                 counts[step.episode_id] += 1
                 added[(step.episode_id, step.index)] = step.prompt
+                repair = (repairs or {}).get(position)
+                if repair is not None:
+                    original, repaired = (redact_values(str(t), secrets) for t in repair)
+                    conn.execute('INSERT INTO step_repairs (episode_id, "index", original_reply, repaired_reply) '
+                                 'VALUES (?, ?, ?, ?)', (step.episode_id, step.index, original, repaired))
             for episode_id, n in counts.items():
                 conn.execute("UPDATE episodes SET n_steps = n_steps + ? WHERE id = ?",
                              (n, episode_id))

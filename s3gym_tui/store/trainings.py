@@ -184,6 +184,28 @@ class TrainingStore(DerivedStore):
         if not conn.execute("SELECT 1 FROM trainings WHERE id = ?", (training_id,)).fetchone():
             raise StoreError(f"no training {training_id!r}")
 
+    # ------------------------------------------------------------------ repaired replies
+
+    def step_repairs(self, episode_id: str) -> dict[int, tuple[str, str]]:
+        """step index -> (the model's own reply, the repaired reply the game acted on), for the steps
+        of the episode whose reply the provider repaired (asked for with --repair)."""
+        with self._reading("read repaired replies") as conn:
+            rows = conn.execute('SELECT "index", original_reply, repaired_reply FROM step_repairs WHERE '
+                                'episode_id = ? ORDER BY "index"', (episode_id,)).fetchall()
+        return {int(r[0]): (r[1], r[2]) for r in rows}
+
+    def repair_counts(self, run_id: str) -> dict[int, tuple[int, int]]:
+        """checkpoint x -> (steps whose reply was repaired, steps) over the run's evaluation
+        episodes: read from the store, so a resumed or repeated evaluation counts the same."""
+        with self._reading("count repaired replies") as conn:
+            rows = conn.execute(
+                'SELECT e.checkpoint, count(*), count(r.episode_id) FROM episodes e '
+                'JOIN steps s ON s.episode_id = e.id '
+                'LEFT JOIN step_repairs r ON r.episode_id = s.episode_id AND r."index" = s."index" '
+                "WHERE e.run_id = ? AND e.phase = 'eval' AND e.checkpoint IS NOT NULL GROUP BY e.checkpoint",
+                (run_id,)).fetchall()
+        return {int(r[0]): (int(r[2]), int(r[1])) for r in rows}
+
     # ------------------------------------------------------------------ studies
 
     def add_study(self, study: Study) -> Study:

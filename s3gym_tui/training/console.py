@@ -69,6 +69,11 @@ class Bars:
             t = self.task(label, event.max_steps or None)
             extra = "".join(f" · {k} {v:.3f}" for k, v in event.metrics.items()
                             if k in ("reward", "verifier_reward", "kl"))
+            if "frac_reward_zero_std" in event.metrics:
+                extra += f" · zero-var groups {event.metrics['frac_reward_zero_std']:.0%}"
+            if event.warning:
+                self.progress.note(f"[yellow]update {event.step} had no signal[/]: {safe_markup(event.warning)}"
+                                   + _signal_figures(event.metrics))
             self.progress.update(t, total=event.max_steps or None, completed=event.step,
                                  info=f"loss {event.loss:.4f}{extra}" + (f" · epoch {event.epoch:.2f}"
                                                                           if event.phase == "sft" else ""))
@@ -117,6 +122,13 @@ class Bars:
                    run_created=self.on_run, eval_event=self.on_eval, **extra)
 
 
+def _signal_figures(metrics: dict) -> str:
+    from s3gym_tui.training.learning_signal import SIGNAL_KEYS, SIGNAL_LABELS
+
+    shown = [f"{SIGNAL_LABELS[k]} {metrics[k]:.3g}" for k in SIGNAL_KEYS if isinstance(metrics.get(k), (int, float))]
+    return f" ({', '.join(shown)})" if shown else ""
+
+
 def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None,
                   mode: Optional[ProgressMode] = None, bars: Optional[Bars] = None):
     bars = bars or Bars(console, epochs, mode)
@@ -148,31 +160,78 @@ def print_dataset(console: Console, build, exported, excluded: Optional[int] = N
                       f"{safe_markup(str(exported.messages))} (OpenAI messages)", soft_wrap=True)
 
 
+def _share(part: Optional[int], whole: Optional[int]) -> str:
+    return "—" if part is None or not whole else f"{part}/{whole}"
+
+
 def print_report(console: Console, report: TrainingReport) -> None:
+    from s3gym_tui.training.learning_signal import signal_summaries
+
     t = report.training
-    cps = Table(title=f"checkpoints of {safe_markup(report.run.id)} on {report.game} (strict mode, eval seeds)")
-    for col in ("x", "after updates", "model", "mean score", "vs x=0", "negative transfer", "repaired replies"):
+    repaired = report.repair_run is not None
+    title = (f"checkpoints of {safe_markup(report.run.id)} on {report.game} (strict mode, eval seeds; replies as "
+             f"the model wrote them" + (", and repaired (R)" if repaired else "") + ")")
+    cps = Table(title=title)
+    cols = ["x", "after updates", "model", "mean score", "vs x=0", "negative transfer", "unparsed replies"]
+    if repaired:
+        cols += ["R mean score", "R vs x=0", "R repaired replies"]
+    for col in cols:
         cps.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
     for row in report.rows:
-        cps.add_row(str(row.epoch), "-" if row.step is None else str(row.step), safe_markup(row.model), _fmt(row.mean),
-                    _fmt(row.delta), "[red]yes[/]" if row.negative else "",
-                    "-" if row.repaired is None else str(row.repaired))
+        cells = [str(row.epoch), "-" if row.step is None else str(row.step), safe_markup(row.model), _fmt(row.mean),
+                 _fmt(row.delta), "[red]yes[/]" if row.negative else "", _share(row.unparsed, row.replies)]
+        if repaired:
+            r = row.repair
+            cells += [_fmt(r.mean if r else None), _fmt(r.delta if r else None),
+                      _share(r.repaired, r.steps) if r else "—"]
+        cps.add_row(*cells)
     console.print(cps)
+    if repaired:
+        console.print(f"[dim]R = run {safe_markup(report.repair_run.id)}: replies breaking the answer format were "
+                      f"regenerated under the game's grammar (--repair); each repair is stored with its step[/]",
+                      soft_wrap=True)
+    legacy = [row for row in report.rows if row.legacy_repaired]
+    if legacy and not repaired:
+        console.print(f"[yellow]an older s3gym repaired replies of this evaluation without keeping them[/] "
+                      f"({', '.join(f'x={r.epoch}: {r.legacy_repaired}' for r in legacy)}): these means mix "
+                      f"written and repaired replies", soft_wrap=True)
+    if report.serving:
+        console.print(f"[dim]served by {safe_markup(report.serving)} (x = 0 is the base model served the same way; "
+                      f"the source run's own x = 0 may come from another serving path)[/]", soft_wrap=True)
     c = report.curve
     metrics = Table(title=f"{t.method} training {safe_markup(t.id)}" + (f" · reward {t.reward}" if t.reward else ""))
-    for col in ("Avg", "Max", "final delta", "AUC+", "NABA", "loss first -> last", "train s", "examples/s",
+    for col in ("figures", "Avg", "Max", "final delta", "AUC+", "NABA", "loss first -> last", "train s", "examples/s",
                 "tokens/s", "peak RSS MB"):
-        metrics.add_column(col, justify="right", no_wrap=True)
+        metrics.add_column(col, justify="left" if col == "figures" else "right", no_wrap=True)
     losses = report.losses
     loss = f"{losses[0].loss:.3f} -> {losses[-1].loss:.3f}" if losses else "-"
     m = t.metrics
-    metrics.add_row(_fmt(c.avg), _fmt(c.max), _fmt(c.final_delta), _fmt(c.auc_plus), _fmt(c.naba), loss,
+    metrics.add_row("as written", _fmt(c.avg), _fmt(c.max), _fmt(c.final_delta), _fmt(c.auc_plus), _fmt(c.naba), loss,
                     f"{t.train_seconds:.0f}", _fmt(m.get("examples_per_s"), 2), _fmt(m.get("tokens_per_s"), 1),
                     _fmt(m.get("peak_rss_mb"), 0))
+    if report.repaired_curve is not None:
+        r = report.repaired_curve
+        metrics.add_row("R repaired", _fmt(r.avg), _fmt(r.max), _fmt(r.final_delta), _fmt(r.auc_plus), _fmt(r.naba),
+                        "", "", "", "", "")
     console.print(metrics)
     if report.negative_transfer:
         console.print(f"[red]negative transfer[/] at checkpoint(s) {', '.join(map(str, report.negative_transfer))}: "
                       f"below the base model (x = 0)")
+    for summary in signal_summaries(losses):
+        print_signal(console, summary)
+
+
+def print_signal(console: Console, summary) -> None:
+    """The after-training line: how many updates had no learning signal, with the mean figures."""
+    figures = [f"{label} {value:.3g}" for label, value in (
+        ("zero-variance groups", summary.zero_variance_share), ("parsed replies", summary.parsed_share),
+        ("reward std", summary.reward_std), ("grad norm", summary.grad_norm), ("KL", summary.kl))
+        if value is not None]
+    style = "yellow" if summary.no_signal else "green"
+    text = f"[{style}]{summary.line}[/]" + (f" (means: {', '.join(figures)})" if figures else "")
+    if summary.none_learnt:
+        text += ": [yellow]nothing was learnt, its checkpoints are the base model[/]"
+    console.print(text, soft_wrap=True)
 
 
 def print_outcome(console: Console, outcome: TrainingOutcome) -> None:

@@ -14,7 +14,9 @@ from s3gym_tui.engine.metrics import CurveMetrics, game_curve_metrics
 from s3gym_tui.engine.runner import eval_episode_id
 from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.models import Checkpoint, Episode, Run, RunConfig
+from s3gym_tui.engine.contract import count_unparsed
 from s3gym_tui.store import LossPoint, Training, TrainingCheckpoint
+from s3gym_tui.training.runs import is_repair_run, repair_twin, repaired_model, serving_path
 
 TRAINED_TIMEOUT_S = 600.0  # a CPU-served model on a busy machine can take a while per reply
 NEGATIVE_TOLERANCE = 1e-9
@@ -26,10 +28,15 @@ class NotATrainingRun(ValueError):
 
 def create_eval_run(store, training: Training, template: RunConfig, xs: Sequence[int], *,
                     game: Optional[str] = None, eval_episodes: Optional[int] = None,
-                    step_cap: Optional[int] = None, run_id: Optional[str] = None) -> Run:
+                    step_cap: Optional[int] = None, run_id: Optional[str] = None, repair: bool = False) -> Run:
     """A Run (pathway 'trained') playing checkpoints `xs` of the training on `game` (default: the
-    template's), on the template's evaluation seeds and decoding settings; linked to the training."""
+    template's), on the template's evaluation seeds and decoding settings; linked to the training.
+    `repair`: the checkpoints are served with replies that break the answer contract regenerated
+    (model .../repair; every repair is stored with its step), a run of its own next to the run that
+    scores the replies as written."""
     models = {c.x: c.model for c in store.training_checkpoints(training.id)}
+    if repair:
+        models = {x: repaired_model(m) for x, m in models.items()}
     xs = sorted(set(int(x) for x in xs))
     missing = [x for x in xs if x not in models]
     if not xs or missing:
@@ -59,13 +66,33 @@ def played_checkpoints(store, run: Run) -> dict[int, str]:
     """x -> model string for every checkpoint the evaluation run plays."""
     training, _, xs = _link(store, run)
     models = {c.x: c.model for c in store.training_checkpoints(training.id)}
+    if is_repair_run(run):
+        models = {x: repaired_model(m) for x, m in models.items()}
     return {x: models[x] for x in run.config.checkpoints() if x in models and (not xs or x in xs)}
 
 
 async def evaluate_training(store, run: Run, on_event: EventSink = ignore,
                             backoff_base_s: float = 0.5) -> list[Checkpoint]:
-    """Play every checkpoint's evaluation episodes (resumable: finished ones are kept) and store them."""
+    """Play every checkpoint's evaluation episodes (resumable: finished ones are kept) and store them,
+    holding the run's lease like any run (`s3gym runs` and Home show who drives it)."""
+    from s3gym_tui.engine.lease import LeaseKeeper
+
     models = played_checkpoints(store, run)
+    lease = store.acquire_lease(run.id, "s3gym train (evaluation)")  # RunBusy if another process drives it
+    keeper = LeaseKeeper(store, lease, lambda: None).start()
+    try:
+        return await _evaluate(store, run, models, on_event, backoff_base_s)
+    finally:
+        keeper.stop()
+        if not keeper.lost:
+            try:
+                store.release_lease(lease)
+            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
+                pass
+
+
+async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink,
+                    backoff_base_s: float) -> list[Checkpoint]:
     cfg = run.config
     done = {c.x: c for c in store.checkpoints(run.id)}
     store.set_run_status(run.id, "running")
@@ -103,15 +130,30 @@ async def evaluate_training(store, run: Run, on_event: EventSink = ignore,
 
 
 @dataclass(frozen=True)
+class RepairedFigures:
+    """A checkpoint's figures when replies breaking the answer contract were repaired (its own
+    evaluation run, asked for with --repair): never mixed with the figures of the replies as written."""
+
+    mean: Optional[float]
+    scores: tuple[float, ...]
+    delta: Optional[float]  # repaired mean - x = 0's repaired mean
+    repaired: int  # steps whose reply was repaired (read from the store)
+    steps: int  # steps played
+
+
+@dataclass(frozen=True)
 class CheckpointRow:
     epoch: int  # checkpoint x (epochs for SFT, saved checkpoints for GRPO)
     model: str
-    mean: Optional[float]
+    mean: Optional[float]  # the replies as the model wrote them
     scores: tuple[float, ...]
     delta: Optional[float]  # mean - x = 0 mean
     negative: bool  # below x = 0: negative transfer
-    repaired: Optional[int] = None  # replies regenerated under the answer grammar (local serving)
     step: Optional[int] = None  # optimizer steps behind the checkpoint
+    unparsed: Optional[int] = None  # replies (as written) without a parsable answer
+    replies: Optional[int] = None  # replies played
+    repair: Optional[RepairedFigures] = None  # only when the evaluation was also run with --repair
+    legacy_repaired: Optional[int] = None  # a count an older s3gym kept for this checkpoint (mixed figures)
 
 
 @dataclass(frozen=True)
@@ -120,31 +162,62 @@ class TrainingReport:
     training: Training
     game: str
     rows: tuple[CheckpointRow, ...]
-    curve: CurveMetrics  # Avg, Max, AUC+, NABA, final delta over checkpoints
+    curve: CurveMetrics  # Avg, Max, AUC+, NABA, final delta over checkpoints (replies as written)
     negative_transfer: tuple[int, ...]  # checkpoints whose mean is below x = 0's
     losses: tuple[LossPoint, ...] = ()
+    repair_run: Optional[Run] = None  # the repairing twin of `run`, when there is one
+    repaired_curve: Optional[CurveMetrics] = None
+    serving: str = ""  # how the checkpoints were served (the base x = 0 included)
+
+
+def _means(store, run: Run, models: dict[int, str]) -> dict[int, Checkpoint]:
+    return {c.x: c for c in store.checkpoints(run.id) if c.x in models}
+
+
+def _unparsed(store, run: Run) -> dict[int, tuple[int, int]]:
+    """x -> (replies without a parsable answer, replies) over the run's evaluation episodes."""
+    found: dict[int, tuple[int, int]] = {}
+    for episode in store.episodes(run.id, phase="eval"):
+        bad, total = count_unparsed(store.steps(episode.id, include_prompt=False))
+        old = found.get(episode.checkpoint, (0, 0))
+        found[episode.checkpoint] = (old[0] + bad, old[1] + total)
+    return found
 
 
 def training_report(store, run: Run) -> TrainingReport:
     training, game, _ = _link(store, run)
+    if is_repair_run(run):
+        raise NotATrainingRun(f"run {run.id!r} repaired its replies: its report is part of the report of the run "
+                              f"that scored them as written")
     cps: dict[int, TrainingCheckpoint] = {c.x: c for c in store.training_checkpoints(training.id)}
     models = played_checkpoints(store, run)
-    by_x = {c.x: c for c in store.checkpoints(run.id)}
+    by_x = _means(store, run, models)
     points = [(x, by_x[x].mean if x in by_x else None) for x in models]
     curve = game_curve_metrics(points, run.config.game, "eval")
     y0 = by_x[0].mean if 0 in by_x else None
+    unparsed = _unparsed(store, run)
+    twin = repair_twin(store, run)
+    fixed, counts, repaired_curve = {}, {}, None
+    if twin is not None:
+        twin_models = played_checkpoints(store, twin)
+        fixed = _means(store, twin, twin_models)
+        counts = store.repair_counts(twin.id)
+        repaired_curve = game_curve_metrics([(x, fixed[x].mean if x in fixed else None) for x in twin_models],
+                                            run.config.game, "eval")
+    r0 = fixed[0].mean if 0 in fixed else None
     rows = []
     for x, y in points:
         negative = x > 0 and y is not None and y0 is not None and y < y0 - NEGATIVE_TOLERANCE
+        repair = None
+        if twin is not None:
+            ry = fixed[x].mean if x in fixed else None
+            repaired, steps = counts.get(x, (0, 0))
+            repair = RepairedFigures(ry, fixed[x].scores if x in fixed else (),
+                                     None if ry is None or r0 is None else ry - r0, repaired, steps)
+        bad, total = unparsed.get(x, (None, None))
         rows.append(CheckpointRow(x, models[x], y, by_x[x].scores if x in by_x else (),
                                   None if y is None or y0 is None else y - y0, negative,
-                                  cps[x].repaired, cps[x].step))
+                                  cps[x].step, bad, total, repair, cps[x].repaired))
+    paths = sorted({serving_path(m) for m in models.values()})
     return TrainingReport(run, training, game, tuple(rows), curve, tuple(r.epoch for r in rows if r.negative),
-                          tuple(store.losses(training.id)))
-
-
-def record_repairs(store, training_id: str, repairs: dict[int, int]) -> None:
-    """Add the replies repaired under the answer grammar, per checkpoint, to the stored counts."""
-    for cp in store.training_checkpoints(training_id):
-        if cp.x in repairs:
-            store.set_training_checkpoint(cp.model_copy(update={"repaired": (cp.repaired or 0) + int(repairs[cp.x])}))
+                          tuple(store.losses(training.id)), twin, repaired_curve, "; ".join(paths))

@@ -18,6 +18,7 @@ from transformers.trainer_utils import get_last_checkpoint
 from s3gym_tui.store import LossPoint
 from s3gym_tui.training.backend import TrainEvent, TrainResult
 from s3gym_tui.training.device import peak_gpu_mb, peak_rss_mb
+from s3gym_tui.training.learning_signal import NO_SIGNAL_KEY, WATCHED_PHASES, no_signal_reason, signal_metrics
 
 TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
 
@@ -59,7 +60,7 @@ def compact_lm_head() -> Iterator[None]:
 
 
 LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
-          "parsed_replies")
+          "parsed_replies", "frac_reward_zero_std")
 
 
 class Reporter(TrainerCallback):
@@ -74,13 +75,19 @@ class Reporter(TrainerCallback):
         self.started = time.perf_counter()
 
     def on_log(self, args, state, control, logs=None, **kwargs):
+        """TRL's logged figures of an update (the public callback), with its learning-signal verdict
+        (learning_signal.py): an update without signal is stored as such and reported at once."""
         if logs and "loss" in logs:
             metrics = {k: float(logs[k]) for k in LOGGED if isinstance(logs.get(k), (int, float))}
+            metrics.update(signal_metrics(self.phase, logs))
+            reason = no_signal_reason(self.phase, metrics) if self.phase in WATCHED_PHASES else None
+            if self.phase in WATCHED_PHASES:
+                metrics[NO_SIGNAL_KEY] = 1.0 if reason else 0.0
             point = LossPoint(step=state.global_step, epoch=float(state.epoch or 0.0), loss=float(logs["loss"]),
                               phase=self.phase, metrics=metrics)
             self.result.losses.append(point)
             self.progress(TrainEvent("step", state.global_step, state.max_steps, point.epoch, point.loss,
-                                     metrics=metrics, phase=self.phase))
+                                     metrics=metrics, phase=self.phase, warning=reason))
 
     def _save(self, state, model) -> None:
         target = self.result.out_dir / f"checkpoint-{self.next_x}"

@@ -50,6 +50,9 @@ class TrainOptions:
     step_cap: Optional[int] = None  # default: the source run's
     out_dir: Optional[Path] = None  # default: training_root()
     cache_dir: Optional[Path] = None  # where the converted default base is kept
+    # also evaluate every (local) checkpoint with replies that break the answer contract regenerated
+    # under the game's grammar: an evaluation run of its own, every repair stored with its step
+    repair: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,8 @@ from s3gym_tui.store.errors import one_line
 from s3gym_tui.training import require_extra
 from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
-from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, record_repairs, training_report
+from s3gym_tui.engine.lease import driving_training
+from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
 from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
@@ -117,6 +118,20 @@ def record_local(store, training: Training, result: TrainResult) -> Training:
                                  status="evaluating")
 
 
+def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -> Callable[[TrainEvent], None]:
+    """The trainer's progress callback, storing every update's loss point (with its learning-signal
+    figures) as it is logged, so a running or killed training shows what it has done so far."""
+    from s3gym_tui.store import LossPoint
+
+    def on_event(event: TrainEvent) -> None:
+        if event.kind == "step" and event.loss is not None:
+            store.add_losses(training_id, [LossPoint(step=event.step, epoch=event.epoch, loss=event.loss,
+                                                     phase=event.phase, metrics=dict(event.metrics))])
+        progress(event)
+
+    return on_event
+
+
 def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
     """Record why a training stopped: interrupted (resumable) or failed (with the one-line error)."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "CancelledError":
@@ -127,24 +142,18 @@ def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> Non
 
 
 async def evaluate_all(store, training: Training, hooks: Hooks) -> Training:
-    """Play every evaluation run of the training (resumable), counting repaired replies per checkpoint."""
-    from s3gym_tui.training import serve
-
-    store.update_training(training.id, status="evaluating")
-    for _, run, _ in eval_runs(store, training):
-        hooks.run_created(run)
-        before = {k: dict(v) for k, v in serve.HANDLER.stats.items()}
-        try:
-            await evaluate_training(store, run, hooks.eval_event)
-        except BaseException as exc:
-            mark_stopped(store, training.id, "evaluation", exc)
-            raise
-        if training.backend == "local":
-            models = {c.x: c.model for c in store.training_checkpoints(training.id)}
-            record_repairs(store, training.id, {
-                x: serve.HANDLER.stats.get(m, {}).get("repaired", 0) - before.get(m, {}).get("repaired", 0)
-                for x, m in models.items()})
-    return store.update_training(training.id, status="finished", error=None)
+    """Play every evaluation run of the training (resumable), holding the training's lease; repaired
+    replies are stored with their steps (repair runs only), so nothing is counted in memory."""
+    with driving_training(store, training.id):
+        store.update_training(training.id, status="evaluating")
+        for _, run, _ in eval_runs(store, training):
+            hooks.run_created(run)
+            try:
+                await evaluate_training(store, run, hooks.eval_event)
+            except BaseException as exc:
+                mark_stopped(store, training.id, "evaluation", exc)
+                raise
+        return store.update_training(training.id, status="finished", error=None)
 
 
 def _outcome(store, training: Training, build=None, exported=None) -> TrainingOutcome:
@@ -156,17 +165,22 @@ def _outcome(store, training: Training, build=None, exported=None) -> TrainingOu
 
 
 def _ensure_eval_run(store, training: Training, source: Run, options: TrainOptions) -> None:
+    """The evaluation run scoring every checkpoint's replies as written; with --repair (local
+    checkpoints only) also its twin that repairs replies breaking the answer contract."""
+    xs = [c.x for c in store.training_checkpoints(training.id)]
     if not store.training_evals(training.id):
-        xs = [c.x for c in store.training_checkpoints(training.id)]
         create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
                         step_cap=options.step_cap, run_id=training.id)
+    if options.repair and training.backend == "local" and own_eval_run(store, training, repair=True) is None:
+        create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
+                        step_cap=options.step_cap, run_id=f"{training.id}-repair", repair=True)
 
 
 # ----- SFT -----------------------------------------------------------------------------------------
 def _sft_settings(options: TrainOptions, limit: Optional[int]) -> dict[str, Any]:
     return {"train": options.train.as_dict(), "threshold": options.threshold, "correction": options.correction,
             "max_examples": options.max_examples, "length_limit": limit, "remote_model": options.remote_model,
-            "eval_episodes": options.eval_episodes, "step_cap": options.step_cap}
+            "eval_episodes": options.eval_episodes, "step_cap": options.step_cap, "repair": options.repair}
 
 
 def _train_sft_local(store, training: Training, options_train: TrainConfig, hooks: Hooks, resume: bool) -> Training:
@@ -175,7 +189,7 @@ def _train_sft_local(store, training: Training, options_train: TrainConfig, hook
     examples = training_examples(store, training.dataset_id)
     try:
         result = train_lora(examples, Path(training.base), Path(training.directory) / "adapters", options_train,
-                            hooks.train_event, resume=resume)
+                            recording(store, training.id, hooks.train_event), resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "training", exc)
         raise
@@ -231,13 +245,14 @@ async def _sft_from_run(store, source: Run, options: TrainOptions, hooks: Hooks)
     store.add_training_sources(training.id, [TrainingSource(kind="dataset", ref=build.dataset.id,
                                                              game=source.config.game, n=exported.count)])
     hooks.training_created(training)
-    if options.backend == "local":
-        config = TrainConfig(**{**options.train.as_dict(), "max_length": options.train.max_length})
-        training = _train_sft_local(store, training, config, hooks, resume=False)
-    else:
-        training = await _train_sft_remote(store, training, exported, options, hooks)
-    _ensure_eval_run(store, training, source, options)
-    training = await evaluate_all(store, training, hooks)
+    with driving_training(store, training.id):
+        if options.backend == "local":
+            config = TrainConfig(**{**options.train.as_dict(), "max_length": options.train.max_length})
+            training = _train_sft_local(store, training, config, hooks, resume=False)
+        else:
+            training = await _train_sft_remote(store, training, exported, options, hooks)
+        _ensure_eval_run(store, training, source, options)
+        training = await evaluate_all(store, training, hooks)
     return _outcome(store, training, build, exported)
 
 
@@ -256,7 +271,8 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
 
     try:
         result = train_grpo(source.config.game, settings["seeds"], Path(training.base),
-                            Path(training.directory) / "adapters", grpo, lora, hooks.train_event, on_rollout,
+                            Path(training.directory) / "adapters", grpo, lora,
+                            recording(store, training.id, hooks.train_event), on_rollout,
                             resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "GRPO training", exc)
@@ -275,11 +291,12 @@ async def _grpo_from_run(store, source: Run, options: TrainOptions, hooks: Hooks
         id=training_id, method="grpo", games=(source.config.game,), source_run=source.id, base=str(base_dir),
         reward=grpo.reward, directory=str(directory), status="training",
         settings={"grpo": grpo.as_dict(), "train": options.train.as_dict(), "seeds": seeds,
-                  "eval_episodes": options.eval_episodes, "step_cap": options.step_cap}))
+                  "eval_episodes": options.eval_episodes, "step_cap": options.step_cap, "repair": options.repair}))
     hooks.training_created(training)
-    training = _train_grpo(store, training, source, hooks, resume=False)
-    _ensure_eval_run(store, training, source, options)
-    training = await evaluate_all(store, training, hooks)
+    with driving_training(store, training.id):
+        training = _train_grpo(store, training, source, hooks, resume=False)
+        _ensure_eval_run(store, training, source, options)
+        training = await evaluate_all(store, training, hooks)
     return _outcome(store, training)
 
 
@@ -295,13 +312,27 @@ async def train_from_run(store, run_id: str, options: TrainOptions = TrainOption
     return await _sft_from_run(store, source, options, hooks)
 
 
-async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None) -> TrainingOutcome:
+async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None,
+                          repair: Optional[bool] = None) -> TrainingOutcome:
     """Continue an interrupted expert training: the trainer from its last checkpoint when no adapter
-    was recorded yet, then the evaluation from its last finished episode."""
+    was recorded yet, then the evaluation from its last finished episode. `repair` (None: as the
+    training was started) adds the evaluation that repairs replies breaking the answer contract."""
     hooks = hooks or Hooks()
     training = store.get_training(training_id)
     if training.role != "expert":
         raise TrainingError(f"{training_id} is part of study {training.study_id}: `s3gym resume {training.study_id}`")
+    with driving_training(store, training_id, "s3gym resume"):
+        if repair and not training.settings.get("repair"):
+            if training.backend != "local":
+                raise TrainingError(f"{training_id} was trained remotely: only local checkpoints can be repaired")
+            training = store.update_training(training.id, settings={**training.settings, "repair": True})
+            if training.status == "finished":
+                training = store.update_training(training.id, status="evaluating")
+        return await _resume(store, training, hooks)
+
+
+async def _resume(store, training: Training, hooks: Hooks) -> TrainingOutcome:
+    training_id = training.id
     if training.status != "finished":
         source = store.get_run(training.source_run)
         if len(store.training_checkpoints(training.id)) <= (0 if training.backend == "remote" else 1):
@@ -316,7 +347,8 @@ async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None
                 training = _train_sft_local(store, training, TrainConfig(**training.settings["train"]), hooks,
                                             resume=True)
         settings = training.settings
-        options = TrainOptions(eval_episodes=settings.get("eval_episodes"), step_cap=settings.get("step_cap"))
+        options = TrainOptions(eval_episodes=settings.get("eval_episodes"), step_cap=settings.get("step_cap"),
+                               repair=bool(settings.get("repair")))
         _ensure_eval_run(store, training, source, options)
         training = await evaluate_all(store, training, hooks)
     return _outcome(store, training)

@@ -21,9 +21,35 @@ def new_training_id(label: str) -> str:
     return f"{label}-{secrets.token_hex(4)}"
 
 
-def served_model(training_id: str, x: int) -> str:
-    """The litellm model string of checkpoint x (0 = the base model) of a local training."""
-    return f"trained/{training_id}/{x}"
+REPAIR_SUFFIX = "/repair"  # trained/<id>/<x>/repair: replies breaking the answer contract are repaired
+
+
+def served_model(training_id: str, x: int, repair: bool = False) -> str:
+    """The litellm model string of checkpoint x (0 = the base model) of a local training; with
+    `repair`, the same checkpoint with replies that break the answer contract regenerated."""
+    return f"trained/{training_id}/{x}" + (REPAIR_SUFFIX if repair else "")
+
+
+def repaired_model(model: str) -> str:
+    """The repairing variant of a served checkpoint (only local `trained/` models can be repaired)."""
+    if not model.startswith("trained/"):
+        raise ValueError(f"{model} is not served locally: only trained/<id>/<x> replies can be repaired")
+    return model if model.endswith(REPAIR_SUFFIX) else model + REPAIR_SUFFIX
+
+
+def is_repair_run(run: Run) -> bool:
+    """An evaluation run whose replies were repaired when they broke the answer contract."""
+    return run.config.model.startswith("trained/") and run.config.model.endswith(REPAIR_SUFFIX)
+
+
+def serving_path(model: str) -> str:
+    """How a model string is served, in words (the matrix and the training report name it)."""
+    provider = model.split("/", 1)[0] if "/" in model else model
+    if provider == "trained":
+        return "transformers (fp32 base + LoRA)" + (", repaired" if model.endswith(REPAIR_SUFFIX) else "")
+    if provider == "local":
+        return "llama.cpp (GGUF)"
+    return provider
 
 
 def training_root() -> Path:
@@ -66,9 +92,22 @@ def eval_runs(store, training: Training) -> list[tuple[str, Run, tuple[int, ...]
     return found
 
 
-def own_eval_run(store, training: Training) -> Optional[Run]:
-    """The first evaluation run of the training on its own (first) game, if there is one."""
+def own_eval_run(store, training: Training, repair: bool = False) -> Optional[Run]:
+    """The first evaluation run of the training on its own (first) game, if there is one: the one
+    scoring replies as the model wrote them, or (repair=True) the one that repaired them."""
     for game, run, _ in eval_runs(store, training):
-        if not training.games or game == training.games[0]:
+        if (not training.games or game == training.games[0]) and is_repair_run(run) == repair:
             return run
+    return None
+
+
+def repair_twin(store, run: Run) -> Optional[Run]:
+    """The repairing evaluation run of the same training, game and checkpoints as `run`, if any."""
+    link = store.training_of_run(run.id)
+    if link is None:
+        return None
+    training, game, xs = link
+    for other_game, other, other_xs in eval_runs(store, training):
+        if other.id != run.id and other_game == game and other_xs == xs and is_repair_run(other):
+            return other
     return None

@@ -1,16 +1,17 @@
 """`trained/<training_id>/<epoch>`: a LoRA-trained model served through litellm (epoch 0 = the base).
 
 Loads the base model and the epoch's adapter with transformers + peft (cached, every call under one
-lock) and generates with the tokenizer's chat template. Action calls follow the answer contract:
+lock) and generates with the tokenizer's chat template. Action calls:
 
 1. The model's own reply is generated (greedy by default, at most FREE_MAX_NEW_TOKENS = 32, stopping after
-   a complete `Answer: ..., Score: n` line). If it parses and its action matches the game's action
-   grammar (or is END), it is returned unchanged.
-2. Otherwise the reply is regenerated from the same prompt under a constraint (a LogitsProcessor that
+   a complete `Answer: ..., Score: n` line) and returned as the model wrote it, parsed or not: the
+   checkpoint is scored as it is.
+2. Only for `trained/<training_id>/<epoch>/repair` (asked for with `--repair`), a reply that breaks the
+   answer contract is regenerated from the same prompt under a constraint (a LogitsProcessor that
    only lets through tokens keeping `Answer: <action>, Score: <number>` matchable, with the game's GBNF
    compiled to a regex: the same constraint the llama.cpp provider applies from the first token).
-   The response's `_hidden_params["s3gym"]` says `repaired: True` and keeps the free reply; the
-   handler counts repairs per model (`stats`), so an evaluation can report how often it happened.
+   The response's `_hidden_params["s3gym"]` says `repaired: True` and keeps the free reply; the engine
+   stores both with the step (store.step_repairs), so every count of repairs is read from the store.
 
 Torch, transformers and peft are imported on first use; registering needs only litellm.
 """
@@ -34,7 +35,8 @@ from s3gym_tui.training.grammar import action_is_wellformed, answer_line_pattern
 from s3gym_tui.training.runs import MANIFEST, read_manifest, training_root
 
 PROVIDER = "trained"
-MODEL_NAME = re.compile(r"^(?P<tid>[A-Za-z0-9][A-Za-z0-9_.:-]*)/(?P<epoch>\d+)$")
+MODEL_NAME = re.compile(r"^(?P<tid>[A-Za-z0-9][A-Za-z0-9_.:-]*)/(?P<epoch>\d+)(?P<repair>/repair)?$")
+REPAIR_SUFFIX = "/repair"
 FREE_MAX_NEW_TOKENS = 32
 ANSWER_MAX_NEW_TOKENS = 384
 SUMMARY_MAX_NEW_TOKENS = 664
@@ -42,12 +44,18 @@ CHAT_MAX_NEW_TOKENS = 1024
 
 
 def parse_model(name: str) -> tuple[str, int]:
-    """('<training_id>', epoch) of '<training_id>/<epoch>' (the part after `trained/`)."""
+    """('<training_id>', epoch) of '<training_id>/<epoch>[/repair]' (the part after `trained/`)."""
     match = MODEL_NAME.match(name or "")
     if not match:
-        raise bad_request(f"bad trained model {name!r}: use trained/<training_id>/<checkpoint> (0 = the base)",
-                          f"{PROVIDER}/{name}", PROVIDER)
+        raise bad_request(f"bad trained model {name!r}: use trained/<training_id>/<checkpoint>[/repair] "
+                          f"(0 = the base)", f"{PROVIDER}/{name}", PROVIDER)
     return match.group("tid"), int(match.group("epoch"))
+
+
+def repairs(name: str) -> bool:
+    """True for '<training_id>/<epoch>/repair': replies breaking the answer contract are regenerated."""
+    match = MODEL_NAME.match(name or "")
+    return bool(match and match.group("repair"))
 
 
 @dataclass(frozen=True)
@@ -192,7 +200,7 @@ class TrainedLLM(CustomLLM):
                             "repaired": False, "task": task}
                 grammar = _action_rule(ctx or {})
                 text, n = gen.free(prompt, _cap(requested, FREE_MAX_NEW_TOKENS), stop_after_answer=True)
-                if _follows_contract(text, grammar):
+                if not repairs(name) or _follows_contract(text, grammar):
                     return {"text": text, "prompt_tokens": prompt.shape[1], "completion_tokens": n,
                             "repaired": False, "task": task}
                 line, m = gen.constrained(prompt, answer_line_pattern(grammar), _cap(requested, ANSWER_MAX_NEW_TOKENS))

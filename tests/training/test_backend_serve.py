@@ -86,17 +86,20 @@ def _context(game: str, seed: int = 0) -> dict:
 
 
 @pytest.mark.parametrize("game", games.names())
-async def test_every_reply_follows_the_contract_for_every_game(served, game):
+async def test_replies_as_written_and_repaired_replies_follow_the_contract_for_every_game(served, game):
     import litellm
 
     ctx = _context(game)
     env = games.make(game, "eval")
     env.reset(0)
+    messages = [{"role": "system", "content": env.rules()}, {"role": "user", "content": env.observation()}]
     for epoch in (0, 2):
-        response = await litellm.acompletion(
-            model=f"trained/tiny-run/{epoch}", max_tokens=400, temperature=0,
-            messages=[{"role": "system", "content": env.rules()}, {"role": "user", "content": env.observation()}],
-            extra_body={"s3gym": ctx})
+        written = await litellm.acompletion(model=f"trained/tiny-run/{epoch}", max_tokens=400, temperature=0,
+                                            messages=messages, extra_body={"s3gym": ctx})
+        info = written._hidden_params["s3gym"]
+        assert info["task"] == "act" and info["repaired"] is False  # never repaired unless asked
+        response = await litellm.acompletion(model=f"trained/tiny-run/{epoch}/repair", max_tokens=400, temperature=0,
+                                             messages=messages, extra_body={"s3gym": ctx})
         reply = response.choices[0].message.content
         parsed = parse_reply(reply)
         assert parsed.action is not None and parsed.self_score is not None, reply
@@ -104,17 +107,23 @@ async def test_every_reply_follows_the_contract_for_every_game(served, game):
         assert response.usage.prompt_tokens > 0 and response.usage.completion_tokens > 0
         info = response._hidden_params["s3gym"]
         assert info["task"] == "act" and isinstance(info["repaired"], bool)
+        if info["repaired"]:  # the free reply is the one written without repair (greedy: the same text)
+            assert info["free_reply"] == written.choices[0].message.content
+        else:
+            assert reply == written.choices[0].message.content
 
 
-async def test_the_engine_reaches_it_and_repairs_are_counted(served):
+async def test_the_engine_reaches_it_and_keeps_the_written_reply_of_a_repair(served):
     from s3gym_tui.engine.llm import CallSettings, complete
 
-    before = dict(served.HANDLER.stats.get("trained/tiny-run/1", {"calls": 0, "repaired": 0}))
-    result = await complete(CallSettings(model="trained/tiny-run/1", max_tokens=100),
-                            [{"role": "user", "content": "Round 1. collaborate or cheat?"}], _context("trust"))
+    messages = [{"role": "user", "content": "Round 1. collaborate or cheat?"}]
+    written = await complete(CallSettings(model="trained/tiny-run/1", max_tokens=100), messages, _context("trust"))
+    assert written.original_reply is None
+    result = await complete(CallSettings(model="trained/tiny-run/1/repair", max_tokens=100), messages,
+                            _context("trust"))
     assert parse_reply(result.reply).action in ("collaborate", "cheat")
-    after = served.HANDLER.stats["trained/tiny-run/1"]
-    assert after["calls"] == before["calls"] + 1 and after["repaired"] >= before["repaired"]
+    if parse_reply(written.reply).action not in ("collaborate", "cheat"):  # the random model: repaired
+        assert result.original_reply == written.reply and result.reply != written.reply
     # without a task (plain chat) there is no constraint, just a bounded completion
     chat = await complete(CallSettings(model="trained/tiny-run/0", max_tokens=5), [{"role": "user", "content": "hi"}])
     assert chat.tokens_out <= 5
@@ -140,7 +149,8 @@ async def test_a_fresh_process_finds_the_training_by_its_manifest(tiny_training,
     handler = TrainedLLM()
     served, epoch = handler.resolve("from-disk/2")
     assert epoch == 2 and served.adapters == {k: v.resolve() for k, v in result.adapters.items()}
-    out = handler.generate("from-disk/2", [{"role": "user", "content": "go"}], _context("snake"), {"max_tokens": 40})
+    out = handler.generate("from-disk/2/repair", [{"role": "user", "content": "go"}], _context("snake"),
+                           {"max_tokens": 40})
     assert parse_reply(out["text"]).self_score is not None
 
 
@@ -165,7 +175,7 @@ from s3gym_tui.engine.llm import CallSettings, complete
 from s3gym_tui.engine.parsing import parse_reply
 ctx = {"task": "act", "game": "trust", "mode": "eval", "seed": 1000000, "actions": [],
        "grammar": '"collaborate" | "cheat"'}
-result = asyncio.run(complete(CallSettings(model="trained/from-disk/1", max_tokens=40, max_retries=0),
+result = asyncio.run(complete(CallSettings(model="trained/from-disk/1/repair", max_tokens=40, max_retries=0),
                               [{"role": "user", "content": "Round 1. collaborate or cheat?"}], ctx))
 assert parse_reply(result.reply).action in ("collaborate", "cheat"), result.reply
 assert not any(m.startswith("s3gym_tui.cli") for m in sys.modules)  # nothing but the engine was imported

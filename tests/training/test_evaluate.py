@@ -13,7 +13,7 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Training, TrainingCheckpoint, audit
 from s3gym_tui.training.dataset import build_dataset
 from s3gym_tui.training.evaluate import (NotATrainingRun, create_eval_run, evaluate_training, played_checkpoints,
-                                         record_repairs, training_report)
+                                         training_report)
 from s3gym_tui.training.runs import eval_runs, own_eval_run
 
 
@@ -109,17 +109,89 @@ async def test_negative_transfer_is_flagged_when_a_checkpoint_falls_below_epoch_
     assert report.curve.auc_plus == 0 and report.curve.max == means[0]
 
 
-async def test_remote_style_checkpoints_and_the_record_of_repairs(store, source):
+async def test_remote_style_checkpoints_play_with_their_step_cap(store, source):
     run, dataset = source
     training = stored_training(store, run, dataset, {0: "scripted/trust", 3: "scripted/trust"})
     trained = create_eval_run(store, training, run.config, [0, 3], eval_episodes=1, step_cap=4)
     assert trained.config.checkpoints() == [0, 3] and trained.config.step_cap == 4
     await evaluate_training(store, trained, backoff_base_s=0)
     assert all(e.n_steps == 4 for e in store.episodes(trained.id))
-    record_repairs(store, training.id, {0: 2, 3: 0})
-    record_repairs(store, training.id, {0: 1})  # a second evaluation run adds to the count
-    assert [r.repaired for r in training_report(store, trained).rows] == [3, 0]
+    assert [(r.repair, r.unparsed, r.replies) for r in training_report(store, trained).rows] == [(None, 0, 4)] * 2
     assert [r.id for _, r, _ in eval_runs(store, training)] == [trained.id]
+    with pytest.raises(ValueError, match="only trained/<id>/<x> replies can be repaired"):
+        create_eval_run(store, training, run.config, [0, 3], repair=True)
+
+
+FREE = "I think I would cheat here"  # what the fake checkpoint writes: no Answer line
+
+
+@pytest.fixture
+def fake_trained(monkeypatch):
+    """The `trained` provider with its generation replaced (no torch): every free reply breaks the
+    answer format; with .../repair the provider repairs it, as the real one does (serve.generate's
+    result). `calls` counts generations; `fail_after` makes the next generation fail (an interruption)."""
+    from s3gym_tui.training import serve
+
+    state = {"calls": 0, "fail_after": None}
+
+    def generate(name, messages, ctx, params):
+        if state["fail_after"] is not None and state["calls"] >= state["fail_after"]:
+            raise serve.bad_request("the machine went away", f"trained/{name}", "trained")
+        state["calls"] += 1
+        if serve.repairs(name):
+            return {"text": "Answer: cheat, Score: 1", "prompt_tokens": 5, "completion_tokens": 9, "repaired": True,
+                    "free_reply": FREE, "task": "act"}
+        return {"text": FREE, "prompt_tokens": 5, "completion_tokens": 7, "repaired": False, "task": "act"}
+
+    monkeypatch.setattr(serve.HANDLER, "generate", generate)
+    serve.register()
+    return state
+
+
+async def test_replies_are_scored_as_written_and_repairs_are_stored_and_counted_across_a_resume(
+        store, source, fake_trained):
+    run, dataset = source
+    tid = f"t-{next(_n)}"
+    training = store.add_training(Training(id=tid, games=("trust",), source_run=run.id, dataset_id=dataset.id,
+                                           base="tiny", epochs=1, examples=3))
+    for x in (0, 1):
+        store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
+    written = create_eval_run(store, training, run.config, [0, 1], eval_episodes=1, step_cap=2)
+    repaired = create_eval_run(store, training, run.config, [0, 1], eval_episodes=1, step_cap=2, repair=True)
+    assert repaired.config.model == f"trained/{tid}/1/repair" and own_eval_run(store, training).id == written.id
+    assert own_eval_run(store, training, repair=True).id == repaired.id
+
+    await evaluate_training(store, written, backoff_base_s=0)
+    for episode in store.episodes(written.id):  # stored as the model wrote it, never repaired
+        assert [s.reply for s in store.steps(episode.id)] == [FREE, FREE] and not store.step_repairs(episode.id)
+    assert store.repair_counts(written.id) == {0: (0, 2), 1: (0, 2)}
+
+    fake_trained["fail_after"] = fake_trained["calls"] + 3  # the repairing evaluation stops after 3 replies
+    with pytest.raises(Exception, match="the machine went away"):
+        await evaluate_training(store, repaired, backoff_base_s=0)
+    assert store.get_run(repaired.id).status == "stopped"
+    assert sum(r for r, _ in store.repair_counts(repaired.id).values()) == 3
+    fake_trained["fail_after"] = None
+    await evaluate_training(store, repaired, backoff_base_s=0)  # resumed: the count is the store's, 4 of 4
+    assert store.repair_counts(repaired.id) == {0: (2, 2), 1: (2, 2)}
+    for episode in store.episodes(repaired.id):
+        steps = store.steps(episode.id)
+        repairs = store.step_repairs(episode.id)
+        assert repairs == {s.index: (FREE, s.reply) for s in steps} and all(s.action == "cheat" for s in steps)
+
+    report = training_report(store, written)
+    assert report.repair_run.id == repaired.id
+    for row in report.rows:  # both figures, never mixed: as written every reply failed; repaired, all were fixed
+        assert (row.unparsed, row.replies) == (2, 2) and row.repair.repaired == row.repair.steps == 2
+        assert row.mean == 0.0 and row.repair.mean != row.mean and row.repair.mean is not None
+    with pytest.raises(NotATrainingRun, match="repaired its replies"):
+        training_report(store, repaired)
+
+    # a second evaluation of the same base on the same seed reports the same count (read from the store)
+    again = create_eval_run(store, training, run.config, [0], eval_episodes=1, step_cap=2, repair=True)
+    await evaluate_training(store, again, backoff_base_s=0)
+    assert store.repair_counts(again.id) == {0: (2, 2)} == {0: store.repair_counts(repaired.id)[0]}
+    assert audit(store).ok
 
 
 async def test_an_evaluation_run_may_play_only_some_checkpoints_on_another_game(store, source):

@@ -32,7 +32,7 @@ async def scripted_run(store, episodes=1):
 
 async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     source = await scripted_run(store)
-    options = TrainOptions(base=str(tiny_base), max_examples=4, eval_episodes=1, step_cap=2, train=TINY)
+    options = TrainOptions(base=str(tiny_base), max_examples=4, eval_episodes=1, step_cap=2, train=TINY, repair=True)
     seen = {"train": [], "eval": []}
     from s3gym_tui.training.pipeline import Hooks
 
@@ -54,7 +54,18 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     assert [c.step for c in store.training_checkpoints(training.id)] == [0, 2, 4]
     assert len(store.losses(training.id)) == 4 and all(p.phase == "sft" for p in store.losses(training.id))
     assert [s.kind for s in store.training_sources(training.id)] == ["dataset"]
-    assert all(0 <= r.repaired <= 2 for r in report.rows)
+    # the random model's replies as written, and (--repair) a twin run whose repairs are stored per step
+    assert report.repair_run.id == f"{run.id}-repair" and stored.settings["repair"] is True
+    assert all(r.replies == 2 and 0 <= r.unparsed <= 2 for r in report.rows)
+    counts = store.repair_counts(report.repair_run.id)
+    assert all(r.repair.repaired == counts[r.epoch][0] and r.repair.steps == 2 for r in report.rows)
+    for episode in store.episodes(report.repair_run.id):
+        assert episode.model == f"trained/{run.id}/{episode.checkpoint}/repair"
+        repairs = store.step_repairs(episode.id)
+        for step in store.steps(episode.id):
+            assert parse_reply(step.reply).action in ("collaborate", "cheat")
+            if step.index in repairs:
+                assert repairs[step.index][1] == step.reply and repairs[step.index][0] != step.reply
     rows = store.dataset_rows(outcome.build.dataset.id)
     kept = [r for r in rows if r.kind == "kept"]
     assert kept and all(r.tokens and r.tokens > 100 for r in kept) and outcome.build.longest == max(r.tokens for r in kept)
@@ -63,9 +74,7 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     assert (tmp_path / "training" / run.id / f"{outcome.build.dataset.id}.prompt_completion.jsonl").is_file()
     for episode in store.episodes(run.id):
         assert episode.n_steps == 2 and episode.model == f"trained/{run.id}/{episode.checkpoint}"
-        for step in store.steps(episode.id):
-            parsed = parse_reply(step.reply)
-            assert parsed.action in ("collaborate", "cheat") and parsed.self_score is not None
+        assert not store.step_repairs(episode.id)  # scored as written: nothing repaired
     assert [e.kind for e in seen["train"]].count("checkpoint") == 2 and seen["eval"]
     assert audit(store).ok
 
@@ -166,6 +175,19 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
         assert len(store.episodes(trained[0].id)) == 2
     code = main(["trainings", "--db", str(db)])
     assert code == 0 and trained[0].id in capsys.readouterr().out
+    # --repair later: a twin evaluation that repairs, both figures side by side (table and JSON), never mixed
+    code = main(["resume", trained[0].id, "--repair", "--db", str(db)])
+    out = capsys.readouterr().out
+    assert code == 0 and "R mean score" in out and "R repaired replies" in out and "unparsed replies" in out
+    code = main(["trainings", "--json", "--db", str(db)])
+    (data,) = json.loads(capsys.readouterr().out)
+    assert data["shown_status"] == "finished" and data["settings"]["repair"] is True
+    (evaluation,) = data["evaluations"]
+    assert evaluation["repair_run_id"] == f"{trained[0].id}-repair"
+    for cp in evaluation["checkpoints"]:
+        assert cp["replies"] == 1 and cp["repaired"]["steps"] == 1 and 0 <= cp["repaired"]["repaired_replies"] <= 1
+    code = main(["resume", source.id, "--repair", "--db", str(db)])
+    assert code == 2 and "--repair applies to a training" in capsys.readouterr().err
     code = main(["train", "no-such-run", "--db", str(db)])
     assert code == 2 and "no run 'no-such-run'" in capsys.readouterr().err
 
