@@ -23,6 +23,7 @@ from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe_text
+from s3gym_tui.training.learning_signal import signal_summaries
 from s3gym_tui.widgets.title_bar import TitleBar
 
 KIND_STYLE = {"kept": "bold green", "corrected": "bold yellow", "dropped": "dim"}
@@ -43,6 +44,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
     TrainingScreen #training-flags { height: auto; padding: 0 1; }
     TrainingScreen #training-loss { height: 1fr; min-height: 8; border: round $primary-darken-2; }
     TrainingScreen #training-matrix { height: auto; max-height: 12; border: round $primary-darken-2; }
+    TrainingScreen #training-matrix-context { height: auto; padding: 0 1; }
     """
 
     BINDINGS = [
@@ -72,6 +74,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                 yield Static(id="training-flags")
                 yield CurvePlot("Training loss", "update", "loss", id="training-loss")
                 yield DataTable(id="training-matrix", cursor_type="row", zebra_stripes=True)
+                yield Static(id="training-matrix-context")
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -83,7 +86,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#training-matrix").border_title = "Consolidation matrix"
         for label in ("ep", "step", "kind", "action", "corrected to", "self", "reward", "judgement"):
             self.query_one("#training-rows", DataTable).add_column(label, key=label)
-        for label in ("training", "x", "mean", "Δ vs 0", "transfer"):
+        for label in ("training", "x", "mean", "Δ vs 0", "transfer", "unparsed", "R mean", "R repaired"):
             self.query_one("#training-checkpoints", DataTable).add_column(label, key=label)
         self.query_one("#training-status", Static).update(Text("loading…", style="italic"))
         self.refresh_view()
@@ -209,20 +212,35 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         plot.show([Curve(r.run.id, tuple((row.epoch, row.mean) for row in r.rows)) for r in reports],
                   empty_text="no training run yet")
         text = Text()
+        statuses = self.view.statuses if self.view is not None else {}
         for report in reports:
             for row in report.rows:
+                r = row.repair
                 table.add_row(report.run.id, str(row.epoch), fmt(row.mean), fmt_signed(row.delta),
                               Text("negative", style="bold red") if row.negative else "",
+                              "—" if not row.replies else f"{row.unparsed}/{row.replies}",
+                              "—" if r is None else fmt(r.mean), "—" if r is None else f"{r.repaired}/{r.steps}",
                               key=f"{report.run.id}:{row.epoch}")
             c = report.curve
             text.append(f"{report.run.id}: ", style="bold")
+            status = statuses.get(report.training.id, report.training.status)
+            text.append(f"{status} · ", style="bold yellow" if status == "interrupted" else "")
             method = report.training.method + (f", reward {report.training.reward}" if report.training.reward else "")
-            text.append(f"{method} · Avg {fmt(c.avg)} · Max {fmt(c.max)} · final Δ {fmt_signed(c.final_delta)} · "
-                        f"AUC+ {fmt(c.auc_plus)}")
+            text.append(f"{method} · as written: Avg {fmt(c.avg)} · Max {fmt(c.max)} · final Δ "
+                        f"{fmt_signed(c.final_delta)} · AUC+ {fmt(c.auc_plus)}")
+            if report.repaired_curve is not None:
+                rc = report.repaired_curve
+                text.append(f" · R (repaired, {report.repair_run.id}): Avg {fmt(rc.avg)} · Max {fmt(rc.max)} · "
+                            f"final Δ {fmt_signed(rc.final_delta)} · AUC+ {fmt(rc.auc_plus)}", style="italic")
             if report.negative_transfer:
                 text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
                             style="bold red")
             text.append("\n")
+            for summary in signal_summaries(report.losses):
+                text.append(f"  {summary.line}", style="bold yellow" if summary.no_signal else "green")
+                if summary.none_learnt:
+                    text.append(": nothing was learnt, its checkpoints are the base model", style="bold yellow")
+                text.append("\n")
         flags.update(safe_text(text) if reports else Text("no training run from this run yet", style="italic"))
 
     def _render_losses(self) -> None:
@@ -240,16 +258,47 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         matrices = self.view.matrices if self.view is not None else ()
         if not matrices:
             table.border_title = "Consolidation matrix (none: `s3gym distill EXPERT EXPERT` makes one)"
+            self.query_one("#training-matrix-context", Static).update("")
             return
         matrix = matrices[0]
         table.border_title = safe_text(f"Consolidation matrix · {matrix.study.id}", one_line=True)
+        table.border_subtitle = "norm. mean: per-game min-max over the game's score range"
         table.add_column("row", key="row")
         for game in matrix.games:
             table.add_column(game, key=game)
+        table.add_column("norm. mean", key="norm")
+        table.add_column("routed", key="routed")
         for row in matrix.rows:
             cells = []
             for game in matrix.games:
                 c = row.cells[game]
                 label = fmt(c.mean) if row.kind == "base" or c.delta is None else f"{fmt(c.mean)} ({fmt_signed(c.delta)})"
                 cells.append(Text(label, style="bold red" if c.negative else ("bold" if row.own_game == game else "")))
-            table.add_row(row.label, *cells, key=row.training_id or row.kind)
+            routed = "" if row.routed is None else " · ".join(f"{g} {n}" for g, n in row.routed.items())
+            table.add_row(row.label, *cells, fmt(row.normalised_mean),
+                          Text(routed, style="bold yellow" if row.unrouted else ""), key=row.training_id or row.kind)
+        self._render_matrix_context(matrix.rows[0] if matrix.rows else None)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id != "training-matrix" or self.view is None or not self.view.matrices:
+            return
+        key = event.row_key.value if event.row_key is not None else None
+        row = next((r for r in self.view.matrices[0].rows if (r.training_id or r.kind) == key), None)
+        self._render_matrix_context(row)
+
+    def _render_matrix_context(self, row) -> None:
+        """How the highlighted row's cells were played: episodes, step cap, serving path, routing."""
+        context = self.query_one("#training-matrix-context", Static)
+        if row is None:
+            context.update("")
+            return
+        matrix = self.view.matrices[0]
+        text = Text()
+        text.append(f"{row.label}: ", style="bold")
+        text.append(" · ".join(f"{g} {row.cells[g].context}" for g in matrix.games))
+        paths = matrix.serving_paths
+        if len(paths) > 1:
+            text.append(f"\ncells are served differently: {'; '.join(paths)}", style="bold yellow")
+        if row.unrouted:
+            text.append(f"\nno prompt was routed to the expert of {', '.join(row.unrouted)}", style="bold yellow")
+        context.update(safe_text(text))

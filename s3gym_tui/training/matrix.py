@@ -18,6 +18,10 @@ ROLE_LABEL = {"phase1": "student, phase 1 (off-policy)", "phase2": "student, pha
 ROLE_ORDER = ("phase1", "phase2", "off-only", "on-only", "mixed-sft")
 
 
+NORMALISATION = ("per-game min-max over the game's whole score range in eval mode (games' score_range): "
+                 "0 = the lowest score an episode can reach, 1 = the highest")
+
+
 @dataclass(frozen=True)
 class Cell:
     mean: Optional[float]  # None: not evaluated (yet)
@@ -26,6 +30,17 @@ class Cell:
     negative: bool  # below the base on this game: negative transfer
     run_id: Optional[str] = None
     x: Optional[int] = None  # the checkpoint evaluated
+    episodes: Optional[int] = None  # evaluation episodes the cell's run plays (its setting)
+    step_cap: Optional[int] = None  # steps per evaluation episode
+    serving: Optional[str] = None  # how the checkpoint was served (training.runs.serving_path)
+    normalised: Optional[float] = None  # mean on the game's score range (NORMALISATION)
+
+    @property
+    def context(self) -> str:
+        """'2 ep · cap 3 · transformers (fp32 base + LoRA)' (what a reader needs to compare cells)."""
+        parts = [f"{self.episodes} ep" if self.episodes is not None else None,
+                 f"cap {self.step_cap}" if self.step_cap is not None else None, self.serving]
+        return " · ".join(p for p in parts if p) or "not evaluated"
 
 
 @dataclass(frozen=True)
@@ -36,11 +51,19 @@ class MatrixRow:
     cells: dict[str, Cell]
     own_game: Optional[str] = None  # an expert's game (its diagonal cell)
     steps: Optional[int] = None
+    routed: Optional[dict[str, int]] = None  # on-policy rows: completions each game's expert taught
 
     @property
-    def mean(self) -> Optional[float]:
-        values = [c.mean for c in self.cells.values() if c.mean is not None]
-        return sum(values) / len(values) if len(values) == len(self.cells) and values else None
+    def normalised_mean(self) -> Optional[float]:
+        """The mean over games of each cell's normalised score (NORMALISATION), when every game has one:
+        a plain mean would add up scores on different scales."""
+        values = [c.normalised for c in self.cells.values()]
+        return sum(values) / len(values) if values and all(v is not None for v in values) else None
+
+    @property
+    def unrouted(self) -> tuple[str, ...]:
+        """Games whose expert taught this on-policy row nothing (no prompt was routed to it)."""
+        return tuple(g for g in self.cells if self.routed is not None and not self.routed.get(g))
 
 
 @dataclass(frozen=True)
@@ -61,6 +84,19 @@ class Matrix:
     def negative_cells(self) -> list[tuple[str, str]]:
         return [(r.label, g) for r in self.rows for g, c in r.cells.items() if c.negative]
 
+    @property
+    def column_context(self) -> dict[str, Optional[str]]:
+        """game -> the context every evaluated cell of the column shares, None when they differ."""
+        out = {}
+        for game in self.games:
+            seen = {r.cells[game].context for r in self.rows if r.cells[game].mean is not None}
+            out[game] = seen.pop() if len(seen) == 1 else None
+        return out
+
+    @property
+    def serving_paths(self) -> tuple[str, ...]:
+        return tuple(sorted({c.serving for r in self.rows for c in r.cells.values() if c.serving}))
+
 
 def _checkpoint_mean(store, run_id: Optional[str], x: Optional[int]) -> tuple[Optional[float], int]:
     if run_id is None or x is None:
@@ -69,6 +105,40 @@ def _checkpoint_mean(store, run_id: Optional[str], x: Optional[int]) -> tuple[Op
     if x not in found:
         return None, 0
     return found[x].mean, len(found[x].scores)
+
+
+def normalise(game: str, mean: Optional[float]) -> Optional[float]:
+    """The mean on the game's score range (eval mode), or None (no mean, or an unknown game)."""
+    import games
+
+    if mean is None:
+        return None
+    try:
+        lo, hi = games.game_class(game).score_range("eval")
+    except Exception:  # noqa: BLE001 - a game this s3gym does not know: no normalised figure
+        return None
+    return (mean - lo) / (hi - lo) if hi > lo else None
+
+
+def _cell(store, game: str, run_id: Optional[str], x: Optional[int], base: Optional[float]) -> Cell:
+    from s3gym_tui.store import StoreError
+    from s3gym_tui.training.runs import serving_path
+
+    mean, n = _checkpoint_mean(store, run_id, x)
+    episodes = step_cap = serving = None
+    if run_id is not None:
+        try:
+            run = store.get_run(run_id)
+        except StoreError:
+            run = None
+        if run is not None:
+            episodes, step_cap = run.config.eval_episodes, run.config.step_cap
+            link = store.training_of_run(run_id)
+            models = {c.x: c.model for c in store.training_checkpoints(link[0].id)} if link else {}
+            serving = serving_path(models.get(x, run.config.model))
+    delta = None if mean is None or base is None else mean - base
+    return Cell(mean, n, delta, delta is not None and delta < -NEGATIVE_TOLERANCE, run_id, x, episodes, step_cap,
+                serving, normalise(game, mean))
 
 
 def _last_x(store, training_id: str) -> Optional[int]:
@@ -82,15 +152,11 @@ def study_matrix(store, study_id: str) -> Matrix:
     base_runs = dict(study.settings.get("base_cells") or {})
     base_cells: dict[str, Cell] = {}
     for game in study.games:
-        mean, n = _checkpoint_mean(store, base_runs.get(game), 0)
-        base_cells[game] = Cell(mean, n, 0.0 if mean is not None else None, False, base_runs.get(game), 0)
+        mean, _ = _checkpoint_mean(store, base_runs.get(game), 0)
+        base_cells[game] = _cell(store, game, base_runs.get(game), 0, mean)
 
     def cell(training_id: str, game: str, x: Optional[int]) -> Cell:
-        run_id = cells.get(f"{training_id}|{game}")
-        mean, n = _checkpoint_mean(store, run_id, x)
-        base = base_cells[game].mean
-        delta = None if mean is None or base is None else mean - base
-        return Cell(mean, n, delta, delta is not None and delta < -NEGATIVE_TOLERANCE, run_id, x)
+        return _cell(store, game, cells.get(f"{training_id}|{game}"), x, base_cells[game].mean)
 
     rows = [MatrixRow("base model", "base", None, base_cells)]
     losses = []
@@ -106,8 +172,10 @@ def study_matrix(store, study_id: str) -> Matrix:
         if training is None:
             continue
         x = _last_x(store, training.id)
+        routed = training.metrics.get("routed") if training.method == "distill-on" else None
         rows.append(MatrixRow(ROLE_LABEL[role], role, training.id, {g: cell(training.id, g, x) for g in study.games},
-                              None, training.steps))
+                              None, training.steps,
+                              {g: int((routed or {}).get(g) or 0) for g in study.games} if routed is not None else None))
         losses.append(LossCurve(training.id, ROLE_LABEL[role], tuple(store.losses(training.id))))
     return Matrix(study, tuple(study.games), tuple(rows), tuple(losses))
 

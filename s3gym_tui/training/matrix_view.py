@@ -10,21 +10,33 @@ from rich.table import Table
 from rich.text import Text
 
 from s3gym_tui.textgate import safe_markup
-from s3gym_tui.training.matrix import Matrix
+from s3gym_tui.training.matrix import NORMALISATION, Matrix
 
 
 def _fmt(value: Optional[float], digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _routed(row) -> Text:
+    if row.routed is None:
+        return Text("-", style="dim")
+    text = Text(" · ".join(f"{g} {n}" for g, n in row.routed.items()))
+    if row.unrouted:
+        text.stylize("bold yellow")
+    return text
+
+
 def matrix_table(matrix: Matrix) -> Table:
     table = Table(title=f"study {safe_markup(matrix.study.id)}: strict evaluation score per game (Δ vs base; "
                         f"red = negative transfer)")
     table.add_column("row", no_wrap=True)
+    context = matrix.column_context
     for game in matrix.games:
-        table.add_column(safe_markup(game, one_line=True), justify="right", no_wrap=True)
-    table.add_column("mean", justify="right", no_wrap=True)
+        header = safe_markup(game, one_line=True) + (f"\n[dim]{safe_markup(context[game])}[/]" if context[game] else "")
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column("norm. mean", justify="right", no_wrap=True)
     table.add_column("updates", justify="right", no_wrap=True)
+    table.add_column("routed (phase 2)", no_wrap=True)
     for row in matrix.rows:
         cells = []
         for game in matrix.games:
@@ -35,10 +47,29 @@ def matrix_table(matrix: Matrix) -> Table:
             text = _fmt(c.mean)
             if row.kind != "base" and c.delta is not None:
                 text += f" ({c.delta:+.3f})"
+            if context[game] is None:  # the column's cells differ: each says how it was played
+                text += f"\n{c.context}"
             style = "bold red" if c.negative else ("bold" if row.own_game == game else "")
             cells.append(Text(text, style=style))
-        table.add_row(safe_markup(row.label), *cells, _fmt(row.mean), "-" if row.steps is None else str(row.steps))
+        table.add_row(safe_markup(row.label), *cells, _fmt(row.normalised_mean),
+                      "-" if row.steps is None else str(row.steps), _routed(row))
     return table
+
+
+def matrix_legend(matrix: Matrix) -> list[str]:
+    """The lines under the matrix: normalisation, serving paths, unrouted games (markup)."""
+    lines = [f"[dim]norm. mean: the mean over games of each score normalised {NORMALISATION}; '-' unless every "
+             f"game has one (no plain mean across games: their scores have different scales)[/]"]
+    paths = matrix.serving_paths
+    if len(paths) == 1:
+        lines.append(f"[dim]every cell, the base row included, is served by {safe_markup(paths[0])}[/]")
+    elif paths:
+        lines.append(f"[yellow]cells are served differently[/]: {safe_markup('; '.join(paths))} (see each cell)")
+    for row in matrix.rows:
+        if row.unrouted:
+            lines.append(f"[yellow]{safe_markup(row.label)}: no prompt was routed to the expert of "
+                         f"{safe_markup(', '.join(row.unrouted))}[/]: that game taught it nothing")
+    return lines
 
 
 def loss_table(matrix: Matrix) -> Table:
@@ -58,6 +89,8 @@ def loss_table(matrix: Matrix) -> Table:
 
 def print_matrix(console: Console, matrix: Matrix) -> None:
     console.print(matrix_table(matrix))
+    for line in matrix_legend(matrix):
+        console.print(line, soft_wrap=True)
     console.print(loss_table(matrix))
     negative = matrix.negative_cells
     if negative:

@@ -5,7 +5,7 @@ consolidation matrices of the studies they take part in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from s3gym_tui.engine.parsing import parse_reply
@@ -46,6 +46,7 @@ class TrainingView:
     trainings: tuple[TrainingReport, ...]
     losses: tuple[LossCurve, ...] = ()
     matrices: tuple[Matrix, ...] = ()
+    statuses: dict[str, str] = field(default_factory=dict)  # training id -> status as shown (lease-derived)
 
 
 def dataset_view(store, dataset: Dataset) -> DatasetView:
@@ -93,5 +94,9 @@ def training_view(store, run_id: str) -> TrainingView:
     studies = [t.study_id for t in trainings if t.study_id]
     studies += [s.id for s in store.studies() if ids & {e.training_id for e in s.experts}]
     losses = tuple(LossCurve(t.id, f"{t.method} {t.id}", tuple(store.losses(t.id))) for t in trainings)
+    from s3gym_tui.store.leases import shown_training_status
+
+    leases = store.training_leases()
+    statuses = {t.id: shown_training_status(t.status, leases.get(t.id)) for t in trainings}
     return TrainingView(run, source, datasets, tuple(_reports(store, trainings)), losses,
-                        tuple(study_matrix(store, s) for s in dict.fromkeys(studies)))
+                        tuple(study_matrix(store, s) for s in dict.fromkeys(studies)), statuses)

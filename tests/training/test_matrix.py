@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from rich.console import Console
+
+import games
 
 from s3gym_tui.cli import main
 from s3gym_tui.models import Checkpoint, Episode, RunConfig
@@ -50,7 +53,8 @@ def build(store):
         t = _training(store, f"e-{game}", (game,), method="sft")
         experts.append(ExpertRef(training_id=t.id, x=1, game=game, model=f"trained/{t.id}/1"))
     students = [_training(store, "p1", ("trust", "snake"), "phase1", method="distill-off", study_id="st"),
-                _training(store, "p2", ("trust", "snake"), "phase2", method="distill-on", study_id="st", parent_id="p1")]
+                _training(store, "p2", ("trust", "snake"), "phase2", method="distill-on", study_id="st", parent_id="p1",
+                          metrics={"routed": {"trust": 4, "snake": 0}})]
     for training in [store.get_training(e.training_id) for e in experts] + students:
         for game in ("trust", "snake"):
             own = training.role == "expert" and training.games == (game,)
@@ -77,12 +81,30 @@ def test_cells_deltas_and_negative_transfer(store):
     assert table["student, phase 1 (off-policy)"] == {"trust": (12, 2, False), "snake": (5, 1, False)}
     assert table["student, phase 2 (on-policy)"] == {"trust": (9, -1, True), "snake": (7, 3, False)}
     assert matrix.negative_cells == [("expert trust (sft, x=1)", "snake"), ("student, phase 2 (on-policy)", "trust")]
-    assert matrix.rows[4].mean == 8.0 and matrix.rows[1].own_game == "trust"
+    # no plain mean across games with different scales: each score on its game's range, then the mean
+    (t_lo, t_hi), (s_lo, s_hi) = (games.game_class(g).score_range("eval") for g in ("trust", "snake"))
+    expected = ((9 - t_lo) / (t_hi - t_lo) + (7 - s_lo) / (s_hi - s_lo)) / 2
+    assert matrix.rows[4].normalised_mean == pytest.approx(expected) and matrix.rows[1].own_game == "trust"
+    assert not hasattr(matrix.rows[4], "mean")
+    # every cell knows its episodes, step cap and serving path; the base row is served like the others
+    for row in matrix.rows:
+        for game, cell in row.cells.items():
+            assert (cell.episodes, cell.step_cap) == (1, 64)
+            assert cell.serving == "transformers (fp32 base + LoRA)"
+    assert matrix.column_context == {"trust": "1 ep · cap 64 · transformers (fp32 base + LoRA)",
+                                     "snake": "1 ep · cap 64 · transformers (fp32 base + LoRA)"}
+    # routing of phase 2, stored with the training, shown next to the matrix; a game without prompts flagged
+    assert matrix.rows[4].routed == {"trust": 4, "snake": 0} and matrix.rows[4].unrouted == ("snake",)
+    assert matrix.rows[3].routed is None and matrix.rows[3].unrouted == ()
     assert [len(c.points) for c in matrix.losses] == [2, 2, 2, 2]
-    console = Console(record=True, width=200)
+    console = Console(record=True, width=250)
     print_matrix(console, matrix)
     text = console.export_text()
     assert "9.000 (-1.000)" in text and "negative transfer" in text and "student, phase 2 (on-policy) on trust" in text
+    assert "1 ep · cap 64 · transformers (fp32 base + LoRA)" in text and "norm. mean" in text
+    assert "min-max over the game's whole score range" in text and "served by transformers" in text
+    assert "trust 4 · snake 0" in text
+    assert "student, phase 2 (on-policy): no prompt was routed to the expert of snake" in text
 
 
 def test_s3gym_matrix_and_the_screens_view(tmp_path, capsys):

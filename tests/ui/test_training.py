@@ -84,7 +84,8 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
 
         checkpoints = table_rows(screen, "#training-checkpoints")
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
-        assert checkpoints[f"{training.id}:1"][2:] == ["4.00", "-6.00", "negative"]  # the app's one number format
+        assert checkpoints[f"{training.id}:1"][2:5] == ["4.00", "-6.00", "negative"]  # the app's one number format
+        assert checkpoints[f"{training.id}:1"][5:] == ["—", "—", "—"]  # no replies stored, no repaired evaluation
         assert checkpoints[f"{training.id}:2"][4] == ""
         assert screen.query_one("#training-curve", CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
         assert screen.query_one("#training-loss", CurvePlot).curves == (Curve(f"{training.id} sft", ((1, 2.0), (2, 1.0))),)
@@ -116,6 +117,38 @@ async def test_opened_on_a_training_run_or_a_run_without_data(demo_db, settings)
         await pilot.press("escape")
         screen = await open_training(app, pilot, "no-such-run")
         assert "no-such-run" in str(screen.query_one("#training-status", Static).render())
+
+
+async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, settings):
+    """Updates without signal (every GRPO group with zero reward variance) are stored, counted and shown;
+    a training that says 'evaluating' with no live driver shows as interrupted, a driven one with its PID."""
+    path, ids = demo_db
+    with Store(path) as store:
+        build = await build_dataset(store, ids["trust-summary"])
+        run = stored_training(store, ids["trust-summary"], build.dataset.id)
+        tid = run.id
+        store.update_training(tid, method="grpo", status="evaluating")
+        flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "grad_norm": 0.0, "parsed_replies": 0.0,
+                "no_signal": 1.0}
+        store.add_losses(tid, [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in (1, 2)]
+                         + [LossPoint(step=3, loss=0.1, phase="grpo",
+                                      metrics={**flat, "frac_reward_zero_std": 0.5, "no_signal": 0.0})])
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = await open_training(app, pilot, tid)
+        flags = str(screen.query_one("#training-flags", Static).render())
+        assert "2 of 3 grpo updates had no signal" in flags
+        assert f"{tid}: interrupted ·" in flags  # nobody drives it: not 'evaluating' forever
+    with Store(path) as store:
+        lease = store.acquire_training_lease(tid, "test")
+        try:
+            app = S3GymApp(db_path=path, settings=settings)
+            async with app.run_test(size=(160, 45)) as pilot:
+                screen = await open_training(app, pilot, tid)
+                flags = str(screen.query_one("#training-flags", Static).render())
+                assert f"{tid}: evaluating · PID " in flags
+        finally:
+            store.release_lease(lease)
 
 
 def stored_study(store) -> dict[str, str]:
@@ -169,11 +202,19 @@ async def test_the_consolidation_matrix_and_loss_curves_of_a_student(demo_db, se
         assert "a distillation student" in status
         matrix = table_rows(screen, "#training-matrix")
         assert list(matrix) == ["base", "ui-e-trust", "ui-e-snake", "ui-p2"]
-        assert matrix["base"][1:] == [fmt(10.0), fmt(4.0)]
-        assert matrix["ui-e-trust"][1:] == [f"{fmt(14.0)} ({fmt_signed(4.0)})", f"{fmt(3.0)} ({fmt_signed(-1.0)})"]
-        assert matrix["ui-p2"][1:] == [f"{fmt(12.0)} ({fmt_signed(2.0)})", f"{fmt(5.0)} ({fmt_signed(1.0)})"]
+        assert matrix["base"][1:3] == [fmt(10.0), fmt(4.0)]
+        assert matrix["ui-e-trust"][1:3] == [f"{fmt(14.0)} ({fmt_signed(4.0)})", f"{fmt(3.0)} ({fmt_signed(-1.0)})"]
+        assert matrix["ui-p2"][1:3] == [f"{fmt(12.0)} ({fmt_signed(2.0)})", f"{fmt(5.0)} ({fmt_signed(1.0)})"]
         table = screen.query_one("#training-matrix", DataTable)
         styles = {str(table.get_row("ui-e-trust")[2].style), str(table.get_row("ui-p2")[2].style)}
         assert "bold red" in styles  # the expert's negative transfer on snake
         assert "ui-st" in str(table.border_title)
+        assert matrix["ui-p2"][3:] == [fmt(screen.view.matrices[0].rows[-1].normalised_mean), ""]
+        context = str(screen.query_one("#training-matrix-context", Static).render())
+        assert context.startswith("base model: trust 1 ep · cap 64 · transformers")  # the highlighted row's cells
+        table.focus()
+        table.move_cursor(row=3)
+        await pilot.pause()
+        context = str(screen.query_one("#training-matrix-context", Static).render())
+        assert "student, phase 2" in context and "snake 1 ep · cap 64 · transformers (fp32 base + LoRA)" in context
         assert screen.query_one("#training-loss", CurvePlot).curves == (Curve("ui-p2 distill-on", ((1, 1.5),)),)
