@@ -235,6 +235,11 @@ class _Study:
         return Path(max(cps, key=lambda c: c.x).adapter)
 
     def phase2(self, datasets: dict[str, str], phase1: Training) -> Training:
+        from s3gym_tui.training.experts import require_signal
+
+        for expert in self.study.experts:  # a study made before the check (resumed): refused here
+            cp = next((c for c in self.store.training_checkpoints(expert.training_id) if c.x == expert.x), None)
+            require_signal(self.store, expert.training_id, cp.step if cp else None)
         rows, prompt_sources = self._prompts(datasets)
         training = self._training("phase2", parent_id=phase1.id)
         self._sources(training, prompt_sources + self._teacher_sources())

@@ -32,6 +32,7 @@ def resolve_experts(store, specs: Sequence[str]) -> list[ExpertRef]:
         if x not in cps or not cps[x].adapter:
             raise TrainingError(f"{training_id} has no trained checkpoint {x_text!r} (checkpoints: "
                                 f"{', '.join(map(str, sorted(adapters)))})")
+        require_signal(store, training_id, cps[x].step)
         experts.append(ExpertRef(training_id=training_id, x=x, game=training.game, model=cps[x].model))
         bases.add(str(Path(training.base).resolve()))
     games = [e.game for e in experts]
@@ -45,3 +46,19 @@ def resolve_experts(store, specs: Sequence[str]) -> list[ExpertRef]:
 def expert_adapter(store, expert: ExpertRef) -> Path:
     cp = next(c for c in store.training_checkpoints(expert.training_id) if c.x == expert.x)
     return Path(cp.adapter)
+
+
+def require_signal(store, training_id: str, up_to_step=None) -> None:
+    """Refuse an expert none of whose updates (up to its checkpoint) had a learning signal: its LoRA
+    adapter never moved from zero, so it *is* the base model, and distilling from it teaches the student
+    nothing (phase 2's KL to it is the KL to the base). Refused rather than flagged: the matrix would
+    otherwise show an 'expert' row that is the base model under another name, and phase 2 would spend its
+    whole budget on it."""
+    from s3gym_tui.training.learning_signal import learnt_nothing
+
+    points = [p for p in store.losses(training_id) if up_to_step is None or p.step <= up_to_step]
+    summary = learnt_nothing(points)
+    if summary is not None:
+        raise TrainingError(f"{training_id} cannot teach: {summary.line} (every group had the same reward, "
+                            f"so its checkpoint is the base model); train it again with a reward that varies "
+                            f"(e.g. more --generations, --reward oracle) or leave it out")

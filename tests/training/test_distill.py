@@ -233,3 +233,31 @@ def test_the_experts_are_checked_first(experts, capsys):
     assert "at least two games" in capsys.readouterr().err
     with Store(db) as store:
         assert len(store.studies()) == studies  # nothing written
+
+
+def test_an_expert_that_learnt_nothing_cannot_teach(tmp_path, capsys):
+    """A GRPO expert none of whose updates had a signal is the base model: the study is refused before
+    anything is written (and a resumed older study is refused at phase 2, by the same check)."""
+    from s3gym_tui.store import LossPoint
+
+    db = tmp_path / "n.db"
+    flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "grad_norm": 0.0, "no_signal": 1.0}
+    with Store(db) as store:
+        for game, learnt in (("trust", False), ("snake", True)):
+            source = store.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=1,
+                                                eval_episodes=1))
+            store.add_training(Training(id=f"g-{game}", method="grpo", games=(game,), source_run=source.id,
+                                        base="tiny", status="finished", steps=2))
+            for x, step in ((0, 0), (1, 2)):
+                store.set_training_checkpoint(TrainingCheckpoint(training_id=f"g-{game}", x=x, step=step,
+                                                                 model=f"trained/g-{game}/{x}",
+                                                                 adapter=f"/a/{game}/{x}" if x else None))
+            store.add_losses(f"g-{game}", [LossPoint(step=s, loss=0.0, phase="grpo", metrics=flat if not learnt or
+                                                     s == 1 else {**flat, "frac_reward_zero_std": 0.5,
+                                                                  "no_signal": 0.0}) for s in (1, 2)])
+    code = main(["distill", "g-trust", "g-snake", "--db", str(db)])
+    err = capsys.readouterr().err
+    assert code == 2 and "g-trust cannot teach: 2 of 2 grpo updates had no signal" in err
+    assert "g-snake" not in err  # 1 of its 2 updates had a signal: it learnt something
+    with Store(db) as store:
+        assert store.studies() == []

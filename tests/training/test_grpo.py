@@ -262,6 +262,55 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     assert code == 2 and "unknown reward 'verifier'" in capsys.readouterr().err
 
 
+def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, tmp_path, capsys, monkeypatch):
+    """Real GRPO updates on the tiny base with a scripted constant reward: no group has any reward variance,
+    so no update has a signal. The CLI says so for each update as it happens and in a summary line, and
+    every update is stored with its figures and its verdict."""
+    import asyncio
+
+    from s3gym_tui.engine.runner import ProtocolRunner
+    from s3gym_tui.training import rewards
+
+    def constant(source, judge=None):
+        def reward(prompts=None, completions=None, environments=None, log_metric=None, **kwargs):
+            if log_metric is not None:
+                log_metric("parsed_replies", 0.0)
+            return [1.0] * len(completions)
+
+        reward.__name__ = "constant_reward"
+        return reward
+
+    monkeypatch.setattr(rewards, "make_reward", constant)
+    db = tmp_path / "z.db"
+    with Store(db) as store:
+        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                         eval_every=1, eval_episodes=1))
+        asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
+    code = main(["train", run.id, "--method", "grpo", "--reward", "stated", "--base", str(tiny_base), "--updates", "2",
+                 "--generations", "2", "--states-per-update", "1", "--save-every", "2", "--rollout-step-cap", "1",
+                 "--completion-tokens", "4", "--eval-episodes", "1", "--step-cap", "1", "--progress", "plain",
+                 "--db", str(db)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "update 1 had no signal" in out.out and "update 2 had no signal" in out.out  # live, per update
+    assert "every group had zero reward variance" in out.out
+    assert "2 of 2 grpo updates had no signal" in out.out and "nothing was learnt" in out.out  # after it
+    with Store(db) as store:
+        (training,) = store.trainings(source_run=run.id)
+        losses = store.losses(training.id)
+        assert [p.step for p in losses] == [1, 2]
+        for point in losses:
+            m = point.metrics
+            assert m["no_signal"] == 1.0 and m["frac_reward_zero_std"] == 1.0 and m["reward_std"] == 0.0
+            assert m["parsed_replies"] == 0.0 and m["grad_norm"] == 0.0
+    code = main(["trainings", "--db", str(db)])
+    assert code == 0 and "2/2" in capsys.readouterr().out
+    code = main(["trainings", "--json", "--db", str(db)])
+    (data,) = json.loads(capsys.readouterr().out)
+    assert data["signal"] == [{"phase": "grpo", "updates": 2, "no_signal": 2, "zero_variance_share": 1.0,
+                               "parsed_share": 0.0, "reward_std": 0.0, "grad_norm": 0.0, "kl": None}]
+
+
 def test_a_rollout_ends_where_the_next_prompt_would_not_fit():
     ended = []
     stream = StateStream("trust", [2], lambda messages, game: "Answer: cheat, Score: 3", step_cap=5,
