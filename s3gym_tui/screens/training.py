@@ -235,6 +235,11 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             if report.negative_transfer:
                 text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
                             style="bold red")
+            if report.serving:
+                text.append(f"\n  served by {report.serving}", style="dim")
+                if report.source_x0 is not None and report.source_x0[1] != report.serving:
+                    text.append(f"; the source run's x = 0 ({fmt(report.source_x0[0])}) by {report.source_x0[1]}",
+                                style="yellow")
             text.append("\n")
             for summary in signal_summaries(report.losses):
                 text.append(f"  {summary.line}", style="bold yellow" if summary.no_signal else "green")

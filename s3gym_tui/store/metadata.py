@@ -98,10 +98,22 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
                              "that plays it.", {
         "training_id": "its training", "x": "epochs (or phase steps) done", "model": "model string "
         "(trained/<id>/<x>)", "adapter": "the LoRA adapter directory", "step": "optimizer steps when saved",
-        "repaired": "replies regenerated under the answer grammar in its evaluation"}),
+        "repaired": "written by s3gym before v8 only: replies repaired in its evaluation (mixed into its figures); "
+                    "since v8 repairs are rows of step_repairs, in a repair evaluation run of their own"}),
+    "step_repairs": ("A reply the trained-model provider repaired (asked for with --repair: a run whose model ends "
+                     "in /repair): the model's own reply and the repaired one the game acted on.", {
+        "episode_id": "the step's episode", "index": "the step number", "original_reply": "the reply as the "
+        "model wrote it", "repaired_reply": "the reply regenerated under the game's answer grammar (the step's reply)"}),
+    "training_leases": ("The one process driving a training (its trainer and evaluation): a training whose "
+                        "status says training or evaluating with no live lease was killed (shown as interrupted).", {
+        "training_id": "the driven training", "token": "the lease's identity", "pid": "the driving process",
+        "host": "its host", "command": "what it runs (s3gym train, resume, distill)",
+        "acquired_at": "UTC time it took the training", "heartbeat_at": "last heartbeat (seconds since the epoch)"}),
     "training_losses": ("The loss curve of a training, per logged optimizer step.", {
         "training_id": "its training", "phase": "sft, grpo, distill-off or distill-on", "step": "optimizer step",
-        "epoch": "epoch (fractional)", "loss": "training loss", "metrics": "JSON: e.g. GRPO reward, KL"}),
+        "epoch": "epoch (fractional)", "loss": "training loss", "metrics": "JSON: e.g. GRPO reward, KL; the learning signal "
+        "(frac_reward_zero_std: share of groups with zero reward variance, reward_std, parsed_replies, grad_norm, "
+        "kl) and no_signal (1: the update had none)"}),
     "training_evals": ("The evaluation runs of a training, one per game.", {
         "training_id": "its training", "game": "the game", "run_id": "the trained-pathway run",
         "xs": "JSON list of the checkpoints evaluated"}),

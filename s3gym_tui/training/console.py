@@ -196,8 +196,14 @@ def print_report(console: Console, report: TrainingReport) -> None:
                       f"({', '.join(f'x={r.epoch}: {r.legacy_repaired}' for r in legacy)}): these means mix "
                       f"written and repaired replies", soft_wrap=True)
     if report.serving:
-        console.print(f"[dim]served by {safe_markup(report.serving)} (x = 0 is the base model served the same way; "
-                      f"the source run's own x = 0 may come from another serving path)[/]", soft_wrap=True)
+        line = f"[dim]every checkpoint, x = 0 (the base model) included, served by {safe_markup(report.serving)}[/]"
+        if report.source_x0 is not None:
+            mean, path = report.source_x0
+            same = path == report.serving
+            line += (f"; the source run {safe_markup(t.source_run or '')} scored x = 0 {_fmt(mean)} served by "
+                     f"{safe_markup(path)}" + ("" if same else ", [yellow]another serving path[/] (and its own "
+                                               "settings): the two x = 0 figures are not interchangeable"))
+        console.print(line, soft_wrap=True)
     c = report.curve
     metrics = Table(title=f"{t.method} training {safe_markup(t.id)}" + (f" · reward {t.reward}" if t.reward else ""))
     for col in ("figures", "Avg", "Max", "final delta", "AUC+", "NABA", "loss first -> last", "train s", "examples/s",

@@ -17,11 +17,13 @@ A study, step by step (each step is stored, and `resume_study` continues from th
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Study, Training, TrainingSource
 from s3gym_tui.training import require_extra
@@ -77,6 +79,10 @@ class _Study:
 
     def __init__(self, store, study: Study, hooks: DistillHooks) -> None:
         self.store, self.study, self.hooks = store, study, hooks
+        # the study's trainings stay driven by this process until the study ends (a finished phase 1
+        # waits for its evaluation while phase 2 and the ablations train: it is not interrupted)
+        self.leases = contextlib.ExitStack()
+        self.held: set[str] = set()
         self.options = study_options(study)
         self.base = Path(study.settings["base"])
         self.root = Path(study.settings["out_dir"])
@@ -158,11 +164,17 @@ class _Study:
     def _training(self, role: str, **fields: Any) -> Training:
         existing = self.store.trainings(study_id=self.study.id, role=role)
         if existing:
-            return existing[0]
+            return self._drive(existing[0])
         training_id = new_training_id(f"{self.study.id}-{role}")
-        return self.store.add_training(Training(
+        return self._drive(self.store.add_training(Training(
             id=training_id, method=ROLE_METHOD[role], role=role, games=self.study.games, study_id=self.study.id,
-            base=str(self.base), directory=str(self.root / training_id), status="created", **fields))
+            base=str(self.base), directory=str(self.root / training_id), status="created", **fields)))
+
+    def _drive(self, training: Training) -> Training:
+        if training.id not in self.held:
+            self.leases.enter_context(driving_training(self.store, training.id, "s3gym distill"))
+            self.held.add(training.id)
+        return training
 
     def _trained(self, training: Training) -> bool:
         return any(c.adapter for c in self.store.training_checkpoints(training.id))
@@ -297,20 +309,26 @@ async def run_study(store, study_id: str, hooks: Optional[DistillHooks] = None) 
     hooks = hooks or DistillHooks()
     study = store.set_study_status(study_id, "training")
     s = _Study(store, study, hooks)
-    from s3gym_tui.training import serve
-
     try:
-        runs = await s.rollouts()
-        datasets = await s.datasets("datasets", runs, s.options.threshold)
-        serve.HANDLER.release()  # the served experts leave room for the trainings
-        phase1 = s.phase1(datasets)
-        students = [phase1, s.phase2(datasets, phase1)]
-        if s.options.ablations:
-            students += await s.ablations(datasets, phase1)
-        serve.HANDLER.release()
-        await evaluate_cells(store, s.study, s.options, students, hooks, s.save)
+        with s.leases:
+            await _steps(store, s, hooks)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "CancelledError"
         store.set_study_status(study_id, "interrupted" if interrupted else "failed")
         raise
     return store.set_study_status(study_id, "finished")
+
+
+async def _steps(store, s: "_Study", hooks: DistillHooks) -> None:
+    """The steps of the study in order, each skipping what is already stored."""
+    from s3gym_tui.training import serve
+
+    runs = await s.rollouts()
+    datasets = await s.datasets("datasets", runs, s.options.threshold)
+    serve.HANDLER.release()  # the served experts leave room for the trainings
+    phase1 = s.phase1(datasets)
+    students = [phase1, s.phase2(datasets, phase1)]
+    if s.options.ablations:
+        students += await s.ablations(datasets, phase1)
+    serve.HANDLER.release()
+    await evaluate_cells(store, s.study, s.options, students, hooks, s.save)

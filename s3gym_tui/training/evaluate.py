@@ -168,6 +168,8 @@ class TrainingReport:
     repair_run: Optional[Run] = None  # the repairing twin of `run`, when there is one
     repaired_curve: Optional[CurveMetrics] = None
     serving: str = ""  # how the checkpoints were served (the base x = 0 included)
+    # the source run's own x = 0 on this game: (its mean, how its model was served), when it has one
+    source_x0: Optional[tuple[Optional[float], str]] = None
 
 
 def _means(store, run: Run, models: dict[int, str]) -> dict[int, Checkpoint]:
@@ -220,4 +222,20 @@ def training_report(store, run: Run) -> TrainingReport:
                                   cps[x].step, bad, total, repair, cps[x].repaired))
     paths = sorted({serving_path(m) for m in models.values()})
     return TrainingReport(run, training, game, tuple(rows), curve, tuple(r.epoch for r in rows if r.negative),
-                          tuple(store.losses(training.id)), twin, repaired_curve, "; ".join(paths))
+                          tuple(store.losses(training.id)), twin, repaired_curve, "; ".join(paths),
+                          _source_x0(store, training, game))
+
+
+def _source_x0(store, training: Training, game: str) -> Optional[tuple[Optional[float], str]]:
+    from s3gym_tui.store import StoreError
+
+    if not training.source_run:
+        return None
+    try:
+        source = store.get_run(training.source_run)
+    except StoreError:
+        return None
+    if source.config.game != game:
+        return None
+    found = {c.x: c for c in store.checkpoints(source.id)}
+    return (found[0].mean if 0 in found else None), serving_path(source.config.model)

@@ -164,7 +164,8 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
     out = capsys.readouterr()
     assert code == 0, out.err
     for needle in ("dataset (self-judged selection vs verifier)", "checkpoints of trust-sft-", "sft training",
-                   "prompt_completion.jsonl", "checkpoints", "evaluation", "peak RSS MB"):
+                   "prompt_completion.jsonl", "checkpoints", "evaluation", "peak RSS MB", "unparsed replies",
+                   "served by transformers (fp32 base + LoRA)", "another serving path"):
         assert needle in out.out, needle
     with Store(db) as store:
         trained = [r for r in store.list_runs() if r.config.pathway == "trained"]
