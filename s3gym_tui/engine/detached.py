@@ -43,7 +43,22 @@ def run_argv(config: RunConfig, db: Path) -> list[str]:
         argv += ["--api-base", base]
     if config.oracle_feedback:
         argv.append("--oracle-feedback")
+    argv += ["--decoding", config.decoding]
+    argv += model_arg_flags(config.model_args)
     return argv + ["--progress", "plain", "--db", str(db)]
+
+
+def model_arg_flags(args: dict) -> list[str]:
+    """`--model-arg KEY=<JSON>` for each storable model argument: a secret never goes on a command
+    line (the child reads the config file's per-model model_args itself, secrets included)."""
+    import json
+
+    from s3gym_tui.engine.decoding import storable_args
+
+    flags: list[str] = []
+    for key, value in storable_args(args).items():
+        flags += ["--model-arg", f"{key}={json.dumps(value)}"]
+    return flags
 
 
 def resume_argv(run_id: str, db: Path) -> list[str]:

@@ -69,9 +69,11 @@ async def test_the_picker_looks_again_when_opened_and_lists_a_gguf_by_its_short_
         assert str(select.tooltip) == GGUF
 
 
-async def test_the_run_dialog_fits_the_run_to_the_servers_context_and_says_so(demo_db, settings):
+async def test_the_run_dialog_fits_the_run_to_the_servers_context_and_says_so(demo_db, settings, monkeypatch):
+    opened = []
+    monkeypatch.setattr(S3GymApp, "open_protocol", lambda self, run_id: opened.append(run_id))
     with FakeOpenAI(kind="llama.cpp", context=2048, reply="Answer: collaborate, Score: 1") as fake:
-        own = ModelSettings(api_base=fake.base)
+        own = ModelSettings(api_base=fake.base, model_args={"min_p": 0.05, "api_key": "sk-notonthecommandline1"})
         app = S3GymApp(db_path=demo_db[0], settings=settings.with_model_settings("llamafile/fake", own))
         async with app.run_test(size=(120, 40)) as pilot:
             screen = pilot.app.screen
@@ -92,12 +94,19 @@ async def test_the_run_dialog_fits_the_run_to_the_servers_context_and_says_so(de
             dialog.query_one("#run-explore_episodes", Input).value = "1"
             dialog.query_one("#run-eval_episodes", Input).value = "0"
             await settle(pilot)
-            await pilot.press("ctrl+s")
-            await settle(pilot)
+            await pilot.press("ctrl+s")  # the run is `s3gym run …` in a process of its own
+            for _ in range(600):
+                await pilot.pause(0.05)
+                if opened:
+                    break
+            (child,) = pilot.app.child_runs.children
+            child.process.wait(timeout=300)
         with Store(demo_db[0]) as store:
-            run = next(r for r in store.list_runs() if r.config.model == "llamafile/fake")
+            run = store.get_run(opened[0])
     assert (run.config.decoding, run.config.max_tokens, run.config.context_tokens, run.config.server_kind) == \
         ("grammar", 512, 2048, "llama.cpp")
+    assert run.config.model_args == {"min_p": 0.05} and "sk-notonthecommandline1" not in " ".join(child.argv)
+    assert all("grammar" in r["body"] and r["body"]["min_p"] == 0.05 for r in fake.requests)
 
 
 async def test_model_settings_take_decoding_and_model_args_and_never_show_a_secret(app):
@@ -126,7 +135,9 @@ async def test_model_settings_take_decoding_and_model_args_and_never_show_a_secr
         await pilot.pause()
         assert pilot.app.screen is again and "KEY=VALUE" in str(again.query_one("#ms-error").render())
         again.query_one("#ms-model-args", Input).value = "top_k=8"
+        await pilot.pause(0.4)  # a button ignores a second press while it still shows the first
         await pilot.click("#ms-apply")
         await pilot.pause()
+        assert pilot.app.screen is not again
         own = pilot.app.settings.model_settings("hosted_vllm/qwen")
         assert own.model_args == {"api_key": "sk-notshown12345678", "top_k": 8}  # the secret was kept
