@@ -15,15 +15,18 @@ _heap_frozen = False
 
 
 def call_settings(model: str, app_settings: Any = None):
-    """Interactive calls: the model's own api base, max tokens and timeout (config file or the app's
-    model settings), else the engine's defaults; fewer retries (a person is waiting)."""
+    """Interactive calls: the model's own api base, max tokens, timeout, decoding and model arguments
+    (config file or the app's model settings), else the engine's defaults; fewer retries (a person
+    is waiting)."""
     from s3gym_tui.engine.llm import CallSettings
 
     extra = {}
     if app_settings is not None:
         own = app_settings.model_settings(model)
         extra = {k: v for k, v in (("api_base", own.api_base), ("max_tokens", own.max_tokens),
-                                   ("timeout_s", own.timeout_s)) if v is not None}
+                                   ("timeout_s", own.timeout_s), ("decoding", own.decoding)) if v is not None}
+        if own.model_args:
+            extra["model_args"] = tuple(own.model_args.items())
     return CallSettings(model=model, max_retries=2, **extra)
 
 

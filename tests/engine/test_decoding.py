@@ -147,3 +147,14 @@ def test_the_config_files_per_model_section_gives_decoding_and_model_args(tmp_pa
     with Store(tmp_path / "c.db") as store:
         [run] = store.list_runs()
         assert run.config.decoding == "grammar" and run.config.model_args == {"min_p": 0.05}
+
+
+def test_hand_play_uses_the_models_own_decoding_and_arguments():
+    from s3gym_tui.config import ModelSettings, Settings
+    from s3gym_tui.screens.play_support import call_settings
+
+    own = ModelSettings(api_base="http://127.0.0.1:9/v1", decoding="grammar", model_args={"top_k": 3})
+    settings = call_settings("llamafile/x", Settings().with_model_settings("llamafile/x", own))
+    assert (settings.decoding, settings.model_args, settings.api_base) == ("grammar", (("top_k", 3),),
+                                                                            "http://127.0.0.1:9/v1")
+    assert call_settings("llamafile/x", Settings()).decoding == "free"
