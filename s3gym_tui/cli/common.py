@@ -257,3 +257,24 @@ def _fmt(value: Optional[float], digits: int = 2) -> str:
     from s3gym_tui.engine.glossary import fmt_metric
 
     return fmt_metric(value, digits)
+
+
+def decoding_choice(value: Optional[str]) -> Optional[str]:
+    """--decoding checked (None: not given)."""
+    from s3gym_tui.engine.decoding import DECODINGS
+
+    if value is None:
+        return None
+    if value.strip().lower() not in DECODINGS:
+        raise UserError(f"--decoding {value!r}: choose {' or '.join(DECODINGS)}")
+    return value.strip().lower()
+
+
+def model_args_given(items: list[str]) -> dict:
+    """--model-arg KEY=VALUE flags as a dict (a bad one: a one-line error)."""
+    from s3gym_tui.engine.decoding import ModelArgError, parse_model_args
+
+    try:
+        return parse_model_args(items)
+    except ModelArgError as exc:
+        raise UserError(str(exc)) from None

@@ -10,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
-                                  console, emit_json, err, flags_named, model_name)
+                                  console, decoding_choice, emit_json, err, flags_named, model_args_given,
+                                  model_name)
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
@@ -67,8 +68,8 @@ def run(
         bases = [own.api_base]
     chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
               "timeout_s": timeout if timeout is not None else own.timeout_s,
-              "decoding": _decoding(decoding) or own.decoding}
-    args = {**own.model_args, **_model_args(model_arg)}
+              "decoding": decoding_choice(decoding) or own.decoding}
+    args = {**own.model_args, **model_args_given(model_arg)}
     with flags_named():  # a bad value names the flag the user typed
         config = RunConfig(model=model, game=game, pathway=pathway, explore_episodes=episodes,
                            eval_every=eval_every, eval_episodes=eval_episodes, history_budget=history_budget,
@@ -165,25 +166,6 @@ def _own_args_again(run):
         return run
     return run.model_copy(update={"config": run.config.model_copy(
         update={"model_args": {**run.config.model_args, **missing}})})
-
-
-def _decoding(value: Optional[str]) -> Optional[str]:
-    from s3gym_tui.engine.decoding import DECODINGS
-
-    if value is None:
-        return None
-    if value.strip().lower() not in DECODINGS:
-        raise UserError(f"--decoding {value!r}: choose {' or '.join(DECODINGS)}")
-    return value.strip().lower()
-
-
-def _model_args(items: List[str]) -> dict:
-    from s3gym_tui.engine.decoding import ModelArgError, parse_model_args
-
-    try:
-        return parse_model_args(items)
-    except ModelArgError as exc:
-        raise UserError(str(exc)) from None
 
 
 def _fit_to_server(config):

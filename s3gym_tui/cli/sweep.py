@@ -11,7 +11,7 @@ from typing import List, Optional
 import typer
 
 from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, _fmt, _store, cli, console,
-                                  emit_json, flags_named, model_list)
+                                  decoding_choice, emit_json, flags_named, model_args_given, model_list)
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
@@ -187,9 +187,7 @@ def sweep(
                     history_budget=history_budget, max_tokens=max_tokens, step_cap=step_cap,
                     temperature=temperature, decoding_seed=seed, timeout_s=timeout, max_retries=max_retries,
                     oracle_feedback=oracle_feedback)
-    from s3gym_tui.cli.runs import _decoding, _model_args
-
-    chosen_decoding, cli_args = _decoding(decoding), _model_args(model_arg)
+    chosen_decoding, cli_args = decoding_choice(decoding), model_args_given(model_arg)
     if chosen_decoding:
         settings["decoding"] = chosen_decoding
     if cli_args:
