@@ -286,6 +286,8 @@ def backoff_delay(attempt: int, base_s: float, cap_s: float, rng: random.Random 
 # call succeeds and the failure never reaches `complete`: litellm's failure callback (a public
 # CustomLogger hook) reports it, tagged with the call through the request's metadata.
 _REPLICA_FAILURES: dict[str, list[str]] = {}
+_CONNECTION_LOST = re.compile(r"cannot connect|connect call failed|connection (?:error|refused|reset)|"
+                              r"server disconnected", re.IGNORECASE)
 _WATCH: list[Any] = []
 
 
@@ -302,6 +304,8 @@ def _replica_watch(litellm) -> None:
             if call in _REPLICA_FAILURES:
                 exc = kwargs.get("exception")
                 kind = _fault_name(exc) if isinstance(exc, BaseException) else "failed"
+                if kind == "server_error" and _CONNECTION_LOST.search(str(exc)):
+                    kind = "connection"  # litellm maps a refused or dropped connection to a server error
                 host = _host(params.get("api_base") or "")
                 _REPLICA_FAILURES[call].append(f"{kind} (replica {host})" if host else f"{kind} (replica)")
 

@@ -103,6 +103,7 @@ def test_a_replica_that_dies_mid_run_is_recorded_on_its_steps_and_counted(tmp_pa
         steps = sum(e.n_steps for e in store.episodes(run.id))
     assert run.status == "finished" and steps == b.completed  # every step answered by the live replica
     assert faults and all(f"(replica {a_host})" in f and f"failover to {b_host}" in f for f in faults)
+    assert any(f"connection (replica {a_host})" in f for f in faults)  # the kind: nothing listens there
     code = main(["report", run.id, "--json", "--db", str(db)])
     [row] = json.loads(capsys.readouterr().out)["tables"]["runs"]["rows"]
     assert row["replica_failures"] >= len(faults) and row["failovers"] == len(faults)
