@@ -384,17 +384,18 @@ def print_replies(store, sweep_id: str) -> None:
         for episode in store.episodes(run.id):
             bad, seen = count_unparsed(store.steps(episode.id))
             unparsed, replies = unparsed + bad, replies + seen
-        row = counts.setdefault(run.config.model, [0, 0, 0])
+        row = counts.setdefault((run.config.model, run.config.decoding), [0, 0, 0])
         row[0] += 1
         row[1] += replies
         row[2] += unparsed
-    rows = tuple((model, runs, replies, unparsed, f"{unparsed / replies:.0%}" if replies else "—")
-                 for model, (runs, replies, unparsed) in counts.items())
-    cols = (Column("model", "model", TEXT), Column("runs", "runs", INT), Column("replies", "replies", INT),
-            Column("unparsed", "did not parse", INT), Column("share", "share", INT))
-    print_table(console, ReportTable("replies", "replies per model", cols, rows),
-                more="a wider terminal shows them")
-    for model, (_, replies, unparsed) in counts.items():
+    rows = tuple((model, decoding, runs, replies, unparsed, f"{unparsed / replies:.0%}" if replies else "—")
+                 for (model, decoding), (runs, replies, unparsed) in counts.items())
+    cols = (Column("model", "model", TEXT), Column("decoding", "decoding", TEXT, 1), Column("runs", "runs", INT),
+            Column("replies", "replies", INT), Column("unparsed", "did not parse", INT),
+            Column("share", "share", INT))
+    print_table(console, ReportTable("replies", "replies per model (decoding grammar: constrained to the game's "
+                                     "action grammar)", cols, rows), more="a wider terminal shows them")
+    for (model, _), (_, replies, unparsed) in counts.items():
         warning = unparsed_text(model, unparsed, replies)
         if warning:
             console.print(f"[yellow bold]warning:[/] {safe_markup(warning)}", soft_wrap=True, highlight=False)

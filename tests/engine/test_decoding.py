@@ -158,3 +158,27 @@ def test_hand_play_uses_the_models_own_decoding_and_arguments():
     assert (settings.decoding, settings.model_args, settings.api_base) == ("grammar", (("top_k", 3),),
                                                                             "http://127.0.0.1:9/v1")
     assert call_settings("llamafile/x", Settings()).decoding == "free"
+
+
+def test_a_sweep_passes_decoding_and_model_args_and_stores_no_secret(tmp_path, capsys):
+    secret = "sk-sweepsecretvalue987654"
+    with FakeOpenAI(kind="llama.cpp", context=8192, reply=PLAY) as fake:
+        db = tmp_path / "w.db"
+        code = main(["sweep", "--games", "trust", "--pathways", "none", "-m", "llamafile/fake", "--api-base",
+                     fake.base, "--decoding", "grammar", "-M", "top_k=4", "-M", f"api_key={secret}",
+                     "--episodes", "1", "--eval-every", "1", "--eval-episodes", "0", "--yes", "--db", str(db)])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        bodies = [r["body"] for r in fake.requests]
+        auth = {v for r in fake.requests for k, v in r["headers"].items() if k.lower() == "authorization"}
+    assert bodies and all("grammar" in b and b["top_k"] == 4 for b in bodies)
+    assert auth == {f"Bearer {secret}"}  # the secret reached the sweep's runs in this process
+    assert "decoding: grammar, sent as GBNF grammar" in out.out and secret not in out.out + out.err
+    assert "grammar" in out.out.split("replies per model")[1]  # the replies table names the decoding
+    with Store(db) as store:
+        [sweep] = store.list_sweeps()
+        [run] = store.sweep_runs(sweep.id)
+        assert run.config.decoding == "grammar" and run.config.model_args == {"top_k": 4}
+        assert sweep.config.settings["model_args"] == {"top_k": 4}
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("w.db"))
+    assert secret.encode() not in raw
