@@ -171,7 +171,7 @@ def _own_args_again(run):
 def _fit_to_server(config):
     """The config fitted to what the model's server says about itself, with a line saying so."""
     from s3gym_tui.engine.decoding import describe_args
-    from s3gym_tui.engine.servers import fit_config
+    from s3gym_tui.engine.fitting import fit_config
 
     fitted, notes = fit_config(config)
     for note in notes:

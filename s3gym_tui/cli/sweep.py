@@ -224,7 +224,7 @@ def fit_runs(runs, decoding: Optional[str], cli_args: dict, announce: bool = Tru
     the flags) and fitted to what its server says about itself (a line per model); and per model,
     the arguments to give again in this process (secrets are not stored)."""
     from s3gym_tui.config import load_settings
-    from s3gym_tui.engine.servers import fit_config
+    from s3gym_tui.engine.fitting import fit_config
 
     settings = load_settings()
     out, told, runtime = [], set(), {}

@@ -417,9 +417,12 @@ def _known_context(settings: CallSettings) -> Optional[int]:
 
 
 def _prompt_tokens(model: str, messages: list[dict]) -> int:
-    from s3gym_tui.engine.tokens import count_tokens
-
-    return sum(count_tokens(model, str(m.get("content") or "")) + 8 for m in messages)
+    """litellm's count of the prompt for the model (about four characters a token when it cannot)."""
+    text = [str(m.get("content") or "") for m in messages]
+    try:
+        return int(_litellm().token_counter(model=model, text="\n".join(text))) + 8 * len(messages)
+    except Exception:  # noqa: BLE001 - a tokenizer litellm would have to download
+        return sum(len(t) for t in text) // 4 + 8 * len(messages)
 
 
 def _fitted_max_tokens(model: str, messages: list[dict], context_tokens: int, max_tokens: int) -> int:

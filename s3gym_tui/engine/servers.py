@@ -1,7 +1,7 @@
 """What a model server says about itself: its kind (llama.cpp, vLLM, SGLang, Ollama, LM Studio, a
 hosted API) and its context size, read from the server (llama.cpp `/props`, vLLM and SGLang
 `/v1/models` `max_model_len`, Ollama `/api/show`, LM Studio `/api/v0/models`) or from litellm's
-model info for hosted models; and a run's max tokens and history budget fitted to that context.
+model info for hosted models (engine.fitting fits a run to it).
 
 Blocking (network, litellm): call it off the UI thread. Answers are cached per (model, api base)."""
 
@@ -16,8 +16,6 @@ from urllib.parse import urlsplit
 from s3gym_tui.secrets import strip_url_credentials
 
 PROBE_TIMEOUT_S = 1.5
-MIN_REPLY_TOKENS = 256  # a fitted reply cap never goes below this (unless the context itself is smaller)
-REPLY_SHARE = 4  # a fitted reply takes at most a quarter of the context
 
 # litellm provider prefix -> server kind (None: ask the server)
 KIND_OF_PROVIDER = {"llamafile": "llama.cpp", "hosted_vllm": "vllm", "vllm": "vllm", "ollama": "ollama",
@@ -61,11 +59,9 @@ def served_name(model: str) -> str:
 
 
 def kind_guess(model: str, api_base: Optional[str]) -> str:
-    """The server kind from the litellm provider alone (no request)."""
-    from s3gym_tui.providers import is_builtin
-
-    if is_builtin(model):
-        return "builtin"
+    """The server kind from the litellm provider alone (no request). Built-in models are not
+    served: callers tell them apart first (engine.fitting, engine.llm), so this module imports
+    nothing of the engine that calls it."""
     kind = KIND_OF_PROVIDER.get(provider_of(model))
     if kind:
         return kind
@@ -196,9 +192,8 @@ def _ask_server(model: str, api_base: str, timeout_s: float) -> ServerInfo:
 
 
 def _ask_litellm(model: str) -> ServerInfo:
-    from s3gym_tui.engine.llm import _litellm
+    import litellm  # its bundled price and window list (LITELLM_LOCAL_MODEL_COST_MAP keeps it offline)
 
-    litellm = _litellm()
     try:
         info = litellm.get_model_info(model)
     except Exception:  # noqa: BLE001 - an unmapped model: nothing is known
@@ -213,17 +208,14 @@ _LOCK = threading.Lock()
 
 def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROBE_TIMEOUT_S,
              fresh: bool = False) -> ServerInfo:
-    """What the model's server says about itself (cached; `fresh` asks again). Built-in models
-    are not asked (their windows are known to litellm through providers.register)."""
+    """What the model's server says about itself (cached; `fresh` asks again). For a served or
+    hosted model: built-in models have no server (engine.fitting tells them apart)."""
     key = (model, api_base or "")
     if not fresh:
         with _LOCK:
             if key in _CACHE:
                 return _CACHE[key]
-    guess = kind_guess(model, api_base)
-    if guess == "builtin":
-        info = ServerInfo("builtin")
-    elif api_base:
+    if api_base:
         info = _ask_server(model, api_base, timeout_s)
     else:
         info = _ask_litellm(model)
@@ -247,58 +239,6 @@ def known(model: str, api_base: Optional[str] = None) -> Optional[ServerInfo]:
         return _CACHE.get((model, api_base or ""))
 
 
-# ----- fitting a run to the context ----------------------------------------------------------------
-@dataclass(frozen=True)
-class Fitted:
-    max_tokens: int
-    history_budget: int
-    prompt_tokens: Optional[int]  # the game's first prompt (no history), for the warning
-    notes: tuple[str, ...]
-
-
-def first_prompt_tokens(model: str, game_name: str) -> Optional[int]:
-    """Tokens of the game's first prompt without history (litellm's count for the model)."""
-    try:
-        import games
-        from s3gym_tui.engine.prompts import build_messages
-        from s3gym_tui.engine.tokens import count_tokens
-
-        game = games.make(game_name, "explore")
-        game.reset(0)
-        return sum(count_tokens(model, m["content"]) for m in build_messages(game, None, [], ""))
-    except Exception:  # noqa: BLE001 - a warning only
-        return None
-
-
-def fit_reply(context: int, max_tokens: int) -> int:
-    """The reply cap for a context: at most a quarter of it, at least MIN_REPLY_TOKENS (or half a tiny one)."""
-    floor = min(MIN_REPLY_TOKENS, max(1, context // 2))
-    return max(1, min(max_tokens, max(floor, context // REPLY_SHARE)))
-
-
-def fit_to_context(info: ServerInfo, model: str, game: str, pathway: str, max_tokens: int,
-                   history_budget: int) -> Fitted:
-    """Max tokens and the history budget fitted to the stated context, with a line saying so."""
-    from s3gym_tui.engine.experience import effective_budget
-
-    context = info.context
-    if not context:
-        return Fitted(max_tokens, history_budget, None, ())
-    fitted_reply = fit_reply(context, max_tokens)
-    budget = effective_budget(model, history_budget, fitted_reply, window=context)
-    changes = []
-    if fitted_reply != max_tokens:
-        changes.append(f"max tokens {max_tokens:,} -> {fitted_reply:,}")
-    if budget != history_budget and pathway != "none":
-        changes.append(f"history budget {history_budget:,} -> {budget:,}")
-    notes = [info.said() + (": " + ", ".join(changes) if changes else ": the run's settings fit")]
-    prompt = first_prompt_tokens(model, game)
-    if prompt is not None and prompt + fitted_reply > context:
-        notes.append(f"the {game} prompt alone is about {prompt:,} tokens: with {fitted_reply:,} for the reply "
-                     f"it does not fit {context:,}; serve the model with a larger context")
-    return Fitted(fitted_reply, budget if pathway != "none" else history_budget, prompt, tuple(notes))
-
-
 # ----- a context stated in an error -----------------------------------------------------------------
 _STATED = re.compile(
     r"(?:maximum context length is|context window of|context (?:size|length) (?:is|of)|n_ctx[\"']?\s*[:=]\s*"
@@ -310,25 +250,3 @@ def context_in_error(text: str) -> Optional[int]:
     llama.cpp 'context window of 2048', `n_ctx: 2048`), or None."""
     match = _STATED.search(text or "")
     return _positive(match[1].replace(",", "")) if match else None
-
-
-def fit_config(config: Any, ask: bool = True) -> tuple[Any, tuple[str, ...]]:
-    """A RunConfig fitted to what its model's server says (engine.servers.describe): max tokens and
-    the history budget fitted to the stated context, the context and the server kind recorded;
-    with the lines that say so. Built-in models are left as they are."""
-    base = config.api_base or next(iter(config.api_bases), None)
-    if kind_guess(config.model, base) == "builtin":
-        return config, ()
-    info = describe(config.model, base) if ask else (known(config.model, base) or ServerInfo(
-        kind_guess(config.model, base)))
-    fitted = fit_to_context(info, config.model, config.game, config.pathway, config.max_tokens,
-                            config.history_budget)
-    notes = list(fitted.notes)
-    if config.decoding == "grammar":
-        from s3gym_tui.engine.decoding import grammar_form
-
-        notes.append(f"decoding: grammar, sent as {grammar_form(info.kind)}")
-    updated = config.model_copy(update={"max_tokens": fitted.max_tokens, "history_budget": fitted.history_budget,
-                                        "context_tokens": info.context or config.context_tokens,
-                                        "server_kind": info.kind})
-    return updated, tuple(notes)

@@ -113,7 +113,7 @@ class RunDialog(DialogScreen):
     # ----- what the model's server says about itself (off the UI thread) ------------------------
     @work(thread=True, exclusive=True, group="run-server", exit_on_error=False)
     def _describe_server(self, config: RunConfig) -> None:
-        from s3gym_tui.engine.servers import fit_config
+        from s3gym_tui.engine.fitting import fit_config
 
         try:
             fitted, notes = fit_config(config)

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from s3gym_tui.cli import main
-from s3gym_tui.engine import servers
+from s3gym_tui.engine import fitting, servers
 from s3gym_tui.engine.llm import CallSettings, complete
 from s3gym_tui.store import Store
 
@@ -53,7 +53,7 @@ def test_a_server_that_says_nothing_leaves_the_settings_alone():
     with FakeOpenAI(kind="plain") as fake:
         info = servers.describe("openai/fake", fake.base)
     assert info.context is None and info.kind == "openai-compatible"
-    fitted = servers.fit_to_context(info, "openai/fake", "trust", "history", 14_000, 100_000)
+    fitted = fitting.fit_to_context(info, "openai/fake", "trust", "history", 14_000, 100_000)
     assert (fitted.max_tokens, fitted.history_budget, fitted.notes) == (14_000, 100_000, ())
 
 
@@ -65,11 +65,11 @@ def test_hosted_models_are_described_by_litellm():
 
 def test_fitting_shrinks_max_tokens_and_the_history_budget_and_warns_when_the_prompt_cannot_fit():
     info = servers.ServerInfo("llama.cpp", 2048, "/props n_ctx", "127.0.0.1:8080")
-    fitted = servers.fit_to_context(info, "llamafile/x", "trust", "history", 14_000, 100_000)
+    fitted = fitting.fit_to_context(info, "llamafile/x", "trust", "history", 14_000, 100_000)
     assert fitted.max_tokens == 512 and 0 <= fitted.history_budget < 2048 - 512
     assert "max tokens 14,000 -> 512" in fitted.notes[0]
     assert f"history budget 100,000 -> {fitted.history_budget:,}" in fitted.notes[0]
-    tiny = servers.fit_to_context(servers.ServerInfo("vllm", 300, "x"), "hosted_vllm/x", "chess", "none",
+    tiny = fitting.fit_to_context(servers.ServerInfo("vllm", 300, "x"), "hosted_vllm/x", "chess", "none",
                                   14_000, 100_000)
     assert tiny.max_tokens == 150 and tiny.history_budget == 100_000  # pathway none: no history to fit
     assert any("does not fit 300" in n for n in tiny.notes)
