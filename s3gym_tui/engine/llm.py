@@ -217,14 +217,16 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         except BudgetSpent:
             raise
         except transient as exc:
-            faults.append(_fault_name(exc) + _replica_note(settings, exc))
+            kind = _fault_name(exc)
+            if not (faults and faults[-1].startswith(f"{kind} (replica")):  # else the Router's callback
+                faults.append(kind + _replica_note(settings, exc))  # has named it (engine.llm._routed)
             if attempt >= settings.max_retries + refitted:
                 raise ModelUnavailable(f"{settings.model}: {one_line(exc)} (after {attempt + 1} attempts)") from exc
             delay = _retry_after(exc)
             if delay is None:
                 delay = backoff_delay(attempt, settings.backoff_base_s, settings.backoff_cap_s)
             delay = max(0.0, min(delay, settings.backoff_cap_s))
-            if limits is not None and faults[-1] == "rate_limit":
+            if limits is not None and kind == "rate_limit":
                 limits.gate(settings.model).pause(delay)  # every call of this model backs off
             await asyncio.sleep(delay)
             continue

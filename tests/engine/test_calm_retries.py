@@ -118,3 +118,30 @@ def test_without_replicas_the_replica_figures_are_undefined(tmp_path, capsys):
     main(["report", "--json", "--db", db])
     [row] = json.loads(capsys.readouterr().out)["tables"]["runs"]["rows"]
     assert row["replica_failures"] is None and row["failovers"] is None and row["decoding"] == "free"
+
+
+def test_a_rate_limit_from_every_replica_pauses_the_model(monkeypatch):
+    """The fault names the replica, and the rate limit still pauses every call of the model."""
+    from s3gym_tui.engine.limits import CallLimits, use_limits
+
+    real_sleep = asyncio.sleep
+
+    async def no_wait(delay, *args):
+        await real_sleep(0)
+
+    monkeypatch.setattr(llm.asyncio, "sleep", no_wait)
+    with FakeOpenAI(reply=PLAY) as a, FakeOpenAI(reply=PLAY) as b:
+        for fake in (a, b):
+            fake.behave(status=429, headers={"Retry-After": "0.05"}, times=1)
+        settings = CallSettings("hosted_vllm/limited", api_bases=(a.base, b.base), max_retries=3, timeout_s=10)
+
+        async def one():
+            with use_limits(CallLimits()) as limits:
+                result = await complete(settings, [{"role": "user", "content": "go"}])
+                return result, limits.gate("hosted_vllm/limited")
+
+        result, gate = asyncio.run(one())
+    assert "Answer: collaborate" in result.reply
+    assert any(f.startswith("rate_limit") for f in result.faults) and gate.pauses >= 1
+    named = [f for f in result.faults if "(replica" in f]
+    assert len(named) == len(set(named)) == 2  # each replica's refusal once, by name
