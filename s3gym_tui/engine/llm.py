@@ -430,6 +430,9 @@ def _prompt_tokens(model: str, messages: list[dict]) -> int:
 def _fitted_max_tokens(model: str, messages: list[dict], context_tokens: int, max_tokens: int) -> int:
     """Max tokens so that prompt and reply fit the context (a tenth of margin: the server's own
     tokenizer may count more); unchanged when the prompt alone fills it (the server then says so)."""
+    chars = sum(len(str(m.get("content") or "")) for m in messages)
+    if chars // 2 + 16 * len(messages) + max_tokens + 16 < context_tokens:
+        return max_tokens  # fits even at two characters a token: not worth counting
     room = context_tokens - int(_prompt_tokens(model, messages) * 1.1) - 16
     return min(max_tokens, room) if room >= 16 else max_tokens
 
