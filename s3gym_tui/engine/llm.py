@@ -394,7 +394,7 @@ async def _served_kwargs(settings: CallSettings, messages: list[dict], context: 
     if settings.decoding == "grammar" and context is not None and context.get("task") == "act":
         kind = settings.server_kind or await asyncio.to_thread(_server_kind, settings)
         out = decoding.merge_params(out, decoding.constrained_params(kind, context.get("grammar")))
-    context_tokens = settings.context_tokens or _known_context(settings)
+    context_tokens = settings.context_tokens or await asyncio.to_thread(_described_context, settings)
     if context_tokens:
         out["max_tokens"] = _fitted_max_tokens(settings.model, messages, context_tokens, out["max_tokens"])
     return out
@@ -411,11 +411,12 @@ def _server_kind(settings: CallSettings) -> str:
     return describe(settings.model, _first_base(settings)).kind
 
 
-def _known_context(settings: CallSettings) -> Optional[int]:
-    from s3gym_tui.engine.servers import known
+def _described_context(settings: CallSettings) -> Optional[int]:
+    """The context the model's server states (asked once per process, then cached; a context
+    learnt from an error replaces it): a call made outside a run (hand play) is fitted too."""
+    from s3gym_tui.engine.servers import describe
 
-    info = known(settings.model, _first_base(settings))
-    return info.context if info is not None else None
+    return describe(settings.model, _first_base(settings)).context
 
 
 def _prompt_tokens(model: str, messages: list[dict]) -> int:

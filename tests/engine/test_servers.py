@@ -165,3 +165,15 @@ def test_discovery_lists_the_context_each_local_server_states():
     assert "context 2,048" in by_model["llamafile//m/SmolLM2.gguf"].source
     assert by_model["hosted_vllm/qwen"].context == 32768
     assert by_model["lm_studio/fake"].context is None and "context" not in by_model["lm_studio/fake"].source
+
+
+def test_a_call_outside_a_run_is_fitted_to_the_context_its_server_states():
+    """Hand play has no run config: the call asks the server once and fits max tokens up front."""
+    with FakeOpenAI(kind="vllm", context=2048, enforce_context=True, reply=PLAY) as fake:
+        settings = CallSettings("hosted_vllm/fake", api_base=fake.base, max_tokens=14_000, max_retries=0,
+                                timeout_s=10)
+        results = [asyncio.run(complete(settings, MESSAGES)) for _ in range(2)]
+        asked = [r["body"]["max_tokens"] for r in fake.requests]
+        probes = [p for p in fake.gets if p.endswith("/models")]
+    assert all(r.faults == () for r in results) and len(asked) == 2 and max(asked) < 2048
+    assert len(probes) == 1  # described once, then cached
