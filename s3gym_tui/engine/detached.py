@@ -81,6 +81,7 @@ class ChildRun:
     run_id: Optional[str] = None
     started: float = field(default_factory=time.monotonic)
     reported: bool = False  # its end was told to the person
+    stop_sent: bool = False  # asked to stop (its end is then no surprise, whatever its exit code)
 
     @property
     def pid(self) -> int:
@@ -132,6 +133,7 @@ class ChildRun:
             os.kill(self.pid, STOP_SIGNAL)
         except OSError:
             return False
+        self.stop_sent = True
         return True
 
 

@@ -65,7 +65,7 @@ def check_children(app) -> bool:
         if child.alive or child.reported:
             continue
         child.reported = ended = True
-        if child.returncode not in (0, 130):
+        if child.returncode not in (0, 130) and not child.stop_sent:  # (stopped while starting: -2)
             what = child.run_id or "the new run"
             app.notify(f"{child.log_tail() or 'no output'}\n(log: {child.log})",
                        title=f"Run process of {what} ended (exit {child.returncode})", severity="error",
@@ -158,10 +158,10 @@ class ResumeDialog(DialogScreen):
     def compose(self) -> ComposeResult:
         run = self.run
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(safe_text(f"Resume {run.id}? ({run.config.game} · {run.config.model} · pathway "
-                                  f"{run.config.pathway})", one_line=True), classes="dialog-title")
+            yield Label(safe_text(f"Resume {run.id}?", one_line=True), classes="dialog-title")
             reason = f"It is {run.status}" + (f": {run.status_reason}" if run.status_reason else "") + "."
-            yield Static(safe_text(reason + " It runs as its own process (`s3gym resume`), and keeps "
+            yield Static(safe_text(f"{run.config.game} · {run.config.model} · pathway {run.config.pathway}. "
+                                   f"{reason} It runs as its own process (`s3gym resume`), and keeps "
                                    "running when you leave this screen or quit.", max_lines=6),
                          classes="dialog-text")
             yield Static(Text("estimating what is left…", style="italic"), id="resume-estimate")

@@ -4,7 +4,6 @@ screen or quitting the app leaves it running; s stops it (Ctrl-C to its process,
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
