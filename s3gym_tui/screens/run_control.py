@@ -60,7 +60,7 @@ def check_children(app) -> bool:
     True when one ended since the last look."""
     ended = False
     for child in children(app).children if getattr(app, "child_runs", None) else []:
-        if child.run_id is None:
+        if child.run_id is None and not child.reported:
             child.find_run_id(app.store)
         if child.alive or child.reported:
             continue
