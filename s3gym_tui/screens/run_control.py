@@ -31,8 +31,14 @@ def start_new_run(app, config):
     """`s3gym run …` for `config` as a child process; the ChildRun, or None with the reason said."""
     from s3gym_tui.engine.detached import run_argv
 
+    from s3gym_tui.config import ConfigError, load_settings
+
     try:
-        argv = run_argv(config, app.db_path)
+        file_args = load_settings().model_settings(config.model).model_args  # what the command reads itself
+    except ConfigError:
+        file_args = {}
+    try:
+        argv = run_argv(config, app.db_path, file_args)
         return children(app).start(argv, f"run-{config.game}-{config.pathway}")
     except (OSError, ValueError) as exc:
         app.notify(f"Cannot start the run: {exc}", severity="error")
