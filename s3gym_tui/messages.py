@@ -7,7 +7,7 @@ from typing import Any, Optional
 
 from textual.message import Message
 
-from s3gym_tui.models import Checkpoint, Episode, Run, Step, Summary
+from s3gym_tui.models import Episode, Step, Summary
 
 
 @dataclass
@@ -33,24 +33,8 @@ class EpisodeFinished(Message):
 
 
 @dataclass
-class SummaryWritten(Message):
-    summary: Summary
-
-
-@dataclass
 class SummaryEdited(Message):
     summary: Summary
-
-
-@dataclass
-class CheckpointScored(Message):
-    checkpoint: Checkpoint
-
-
-@dataclass
-class RunEnded(Message):
-    run: Run
-    error: Optional[str] = None
 
 
 @dataclass

@@ -122,6 +122,14 @@ class _Handler(BaseHTTPRequestHandler):
             prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
             usage = {"prompt_tokens": prompt, "completion_tokens": len(reply) // 4 + 1,
                      "total_tokens": prompt + len(reply) // 4 + 1}
+        if request.get("stream") and not isinstance(raw, str) and not spec.get("no_stream"):
+            self._stream(request, reply, usage, float(spec.get("chunk_delay_s") or 0.0))
+            with fake.lock:
+                fake.completed += 1
+            return
+        if request.get("stream") and spec.get("no_stream"):  # a server that cannot stream
+            self._send(400, {"error": {"message": "stream is not supported", "type": "fake", "code": 400}})
+            return
         body = {"id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
                 "model": request.get("model", "fake"),
                 "choices": [{"index": 0, "finish_reason": "stop",
@@ -130,6 +138,32 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, raw.encode() if isinstance(raw, str) else body, headers)
         with fake.lock:
             fake.completed += 1
+
+
+    def _stream(self, request: dict, reply: str, usage: dict, chunk_delay_s: float) -> None:
+        """Server-sent events as OpenAI streams them: a chunk per word of the reply, then the finish
+        reason, the usage (when asked with stream_options.include_usage) and [DONE]."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": request.get("model", "fake")}
+
+        def event(payload: Any) -> None:
+            self.wfile.write(f"data: {payload if isinstance(payload, str) else json.dumps(payload)}\n\n".encode())
+            self.wfile.flush()
+
+        pieces = [piece for piece in reply.split(" ")]
+        for i, piece in enumerate(pieces):
+            text = piece if i == len(pieces) - 1 else piece + " "
+            event({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": text},
+                                        "finish_reason": None}]})
+            if chunk_delay_s:
+                time.sleep(chunk_delay_s)
+        event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        if (request.get("stream_options") or {}).get("include_usage"):
+            event({**base, "choices": [], "usage": usage})
+        event("[DONE]")
 
 
 class FakeOpenAI(ThreadingHTTPServer):
@@ -199,7 +233,8 @@ class FakeOpenAI(ThreadingHTTPServer):
 
     def behave(self, times: Optional[int] = None, **spec: Any) -> "FakeOpenAI":
         """Answer the next `times` requests (all, if None) with `spec` (status, headers, reply,
-        usage, delay_s, hang, raw_body, error) instead of the default. `raw_body` is sent as it is,
+        usage, delay_s, hang, raw_body, error; for a streamed request chunk_delay_s between its
+        chunks, or no_stream: refuse to stream) instead of the default. `raw_body` is sent as it is,
         with any status (an error body a server wrote itself, control characters and all)."""
         with self.lock:
             self.rules.append({**spec, "times": times})

@@ -25,12 +25,26 @@ def cli_prefix() -> list[str]:
     return [sys.executable, "-m", "s3gym_tui"]
 
 
-def run_argv(config: RunConfig, db: Path) -> list[str]:
+def run_argv(config: RunConfig, db: Path, file_args: Optional[dict] = None) -> list[str]:
     """The `s3gym run …` that creates and drives a run with `config` (every setting spelled out, so
-    the config file of the day does not change it). Raises ValueError for a config the command
-    line cannot express (seed bases other than the paper's)."""
+    the config file of the day does not change it). A model argument holding a secret is never put
+    on a command line (any local user can read it): it must come from the config file, whose model
+    args the command reads itself (`file_args`). Raises ValueError for a config the command line
+    cannot express (seed bases other than the paper's, a secret argument not in the config file)."""
+    import json
+
+    from s3gym_tui.engine.decoding import secret_args
+
     if config.explore_seed_base != EXPLORE_SEED_BASE or config.eval_seed_base != EVAL_SEED_BASE:
         raise ValueError("a run with other seed bases cannot be started as `s3gym run`")
+    file_args = file_args or {}
+    secret = secret_args(config.model_args)
+    missing = [key for key, value in secret.items() if file_args.get(key) != value]
+    if missing:
+        raise ValueError(f"the model argument(s) {', '.join(sorted(missing))} hold a secret, which is not put "
+                         f"on a command line: save the model's settings to the config file (⚙, Save), then start")
+    model_args = [f"{key}={json.dumps(value)}" for key, value in config.model_args.items()
+                  if key not in secret and file_args.get(key) != value]
     argv = [*cli_prefix(), "run", config.game, "--model", config.model, "--pathway", config.pathway,
             "--episodes", str(config.explore_episodes), "--eval-every", str(config.eval_every),
             "--eval-episodes", str(config.eval_episodes), "--history-budget", str(config.history_budget),
@@ -44,21 +58,9 @@ def run_argv(config: RunConfig, db: Path) -> list[str]:
     if config.oracle_feedback:
         argv.append("--oracle-feedback")
     argv += ["--decoding", config.decoding]
-    argv += model_arg_flags(config.model_args)
+    for item in model_args:
+        argv += ["--model-arg", item]
     return argv + ["--progress", "plain", "--db", str(db)]
-
-
-def model_arg_flags(args: dict) -> list[str]:
-    """`--model-arg KEY=<JSON>` for each storable model argument: a secret never goes on a command
-    line (the child reads the config file's per-model model_args itself, secrets included)."""
-    import json
-
-    from s3gym_tui.engine.decoding import storable_args
-
-    flags: list[str] = []
-    for key, value in storable_args(args).items():
-        flags += ["--model-arg", f"{key}={json.dumps(value)}"]
-    return flags
 
 
 def resume_argv(run_id: str, db: Path) -> list[str]:
@@ -96,6 +98,7 @@ class ChildRun:
     run_id: Optional[str] = None
     started: float = field(default_factory=time.monotonic)
     reported: bool = False  # its end was told to the person
+    stop_sent: bool = False  # asked to stop (its end is then no surprise, whatever its exit code)
 
     @property
     def pid(self) -> int:
@@ -147,6 +150,7 @@ class ChildRun:
             os.kill(self.pid, STOP_SIGNAL)
         except OSError:
             return False
+        self.stop_sent = True
         return True
 
 

@@ -10,7 +10,7 @@ import re
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Optional
+from typing import Any, AsyncIterator, Callable, Optional
 
 from s3gym_tui.secrets import REDACTED, has_secret, redact_values  # noqa: F401  (REDACTED re-exported)
 
@@ -170,8 +170,32 @@ async def _no_limits(_model: str) -> AsyncIterator[None]:
     yield None
 
 
-async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None) -> CallResult:
+_NOT_STREAMED: set[str] = set()  # models whose streamed call failed once: asked whole from then on
+
+
+async def _streamed(litellm, kwargs: dict[str, Any], on_tokens: Callable[[int], None]) -> Any:
+    """The call streamed (litellm's stream=True): `on_tokens(n)` after each piece of the reply (n
+    content chunks so far: one token each on OpenAI-compatible servers), then the whole response
+    rebuilt by litellm (reply, usage, cost) as a call that was not streamed returns it."""
+    stream = await litellm.acompletion(**kwargs, stream=True, stream_options={"include_usage": True})
+    chunks: list[Any] = []
+    pieces = 0
+    async for chunk in stream:
+        chunks.append(chunk)
+        choices = getattr(chunk, "choices", None) or []
+        if choices and getattr(getattr(choices[0], "delta", None), "content", None):
+            pieces += 1
+            on_tokens(pieces)
+    return litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+
+
+async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None,
+                   on_tokens: Optional[Callable[[int], None]] = None) -> CallResult:
     """Call the model; retry transient faults with exponential backoff (honouring retry-after).
+
+    With `on_tokens` (a person is watching the call) a provider reached over HTTP is streamed and
+    told the tokens so far; built-in models, replicas behind a Router and a model whose streamed
+    call failed once are called whole (and say nothing until done).
 
     Inside a sweep (engine.limits.use_limits) the call waits for a slot of its model, a rate limit
     pauses all of that model's calls, and a spent budget refuses the call (BudgetSpent)."""
@@ -200,9 +224,12 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
     transient = _transient_types(litellm)
     faults: list[str] = []
     refitted = False  # one more attempt after fitting to a context the server stated in an error
-    for attempt in range(settings.max_retries + 2):
-        if attempt > settings.max_retries + refitted:
+    fell_back = False  # one more after a streamed call the server refused (asked whole at once)
+    stream = on_tokens is not None and not builtin and len(settings.api_bases) <= 1
+    for attempt in range(settings.max_retries + 3):
+        if attempt > settings.max_retries + refitted + fell_back:
             break
+        streaming = stream and settings.model not in _NOT_STREAMED
         if builtin and "extra_body" in kwargs:  # built-in models learn the attempt (the fault schedule uses it)
             kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
         started = time.perf_counter()
@@ -213,14 +240,17 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
                 # a cancel (a Ctrl-C, a stopped episode) that arrives as the reply does, and the run
                 # went on to its end (seen in CI). A timeout still raises TimeoutError.
                 async with asyncio.timeout(settings.timeout_s + 5):
-                    response = await _acompletion(litellm, settings, kwargs, faults)
+                    if streaming:
+                        response = await _streamed(litellm, kwargs, on_tokens)
+                    else:
+                        response = await _acompletion(litellm, settings, kwargs, faults)
         except BudgetSpent:
             raise
         except transient as exc:
             kind = _fault_name(exc)
             if not (faults and faults[-1].startswith(f"{kind} (replica")):  # else the Router's callback
                 faults.append(kind + _replica_note(settings, exc))  # has named it (engine.llm._routed)
-            if attempt >= settings.max_retries + refitted:
+            if attempt >= settings.max_retries + refitted + fell_back:
                 raise ModelUnavailable(f"{settings.model}: {one_line(exc)} (after {attempt + 1} attempts)") from exc
             delay = _retry_after(exc)
             if delay is None:
@@ -231,6 +261,11 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
             await asyncio.sleep(delay)
             continue
         except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
+            if streaming:  # a server that does not stream (or streams badly): asked whole, at once
+                _NOT_STREAMED.add(settings.model)  # (no retry is spent on it)
+                faults.append("streaming refused (asked whole)")
+                fell_back = True
+                continue
             fitted = None if refitted else _refit_after_overflow(settings, messages, kwargs, exc)
             if fitted is not None:  # the server stated its context in the error: fitted once, again
                 kwargs, note = fitted

@@ -101,11 +101,13 @@ class EpisodeSession:
                 "grammar": self.game.action_grammar()}
 
     # ----- acting -----------------------------------------------------------------------
-    async def propose(self) -> Proposal:
-        """Ask the model for its next action (may raise ModelUnavailable)."""
+    async def propose(self, on_tokens=None) -> Proposal:
+        """Ask the model for its next action (may raise ModelUnavailable). `on_tokens(n)`: the tokens
+        of the reply so far, where the provider streams (engine.llm.complete)."""
         self.on_event(StepStarted(self.episode.id, len(self.steps)))
         messages = self.messages()
-        call = await complete(self.settings, messages, self.context())
+        extra = {"on_tokens": on_tokens} if on_tokens is not None else {}
+        call = await complete(self.settings, messages, self.context(), **extra)
         return Proposal(messages, call, parse_reply(call.reply))
 
     def commit(self, proposal: Optional[Proposal], action: Optional[str] = None, actor: Actor = "model",

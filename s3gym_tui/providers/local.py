@@ -110,6 +110,9 @@ class LocalLLM(CustomLLM):
         # then each generated token) with (evaluations so far, whether the call was given up and
         # stops here); tests and benchmarks observe generations through it
         self.on_eval: Optional[Callable[[int, bool], None]] = None
+        # the generation under way: 0 while the prompt is read, then the tokens written so far;
+        # None between generations (the app's status bar shows it during a long call)
+        self.tokens_written: Optional[int] = None
 
     # ----- lifecycle ---------------------------------------------------------------------
     def _load(self, model: str = f"{PROVIDER}/{MODEL_NAME}") -> Any:
@@ -270,6 +273,7 @@ class LocalLLM(CustomLLM):
             def eval_unless_given_up(tokens: Any) -> Any:
                 nonlocal calls
                 stop = given_up()
+                self.tokens_written = calls  # evaluation k (k >= 1) reads the k-th token written
                 if self.on_eval is not None:
                     self.on_eval(calls, stop)
                 if stop:
@@ -278,6 +282,7 @@ class LocalLLM(CustomLLM):
                 return evaluate(tokens)
 
             llm.eval = eval_unless_given_up
+            self.tokens_written = 0
             try:
                 result = llm.create_chat_completion(chat, grammar=grammar, **kwargs)
             except ValueError as exc:
@@ -287,6 +292,7 @@ class LocalLLM(CustomLLM):
                 raise
             finally:
                 del llm.eval  # the class's method again
+                self.tokens_written = None
         result["truncated"] = removed
         return result
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from textual.worker import Worker, WorkerState
 
 from s3gym_tui.messages import EpisodeFinished, ModelFailed, ProposalReady, StepCompleted, StepFailed
-from s3gym_tui.screens.play_support import call_settings, ensure_litellm, typical_step
+from s3gym_tui.screens.play_support import call_settings, ensure_litellm, tokens_so_far, typical_step
 
 if TYPE_CHECKING:
     from s3gym_tui.screens.play import PlayScreen
@@ -32,6 +32,7 @@ class LiveDriver:
         self.error: Optional[str] = None
         self._worker: Optional[Worker] = None
         self.step_times: Optional[list[float]] = None  # the model's stored call times (ms) on this game
+        self.streamed: Optional[int] = None  # tokens of the reply so far, while a streamed call runs
 
     # ----- opening -----------------------------------------------------------------------
     def open(self) -> bool:
@@ -92,7 +93,8 @@ class LiveDriver:
 
     # ----- model calls -------------------------------------------------------------------
     def call_detail(self) -> str:
-        """What the status bar adds to a call's elapsed time: the model's typical step time."""
+        """What the status bar adds to a call's elapsed time: tokens so far (where the provider says),
+        the model's typical step time."""
         if self.step_times is None and self.session is not None:
             episode = self.session.episode
             try:
@@ -101,7 +103,14 @@ class LiveDriver:
                 self.step_times = []
         episode = self.session.episode if self.session is not None else None
         typical = typical_step(self.step_times or [], episode.game) if episode is not None else ""
-        return " · ".join(part for part in (typical, "c or esc cancels; nothing is stored") if part)
+        so_far = tokens_so_far(episode.model) if episode is not None else ""
+        if self.streamed:
+            so_far = f"{self.streamed} token{'s' if self.streamed != 1 else ''} so far (streamed)"
+        return " · ".join(part for part in (so_far, typical, "c or esc cancels; nothing is stored") if part)
+
+    def _tokens(self, count: int) -> None:
+        """The reply's tokens so far, while a streamed call runs (on the event loop)."""
+        self.streamed = count
 
     def start_think(self) -> None:
         if self.thinking or self.proposal is not None or not self.can_act():
@@ -121,9 +130,10 @@ class LiveDriver:
         from s3gym_tui.engine.llm import ModelUnavailable, one_line
 
         screen = self.screen
+        self.streamed = None
         try:
             await ensure_litellm()
-            proposal = await session.propose()
+            proposal = await session.propose(on_tokens=self._tokens)
         except ModelUnavailable as exc:
             screen.post_message(ModelFailed(str(exc)))
             return

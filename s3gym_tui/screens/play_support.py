@@ -55,6 +55,18 @@ def typical_step(latencies_ms: Sequence[float], game: str) -> str:
     return f"typical step {shown} (median of {n} stored step{'s' if n != 1 else ''} on {game})"
 
 
+def tokens_so_far(model: str) -> str:
+    """What the provider says of the call under way: the embedded model reports the tokens it has
+    written ('' for providers that do not report: other calls are not streamed)."""
+    local = sys.modules.get("s3gym_tui.providers.local")  # loaded only once that model is used
+    if local is None or not model.startswith(f"{local.PROVIDER}/"):
+        return ""
+    written = local.HANDLER.tokens_written
+    if written is None:
+        return ""
+    return "reading the prompt" if written == 0 else f"{written} token{'s' if written != 1 else ''} written"
+
+
 class ReplayBoard:
     """The game state after the first `position` steps of an episode, stepping forward incrementally
     and rebuilding only when moving back. `steps` is read, not copied: a live episode's list grows."""

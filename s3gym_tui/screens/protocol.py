@@ -22,8 +22,6 @@ from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 
-EPISODE_FPS = 10  # board redraws per second while a run streams steps
-
 
 def summary_sections(summary: Optional[Summary]) -> Text:
     """The retain / avoid / next sections of a summary version as styled text."""
@@ -82,7 +80,6 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         self.current_episode: Optional[Episode] = None  # the episode the board follows
         self.current_steps: list[Step] = []
         self._game = None  # the followed episode's game, stepped along with its steps
-        self._episode_dirty = False
         self.error: Optional[str] = None
         self.lease = None  # the run's live lease: the process that drives it (this app's child or another)
         self._contract = None  # engine.contract.ContractWatch over the replies seen
@@ -111,7 +108,6 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     def on_mount(self) -> None:
         self.query_one("#proto-curve").border_title = "Checkpoint curve"
         self.query_one("#proto-summary").border_title = "Latest summary"
-        self.set_interval(1 / EPISODE_FPS, self._flush_episode)
         try:
             self.run = self.app.store.get_run(self.run_id)
         except Exception as exc:  # noqa: BLE001 - a bad id or a broken store is a message, not a crash
@@ -210,15 +206,6 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             self.notify(f"Cannot rebuild the board of {episode.id}: {exc}", severity="error")
         if self.run is not None and self.run.config.pathway == "history" and self.is_mounted:
             self._render_summary()
-
-    def _schedule_episode_render(self) -> None:
-        """Steps can come faster than a person can read: the board is redrawn at most
-        EPISODE_FPS times a second (and at once when the run ends or an episode finishes)."""
-        self._episode_dirty = True
-
-    def _flush_episode(self) -> None:
-        if self._episode_dirty:
-            self._render_episode()
 
     def _watch_step(self, step: Step) -> None:
         """Feed the reply-contract watch; the status line says when most recent replies do not parse."""
@@ -330,7 +317,6 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         return text
 
     def _render_episode(self) -> None:
-        self._episode_dirty = False
         board = self.query_one(BoardPanel)
         info = self.query_one("#proto-step", Static)
         episode = self.current_episode

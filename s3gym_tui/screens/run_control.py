@@ -31,8 +31,14 @@ def start_new_run(app, config):
     """`s3gym run …` for `config` as a child process; the ChildRun, or None with the reason said."""
     from s3gym_tui.engine.detached import run_argv
 
+    from s3gym_tui.config import ConfigError, load_settings
+
     try:
-        argv = run_argv(config, app.db_path)
+        file_args = load_settings().model_settings(config.model).model_args  # what the command reads itself
+    except ConfigError:
+        file_args = {}
+    try:
+        argv = run_argv(config, app.db_path, file_args)
         return children(app).start(argv, f"run-{config.game}-{config.pathway}")
     except (OSError, ValueError) as exc:
         app.notify(f"Cannot start the run: {exc}", severity="error")
@@ -60,12 +66,12 @@ def check_children(app) -> bool:
     True when one ended since the last look."""
     ended = False
     for child in children(app).children if getattr(app, "child_runs", None) else []:
-        if child.run_id is None:
+        if child.run_id is None and not child.reported:
             child.find_run_id(app.store)
         if child.alive or child.reported:
             continue
         child.reported = ended = True
-        if child.returncode not in (0, 130):
+        if child.returncode not in (0, 130) and not child.stop_sent:  # (stopped while starting: -2)
             what = child.run_id or "the new run"
             app.notify(f"{child.log_tail() or 'no output'}\n(log: {child.log})",
                        title=f"Run process of {what} ended (exit {child.returncode})", severity="error",
@@ -158,10 +164,10 @@ class ResumeDialog(DialogScreen):
     def compose(self) -> ComposeResult:
         run = self.run
         with Vertical(classes="dialog dialog-wide"):
-            yield Label(safe_text(f"Resume {run.id}? ({run.config.game} · {run.config.model} · pathway "
-                                  f"{run.config.pathway})", one_line=True), classes="dialog-title")
+            yield Label(safe_text(f"Resume {run.id}?", one_line=True), classes="dialog-title")
             reason = f"It is {run.status}" + (f": {run.status_reason}" if run.status_reason else "") + "."
-            yield Static(safe_text(reason + " It runs as its own process (`s3gym resume`), and keeps "
+            yield Static(safe_text(f"{run.config.game} · {run.config.model} · pathway {run.config.pathway}. "
+                                   f"{reason} It runs as its own process (`s3gym resume`), and keeps "
                                    "running when you leave this screen or quit.", max_lines=6),
                          classes="dialog-text")
             yield Static(Text("estimating what is left…", style="italic"), id="resume-estimate")

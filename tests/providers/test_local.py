@@ -6,6 +6,7 @@ import asyncio
 import re
 import sys
 import threading
+from typing import Optional
 
 import pytest
 
@@ -333,3 +334,22 @@ def test_a_sync_call_past_its_timeout_stops_and_is_a_timeout(litellm_mod, local_
     finally:
         local_handler.on_eval = None
     assert events == [] or events[-1][1]
+
+
+async def test_the_tokens_written_so_far_are_readable_during_a_generation(litellm_mod, local_handler):
+    """What the app's status bar shows during a long call: 0 while the prompt is read, then the
+    tokens written so far, read from another thread while the model generates; None after."""
+    from s3gym_tui.screens.play_support import tokens_so_far
+
+    seen: list[tuple[int, Optional[int], str]] = []
+    local_handler.on_eval = lambda n, stop: seen.append((n, local_handler.tokens_written, tokens_so_far(MODEL)))
+    try:
+        reply = await litellm_mod.acompletion(model=MODEL, messages=LONG_CHAT, max_tokens=12)
+    finally:
+        local_handler.on_eval = None
+    assert [n for n, _, _ in seen] == [written for _, written, _ in seen] == list(range(len(seen)))
+    assert seen[0][2] == "reading the prompt" and seen[1][2] == "1 token written"
+    assert seen[-1][2] == f"{len(seen) - 1} tokens written"
+    assert reply.usage.completion_tokens in (len(seen) - 1, len(seen))  # the last token is not evaluated
+    assert local_handler.tokens_written is None and tokens_so_far(MODEL) == ""
+    assert tokens_so_far("openai/gpt-4.1") == ""  # not streamed: nothing is made up

@@ -1,6 +1,7 @@
 """Focus and pointer: hotkeys never land in an input the person did not focus on purpose, returning to
 Home focuses a list, a click chooses and a double click (or enter) opens, one model field. Long calls:
-the status bar shows the call's elapsed time, advancing, and the model's typical step time."""
+the status bar shows the call's elapsed time, advancing, the tokens so far of a streamed reply and the
+model's typical step time."""
 
 from __future__ import annotations
 
@@ -165,9 +166,11 @@ async def test_a_long_call_shows_its_elapsed_time_and_the_typical_step(tmp_path,
             await until(pilot, lambda: len(play.steps) == 1, what="the step")
             assert "is thinking" not in line() and bar.elapsed_s is None
             latency = play.steps[0].latency_ms
+            server.behave(delay_s=0.0, chunk_delay_s=0.8)  # the second reply comes a word at a time
             await pilot.press("n")
             await until(pilot, lambda: "is thinking… 1 s" in line(), what="the second call")
             assert f"typical step {latency / 1000:.1f} s (median of 1 stored step on trust)" in line()
+            await until(pilot, lambda: "tokens so far (streamed)" in line(), what="the tokens so far")
             await pilot.press("c")  # cancel stays one key
             await until(pilot, lambda: "is thinking" not in line(), what="the cancel")
             assert len(play.steps) == 1

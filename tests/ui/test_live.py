@@ -5,7 +5,6 @@ while a run is live says, and records, the first state that uses it."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys

@@ -4,7 +4,6 @@ screen or quitting the app leaves it running; s stops it (Ctrl-C to its process,
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
@@ -336,3 +335,32 @@ async def test_a_model_whose_replies_do_not_parse_is_flagged(demo_db, settings, 
             assert screen.contract_warning.startswith("fault/trust: 10 of its last 10")
     finally:
         fault.reset()
+
+
+async def test_report_pairs_and_summaries_open_while_it_runs_and_s_there_stops_it(demo_db, settings, reaper):
+    from s3gym_tui.screens.pairs import PairsScreen
+
+    path, _ = demo_db
+    run = new_run(path, **{**LONG, "pathway": "summary", "game": "trust", "model": "scripted/trust"})
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_protocol(run.id)
+        screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
+        child = await resume_here(pilot, screen, reaper)
+        await until(pilot, lambda: screen.lease is not None, what="the lease")
+        await pilot.press("t")
+        report = await until(pilot, lambda: isinstance(app.screen, ReportScreen) and app.screen)
+        assert report.run_ids == [run.id]
+        await pilot.press("escape")
+        app.open_pairs()
+        await until(pilot, lambda: isinstance(app.screen, PairsScreen))
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+        await pilot.press("m")
+        await until(pilot, lambda: isinstance(app.screen, SummariesScreen) and app.screen.run_id == run.id)
+        await pilot.pause(0.5)
+        assert child.alive and app.store.get_run(run.id).status == "running"
+        assert not [n for n in app._notifications if n.severity == "error"]
+        await pilot.press("s")  # from Summaries
+        assert child.process.wait(timeout=60) == 130
+        assert app.store.get_run(run.id).status == "stopped"

@@ -69,10 +69,16 @@ async def test_the_picker_looks_again_when_opened_and_lists_a_gguf_by_its_short_
         assert str(select.tooltip) == GGUF
 
 
-async def test_the_run_dialog_fits_the_run_to_the_servers_context_and_says_so(demo_db, settings, monkeypatch):
+async def test_the_run_dialog_fits_the_run_to_the_servers_context_and_says_so(demo_db, settings, monkeypatch,
+                                                                             tmp_path):
     opened = []
     monkeypatch.setattr(S3GymApp, "open_protocol", lambda self, run_id: opened.append(run_id))
     with FakeOpenAI(kind="llama.cpp", context=2048, reply="Answer: collaborate, Score: 1") as fake:
+        # a secret model argument reaches the run's process through the config file it reads itself
+        # (engine.detached.run_argv refuses to put it on a command line, and to start without it)
+        config = tmp_path / "s3gym.toml"
+        config.write_text('[models."llamafile/fake".model_args]\napi_key = "sk-notonthecommandline1"\n')
+        monkeypatch.setenv("S3GYM_CONFIG", str(config))
         own = ModelSettings(api_base=fake.base, model_args={"min_p": 0.05, "api_key": "sk-notonthecommandline1"})
         app = S3GymApp(db_path=demo_db[0], settings=settings.with_model_settings("llamafile/fake", own))
         async with app.run_test(size=(120, 40)) as pilot:
