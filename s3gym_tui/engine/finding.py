@@ -56,3 +56,50 @@ def compare_partner(store, episode: Episode) -> Optional[str]:
             if episode.id == pair.summary_episode:
                 return pair.history_episode
     return store.same_seed_episode(episode.id)
+
+
+# ----- one line of words and filters (the app's Search box) -----------------------------------------
+_KEYS = {"game": "games", "run": "runs", "sweep": "sweeps", "model": "models", "pathway": "pathways",
+         "phase": "phases", "verdict": "verdicts", "actor": "actors", "fault": "faults", "label": "labels",
+         "in": "fields"}
+_RANGES = {"self>=": "self_min", "self<=": "self_max", "reward>=": "reward_min", "reward<=": "reward_max"}
+SYNTAX = ("words; \"a phrase\"; word*; -word; game: run: sweep: model: pathway: phase: verdict: actor: fault: "
+          "label: in: (repeat for OR); self>=N self<=N reward>=N reward<=N; forks:yes|no; divergences:yes")
+
+
+def parse_search_line(line: str) -> tuple[str, SearchFilters]:
+    """`grudge game:trust verdict:over self>=1` -> ("grudge", filters). ValueError names the bad part."""
+    import shlex
+
+    try:
+        parts = shlex.split(line or "", posix=True)
+    except ValueError:
+        parts = (line or "").split()
+    words: list[str] = []
+    values: dict[str, list] = {}
+    scalars: dict[str, object] = {}
+    for part in parts:
+        range_key = next((k for k in _RANGES if part.startswith(k)), None)
+        if range_key:
+            try:
+                scalars[_RANGES[range_key]] = float(part[len(range_key):])
+            except ValueError:
+                raise ValueError(f"{part!r}: {range_key} needs a number") from None
+            continue
+        key, sep, value = part.partition(":")
+        if sep and key in _KEYS and value:
+            values.setdefault(_KEYS[key], []).append(value)
+        elif sep and key == "forks" and value in ("yes", "no"):
+            scalars["forks"] = value == "yes"
+        elif sep and key == "divergences" and value == "yes":
+            scalars["divergences"] = True
+        else:
+            words.append(f'"{part}"' if " " in part else part)
+    try:
+        filters = SearchFilters(**{k: tuple(v) for k, v in values.items()}, **scalars)
+    except ValueError as err:
+        first = getattr(err, "errors", lambda: [{"msg": str(err)}])()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()) if not isinstance(p, int))
+        message = str(first.get("msg", "")).removeprefix("Value error, ")
+        raise ValueError(f"{where}: {message}" if where else message) from None
+    return " ".join(words), filters
