@@ -25,7 +25,7 @@ class S3GymApp(App):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
-        Binding("slash", "search", "Search", id="search"),
+        Binding("slash", "search", "Search", id="search", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", id="toggle_theme", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]

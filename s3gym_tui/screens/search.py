@@ -152,7 +152,7 @@ class SearchScreen(AnalysisScreen):
         results.add_options(options)
         steps = sum(h.kind == "step" for h in result.hits)
         status = Text(f"{steps} step{'s' * (steps != 1)}, {len(result.hits) - steps} other"
-                      f"{'s' * (len(result.hits) - steps != 1)} in {result.seconds * 1000:.0f} ms")
+                      f"{'s' * (len(result.hits) - steps != 1)}")
         if result.more:
             status.append(f" · first {result.limit} of each kind: add words or filters", style="yellow")
         if result.backlog:
