@@ -128,3 +128,27 @@ async def test_hostile_text_is_gated_in_the_results(demo_db, settings):
         text = screen.query_one("#search-results").get_option_at_index(1).prompt.plain
         assert "\x1b" not in text and "\u202e" not in text and "\x9b" not in text
         assert "␛" in text and "\\u202e" in text
+
+
+async def test_marks_on_summaries_and_in_the_report(demo_db, settings):
+    path, ids = demo_db
+    run_id = ids["trust-summary"]
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_summaries(run_id)
+        await settle(pilot)
+        await pilot.press("l")
+        await pilot.pause(0.2)
+        app.screen.query_one("#annotate-note").value = "names the grudge"
+        await pilot.press("enter")
+        await settle(pilot)
+        with Store(path, read_only=True) as store:
+            (mark,) = store.annotations()
+        assert mark.kind == "summary" and mark.label == "mistake"
+        assert "names the grudge" in plain(app.screen.query_one("#sum-detail").render())
+        await pilot.press("escape")
+        await settle(pilot)
+        app.open_report([run_id])
+        await settle(pilot)
+        assert "marked: mistake 1" in plain(app.screen.query_one("#report-status").render())
