@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from s3gym_tui.engine.compare import best_pairs, first_divergence
+from s3gym_tui.engine.compare import best_pairs, same_action
 from s3gym_tui.models import Episode
 from s3gym_tui.store.search import DEFAULT_LIMIT, SearchFilters, SearchResult
 
@@ -18,20 +18,26 @@ def compare_pairs(store, game: Optional[str] = None) -> list[tuple[str, str]]:
     return pairs + store.fork_pairs(game)
 
 
+def first_action_divergence(a: list[str], b: list[str]) -> Optional[int]:
+    """engine.compare.first_divergence over two lists of actions (the same rule: same_action)."""
+    for i in range(max(len(a), len(b))):
+        if not same_action(a[i] if i < len(a) else None, b[i] if i < len(b) else None):
+            return i
+    return None
+
+
 def divergence_steps(store, filters: SearchFilters) -> set[tuple[str, int]]:
     """(episode, step index) of the first divergence of every Compare pair, on both sides."""
     game = filters.games[0] if len(filters.games) == 1 else None
-    steps_of: dict[str, list] = {}
+    pairs = compare_pairs(store, game)
+    actions = store.episode_actions(sorted({e for pair in pairs for e in pair}))
     found: set[tuple[str, int]] = set()
-    for a, b in compare_pairs(store, game):
-        for episode_id in (a, b):
-            if episode_id not in steps_of:
-                steps_of[episode_id] = store.steps(episode_id, include_prompt=False)
-        k = first_divergence(steps_of[a], steps_of[b])
+    for a, b in pairs:
+        k = first_action_divergence(actions[a], actions[b])
         if k is None:
             continue
         for episode_id in (a, b):
-            if k < len(steps_of[episode_id]):
+            if k < len(actions[episode_id]):
                 found.add((episode_id, k))
     return found
 

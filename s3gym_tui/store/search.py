@@ -602,6 +602,16 @@ class SearchStore(Connection):
         with self._reading("list forks") as conn:
             return [(a, b) for a, b in conn.execute(sql + " ORDER BY rowid", (game,) if game else ())]
 
+    def episode_actions(self, episode_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The actions of each episode in step order (one query; no text but the actions)."""
+        found: dict[str, list[str]] = {e: [] for e in episode_ids}
+        with self._reading("read actions") as conn:
+            for episode_id, action in conn.execute(
+                    'SELECT episode_id, action FROM steps WHERE episode_id IN (SELECT value FROM json_each(?)) '
+                    'ORDER BY episode_id, "index"', (json.dumps(list(found)),)):
+                found[episode_id].append(action)
+        return found
+
     def same_seed_episode(self, episode_id: str) -> Optional[str]:
         """A fork of the episode, else the newest other episode of its game, seed and mode, else None."""
         with self._reading("find an episode to compare with") as conn:

@@ -126,3 +126,14 @@ def test_divergences_of_a_fork_and_its_source(tmp_path: Path, capsys):
     assert sorted(h["target"] for h in hits) == ["frk#2", "src#2"]
     hits = json.loads(run_cli(capsys, "search", "--divergences", "--forks", "--json", "--db", str(db))[1])["hits"]
     assert [h["target"] for h in hits] == ["frk#2"]
+
+
+def test_the_divergence_rule_is_compares():
+    from s3gym_tui.engine.compare import first_divergence
+    from s3gym_tui.engine.finding import first_action_divergence
+
+    cases = [(["A", "b "], ["a", "B"]), (["A", "B"], ["A", "C"]), (["A"], ["A", "B"]), ([], []), (["x"], [])]
+    for a, b in cases:
+        steps_a = [make_step("a", i, action=x) for i, x in enumerate(a)]
+        steps_b = [make_step("b", i, action=x) for i, x in enumerate(b)]
+        assert first_action_divergence(a, b) == first_divergence(steps_a, steps_b), (a, b)
