@@ -61,20 +61,25 @@ def test_search(snap_compare, marked_db, settings, size):
     assert _snap(snap_compare, marked_db, settings, size, _search)
 
 
-def test_annotated_step_in_replay(snap_compare, marked_db, settings):
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)], ids=["80x24", "120x40", "200x50"])
+
+
+@SIZES
+def test_annotated_step_in_replay(snap_compare, marked_db, settings, size):
     async def run(pilot) -> None:
         pilot.app.open_episode(DIVERGING_HISTORY, at_step=DIVERGE_AT)
         await settle(pilot)
         assert isinstance(pilot.app.screen, PlayScreen)
 
-    assert _snap(snap_compare, marked_db, settings, (120, 40), run)
+    assert _snap(snap_compare, marked_db, settings, size, run)
 
 
-def test_annotated_steps_in_compare(snap_compare, marked_db, settings):
+@SIZES
+def test_annotated_steps_in_compare(snap_compare, marked_db, settings, size):
     async def run(pilot) -> None:
         pilot.app.open_compare(DIVERGING_HISTORY, DIVERGING_SUMMARY)
         await settle(pilot)
         assert isinstance(pilot.app.screen, CompareScreen)
         await pilot.press("g")
 
-    assert _snap(snap_compare, marked_db, settings, (120, 40), run)
+    assert _snap(snap_compare, marked_db, settings, size, run)
