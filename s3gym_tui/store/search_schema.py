@@ -21,8 +21,8 @@ when an episode finishes (Store.finish_episode), and before every search by any 
 A search therefore always sees every committed step; a store opened read-only says how many it
 could not index.
 
-A file upgraded to this schema already holds steps: the migration (run with upgrade.py's backup, in
-one transaction) queues them all, and the first search indexes the queue in short committed batches
+A file upgraded to this schema already holds steps: the migrations (migrate_search.py, run with
+upgrade.py's backup, in one transaction) queue them all, and the first search indexes the queue in short committed batches
 with a progress bar, so Ctrl-C loses at most one batch and the next search goes on from there.
 Deleting or updating a queued step never touches the index (deleting an FTS5 external-content row
 that was never inserted would corrupt it); an indexed one is taken out of it.
@@ -114,43 +114,6 @@ BEGIN
   INSERT INTO search_notes (rowid, label, note) VALUES (new.id, new.label, new.note);
 END""",
 }
-
-
-def create_search_and_annotations(conn: sqlite3.Connection) -> None:
-    """The migration's work (inside its transaction): the annotations table, the three FTS5
-    tables, their triggers, summaries indexed at once (few), steps recorded as the backlog."""
-    conn.execute("""
-CREATE TABLE annotations (
-  id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL CHECK (kind IN ('step', 'episode', 'summary')),
-  episode_id TEXT REFERENCES episodes(id),
-  step_index INTEGER,
-  summary_id TEXT REFERENCES summaries(id),
-  label TEXT NOT NULL,
-  note TEXT NOT NULL DEFAULT '',
-  correction TEXT,
-  author TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  FOREIGN KEY (episode_id, step_index) REFERENCES steps(episode_id, "index"),
-  CHECK ((kind = 'step' AND episode_id IS NOT NULL AND step_index IS NOT NULL AND summary_id IS NULL)
-      OR (kind = 'episode' AND episode_id IS NOT NULL AND step_index IS NULL AND summary_id IS NULL)
-      OR (kind = 'summary' AND summary_id IS NOT NULL AND episode_id IS NULL AND step_index IS NULL)),
-  CHECK (correction IS NULL OR kind = 'step')
-)""")
-    conn.execute("CREATE INDEX idx_annotations_step ON annotations (episode_id, step_index)")
-    conn.execute("CREATE INDEX idx_annotations_summary ON annotations (summary_id)")
-    conn.execute("CREATE INDEX idx_annotations_label ON annotations (label)")
-    conn.execute(f"CREATE VIRTUAL TABLE search_steps USING fts5({_cols(STEP_FIELDS)}, "
-                 f"content='steps', content_rowid='id', tokenize='{TOKENIZER}')")
-    conn.execute(f"CREATE VIRTUAL TABLE search_summaries USING fts5(summary_id UNINDEXED, "
-                 f"{_cols(SUMMARY_FIELDS)}, tokenize='{TOKENIZER}')")
-    conn.execute(f"CREATE VIRTUAL TABLE search_notes USING fts5({_cols(NOTE_FIELDS)}, "
-                 f"content='annotations', content_rowid='id', tokenize='{TOKENIZER}')")
-    conn.execute("CREATE TABLE search_pending (id INTEGER PRIMARY KEY)")  # steps not indexed yet
-    conn.execute("INSERT INTO search_pending (id) SELECT id FROM steps")  # an upgraded file's steps
-    conn.execute("INSERT INTO search_summaries (summary_id, retain, avoid, next) "
-                 "SELECT id, retain, avoid, next FROM summaries")
-    restore_triggers(conn)
 
 
 def has_search(conn: sqlite3.Connection) -> bool:

@@ -219,3 +219,25 @@ def test_indexing_the_backlog_refuses_a_full_disk(db_path: Path, monkeypatch: py
         with pytest.raises(StoreError, match="not enough free space .* nothing was changed"):
             store.index_backlog(free_bytes=lambda _: 10)
         assert store.search_backlog() == 5
+
+
+def test_a_file_of_the_per_step_index_is_moved_to_the_queue(db_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Schema 8 indexed each step as it was stored, with a backlog range of older steps; schema 10 queues."""
+    full = list(schema.MIGRATIONS)
+    monkeypatch.setattr(schema, "MIGRATIONS", full[:7])
+    with Store(db_path) as old:
+        run = old.create_run(RunConfig(model="scripted/trust", game="trust"))
+        ep = old.add_episode(make_episode(run))
+        old.add_steps([make_step(ep.id, i, feedback=f"older move {i}") for i in range(6)])  # the backlog
+    monkeypatch.setattr(schema, "MIGRATIONS", full[:9])
+    with Store(db_path, notify=lambda _: None) as mid:
+        mid.add_steps([make_step(ep.id, i, feedback=f"older move {i}") for i in range(6, 9)])  # indexed at once
+        assert mid.conn.execute("SELECT count(*) FROM search_steps WHERE search_steps MATCH 'older'"
+                                ).fetchone()[0] == 3
+    monkeypatch.undo()
+    with Store(db_path, notify=lambda _: None) as store:
+        assert store.search_backlog() == 6  # the backlog range, queued
+        store.add_step(make_step(ep.id, 9, feedback="older move 9"))
+        store.conn.execute("DELETE FROM steps WHERE episode_id = ? AND \"index\" IN (1, 7)", (ep.id,))
+        assert sorted(h.step_index for h in store.search("older", limit=100).hits) == [0, 2, 3, 4, 5, 6, 8, 9]
+    _fts_ok(db_path)
