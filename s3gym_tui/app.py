@@ -25,6 +25,7 @@ class S3GymApp(App):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (34, "-tall")]
     BINDINGS = [
         Binding("question_mark", "help", "Help", id="help"),
+        Binding("slash", "search", "Search", id="search", show=False),
         Binding("ctrl+t", "toggle_theme", "Theme", id="toggle_theme", show=False),
         Binding("ctrl+q", "quit", "Quit", id="quit", priority=True),
     ]
@@ -158,11 +159,16 @@ class S3GymApp(App):
 
         self.push_screen(PlayScreen(**options))
 
-    def open_episode(self, episode_id: str) -> None:
-        """A stored episode, read-only, with fork available."""
+    def open_episode(self, episode_id: str, at_step: Optional[int] = None) -> None:
+        """A stored episode, read-only, with fork available (`at_step`: shown at that step)."""
         from s3gym_tui.screens.play import PlayScreen
 
-        self.push_screen(PlayScreen(episode_id=episode_id))
+        self.push_screen(PlayScreen(episode_id=episode_id, at_step=at_step))
+
+    def open_search(self, query: str = "") -> None:
+        from s3gym_tui.screens.search import SearchScreen
+
+        self.push_screen(SearchScreen(query))
 
     def open_protocol(self, run_id: str) -> None:
         from s3gym_tui.screens.protocol import ProtocolScreen
@@ -202,6 +208,15 @@ class S3GymApp(App):
         self.push_screen(TrainingScreen(run_id))
 
     # ----- global actions -----------------------------------------------------------------
+    def action_search(self) -> None:
+        """`/` from any screen (a text box keeps its `/`): Search, or back to its box when it is on top."""
+        from s3gym_tui.screens.search import SearchScreen
+
+        if isinstance(self.screen, SearchScreen):
+            self.screen.action_focus_input()
+            return
+        self.open_search()
+
     def action_help(self) -> None:
         from s3gym_tui.screens.help import HelpScreen
 

@@ -84,6 +84,7 @@ def fix_times(path: Path) -> None:
 async def build_db(path: Path) -> dict:
     from s3gym_tui.engine.llm import CallSettings
     from s3gym_tui.engine.play import fork_session
+    from s3gym_tui.engine.visibility import Borrow
     from s3gym_tui.engine.runner import ProtocolRunner, explore_episode_id
     from s3gym_tui.models import RunConfig
     from s3gym_tui.store import Store
@@ -109,7 +110,7 @@ async def build_db(path: Path) -> dict:
     # a fork: the History episode from step 4, continued with Summary experience
     source = explore_episode_id(FORK_SOURCE_RUN, FORK_INDEX)
     session = fork_session(store, source, FORK_STEP, CallSettings(model="scripted/trust", backoff_base_s=0),
-                           "summary", store.get_run("trust-summary-demo"))
+                           "summary", Borrow(run_id="trust-summary-demo"))
     await session.play()
     store.close()
     fix_times(path)
@@ -197,6 +198,20 @@ async def nav_report(pilot, ids) -> None:
                            "snake-summary-demo"])
 
 
+async def nav_search(pilot, ids) -> None:
+    from s3gym_tui.store import Store
+
+    with Store(pilot.app.db_path) as store:  # a person's mark, found among the results
+        episode = store.episodes("trust-summary-demo", phase="eval")[0]
+        store.add_annotation("step", "mistake", author="human:alice", episode_id=episode.id, step_index=1,
+                             note="walked into the opponent's grudge", correction="collaborate")
+    await press(pilot, "slash")
+    pilot.app.screen.query_one("#search-input").value = "opponent cheat game:trust phase:eval"
+    await press(pilot, "enter")
+    await settle(pilot)
+    await press(pilot, "down")
+
+
 # name -> (screen module that must exist, navigation, settings overrides)
 SHOTS: dict[str, tuple[str, Navigate, dict]] = {
     "home": ("home", nav_home, {}),
@@ -212,6 +227,7 @@ SHOTS: dict[str, tuple[str, Navigate, dict]] = {
     "compare": ("compare", nav_compare, {}),
     "pairs": ("pairs", nav_pairs, {}),
     "report": ("report", nav_report, {}),
+    "search": ("search", nav_search, {}),
 }
 
 

@@ -15,6 +15,7 @@ from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe, safe_markup
 
 _MANY = dict(show_default=False)
+PROGRESS_FROM = 5_000  # steps waiting to be indexed from which indexing them shows progress
 
 
 def index_backlog(store, progress_mode: Optional[ProgressMode] = None) -> None:
@@ -23,8 +24,8 @@ def index_backlog(store, progress_mode: Optional[ProgressMode] = None) -> None:
     from s3gym_tui.progress import JobProgress
 
     total = store.search_backlog()
-    if not total or store.read_only:
-        return
+    if total < PROGRESS_FROM or store.read_only:
+        return  # a few: the search indexes them itself
     with JobProgress(err, progress_mode) as progress:
         progress.note(f"indexing {total:,} older steps for search (once; Ctrl-C keeps what is done)")
         task = progress.add_task("indexing steps", total=total)

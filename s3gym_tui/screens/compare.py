@@ -23,7 +23,7 @@ from s3gym_tui.widgets.compare_side import CompareSide
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.table import DataTable
-from s3gym_tui.textgate import safe_text
+from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.verdicts import judged_value, judgement_text, legend, mark_text
 
@@ -58,6 +58,8 @@ class CompareScreen(AnalysisScreen):
         Binding("g", "divergence", "First divergence", id="compare_divergence", priority=True),
         Binding("home", "first", "First step", id="compare_first", show=False, priority=True),
         Binding("end", "last", "Last step", id="compare_last", show=False, priority=True),
+        Binding("m", "annotate", "Mark A", id="compare_mark_a"),
+        Binding("M", "annotate_b", "Mark B", id="compare_mark_b", show=False),
     ]
 
     def __init__(self, episode_a: str, episode_b: str) -> None:
@@ -108,6 +110,38 @@ class CompareScreen(AnalysisScreen):
         self._draw_curves()
         table.focus()
         self.go(0)
+
+    def _marks(self, episode_id: str) -> dict:
+        """An episode's step annotations by index (read once per side)."""
+        cache = self.__dict__.setdefault("_marks_of", {})
+        if episode_id not in cache:
+            try:
+                cache[episode_id] = self.app.store.annotations_of_steps(episode_id)
+            except Exception:  # noqa: BLE001 - annotations never stop a comparison
+                cache[episode_id] = {}
+        return cache[episode_id]
+
+    def action_annotate(self) -> None:
+        """Mark side A's step in view (B: the same key with shift)."""
+        self._annotate(0)
+
+    def action_annotate_b(self) -> None:
+        self._annotate(1)
+
+    def _annotate(self, side: int) -> None:
+        from s3gym_tui.screens.annotate_dialog import annotate
+
+        episode, steps, k = self.episodes[side], self.steps[side], self.position
+        if episode is None or k >= len(steps):
+            self.notify("No step of that side here to mark.")
+            return
+
+        def done() -> None:
+            self.__dict__.get("_marks_of", {}).pop(episode.id, None)
+            self._render_sides()
+
+        annotate(self, kind="step", title=f"Mark step {steps[k].index} of {episode.id}", episode_id=episode.id,
+                 step_index=steps[k].index, done=done)
 
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this screen alive
@@ -248,6 +282,10 @@ class CompareScreen(AnalysisScreen):
                 step_text.append_text(judgement_text(self.app, step.self_score, step.reward))
                 if step.actor != "model":
                     step_text.append(f"  ({step.actor})", style="magenta")
+                marks = self._marks(episode.id).get(step.index, [])
+                if marks:
+                    step_text.append("  [" + ", ".join(safe(a.label, one_line=True) for a in marks) + "]",
+                                     style="yellow")
             else:
                 caption = f"final · after {len(steps)} steps"
                 step_text.append(f"Episode over after {len(steps)} steps: score {fmt(episode.score)}",

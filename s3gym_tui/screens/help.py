@@ -32,6 +32,7 @@ SCREENS = [
     ("Summaries (curation)", "s3gym_tui.screens.summaries", "SummariesScreen"),
     ("Compare (side by side)", "s3gym_tui.screens.compare", "CompareScreen"),
     ("Pairs", "s3gym_tui.screens.pairs", "PairsScreen"),
+    ("Search (/ from any screen)", "s3gym_tui.screens.search", "SearchScreen"),
     ("Report", "s3gym_tui.screens.report", "ReportScreen"),
     ("Training", "s3gym_tui.screens.training", "TrainingScreen"),
     ("Sweeps", "s3gym_tui.screens.sweep", "SweepScreen"),

@@ -68,13 +68,16 @@ class PlayScreen(SteadyLayout, Screen):
         Binding("b", "toggle_board", "Board on/off", id="toggle_board", show=False),
         Binding("f", "fork", "Fork here", id="fork"),
         Binding("C", "compare", "Compare with original", id="compare"),
+        Binding("m", "annotate", "Mark step", id="annotate"),
     ]
 
     def __init__(self, game: Optional[str] = None, mode: Optional[str] = None, seed: Optional[int] = None,
                  model: Optional[str] = None, pathway: str = "none", source_run_id: Optional[str] = None,
                  episode_id: Optional[str] = None, fork_of: Optional[str] = None,
-                 fork_step: Optional[int] = None, experience: Optional[str] = None) -> None:
+                 fork_step: Optional[int] = None, experience: Optional[str] = None,
+                 at_step: Optional[int] = None) -> None:
         super().__init__()
+        self.at_step = at_step  # replay: open showing this step (a search result)
         # experience (forks): "source" (what the source saw; the default), "none", or "run" (source_run_id's)
         self.options = {"game": game, "mode": mode or "explore", "seed": seed, "model": model,
                         "pathway": pathway or "none", "source_run_id": source_run_id,
@@ -203,7 +206,7 @@ class PlayScreen(SteadyLayout, Screen):
             return
         self._boards = ReplayBoard(self.episode, self.steps)
         self.following = False
-        self.position = 0
+        self.position = 0 if self.at_step is None else max(0, min(self.at_step + 1, len(self.steps)))
         self._show_all()
 
     # ----- rendering ----------------------------------------------------------------------------
@@ -227,6 +230,36 @@ class PlayScreen(SteadyLayout, Screen):
             return context_note(self.app.store, self.episode)  # plain: the panel and notify gate it
         except Exception as exc:  # noqa: BLE001 - a damaged row must not stop the replay
             return f"unknown ({exc})"
+
+    @property
+    def _marks(self) -> dict:
+        """The episode's step annotations by index (read once per episode; `m` refreshes them)."""
+        if self.episode is None:
+            return {}
+        cached = self.__dict__.get("_marks_of")
+        if cached is None or cached[0] != self.episode.id:
+            try:
+                marks = self.app.store.annotations_of_steps(self.episode.id)
+            except Exception:  # noqa: BLE001 - annotations never stop a replay
+                marks = {}
+            cached = self.__dict__["_marks_of"] = (self.episode.id, marks)
+        return cached[1]
+
+    def action_annotate(self) -> None:
+        """Mark the step in view (a label, a note, the action it should have taken)."""
+        from s3gym_tui.screens.annotate_dialog import annotate
+
+        if self.episode is None or self.position == 0:
+            self.notify("Move to a step (→) to mark it.")
+            return
+        index = self.steps[self.position - 1].index
+
+        def done() -> None:
+            self.__dict__.pop("_marks_of", None)
+            self.show_position(self.position)
+
+        annotate(self, kind="step", title=f"Mark step {index} of {self.episode.id}", episode_id=self.episode.id,
+                 step_index=index, done=done)
 
     def _show_all(self) -> None:
         self.query_one(StepsTable).set_steps(self.steps, self.original)
@@ -270,7 +303,9 @@ class PlayScreen(SteadyLayout, Screen):
         else:
             step = self.steps[self.position - 1]
             self._show_step(step)
-            agent.show_feedback(step.feedback, f"step {step.index}")
+            marks = self._marks.get(step.index, [])
+            labels = f" · {', '.join(dict.fromkeys(a.label for a in marks))}" if marks else ""
+            agent.show_feedback(step.feedback, f"step {step.index}{labels}")
         self.refresh_chrome()
 
     def _subtitle(self, game: Any) -> str:

@@ -259,6 +259,16 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             if failures:
                 failovers = sum(r.replicas.failovers for r in self.reports)
                 status.append(f" · replica faults {failures}, failovers {failovers}", style="yellow")
+            labels: dict[str, int] = {}
+            try:
+                for r in self.reports:
+                    for mark in self.app.store.annotations(run_id=r.run.id):
+                        labels[mark.label] = labels.get(mark.label, 0) + 1
+            except Exception:  # noqa: BLE001 - annotations never stop a report
+                labels = {}
+            if labels:  # what people marked on these runs (/ finds them: label:<name>)
+                status.append(" · marked: " + ", ".join(f"{k} {v}" for k, v in sorted(labels.items())),
+                              style="yellow")
         self.query_one("#report-status", Static).update(safe_text(status))
         curves = [Curve(r.run.id if len(r.run.id) <= 30 else "…" + r.run.id[-29:], r.points)
                   for r in self.reports]

@@ -148,6 +148,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         Binding("t", "test", "Test", id="summaries_test"),
         Binding("o", "open_source", "Open episode", id="summaries_open_source"),
         Binding("s", "stop_run", "Stop run", id="summaries_stop", show=False),
+        Binding("l", "annotate", "Label (annotate)", id="summaries_annotate", show=False),
     ]
 
     def action_stop_run(self) -> None:
@@ -302,6 +303,15 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         if self.current and summary.id == self.current.id:
             facts.append("in force")
         text.append(" · ".join(facts) + "\n\n", style="dim")
+        try:
+            marks = self.app.store.annotations(summary_id=summary.id)
+        except Exception:  # noqa: BLE001 - annotations never stop curation
+            marks = []
+        for mark in marks:
+            text.append(f"[{mark.label}] ", style="yellow")
+            text.append(f"{mark.note or '(no note)'} · {mark.author}\n", style="italic")
+        if marks:
+            text.append("\n")
         for key, label in SECTIONS:
             text.append(f"{label}:\n", style="bold")
             text.append((getattr(summary, key).strip() or "(empty)") + "\n\n")
@@ -341,6 +351,16 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         self.post_message(SummaryEdited(summary))
         self.reload(select=summary.id)
         self.notify(f"{message} {self._effect(summary)}", timeout=8)
+
+    def action_annotate(self) -> None:
+        """Put a label and a note on the selected version."""
+        from s3gym_tui.screens.annotate_dialog import annotate
+
+        summary = self.selected()
+        if summary is None:
+            return
+        annotate(self, kind="summary", title=f"Label v{summary.version} of {self.run_id}", summary_id=summary.id,
+                 done=self._render_selected)
 
     @property
     def author(self) -> str:

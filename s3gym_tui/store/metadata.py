@@ -141,9 +141,9 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "next": "directions for the next episode"}),
     "search_notes": ("Full-text index (FTS5) of annotation labels and notes.", {
         "label": "the annotation's label", "note": "its note"}),
-    "search_backlog": ("Steps stored before the index existed and not yet indexed (ids lo < id <= hi); "
-                       "empty once the first search has indexed them.", {
-        "lo": "last step id indexed", "hi": "last step id of the backlog"}),
+    "search_pending": ("Steps stored but not yet in the search index: queued by their insert trigger, indexed "
+                       "when their episode ends or before a search (by any writable s3gym).", {
+        "id": "the step's id"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
         "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
 }

@@ -163,9 +163,9 @@ def _v8_search_and_annotations(db: Database) -> None:
     annotation notes, kept current by triggers; `annotations` (a label and a note on a step, an
     episode or a summary version, by whom and when, with an optional corrected action). Steps
     already stored become the index's backlog, indexed on first search (store/search_schema.py)."""
-    from s3gym_tui.store.search_schema import create_search_and_annotations
+    from s3gym_tui.store.migrate_search import search_v8
 
-    create_search_and_annotations(db.conn)
+    search_v8(db.conn)
 
 
 def _v9_training_facts(db: Database) -> None:
@@ -182,6 +182,14 @@ def _v9_training_facts(db: Database) -> None:
                "command TEXT NOT NULL, acquired_at TEXT NOT NULL, heartbeat_at FLOAT NOT NULL)")
 
 
+def _v10_search_queue(db: Database) -> None:
+    """Version 10 (search): steps are queued for the index by their trigger and indexed in batches
+    (an episode's end, a search) instead of one by one (store/search_schema.py, migrate_search.py)."""
+    from s3gym_tui.store.migrate_search import search_queue_v10
+
+    search_queue_v10(db.conn)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -190,7 +198,8 @@ def _v9_training_facts(db: Database) -> None:
 # nests in a SAVEPOINT), and `PRAGMA foreign_key_check` must pass after each of them. The views of
 # views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
-                                _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts]
+                                _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
+                                _v10_search_queue]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -39,6 +39,7 @@ DEFAULT_LIMIT = 50
 MAX_LIMIT = 10_000
 LINE_CHARS = 240  # of a matching line shown per hit
 LINES_PER_HIT = 3
+FLUSH_AT_MOST = 20_000  # steps a search indexes on its own before answering (more: index_backlog, with progress)
 BACKLOG_BATCH = 5_000  # steps indexed per committed batch (about 0.1-0.3 s each)
 INDEX_GROWTH = 0.5  # free space asked before indexing a backlog: this share of the file (the index is < 30%)
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -400,6 +401,21 @@ class SearchStore(Connection):
             if finished:
                 return done
 
+    def index_pending(self, at_most: Optional[int] = None) -> int:
+        """Index the steps stored since the last search or episode end, whoever stored them (one
+        write transaction), unless the store is read-only or more than `at_most` wait (an upgraded
+        file's steps: index_backlog, with progress). Returns the steps indexed."""
+        if self.read_only or self.immutable:
+            return 0
+        with self._reading("count steps not indexed") as conn:
+            if not search_schema.has_search(conn):
+                return 0
+            waiting = search_schema.backlog(conn)
+        if not waiting or waiting > (FLUSH_AT_MOST if at_most is None else at_most):
+            return 0
+        with self._tx("index new steps for search") as conn:
+            return search_schema.index_batch(conn, None)[0]
+
     def _step_count(self) -> int:
         with self._reading("count steps") as conn:
             return conn.execute("SELECT count(*) FROM steps").fetchone()[0]
@@ -417,6 +433,7 @@ class SearchStore(Connection):
         parsed = parse_query(query)
         if parsed.empty and not f.labels and f == SearchFilters(fields=f.fields):
             raise StoreError("give words to look for or at least one filter")
+        self.index_pending()
         with self.snapshot("search the store"):
             conn = self._live("search the store")
             backlog = search_schema.backlog(conn)
@@ -584,6 +601,16 @@ class SearchStore(Connection):
         sql = "SELECT fork_of, id FROM episodes WHERE fork_of IS NOT NULL" + (" AND game = ?" if game else "")
         with self._reading("list forks") as conn:
             return [(a, b) for a, b in conn.execute(sql + " ORDER BY rowid", (game,) if game else ())]
+
+    def episode_actions(self, episode_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The actions of each episode in step order (one query; no text but the actions)."""
+        found: dict[str, list[str]] = {e: [] for e in episode_ids}
+        with self._reading("read actions") as conn:
+            for episode_id, action in conn.execute(
+                    'SELECT episode_id, action FROM steps WHERE episode_id IN (SELECT value FROM json_each(?)) '
+                    'ORDER BY episode_id, "index"', (json.dumps(list(found)),)):
+                found[episode_id].append(action)
+        return found
 
     def same_seed_episode(self, episode_id: str) -> Optional[str]:
         """A fork of the episode, else the newest other episode of its game, seed and mode, else None."""

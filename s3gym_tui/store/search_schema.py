@@ -1,25 +1,31 @@
 """The full-text index of the store (SQLite FTS5) and the annotations table: tables, the triggers
-that keep the index up to date, and the backlog of steps stored before the index existed.
+that keep the index up to date, and the queue of steps not indexed yet.
 
-Three FTS5 tables, all kept current by triggers inside the writer's own transaction, so a step,
-summary or annotation stored by any process (a run in another terminal, the app, a sweep) is
-searchable the moment it is committed:
+Three FTS5 tables:
 
 - `search_steps`: external content on `steps` (content_rowid = steps.id, an INTEGER PRIMARY KEY,
   stable across VACUUM): action, reply, feedback and observation. Only the inverted index is
   stored, never a second copy of the text. Prompts are not indexed (they repeat the observations
   and the history; they are the bulk of the file).
 - `search_summaries`: the three sections of every summary version (a small, self-contained table
-  keyed by summary id: summaries has a text primary key, whose rowid VACUUM may renumber).
-- `search_notes`: external content on `annotations` (label and note).
+  keyed by summary id: summaries has a text primary key, whose rowid VACUUM may renumber), kept
+  current by triggers.
+- `search_notes`: external content on `annotations` (label and note), kept current by triggers.
 
-The backlog. A file upgraded to this schema already holds steps; indexing a million of them is
-minutes of work, so the migration (which runs with upgrade.py's backup, in one transaction) only
-records the range of step ids still to index in `search_backlog` (lo < id <= hi). The first search
-indexes that range in short committed batches with a progress bar (store.search: index_backlog),
-so Ctrl-C loses at most one batch and the next search goes on from there. The triggers never touch
-a step inside the range: its row is added by the backlog, exactly once (deleting an FTS5
-external-content row that was never inserted would corrupt the index).
+Steps go through a queue. Indexing one step per transaction (as the runner stores them) makes FTS5
+write a new segment each time, which made storing a step about 50 % slower (benchmarks/search.py);
+so the insert trigger only queues the step's id in `search_pending` (one small row, written by
+whichever process stores the step, inside its transaction), and the queue is indexed in one batch:
+when an episode finishes (Store.finish_episode), and before every search by any writable store
+(Store.search: a run in another terminal, the app or a sweep wrote them, it makes no difference).
+A search therefore always sees every committed step; a store opened read-only says how many it
+could not index.
+
+A file upgraded to this schema already holds steps: the migrations (migrate_search.py, run with
+upgrade.py's backup, in one transaction) queue them all, and the first search indexes the queue in short committed batches
+with a progress bar, so Ctrl-C loses at most one batch and the next search goes on from there.
+Deleting or updating a queued step never touches the index (deleting an FTS5 external-content row
+that was never inserted would corrupt it); an indexed one is taken out of it.
 
 A later migration that rebuilds `steps` (sqlite-utils transform drops the table's triggers) gets
 them back from restore_triggers, which schema.migrate calls after the last migration: the rebuilt
@@ -28,7 +34,9 @@ table keeps its ids, so the index stays valid.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from typing import Optional
 
 STEP_FIELDS: tuple[str, ...] = ("action", "reply", "feedback", "observation")
 SUMMARY_FIELDS: tuple[str, ...] = ("retain", "avoid", "next")
@@ -36,12 +44,11 @@ NOTE_FIELDS: tuple[str, ...] = ("label", "note")
 TOKENIZER = "unicode61 remove_diacritics 2"
 ANNOTATION_KINDS: tuple[str, ...] = ("step", "episode", "summary")
 
-_OUTSIDE_BACKLOG = ("NOT EXISTS (SELECT 1 FROM search_backlog b WHERE {row}.id > b.lo "
-                    "AND {row}.id <= b.hi)")
+_INDEXED = "NOT EXISTS (SELECT 1 FROM search_pending p WHERE p.id = {row}.id)"
 
 
-def _cols(fields: tuple[str, ...], prefix: str = "") -> str:
-    return ", ".join(f"{prefix}{f}" if prefix else f for f in fields)
+def _cols(fields: tuple[str, ...]) -> str:
+    return ", ".join(fields)
 
 
 def _step_values(row: str) -> str:
@@ -49,27 +56,26 @@ def _step_values(row: str) -> str:
 
 
 TRIGGERS: dict[str, str] = {
-    # steps -> search_steps (outside the backlog range only: see the module docstring)
-    "search_steps_insert": f"""
+    # steps -> the queue (indexed in batches: see the module docstring)
+    "search_steps_insert": """
 CREATE TRIGGER IF NOT EXISTS search_steps_insert AFTER INSERT ON steps
-WHEN {_OUTSIDE_BACKLOG.format(row="new")}
 BEGIN
-  INSERT INTO search_steps (rowid, {_cols(STEP_FIELDS)}) VALUES (new.id, {_step_values("new")});
+  INSERT OR IGNORE INTO search_pending (id) VALUES (new.id);
 END""",
     "search_steps_delete": f"""
 CREATE TRIGGER IF NOT EXISTS search_steps_delete AFTER DELETE ON steps
-WHEN {_OUTSIDE_BACKLOG.format(row="old")}
 BEGIN
   INSERT INTO search_steps (search_steps, rowid, {_cols(STEP_FIELDS)})
-  VALUES ('delete', old.id, {_step_values("old")});
+  SELECT 'delete', old.id, {_step_values("old")} WHERE {_INDEXED.format(row="old")};
+  DELETE FROM search_pending WHERE id = old.id;
 END""",
     "search_steps_update": f"""
 CREATE TRIGGER IF NOT EXISTS search_steps_update AFTER UPDATE OF id, {_cols(STEP_FIELDS)} ON steps
-WHEN {_OUTSIDE_BACKLOG.format(row="old")} AND {_OUTSIDE_BACKLOG.format(row="new")}
+WHEN {_INDEXED.format(row="old")}
 BEGIN
   INSERT INTO search_steps (search_steps, rowid, {_cols(STEP_FIELDS)})
   VALUES ('delete', old.id, {_step_values("old")});
-  INSERT INTO search_steps (rowid, {_cols(STEP_FIELDS)}) VALUES (new.id, {_step_values("new")});
+  INSERT OR IGNORE INTO search_pending (id) VALUES (new.id);
 END""",
     # summaries -> search_summaries
     "search_summaries_insert": """
@@ -110,45 +116,6 @@ END""",
 }
 
 
-def create_search_and_annotations(conn: sqlite3.Connection) -> None:
-    """The migration's work (inside its transaction): the annotations table, the three FTS5
-    tables, their triggers, summaries indexed at once (few), steps recorded as the backlog."""
-    conn.execute("""
-CREATE TABLE annotations (
-  id INTEGER PRIMARY KEY,
-  kind TEXT NOT NULL CHECK (kind IN ('step', 'episode', 'summary')),
-  episode_id TEXT REFERENCES episodes(id),
-  step_index INTEGER,
-  summary_id TEXT REFERENCES summaries(id),
-  label TEXT NOT NULL,
-  note TEXT NOT NULL DEFAULT '',
-  correction TEXT,
-  author TEXT NOT NULL,
-  created_at TEXT NOT NULL,
-  FOREIGN KEY (episode_id, step_index) REFERENCES steps(episode_id, "index"),
-  CHECK ((kind = 'step' AND episode_id IS NOT NULL AND step_index IS NOT NULL AND summary_id IS NULL)
-      OR (kind = 'episode' AND episode_id IS NOT NULL AND step_index IS NULL AND summary_id IS NULL)
-      OR (kind = 'summary' AND summary_id IS NOT NULL AND episode_id IS NULL AND step_index IS NULL)),
-  CHECK (correction IS NULL OR kind = 'step')
-)""")
-    conn.execute("CREATE INDEX idx_annotations_step ON annotations (episode_id, step_index)")
-    conn.execute("CREATE INDEX idx_annotations_summary ON annotations (summary_id)")
-    conn.execute("CREATE INDEX idx_annotations_label ON annotations (label)")
-    conn.execute(f"CREATE VIRTUAL TABLE search_steps USING fts5({_cols(STEP_FIELDS)}, "
-                 f"content='steps', content_rowid='id', tokenize='{TOKENIZER}')")
-    conn.execute(f"CREATE VIRTUAL TABLE search_summaries USING fts5(summary_id UNINDEXED, "
-                 f"{_cols(SUMMARY_FIELDS)}, tokenize='{TOKENIZER}')")
-    conn.execute(f"CREATE VIRTUAL TABLE search_notes USING fts5({_cols(NOTE_FIELDS)}, "
-                 f"content='annotations', content_rowid='id', tokenize='{TOKENIZER}')")
-    conn.execute("CREATE TABLE search_backlog (lo INTEGER NOT NULL, hi INTEGER NOT NULL)")
-    hi = conn.execute("SELECT max(id) FROM steps").fetchone()[0]
-    if hi is not None:
-        conn.execute("INSERT INTO search_backlog (lo, hi) VALUES (0, ?)", (int(hi),))
-    conn.execute("INSERT INTO search_summaries (summary_id, retain, avoid, next) "
-                 "SELECT id, retain, avoid, next FROM summaries")
-    restore_triggers(conn)
-
-
 def has_search(conn: sqlite3.Connection) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'search_steps'").fetchone() is not None
 
@@ -162,29 +129,37 @@ def restore_triggers(conn: sqlite3.Connection) -> None:
 
 
 def backlog(conn: sqlite3.Connection) -> int:
-    """Steps stored before the index existed and not indexed yet (0 when the index is complete)."""
-    row = conn.execute("SELECT lo, hi FROM search_backlog").fetchone() if has_search(conn) else None
-    if row is None:
+    """Steps not indexed yet (0 when the index is complete)."""
+    if not has_search(conn):
         return 0
-    return conn.execute("SELECT count(*) FROM steps WHERE id > ? AND id <= ?", row).fetchone()[0]
+    return conn.execute("SELECT count(*) FROM search_pending").fetchone()[0]
 
 
-def index_batch(conn: sqlite3.Connection, size: int) -> tuple[int, bool]:
-    """Index the next `size` backlog steps inside the caller's write transaction: (steps indexed,
-    whether the backlog is now empty)."""
-    row = conn.execute("SELECT rowid, lo, hi FROM search_backlog").fetchone()
-    if row is None:
-        return 0, True
-    key, lo, hi = row
-    ids = [r[0] for r in conn.execute("SELECT id FROM steps WHERE id > ? AND id <= ? ORDER BY id LIMIT ?",
-                                      (lo, hi, int(size)))]
+def index_batch(conn: sqlite3.Connection, size: Optional[int] = None) -> tuple[int, bool]:
+    """Index the next `size` queued steps (all of them with None) inside the caller's write
+    transaction: (steps indexed, whether the queue is now empty)."""
+    limit = "" if size is None else f" LIMIT {int(size)}"
+    ids = [r[0] for r in conn.execute(f"SELECT id FROM search_pending ORDER BY id{limit}")]
     if not ids:
-        conn.execute("DELETE FROM search_backlog WHERE rowid = ?", (key,))
         return 0, True
-    conn.execute(f"INSERT INTO search_steps (rowid, {_cols(STEP_FIELDS)}) "
-                 f"SELECT id, {_cols(STEP_FIELDS)} FROM steps WHERE id > ? AND id <= ?", (lo, ids[-1]))
-    if ids[-1] >= hi or len(ids) < size:
-        conn.execute("DELETE FROM search_backlog WHERE rowid = ?", (key,))
-        return len(ids), True
-    conn.execute("UPDATE search_backlog SET lo = ? WHERE rowid = ?", (ids[-1], key))
-    return len(ids), False
+    last = ids[-1]
+    conn.execute(f"INSERT INTO search_steps (rowid, {_cols(STEP_FIELDS)}) SELECT s.id, "
+                 f"{', '.join('s.' + f for f in STEP_FIELDS)} FROM search_pending p JOIN steps s ON s.id = p.id "
+                 f"WHERE p.id <= ?", (last,))
+    conn.execute("DELETE FROM search_pending WHERE id <= ?", (last,))
+    return len(ids), size is None or len(ids) < size
+
+
+def index_episode(conn: sqlite3.Connection, episode_id: str) -> int:
+    """Index the queued steps of one episode inside the caller's write transaction (its end)."""
+    if not has_search(conn):
+        return 0
+    ids = [r[0] for r in conn.execute(
+        "SELECT p.id FROM search_pending p JOIN steps s ON s.id = p.id WHERE s.episode_id = ?", (episode_id,))]
+    if not ids:
+        return 0
+    json_ids = json.dumps(ids)
+    conn.execute(f"INSERT INTO search_steps (rowid, {_cols(STEP_FIELDS)}) SELECT id, {_cols(STEP_FIELDS)} "
+                 f"FROM steps WHERE id IN (SELECT value FROM json_each(?))", (json_ids,))
+    conn.execute("DELETE FROM search_pending WHERE id IN (SELECT value FROM json_each(?))", (json_ids,))
+    return len(ids)

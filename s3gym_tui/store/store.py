@@ -27,6 +27,7 @@ from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_P
 from s3gym_tui.store.trainings import TrainingStore
 from s3gym_tui.store.annotations import AnnotationStore
 from s3gym_tui.store.search import SearchStore
+from s3gym_tui.store.search_schema import index_episode
 
 RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
 EPISODE_STATUSES: tuple[str, ...] = get_args(Episode.model_fields["status"].annotation)
@@ -243,6 +244,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
                                "WHERE id = ?", (score, status, utcnow(), episode_id))
             if cur.rowcount == 0:
                 raise StoreError(f"no episode {episode_id!r}")
+            index_episode(conn, episode_id)  # its steps into the search index, in one batch
         return self.get_episode(episode_id)
 
     def set_episode_summary(self, episode_id: str, summary_id: Optional[str]) -> Episode:

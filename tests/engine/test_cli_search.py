@@ -4,6 +4,7 @@ indexed with progress, divergences of Compare pairs are found, bad input is one 
 
 from __future__ import annotations
 
+import gc
 import json
 from pathlib import Path
 
@@ -101,6 +102,8 @@ def test_an_older_file_is_upgraded_with_a_backup_and_indexed_with_progress(tmp_p
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
     assert run_cli(capsys, "run", "trust", "-m", "scripted/trust", *TINY, "--db", str(db))[0] == 0
     monkeypatch.undo()
+    gc.collect()  # the in-process `run` left its store to the garbage collector (a process would have exited)
+    monkeypatch.setattr("s3gym_tui.cli.search.PROGRESS_FROM", 10)  # (the real threshold is thousands)
     code, out, err = run_cli(capsys, "search", "opponent", "--progress", "plain", "--json", "--db", str(db))
     assert code == 0, err
     assert "upgrading" in err and "backup" in err and "indexing" in err and "older steps" in err
@@ -123,3 +126,14 @@ def test_divergences_of_a_fork_and_its_source(tmp_path: Path, capsys):
     assert sorted(h["target"] for h in hits) == ["frk#2", "src#2"]
     hits = json.loads(run_cli(capsys, "search", "--divergences", "--forks", "--json", "--db", str(db))[1])["hits"]
     assert [h["target"] for h in hits] == ["frk#2"]
+
+
+def test_the_divergence_rule_is_compares():
+    from s3gym_tui.engine.compare import first_divergence
+    from s3gym_tui.engine.finding import first_action_divergence
+
+    cases = [(["A", "b "], ["a", "B"]), (["A", "B"], ["A", "C"]), (["A"], ["A", "B"]), ([], []), (["x"], [])]
+    for a, b in cases:
+        steps_a = [make_step("a", i, action=x) for i, x in enumerate(a)]
+        steps_b = [make_step("b", i, action=x) for i, x in enumerate(b)]
+        assert first_action_divergence(a, b) == first_divergence(steps_a, steps_b), (a, b)

@@ -178,17 +178,33 @@ def test_an_older_file_is_upgraded_with_a_backup_and_indexed_on_first_use(db_pat
         assert store.upgraded is not None and store.upgraded.backup is not None
         assert store.upgraded.backup.exists() and "backup" in notices[0]
         assert store.search_backlog() == 23
-        store.add_step(make_step(ep.id, 23, feedback="older move 23"))  # the trigger indexes new steps
-        first = store.search("older")
-        assert first.backlog == 23 and _targets(first) == [f"{ep.id}#23"]
-        # a backlog step removed before it is indexed must not break the index
+        store.add_step(make_step(ep.id, 23, feedback="older move 23"))
+        # a step removed before it is indexed must not break the index
         store.conn.execute("DELETE FROM steps WHERE episode_id = ? AND \"index\" = 5", (ep.id,))
+        assert store.search_backlog() == 23
         seen: list[tuple[int, int]] = []
-        assert store.index_backlog(progress=lambda d, t: seen.append((d, t)), batch=10) == 22
-        assert seen[-1] == (22, 22) and len(seen) == 3
-        assert store.search_backlog() == 0
+        assert store.index_backlog(progress=lambda d, t: seen.append((d, t)), batch=10) == 23
+        assert seen == [(10, 23), (20, 23), (23, 23)]
         found = store.search("older", limit=100)
         assert found.backlog == 0 and len(found.hits) == 23
+    _fts_ok(db_path)
+
+
+def test_a_search_indexes_what_waits_unless_it_is_many_or_the_store_is_read_only(store: Store, run, db_path: Path,
+                                                                               monkeypatch: pytest.MonkeyPatch):
+    ep = store.add_episode(make_episode(run))
+    store.add_steps([make_step(ep.id, i, feedback="queued move") for i in range(4)])
+    assert store.search_backlog() == 4
+    with Store(db_path, read_only=True) as reader:
+        result = reader.search("queued")
+        assert result.backlog == 4 and result.hits == ()  # said, not hidden
+    monkeypatch.setattr("s3gym_tui.store.search.FLUSH_AT_MOST", 3)
+    assert store.search("queued").backlog == 4
+    monkeypatch.undo()
+    assert len(store.search("queued").hits) == 4 and store.search_backlog() == 0
+    store.add_step(make_step(ep.id, 4, feedback="queued move"))
+    store.finish_episode(ep.id, 1.0)  # an episode's end indexes its steps
+    assert store.search_backlog() == 0
     _fts_ok(db_path)
 
 
@@ -203,3 +219,25 @@ def test_indexing_the_backlog_refuses_a_full_disk(db_path: Path, monkeypatch: py
         with pytest.raises(StoreError, match="not enough free space .* nothing was changed"):
             store.index_backlog(free_bytes=lambda _: 10)
         assert store.search_backlog() == 5
+
+
+def test_a_file_of_the_per_step_index_is_moved_to_the_queue(db_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Schema 8 indexed each step as it was stored, with a backlog range of older steps; schema 10 queues."""
+    full = list(schema.MIGRATIONS)
+    monkeypatch.setattr(schema, "MIGRATIONS", full[:7])
+    with Store(db_path) as old:
+        run = old.create_run(RunConfig(model="scripted/trust", game="trust"))
+        ep = old.add_episode(make_episode(run))
+        old.add_steps([make_step(ep.id, i, feedback=f"older move {i}") for i in range(6)])  # the backlog
+    monkeypatch.setattr(schema, "MIGRATIONS", full[:9])
+    with Store(db_path, notify=lambda _: None) as mid:
+        mid.add_steps([make_step(ep.id, i, feedback=f"older move {i}") for i in range(6, 9)])  # indexed at once
+        assert mid.conn.execute("SELECT count(*) FROM search_steps WHERE search_steps MATCH 'older'"
+                                ).fetchone()[0] == 3
+    monkeypatch.undo()
+    with Store(db_path, notify=lambda _: None) as store:
+        assert store.search_backlog() == 6  # the backlog range, queued
+        store.add_step(make_step(ep.id, 9, feedback="older move 9"))
+        store.conn.execute("DELETE FROM steps WHERE episode_id = ? AND \"index\" IN (1, 7)", (ep.id,))
+        assert sorted(h.step_index for h in store.search("older", limit=100).hits) == [0, 2, 3, 4, 5, 6, 8, 9]
+    _fts_ok(db_path)

@@ -64,6 +64,11 @@ def populated(tmp_path_factory) -> Path:
             if rng.random() < 0.3:
                 store.add_annotation("episode", rng.choice(LABELS), author="human:t", note=_text(rng, 1),
                                      episode_id=ep.id)
+            if rng.random() < 0.5:
+                store.finish_episode(ep.id, 1.0)  # indexes its steps; the others wait for a search
+        assert store.search_backlog() > 0
+        store.search("left")  # a writable store's search indexes what waits (the test reads read-only)
+        assert store.search_backlog() == 0
     return path
 
 

@@ -229,6 +229,24 @@ async def sweeps(pilot, app):
     return await check(pilot, "sweeps")
 
 
+async def search(pilot, app):
+    """`/`, a word of the hostile corpus, the results (highlighted), the mark dialog and replay at a hit."""
+    with Store(app.db_path) as store:
+        episode = store.episodes(app.ids["played"])[0]
+        store.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
+                             note="pwned " + CORPUS["report-payload"] + CORPUS["bidi-rlo"])
+    await pilot.press("slash")
+    await pilot.pause()
+    app.screen.query_one("#search-input").value = "pwned"
+    await pilot.press("enter")
+    problems = await check(pilot, "search results")
+    await pilot.press("down", "m")
+    problems += await check(pilot, "search, the mark dialog", visible=False)
+    await pilot.press("escape", "enter")
+    problems += await check(pilot, "search, a hit opened in replay")
+    return problems
+
+
 async def help_screen(pilot, app):
     app.action_help()
     return await check(pilot, "help", visible=False)  # no stored text: the check is that it stays clean
@@ -236,7 +254,7 @@ async def help_screen(pilot, app):
 
 SCENARIOS = {"home": home, "home forms": home_forms, "replay and fork": replay_and_fork, "live play": live_play,
              "protocol": protocol, "summaries": summaries, "compare": compare, "pairs": pairs, "report": report,
-             "training": training, "sweeps": sweeps, "help": help_screen}
+             "training": training, "sweeps": sweeps, "search": search, "help": help_screen}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
