@@ -234,3 +234,11 @@ def test_episode_cache_counts_the_repeated_prefix_above_the_minimum():
     assert prompt_cache.episode_cache(3, 1000, 100, marked=False, minimum=1024) == (1100, 0)
     # marked: each call writes what it marks beyond what it read (1000, 1100 - 1000, 1200 - 1100)
     assert prompt_cache.episode_cache(3, 1000, 100, marked=True, minimum=0) == (2100, 1200)
+
+
+def test_the_agent_panel_says_how_many_input_tokens_were_cached_only_when_the_provider_said():
+    from s3gym_tui.widgets.agent_panel import usage_line
+
+    assert usage_line("Call", 1200, 10, 5.0, 0.001, 1024) == "Call: 1,200 in (1,024 cached) · 10 out · 5 ms · $0.0010"
+    assert usage_line("Call", 1200, 10, 5.0, 0.001, 0) == "Call: 1,200 in (0 cached) · 10 out · 5 ms · $0.0010"
+    assert usage_line("Call", 1200, 10, 5.0, None) == "Call: 1,200 in · 10 out · 5 ms · –"
