@@ -193,6 +193,10 @@ class Step(Frozen):
     latency_ms: float = 0.0
     cost: Optional[float] = None
     created_at: str = Field(default_factory=utcnow)
+    # input tokens of its model call that the provider read from / wrote to its prompt cache (part of
+    # tokens_in); None: the provider did not say (or no model call)
+    tokens_cached: Optional[int] = Field(None, ge=0)
+    tokens_cache_write: Optional[int] = Field(None, ge=0)
 
 
 class Summary(Frozen):

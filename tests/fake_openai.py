@@ -13,6 +13,13 @@ It can also describe itself like a real server (`kind` llama.cpp: /props n_ctx; 
 message vLLM and llama_cpp.server write), accept only the grammar fields its kind understands
 (others: 400, like a strict server) and record which it received (`grammar_fields`), and die
 as a replica (`die()`, or `behave(die=True)`: the connection drops, then nothing listens).
+
+Prompt caching, simulated (`cache=`): "openai" caches every prompt automatically and reports the
+longest prefix it saw before as `usage.prompt_tokens_details.cached_tokens` (at least
+`cache_min` tokens, in steps of `cache_block`, as OpenAI does); "anthropic" reports
+`cache_read_input_tokens` / `cache_creation_input_tokens` in the usage (an OpenAI-compatible proxy of
+Anthropic), caching only up to the blocks marked with `cache_control`. POST .../v1/messages answers
+in Anthropic's own Messages format with the same cache rules. Tokens are about four characters.
 """
 
 from __future__ import annotations
@@ -24,6 +31,82 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 
 DEFAULT_REPLY = "I will cooperate.\nAnswer: C, Score: 1"
+
+
+def _blocks(request: dict) -> list[tuple[str, bool]]:
+    """The request's text as (text, marked with cache_control) blocks, in the order the model reads
+    them: system (Anthropic's top-level `system` or system messages), then the messages' content."""
+    out: list[tuple[str, bool]] = []
+
+    def add(content: Any, marked: bool) -> None:
+        if isinstance(content, list):
+            for part in content:
+                if isinstance(part, dict):
+                    out.append((str(part.get("text", "")), bool(part.get("cache_control"))))
+        elif content is not None:
+            out.append((str(content), marked))
+
+    add(request.get("system"), False)
+    for message in request.get("messages", []):
+        add(message.get("content"), bool(message.get("cache_control")))
+    return out
+
+
+def _tokens(text: str) -> int:
+    return len(text) // 4
+
+
+class PrefixCache:
+    """What the fake remembers of earlier prompts, and how much of a new one it would find cached."""
+
+    def __init__(self, style: str, minimum: int, block: int) -> None:
+        self.style, self.minimum, self.block = style, minimum, block
+        self.seen: list[str] = []  # "openai": earlier prompts (the newest 64)
+        self.written: set[str] = set()  # "anthropic": the prefixes written at a cache_control mark
+
+    def usage(self, request: dict) -> tuple[int, int, int]:
+        """(prompt tokens, cache read tokens, cache write tokens) of this request."""
+        blocks = _blocks(request)
+        text = "".join(b[0] for b in blocks)
+        total = _tokens(text) + 1
+        if self.style == "openai":
+            best = max((_common(text, old) for old in self.seen), default=0)
+            self.seen = (self.seen + [text])[-64:]
+            cached = _tokens(text[:best])
+            cached = cached // self.block * self.block if cached >= self.minimum else 0
+            return total, min(cached, total), 0
+        ends = []  # (prefix text through this block, marked)
+        so_far = ""
+        for block_text, marked in blocks:
+            so_far += block_text
+            ends.append((so_far, marked))
+        marks = [i for i, (_, marked) in enumerate(ends) if marked]
+        if not marks:
+            return total, 0, 0
+        read = 0
+        for prefix, _ in ends[:marks[-1] + 1]:  # a hit at any block boundary up to the last mark
+            if prefix in self.written and _tokens(prefix) >= self.minimum:
+                read = _tokens(prefix)
+        last = ends[marks[-1]][0]
+        write = 0
+        for i in marks:
+            prefix = ends[i][0]
+            if prefix not in self.written and _tokens(prefix) >= self.minimum:
+                self.written.add(prefix)
+                write = _tokens(last) - read
+        return total, read, max(0, write)
+
+
+def _common(a: str, b: str) -> int:
+    """Length of the common prefix of a and b (a binary search of slice comparisons: fast in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -122,6 +205,26 @@ class _Handler(BaseHTTPRequestHandler):
             prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
             usage = {"prompt_tokens": prompt, "completion_tokens": len(reply) // 4 + 1,
                      "total_tokens": prompt + len(reply) // 4 + 1}
+        if fake.cache is not None and spec.get("cache", True):
+            with fake.lock:
+                prompt, read, write = fake.cache.usage(request)
+            if self.path.rstrip("/").endswith("/messages"):  # Anthropic's Messages API
+                self._send(200, {"id": "msg_fake", "type": "message", "role": "assistant",
+                                 "model": request.get("model", "fake"), "stop_reason": "end_turn",
+                                 "content": [{"type": "text", "text": reply}],
+                                 "usage": {"input_tokens": prompt - read - write,
+                                           "output_tokens": len(reply) // 4 + 1,
+                                           "cache_read_input_tokens": read,
+                                           "cache_creation_input_tokens": write}}, headers)
+                with fake.lock:
+                    fake.completed += 1
+                return
+            usage = {"prompt_tokens": prompt, "completion_tokens": len(reply) // 4 + 1,
+                     "total_tokens": prompt + len(reply) // 4 + 1}
+            if fake.cache.style == "openai":
+                usage["prompt_tokens_details"] = {"cached_tokens": read}
+            else:
+                usage.update(cache_read_input_tokens=read, cache_creation_input_tokens=write)
         if request.get("stream") and not isinstance(raw, str) and not spec.get("no_stream"):
             self._stream(request, reply, usage, float(spec.get("chunk_delay_s") or 0.0))
             with fake.lock:
@@ -177,7 +280,8 @@ class FakeOpenAI(ThreadingHTTPServer):
 
     def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",),
                  usage: Any = None, kind: str = "plain", context: Optional[int] = None,
-                 enforce_context: bool = False, accepts: Optional[set] = None, port: int = 0) -> None:
+                 enforce_context: bool = False, accepts: Optional[set] = None, port: int = 0,
+                 cache: Optional[str] = None, cache_min: int = 1024, cache_block: int = 128) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
         self.kind = kind
         self.context = context
@@ -185,6 +289,9 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.accepts = set(self.ACCEPTS.get(kind, set()) if accepts is None else accepts)
         self.gets: list[str] = []
         self.dead = False
+        if cache not in (None, "openai", "anthropic"):
+            raise ValueError(f"cache is None, 'openai' or 'anthropic', not {cache!r}")
+        self.cache = PrefixCache(cache, cache_min, cache_block) if cache else None
         self.default: dict[str, Any] = {"delay_s": delay_s, "reply": reply, "usage": usage}
         self.in_flight = 0
         self.peak = 0  # the most requests in flight at once
@@ -234,8 +341,9 @@ class FakeOpenAI(ThreadingHTTPServer):
     def behave(self, times: Optional[int] = None, **spec: Any) -> "FakeOpenAI":
         """Answer the next `times` requests (all, if None) with `spec` (status, headers, reply,
         usage, delay_s, hang, raw_body, error; for a streamed request chunk_delay_s between its
-        chunks, or no_stream: refuse to stream) instead of the default. `raw_body` is sent as it is,
-        with any status (an error body a server wrote itself, control characters and all)."""
+        chunks, or no_stream: refuse to stream; cache=False: no cache figures) instead of the
+        default. `raw_body` is sent as it is, with any status (an error body a server wrote
+        itself, control characters and all)."""
         with self.lock:
             self.rules.append({**spec, "times": times})
         return self

@@ -268,7 +268,7 @@ def list_runs(db: Optional[Path] = DbOption,
               as_json: bool = JsonOption) -> None:
     """List stored runs, newest first (or a sweep's, in plan order)."""
     from s3gym_tui.cli.tables import print_table
-    from s3gym_tui.engine.report_tables import ID, TEXT, Column, ReportTable
+    from s3gym_tui.engine.report_tables import ID, PCT, TEXT, Column, ReportTable
     from s3gym_tui.store.leases import shown_status
 
     store = _store(db)
@@ -276,16 +276,25 @@ def list_runs(db: Optional[Path] = DbOption,
     runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else \
         store.list_runs(limit=limit, damaged=damaged)
     leases = store.live_leases()
+    cache = store.cache_usage([r.id for r in runs])
+
+    def share(run_id: str):  # None (— / null): no call of the run said what its provider cached
+        cached, tokens_in = cache.get(run_id, (0, 0))
+        return cached / tokens_in if tokens_in else None
+
     if as_json:
-        emit_json([{**r.model_dump(mode="json"), "shown_status": shown_status(r.status, leases.get(r.id))}
-                   for r in runs])
+        emit_json([{**r.model_dump(mode="json"), "shown_status": shown_status(r.status, leases.get(r.id)),
+                    "cache_share": share(r.id)} for r in runs])
     else:
         table = ReportTable("runs", "runs", (
             Column("id", "id", ID), Column("game", "game", TEXT), Column("model", "model", TEXT, 2),
             Column("pathway", "pathway", TEXT), Column("status", "status", TEXT),
-            Column("sweep", "sweep", ID, 3), Column("created", "created", TEXT, 1)),
+            Column("cached", "cached", PCT, 4), Column("sweep", "sweep", ID, 3),
+            Column("created", "created", TEXT, 1)),
             tuple((r.id, r.config.game, r.config.model, r.config.pathway,
-                   shown_status(r.status, leases.get(r.id)), r.sweep_id or "-", r.created_at[:19]) for r in runs))
+                   shown_status(r.status, leases.get(r.id)), share(r.id), r.sweep_id or "-", r.created_at[:19])
+                  for r in runs),
+            note="cached = share of input tokens the provider read from its prompt cache (— where it does not say)")
         print_table(console, table, more="see --json")
     for run_id, reason in damaged:  # listed, not hidden: the rest of the store is still readable
         err.print(f"[yellow]warning:[/] {safe_markup(reason)}", soft_wrap=True, highlight=False)

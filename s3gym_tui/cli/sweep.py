@@ -111,19 +111,29 @@ def print_plan(sweep_config, plan) -> None:
     def dollars(value):
         return "unknown" if value is None else f"${value:,.2f}"
 
-    rows = [(m.model, m.runs, f"{m.calls:,}", f"{m.tokens_in:,}", f"{m.tokens_out:,}", dollars(m.cost_max),
-             dollars(m.cost_typical)) for m in plan.models]
+    def share(cached: int, total: int) -> str:
+        return f"{cached / total:.0%}" if cached and total else "—"
+
+    rows = [(m.model, m.runs, f"{m.calls:,}", f"{m.tokens_in:,}", share(m.tokens_in_cached, m.tokens_in),
+             f"{m.tokens_out:,}", dollars(m.cost_max), dollars(m.cost_typical), dollars(m.cost_typical_cached))
+            for m in plan.models]
     if len(plan.models) > 1:
-        rows.append(("all", len(runs), f"{plan.calls:,}", f"{plan.tokens_in:,}", f"{plan.tokens_out:,}",
-                     dollars(plan.cost_max), dollars(plan.cost_typical)))
+        cached_all = sum(m.tokens_in_cached for m in plan.models)
+        rows.append(("all", len(runs), f"{plan.calls:,}", f"{plan.tokens_in:,}", share(cached_all, plan.tokens_in),
+                     f"{plan.tokens_out:,}", dollars(plan.cost_max), dollars(plan.cost_typical),
+                     dollars(plan.cost_typical_cached)))
     # figures are pre-formatted (thousands separators, dollars): shown whole, right-aligned as numbers
     cols = (Column("model", "model", TEXT), Column("runs", "runs", INT, 3), Column("calls", "calls", INT),
-            Column("tokens_in", "tokens in", INT), Column("tokens_out", "tokens out", INT, 2),
-            Column("cost_max", "cost at most", INT), Column("cost_typical", "typical cost", INT, 1))
+            Column("tokens_in", "tokens in", INT), Column("cached", "cached", INT, 4),
+            Column("tokens_out", "tokens out", INT, 2), Column("cost_max", "cost at most", INT),
+            Column("cost_typical", "typical cost", INT, 1), Column("cost_typical_cached", "with cache", INT, 1))
     print_table(console, ReportTable("plan", "model calls, tokens and cost (upper bounds: step caps, history "
                                      "budget, output cap)", cols, tuple(rows)), more="a wider terminal shows them")
     console.print("[dim]typical: replies of about 200 tokens; episodes that end early call less; tokens are "
-                  "litellm's count for the model (a server's own tokenizer may count more)[/]")
+                  "litellm's count for the model (a server's own tokenizer may count more); cached: input "
+                  "tokens the provider's prompt cache is expected to hold (the repeated prefix of consecutive "
+                  "calls of an episode), with cache: the typical cost at litellm's cached rates (no cache "
+                  "price listed: — and the same cost)[/]")
     if plan.unpriced:
         console.print(f"[yellow]price unknown[/] for {safe_markup(', '.join(plan.unpriced))}: its calls cost "
                       f"nothing against --budget-usd", soft_wrap=True)

@@ -12,8 +12,8 @@ from typing import Any, Iterable, Optional, Sequence
 from rich.console import Console
 from rich.table import Table
 
-from s3gym_tui.engine.glossary import DASH, METRICS, REASONS, UNDEFINED, fmt_metric, fmt_signed, reasons_in
-from s3gym_tui.engine.report_tables import ID, INT, NOTE, NUM, SIGNED, TEXT, USD, Column, Report, ReportTable
+from s3gym_tui.engine.glossary import DASH, METRICS, REASONS, UNDEFINED, fmt_metric, fmt_share, fmt_signed, reasons_in
+from s3gym_tui.engine.report_tables import ID, INT, NOTE, NUM, PCT, SIGNED, TEXT, USD, Column, Report, ReportTable
 from s3gym_tui.textgate import safe, safe_json, safe_markup
 
 
@@ -39,6 +39,8 @@ def _cell(value: Any, kind: str) -> str:
         return fmt_signed(value) if isinstance(value, (int, float)) else str(value)
     if kind == USD:
         return f"{value:.4f}" if isinstance(value, (int, float)) else str(value)
+    if kind == PCT:
+        return fmt_share(value) if isinstance(value, (int, float)) else str(value)
     if kind == INT:
         return f"{value:d}" if isinstance(value, int) else str(value)
     return str(value)

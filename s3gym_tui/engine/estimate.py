@@ -8,7 +8,8 @@ from typing import Optional
 
 import games
 from s3gym_tui.engine.experience import effective_budget
-from s3gym_tui.engine.prompts import build_messages, build_summary_messages, render_turns
+from s3gym_tui.engine.prompt_cache import cache_prices, cached_cost, episode_cache, needs_marker
+from s3gym_tui.engine.prompts import SYSTEM_PROMPT, build_messages, build_summary_messages, render_turns
 from s3gym_tui.engine.tokens import count_tokens
 from s3gym_tui.models import RunConfig
 
@@ -33,6 +34,11 @@ class RunEstimate:
     output_cost_max: Optional[float]
     explore_left: Optional[int] = None  # for what is left of a run: exploration episodes not finished
     checkpoints_left: Optional[int] = None  # and checkpoints not scored (None: the whole run)
+    # the expected prompt cache (engine.prompt_cache.episode_cache): input tokens read from it and
+    # written to it, and the input cost with it (None: litellm lists no cache price for the model)
+    input_tokens_cached: int = 0
+    input_tokens_cache_written: int = 0
+    input_cost_cached: Optional[float] = None
 
     @property
     def calls(self) -> int:
@@ -58,6 +64,10 @@ class RunEstimate:
         if self.price_known:
             out.append(f"cost: about ${self.input_cost:,.2f} for input, at most ${self.output_cost_max:,.2f} "
                        f"for output (litellm's price list)")
+            if self.input_cost_cached is not None and self.input_tokens:
+                share = self.input_tokens_cached / self.input_tokens
+                out.append(f"input with the expected prompt cache: about ${self.input_cost_cached:,.2f} "
+                           f"({share:.0%} of input tokens cached; ${self.input_cost:,.2f} with no cache)")
         else:
             out.append(f"cost: litellm does not know the price of {c.model}")
         return out
@@ -67,8 +77,10 @@ def _tokens(model: str, messages: list[dict]) -> int:
     return count_tokens(model, "\n".join(str(m.get("content", "")) for m in messages)) + 4 * len(messages)
 
 
-def _episode_input(model: str, mode: str, game: str, seed: int, cap: int, hint_tokens: int) -> tuple[int, int]:
-    """(input tokens of one episode's calls, tokens of its history block) for a game in a mode."""
+def _episode_input(model: str, mode: str, game: str, seed: int, cap: int,
+                   hint_tokens: int) -> tuple[int, int, tuple[int, int]]:
+    """(input tokens of one episode's calls, tokens of its history block, (tokens read from and
+    written to the expected prompt cache)) for a game in a mode."""
     g = games.make(game, mode)
     g.reset(seed)
     cap = min(cap, g.max_steps)
@@ -76,7 +88,8 @@ def _episode_input(model: str, mode: str, game: str, seed: int, cap: int, hint_t
     turn = count_tokens(model, render_turns([])) + count_tokens(model, "Env: " + g.observation()) + ANSWER_TOKENS
     # call k sees the base prompt, k earlier turns of this episode and the hint
     total = cap * (base + hint_tokens) + turn * cap * (cap - 1) // 2
-    return total, cap * turn
+    cache = episode_cache(cap, count_tokens(model, SYSTEM_PROMPT) + hint_tokens, turn, needs_marker(model))
+    return total, cap * turn, cache
 
 
 def estimate_run(config: RunConfig, explore_done: frozenset[int] = frozenset(),
@@ -90,7 +103,7 @@ def estimate_run(config: RunConfig, explore_done: frozenset[int] = frozenset(),
     explore_steps = min(c.step_cap, min(int(cls.CONFIGS["explore"].max_steps), 64))
     eval_steps = min(c.step_cap, min(int(cls.CONFIGS["eval"].max_steps), 64))
     budget = effective_budget(c.model, c.history_budget, c.max_tokens, c.context_tokens)
-    _, block = _episode_input(c.model, "explore", c.game, c.explore_seed(0), explore_steps, 0)
+    _, block, _ = _episode_input(c.model, "explore", c.game, c.explore_seed(0), explore_steps, 0)
 
     def hint(x: int) -> int:
         if c.pathway == "history":
@@ -99,15 +112,17 @@ def estimate_run(config: RunConfig, explore_done: frozenset[int] = frozenset(),
             return SUMMARY_TOKENS if x else 0
         return 0
 
-    input_tokens = 0
+    input_tokens = cached = written = 0
     explore = [i for i in range(c.explore_episodes) if i not in explore_done]
     for i in explore:
-        input_tokens += _episode_input(c.model, "explore", c.game, c.explore_seed(i % 3), explore_steps,
-                                       hint(i))[0]
+        tokens, _, (read, write) = _episode_input(c.model, "explore", c.game, c.explore_seed(i % 3), explore_steps,
+                                                  hint(i))
+        input_tokens, cached, written = input_tokens + tokens, cached + read, written + write
     checkpoints = [x for x in c.checkpoints() if x not in checkpoints_done]
     for x in checkpoints:
-        per_episode = _episode_input(c.model, "eval", c.game, c.eval_seed(0), eval_steps, hint(x))[0]
-        input_tokens += per_episode * c.eval_episodes
+        tokens, _, (read, write) = _episode_input(c.model, "eval", c.game, c.eval_seed(0), eval_steps, hint(x))
+        input_tokens += tokens * c.eval_episodes
+        cached, written = cached + read * c.eval_episodes, written + write * c.eval_episodes
     # the summary of state x is written as exploration episode x starts (the last one for the last checkpoint)
     summary_xs = [x for x in range(1, c.explore_episodes + 1)
                   if x not in explore_done and not (x == c.explore_episodes and x in checkpoints_done)] \
@@ -120,9 +135,12 @@ def estimate_run(config: RunConfig, explore_done: frozenset[int] = frozenset(),
     eval_calls = len(checkpoints) * c.eval_episodes * eval_steps
     output_max = (explore_calls + eval_calls + summary_calls) * c.max_tokens
     input_cost, output_cost = _prices(c.model, input_tokens, output_max)
+    if cache_prices(c.model) is None:  # no (priced) caching to expect: both bounds are the same
+        cached = written = 0
+    cost_cached = cached_cost(c.model, input_tokens, cached, written) if input_cost is not None else None
     return RunEstimate(c, explore_steps, eval_steps, explore_calls, eval_calls, summary_calls, input_tokens,
                        output_max, input_cost, output_cost, len(explore) if left else None,
-                       len(checkpoints) if left else None)
+                       len(checkpoints) if left else None, cached, written, cost_cached)
 
 
 def _prices(model: str, input_tokens: int, output_tokens: int) -> tuple[Optional[float], Optional[float]]:

@@ -39,6 +39,12 @@ METRICS: dict[str, str] = {
                   "(normalised by the game's score range)",
     "corr(−E, g)": "correlation of −NMAE_t with the gain g_t: positive = better judging came with "
                    "improvement",
+    "calls": "model calls of the run (its steps and summaries)",
+    "tok in": "input (prompt) tokens of those calls, cached ones included",
+    "cached": "share of input tokens the provider read from its prompt cache (billed at its cached rate), "
+              "over the calls whose provider reports it (OpenAI prompt_tokens_details.cached_tokens, "
+              "Anthropic cache_read_input_tokens)",
+    "cost $": "USD at litellm's prices, cached tokens at the cached rate, over the calls with a known price",
 }
 
 # Why a figure is undefined: the short reason shown in a table's `why` column -> what it means.
@@ -53,6 +59,7 @@ NO_VARIANCE = "no variance"
 NABA_UNDEFINED = "NABA undefined"
 NONE_DEFINED = "none defined"
 NOT_SCORED = "not scored"
+NOT_REPORTED = "not reported"
 REASONS: dict[str, str] = {
     NO_CHECKPOINT: "no checkpoint has an evaluation score yet",
     NO_Y0: "the x = 0 checkpoint has no score, and AUC+, NABA and the final change are relative to it",
@@ -68,6 +75,8 @@ REASONS: dict[str, str] = {
     NABA_UNDEFINED: "Summary's or History's NABA is undefined, so their difference is too",
     NONE_DEFINED: "no defined value to aggregate",
     NOT_SCORED: "the checkpoint has no evaluation score (not reached, stopped before it, or 0 episodes)",
+    NOT_REPORTED: "no call's provider said how many input tokens it read from its prompt cache (the "
+                  "embedded and scripted models, servers that do not report it): unknown, not 0",
 }
 UNDEFINED = (f"{DASH} = not defined (never 0, and left out of every mean and count); "
              f"the why column names the reason")
@@ -77,12 +86,14 @@ TABLE_METRICS: dict[str, tuple[str, ...]] = {
     "delta": ("ΔNABA", "pairs", "skipped"),
     "judging": ("n", "missing", "agreement", "NMAE", "over", "under"),
     "coupling": ("blocks", "used", "corr(A, g)", "corr(−E, g)"),
+    "usage": ("calls", "tok in", "cached", "cost $"),
 }
 TABLE_REASONS: dict[str, tuple[str, ...]] = {
     "curve": (NO_CHECKPOINT, NO_Y0, ONE_CHECKPOINT),
     "delta": (NABA_UNDEFINED,),
     "judging": (NO_STEPS, S_CONSTANT, R_CONSTANT),
     "coupling": (FEW_BLOCKS, NO_VARIANCE),
+    "usage": (NOT_REPORTED,),
 }
 
 
@@ -95,6 +106,13 @@ def fmt_metric(value, decimals: int = DECIMALS) -> str:
         return DASH
     text = f"{value:.{decimals}f}"
     return text if text not in (f"-{0:.{decimals}f}",) else f"{0:.{decimals}f}"
+
+
+def fmt_share(value) -> str:
+    """A share (0..1) as a percentage with one decimal, '—' when undefined."""
+    if value is None or value != value:
+        return DASH
+    return f"{float(value):.1%}"
 
 
 def fmt_signed(value, decimals: int = DECIMALS) -> str:

@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Optional
 
+from s3gym_tui.engine.prompt_cache import cache_kwargs, cached_usage
 from s3gym_tui.secrets import REDACTED, has_secret, redact_values  # noqa: F401  (REDACTED re-exported)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -50,6 +51,10 @@ class CallResult:
     # the model's own reply when the provider repaired it (`reply` is then the repaired one the game
     # acts on); only the `trained` provider repairs, and only when asked (model .../repair)
     original_reply: Optional[str] = None
+    # input tokens the provider read from / wrote to its prompt cache (part of tokens_in; None:
+    # the provider did not say), see engine.prompt_cache
+    tokens_cached: Optional[int] = None
+    tokens_cache_write: Optional[int] = None
 
 
 def _litellm():
@@ -221,6 +226,7 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         kwargs["extra_body"] = {"s3gym": context}
     elif not builtin:
         kwargs = await _served_kwargs(settings, messages, context, kwargs)
+    kwargs.update(cache_kwargs(settings.model, messages))  # marks the stable prefix where needed
     transient = _transient_types(litellm)
     faults: list[str] = []
     refitted = False  # one more attempt after fitting to a context the server stated in an error
@@ -300,6 +306,7 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     found: list[str] = []
     tokens_in = _count(getattr(usage, "prompt_tokens", 0), "prompt_tokens", found)
     tokens_out = _count(getattr(usage, "completion_tokens", 0), "completion_tokens", found)
+    cached, cache_write = cached_usage(usage, tokens_in, found)
     try:
         cost = float(litellm.completion_cost(completion_response=response))
     except Exception:
@@ -307,7 +314,8 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     if cost is not None and (not math.isfinite(cost) or cost < 0):
         found.append(f"impossible cost ({cost}); stored as unknown")
         cost = None
-    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found), original)
+    return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found), original_reply=original,
+                      tokens_cached=cached, tokens_cache_write=cache_write)
 
 
 # ----- calm retries ------------------------------------------------------------------------------

@@ -82,19 +82,33 @@ def step_prompt(game: Game, feedback: str) -> str:
     return "\n".join(parts)
 
 
-def build_messages(game: Game, hint_text: Optional[str], current_turns: Sequence[TurnRecord],
-                   feedback: str) -> list[dict]:
-    """The messages sent for one action call, in the order the protocol fixes."""
-    sections: list[str] = []
+def user_parts(game: Game, hint_text: Optional[str], current_turns: Sequence[TurnRecord],
+               feedback: str) -> list[str]:
+    """The user message of an action call in the pieces a prompt cache can keep: Hint Messages,
+    then one piece per turn of the current episode, then the step prompt. Joined, they are the
+    message exactly. Stable first: within an episode every piece but the last stays the same and
+    a new turn is appended, so consecutive calls share everything up to the step prompt."""
+    parts: list[str] = []
     if hint_text:
-        sections.append(f"{HINT_HEADER}\n{hint_text}")
-    if current_turns:
-        sections.append("Current episode so far:\n" + render_turns(current_turns))
-    sections.append(step_prompt(game, feedback))
-    return [
-        {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": "\n\n".join(sections)},
-    ]
+        parts.append(f"{HINT_HEADER}\n{hint_text}\n\n")
+    if current_turns:  # each turn ends with its newline; the blank line is the step prompt's
+        turns = [render_turns([turn]) + "\n" for turn in current_turns]
+        turns[0] = "Current episode so far:\n" + turns[0]
+        parts += turns
+    parts.append(("\n" if current_turns else "") + step_prompt(game, feedback))
+    return parts
+
+
+def build_messages(game: Game, hint_text: Optional[str], current_turns: Sequence[TurnRecord],
+                   feedback: str, split: bool = False) -> list[dict]:
+    """The messages sent for one action call, in the order the protocol fixes. `split`: the user
+    message as consecutive user messages, one per cacheable piece (user_parts), for providers that
+    cache only up to marked blocks (engine.prompt_cache); the text is the same."""
+    parts = user_parts(game, hint_text, current_turns, feedback)
+    system = {"role": "system", "content": SYSTEM_PROMPT}
+    if split:
+        return [system] + [{"role": "user", "content": part} for part in parts]
+    return [system, {"role": "user", "content": "".join(parts)}]
 
 
 SUMMARY_SYSTEM = (

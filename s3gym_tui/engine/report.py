@@ -26,11 +26,24 @@ class Usage:
     tokens_out: int = 0
     cost: float = 0.0  # over the calls whose price is known
     unpriced: int = 0  # calls without a known price
+    tokens_cached: int = 0  # input tokens read from the provider's prompt cache, over the calls that say
+    cache_calls: int = 0  # calls whose provider said how many input tokens it read from its cache
+    cache_tokens_in: int = 0  # the input tokens of those calls
 
-    def plus(self, tokens_in: int, tokens_out: int, cost: Optional[float]) -> "Usage":
+    def plus(self, tokens_in: int, tokens_out: int, cost: Optional[float],
+             tokens_cached: Optional[int] = None) -> "Usage":
         """This usage and one more call (a step's or a summary's)."""
+        known = tokens_cached is not None
         return Usage(self.calls + 1, self.tokens_in + tokens_in, self.tokens_out + tokens_out,
-                     self.cost + (cost or 0.0), self.unpriced + (cost is None))
+                     self.cost + (cost or 0.0), self.unpriced + (cost is None),
+                     self.tokens_cached + (tokens_cached or 0), self.cache_calls + known,
+                     self.cache_tokens_in + (tokens_in if known else 0))
+
+    @property
+    def cache_share(self) -> Optional[float]:
+        """The share of input tokens read from the prompt cache, over the calls whose provider said
+        (None: no call's provider did, or they had no input tokens)."""
+        return self.tokens_cached / self.cache_tokens_in if self.cache_tokens_in else None
 
 
 @dataclass(frozen=True)
@@ -107,7 +120,7 @@ def run_report(store, run: Run) -> RunReport:
         steps = store.steps(episode.id, include_prompt=False)  # prompts are not needed here
         for s in steps:
             if s.actor == "model":
-                usage = usage.plus(s.tokens_in, s.tokens_out, s.cost)
+                usage = usage.plus(s.tokens_in, s.tokens_out, s.cost, s.tokens_cached)
             if s.fault:
                 replicas = replicas.plus(s.fault)
         if episode.phase == "explore":

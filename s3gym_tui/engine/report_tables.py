@@ -10,20 +10,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from s3gym_tui.engine.glossary import (NMAE_SCALE, NO_STEPS, NONE_DEFINED, NOT_SCORED, R_CONSTANT, S_CONSTANT,
-                                      why_text)
+from s3gym_tui.engine.glossary import (NMAE_SCALE, NO_STEPS, NONE_DEFINED, NOT_REPORTED, NOT_SCORED, R_CONSTANT,
+                                      S_CONSTANT, why_text)
 from s3gym_tui.engine.judging import correlations, judging_report
 from s3gym_tui.engine.paper import PAPER_MODELS, paper_agreement, paper_delta_naba
 from s3gym_tui.engine.report import RunReport, game_scales, on_game_scales, summary_vs_history
 
-ID, TEXT, INT, NUM, SIGNED, USD, NOTE = "id", "text", "int", "num", "signed", "usd", "note"
+ID, TEXT, INT, NUM, SIGNED, USD, NOTE, PCT = "id", "text", "int", "num", "signed", "usd", "note", "pct"
 
 
 @dataclass(frozen=True)
 class Column:
     key: str  # the name in JSON and CSV
     header: str  # the terminal header
-    kind: str = NUM  # id (never cut), text, int, num, signed (+/-), usd, note (text, blank when None)
+    kind: str = NUM  # id (never cut), text, int, num, signed (+/-), usd, note (text, blank when None),
+    # pct (a share 0..1 shown as a percentage)
     drop: int = 0  # 0: always shown; otherwise dropped first (highest first) to fit a narrow terminal
     hide_empty: bool = False  # left out of the terminal table when no row has a value (JSON, CSV keep it)
 
@@ -73,22 +74,33 @@ def runs_table(reports: Sequence[RunReport]) -> ReportTable:
             Column("model", "model", TEXT, 3), Column("decoding", "decoding", TEXT, 3), Column("status", "status", TEXT),
             Column("episodes_done", "eps", INT, 4), Column("episodes_total", "of", INT, 4),
             Column("calls", "calls", INT, 2), Column("tokens_in", "tok in", INT, 5),
-            Column("tokens_out", "tok out", INT, 5), Column("cost_usd", "cost $", USD, 1),
+            Column("tokens_out", "tok out", INT, 5), Column("tokens_cached", "cached tok", INT, 7),
+            Column("cache_share", "cached", PCT, 1), Column("cost_usd", "cost $", USD, 1),
             Column("unpriced_calls", "unpriced", INT, 6),
             Column("replica_failures", "replica faults", INT, 7, hide_empty=True),
-            Column("failovers", "failovers", INT, 7, hide_empty=True))
+            Column("failovers", "failovers", INT, 7, hide_empty=True), why_column())
     rows = tuple((r.run.id, _cfg(r).game, _cfg(r).pathway, _cfg(r).model, _cfg(r).decoding, r.run.status,
                   r.episodes_done, r.episodes_total, r.usage.calls, r.usage.tokens_in, r.usage.tokens_out,
+                  r.usage.tokens_cached if r.usage.cache_calls else None, r.usage.cache_share,
                   r.usage.cost if r.usage.calls > r.usage.unpriced else None, r.usage.unpriced,
-                  _replica_count(r, r.replicas.failures), _replica_count(r, r.replicas.failovers))
+                  _replica_count(r, r.replicas.failures), _replica_count(r, r.replicas.failovers), cache_why(r))
                  for r in reports)
     return ReportTable("runs", "runs (model calls, tokens and cost where litellm knows the price; decoding "
-                       "grammar: replies constrained to the game's action grammar)", cols, rows)
+                       "grammar: replies constrained to the game's action grammar)", cols, rows,
+                       note="cached = share of input tokens read from the provider's prompt cache, over the "
+                            "calls whose provider reports it (cached tok: those tokens)")
 
 
 def _replica_count(r: RunReport, count: int) -> Optional[int]:
     """A replica figure: defined only for a model served by several replicas (else None, shown —)."""
     return count if len(_cfg(r).api_bases) > 1 else None
+
+
+def cache_why(r: RunReport) -> Optional[str]:
+    """The `why` of a run's undefined cache share (None when it is defined or there were no calls)."""
+    if r.usage.calls and r.usage.cache_share is None:
+        return f"cached tok, cached: {NOT_REPORTED}"
+    return None
 
 
 def curves_table(reports: Sequence[RunReport]) -> ReportTable:

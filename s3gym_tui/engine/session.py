@@ -11,6 +11,7 @@ from s3gym_tui.engine.events import EpisodeDone, EpisodeStarted, EventSink, Step
 from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete
 from s3gym_tui.engine.parsing import ParsedReply, parse_reply
+from s3gym_tui.engine.prompt_cache import needs_marker
 from s3gym_tui.engine.prompts import build_messages, messages_json
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import prompt_delta
@@ -91,9 +92,10 @@ class EpisodeSession:
     def done(self) -> bool:
         return self.game.done or self.episode.status != "running" or len(self.steps) >= self.step_cap
 
-    def messages(self) -> list[dict]:
+    def messages(self, split: bool = False) -> list[dict]:
+        """The prompt of the next step (`split`: in cacheable pieces, see prompts.user_parts)."""
         return build_messages(self.game, self.experience.hint_text(),
-                              turns_from_steps(self.steps, self.oracle), self.feedback)
+                              turns_from_steps(self.steps, self.oracle), self.feedback, split=split)
 
     def context(self) -> dict:
         return {"task": "act", "game": self.episode.game, "mode": self.episode.mode,
@@ -107,7 +109,9 @@ class EpisodeSession:
         self.on_event(StepStarted(self.episode.id, len(self.steps)))
         messages = self.messages()
         extra = {"on_tokens": on_tokens} if on_tokens is not None else {}
-        call = await complete(self.settings, messages, self.context(), **extra)
+        # a provider that caches only marked prefixes gets the same text in pieces it can mark
+        sent = self.messages(split=True) if needs_marker(self.settings.model) else messages
+        call = await complete(self.settings, sent, self.context(), **extra)
         return Proposal(messages, call, parse_reply(call.reply))
 
     def commit(self, proposal: Optional[Proposal], action: Optional[str] = None, actor: Actor = "model",
@@ -153,6 +157,8 @@ class EpisodeSession:
             fault="; ".join(faults) or None,
             tokens_in=call.tokens_in if call else 0, tokens_out=call.tokens_out if call else 0,
             latency_ms=call.latency_ms if call else 0.0, cost=call.cost if call else None,
+            tokens_cached=call.tokens_cached if call else None,
+            tokens_cache_write=call.tokens_cache_write if call else None,
         )
         repair = None
         if call is not None and call.original_reply is not None and actor == "model":

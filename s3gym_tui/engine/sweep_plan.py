@@ -9,7 +9,9 @@ from typing import Optional, Sequence
 
 import games
 from s3gym_tui.engine.experience import effective_budget
-from s3gym_tui.engine.prompts import TurnRecord, build_messages, build_summary_messages, render_turns
+from s3gym_tui.engine.prompt_cache import cache_prices, cached_cost, episode_cache, needs_marker
+from s3gym_tui.engine.prompts import (SYSTEM_PROMPT, TurnRecord, build_messages, build_summary_messages,
+                                      render_turns)
 from s3gym_tui.engine.tokens import count_tokens
 from s3gym_tui.models import RunConfig
 
@@ -24,6 +26,8 @@ class RunEstimate:
     tokens_in: int  # at most: step caps, the history budget filled as fast as the caps allow
     tokens_out: int  # at most: every reply at the output cap
     tokens_out_typical: int  # every reply TYPICAL_REPLY_TOKENS long
+    tokens_in_cached: int = 0  # of tokens_in, read from the expected prompt cache (engine.prompt_cache)
+    tokens_in_cache_written: int = 0  # of tokens_in, written to it (providers that charge for it)
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,10 @@ class ModelEstimate:
     tokens_out_typical: int
     cost_max: Optional[float]  # None: litellm knows no price for the model
     cost_typical: Optional[float]
+    tokens_in_cached: int = 0
+    # typical replies and the expected prompt cache: the lower bound beside cost_typical (no cache);
+    # equal to it where litellm lists no cache price
+    cost_typical_cached: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -67,9 +75,14 @@ class SweepPlan:
     def cost_typical(self) -> float:
         return sum(m.cost_typical or 0.0 for m in self.models)
 
+    @property
+    def cost_typical_cached(self) -> float:
+        return sum(m.cost_typical_cached or 0.0 for m in self.models)
+
 
 def _shape(model: str, game_name: str, mode: str, seed: int) -> tuple[int, int, int]:
-    """(step cap, tokens of the first prompt, tokens one remembered turn adds) for a game."""
+    """(step cap, tokens of the first prompt, tokens one remembered turn adds) for a game (cached:
+    the same few games and models for every run of a sweep)."""
     game = games.make(game_name, mode)
     game.reset(seed)
     move = games.reference_policy(game_name).act(game.view())
@@ -99,13 +112,19 @@ def estimate_run(config: RunConfig) -> RunEstimate:
             return SUMMARY_TOKENS if x > 0 else 0
         return 0
 
-    calls = tokens_in = 0
+    system = count_tokens(config.model, SYSTEM_PROMPT)
+    marked = needs_marker(config.model)
+    calls = tokens_in = cached = written = 0
     for i in range(config.explore_episodes):
         calls += cap_x
         tokens_in += _episode_in(cap_x, base_x, turn_x, hint(i))
+        read, write = episode_cache(cap_x, system + hint(i), turn_x, marked)
+        cached, written = cached + read, written + write
     for x in config.checkpoints():
         calls += config.eval_episodes * cap_e
         tokens_in += config.eval_episodes * _episode_in(cap_e, base_e, turn_e, hint(x))
+        read, write = episode_cache(cap_e, system + hint(x), turn_e, marked)
+        cached, written = cached + config.eval_episodes * read, written + config.eval_episodes * write
     if config.pathway == "summary" and config.explore_episodes:
         game = games.make(config.game, "explore")
         rules = sum(count_tokens(config.model, m["content"]) for m in build_summary_messages(game, None, ""))
@@ -113,7 +132,7 @@ def estimate_run(config: RunConfig) -> RunEstimate:
             calls += 1
             tokens_in += rules + SUMMARY_TOKENS + min(budget, x * episode_history)
     return RunEstimate(config, calls, tokens_in, calls * config.max_tokens,
-                       calls * min(TYPICAL_REPLY_TOKENS, config.max_tokens))
+                       calls * min(TYPICAL_REPLY_TOKENS, config.max_tokens), cached, written)
 
 
 def price(model: str, tokens_in: int, tokens_out: int) -> Optional[float]:
@@ -131,6 +150,19 @@ def price(model: str, tokens_in: int, tokens_out: int) -> Optional[float]:
     return float(prompt) + float(completion)
 
 
+def price_cached(model: str, tokens_in: int, cached: int, written: int, tokens_out: int) -> Optional[float]:
+    """Dollars with `cached` of the input tokens read from the prompt cache and `written` written to
+    it; the uncached price where litellm lists no cache price; None when it knows no price."""
+    full = price(model, tokens_in, tokens_out)
+    if full is None:
+        return None
+    with_cache = cached_cost(model, tokens_in, cached, written)
+    without = cached_cost(model, tokens_in, 0, 0)
+    if with_cache is None or without is None:
+        return full
+    return full - without + with_cache
+
+
 def plan(configs: Sequence[RunConfig]) -> SweepPlan:
     estimates = tuple(estimate_run(c) for c in configs)
     grouped: dict[str, list[RunEstimate]] = {}
@@ -141,6 +173,10 @@ def plan(configs: Sequence[RunConfig]) -> SweepPlan:
         t_in = sum(e.tokens_in for e in group)
         t_out = sum(e.tokens_out for e in group)
         t_typ = sum(e.tokens_out_typical for e in group)
+        t_cached = sum(e.tokens_in_cached for e in group)
+        t_written = sum(e.tokens_in_cache_written for e in group)
         models.append(ModelEstimate(model, len(group), sum(e.calls for e in group), t_in, t_out, t_typ,
-                                    price(model, t_in, t_out), price(model, t_in, t_typ)))
+                                    price(model, t_in, t_out), price(model, t_in, t_typ),
+                                    t_cached if cache_prices(model) else 0,
+                                    price_cached(model, t_in, t_cached, t_written, t_typ)))
     return SweepPlan(estimates, tuple(models))

@@ -69,9 +69,10 @@ def estimate_tokens(text: str) -> int:
 
 
 def build_response(model_response: ModelResponse | None, model: str, content: str, *, prompt_tokens: int,
-                   completion_tokens: int, finish_reason: str = "stop", extra: Mapping[str, Any] | None = None
-                   ) -> ModelResponse:
-    """Fill litellm's ModelResponse with one assistant message and usage (and s3gym facts in _hidden_params)."""
+                   completion_tokens: int, finish_reason: str = "stop", extra: Mapping[str, Any] | None = None,
+                   cached_tokens: int | None = None) -> ModelResponse:
+    """Fill litellm's ModelResponse with one assistant message and usage (and s3gym facts in _hidden_params).
+    `cached_tokens`: prompt tokens not computed again (reported as OpenAI does; None: not said)."""
     response = model_response if model_response is not None else ModelResponse()
     if not response.choices:
         response.choices = [Choices(index=0, message=Message(role="assistant", content=content))]
@@ -79,8 +80,9 @@ def build_response(model_response: ModelResponse | None, model: str, content: st
     response.choices[0].finish_reason = finish_reason
     response.created = int(time.time())
     response.model = model
+    details = {"cached_tokens": int(cached_tokens)} if cached_tokens is not None else None
     response.usage = Usage(prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
-                           total_tokens=int(prompt_tokens) + int(completion_tokens))
+                           total_tokens=int(prompt_tokens) + int(completion_tokens), prompt_tokens_details=details)
     if extra:
         hidden = getattr(response, "_hidden_params", None)
         if isinstance(hidden, dict):

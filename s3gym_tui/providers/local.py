@@ -45,6 +45,10 @@ _MESSAGE_OVERHEAD = 8
 _PROMPT_MARGIN = 48
 _DEFAULT_SYSTEM_TOKENS = 32  # the template adds a default system prompt when there is none
 TRUNCATION_MARKER = "[... earlier text truncated to fit the context window ...]\n"
+# The cut of old text moves in blocks of this many tokens (n_ctx // CUT_BLOCKS), not by what each
+# step needs: the prompt after the cut then starts the same for several steps, and llama.cpp reuses
+# the KV state of the common prefix instead of reading a full window again at every step.
+CUT_BLOCKS = 8
 
 
 class GenerationStopped(Exception):
@@ -155,7 +159,10 @@ class LocalLLM(CustomLLM):
         """Trim the oldest text (from the start of the oldest non-system message on) to fit the context.
 
         The system message and the end of the conversation are kept; returns (messages, tokens removed).
+        The cut is rounded up to a whole block (CUT_BLOCKS): a prompt that grows at its end keeps
+        the same start after the cut until it has grown by a block (see CUT_BLOCKS).
         """
+        block = max(1, self.n_ctx // CUT_BLOCKS)
         budget = self.n_ctx - max_tokens - _PROMPT_MARGIN - _MESSAGE_OVERHEAD * len(messages)
         if not any(m["role"] == "system" for m in messages):
             budget -= _DEFAULT_SYSTEM_TOKENS
@@ -174,7 +181,7 @@ class LocalLLM(CustomLLM):
             n = len(tokens[i])
             if n <= marker:
                 continue
-            cut = min(n, excess + marker)
+            cut = min(n, -(-(excess + marker) // block) * block)
             kept = llm.detokenize(tokens[i][cut:]).decode("utf-8", errors="ignore")
             out[i]["content"] = TRUNCATION_MARKER + kept
             removed += cut
@@ -269,6 +276,10 @@ class LocalLLM(CustomLLM):
                       if k in plan}
             evaluate = llm.eval  # llama-cpp-python evaluates the prompt, then every sampled token, here
             calls = 0
+            # The first evaluation is the part of the prompt llama.cpp computes: Llama.generate keeps
+            # the KV state of the longest common prefix with the previous call (the same Llama
+            # object, one per process) and evaluates only the rest.
+            prompt_evaluated: list[int] = []
 
             def eval_unless_given_up(tokens: Any) -> Any:
                 nonlocal calls
@@ -278,6 +289,8 @@ class LocalLLM(CustomLLM):
                     self.on_eval(calls, stop)
                 if stop:
                     raise GenerationStopped(f"generation stopped after {max(0, calls - 1)} tokens")
+                if not calls:
+                    prompt_evaluated.append(len(tokens))
                 calls += 1
                 return evaluate(tokens)
 
@@ -294,6 +307,9 @@ class LocalLLM(CustomLLM):
                 del llm.eval  # the class's method again
                 self.tokens_written = None
         result["truncated"] = removed
+        prompt_tokens = int((result.get("usage") or {}).get("prompt_tokens") or 0)
+        result["cached_tokens"] = (max(0, prompt_tokens - prompt_evaluated[0]) if prompt_evaluated and prompt_tokens
+                                   else None)
         return result
 
     def _respond(self, model: str, result: dict, plan: dict, model_response: ModelResponse | None) -> ModelResponse:
@@ -304,7 +320,8 @@ class LocalLLM(CustomLLM):
                               completion_tokens=usage.get("completion_tokens", 0),
                               finish_reason=choice.get("finish_reason") or "stop",
                               extra={"task": plan["task"], "truncated_tokens": result["truncated"],
-                                     "max_tokens": plan["max_tokens"]})
+                                     "max_tokens": plan["max_tokens"]},
+                              cached_tokens=result.get("cached_tokens"))
 
     def _prepare(self, model: str, optional_params: dict | None, kwargs: dict) -> dict:
         if model != MODEL_NAME:

@@ -358,7 +358,7 @@ class PlayScreen(SteadyLayout, Screen):
             title=f"proposal for step {len(self.steps)} (not executed)", prompt=messages_json(proposal.messages),
             reply=proposal.call.reply, action=proposal.parsed.action, self_score=proposal.parsed.self_score,
             fault=proposal.parsed.problem, tokens_in=proposal.call.tokens_in, tokens_out=proposal.call.tokens_out,
-            latency_ms=proposal.call.latency_ms, cost=proposal.call.cost))
+            latency_ms=proposal.call.latency_ms, cost=proposal.call.cost, tokens_cached=proposal.call.tokens_cached))
         self.refresh_chrome()
 
     def show_latest(self) -> None:

@@ -13,9 +13,10 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from s3gym_tui.engine.glossary import (NMAE_SCALE, UNDEFINED, definitions, fmt_metric, fmt_signed, reasons,
-                                      why_text)
+from s3gym_tui.engine.glossary import (DASH, NMAE_SCALE, UNDEFINED, definitions, fmt_metric, fmt_share, fmt_signed,
+                                      reasons, why_text)
 from s3gym_tui.engine.report import RunReport, on_game_scales, run_report, summary_vs_history
+from s3gym_tui.engine.report_tables import cache_why
 from s3gym_tui.messages import ReportBuilt
 from s3gym_tui.models import Run
 from s3gym_tui.screens.analysis_common import AnalysisScreen
@@ -136,6 +137,9 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                 yield Label("Judgement-improvement coupling (exploration blocks)", classes="report-title")
                 yield DataTable(id="report-coupling-table", cursor_type="row", zebra_stripes=True)
                 yield Static(table_note("coupling", undefined=True), classes="report-note")
+                yield Label("Model calls (per run): tokens, prompt cache, cost", classes="report-title")
+                yield DataTable(id="report-usage-table", cursor_type="row", zebra_stripes=True)
+                yield Static(table_note("usage"), classes="report-note")
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -149,6 +153,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             "#report-judging-table": ("run", "phase", "n", "missing", "agreement", "NMAE", "over", "under",
                                       "why —"),
             "#report-coupling-table": ("run", "blocks", "used", "corr(A, g)", "corr(−E, g)", "why —"),
+            "#report-usage-table": ("run", "calls", "tok in", "tok out", "cached tok", "cached", "cost $", "why —"),
         }
         for table_id, labels in columns.items():
             table = self.query_one(table_id, DataTable)
@@ -310,6 +315,18 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             cp = r.coupling
             table.add_row(r.run.id, str(len(cp.blocks)), str(cp.n_used), num(cp.corr_agreement),
                           num(cp.corr_neg_nmae), why(why_text(cp.why, COUPLING_NAMES)), key=r.run.id)
+
+        table = self.query_one("#report-usage-table", DataTable)
+        table.clear()
+        for r in self.reports:
+            u = r.usage
+            priced = u.calls > u.unpriced
+            table.add_row(r.run.id, Text(f"{u.calls:,}", justify="right"), Text(f"{u.tokens_in:,}", justify="right"),
+                          Text(f"{u.tokens_out:,}", justify="right"),
+                          Text(f"{u.tokens_cached:,}" if u.cache_calls else DASH, justify="right"),
+                          Text(fmt_share(u.cache_share), justify="right"),
+                          Text(f"{u.cost:.4f}" if priced else DASH, justify="right"), why(cache_why(r)),
+                          key=r.run.id)
 
     def _scale_text(self) -> Text:
         """The NMAE scale of each game shown (the engine's, carried by every report)."""

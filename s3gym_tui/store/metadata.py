@@ -47,7 +47,10 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "knows no price)", "created_at": "UTC time", "feedback": "the game's feedback line",
         "observation": "the observation before the action", "reply": "the raw model reply",
         "prompt": "the messages as sent (JSON), or [[delta]] against an earlier prompt of the episode; "
-                  "[[text:key]] marks a shared part stored in texts (s3gym export shows them whole)"}),
+                  "[[text:key]] marks a shared part stored in texts (s3gym export shows them whole)",
+        "tokens_cached": "prompt tokens the provider read from its prompt cache (part of tokens_in; empty: it "
+                         "did not say)",
+        "tokens_cache_write": "prompt tokens the provider wrote to its prompt cache (Claude; empty: not said)"}),
     "summaries": ("Versioned Summary Memory of a run: model-written or human-edited, vetoable, pinnable.", {
         "id": "summary id", "run_id": "its run", "game": "the game", "version": "1, 2, ... within the run",
         "retain": "strategies to retain", "avoid": "mistakes to avoid", "next": "directions for the next episode",

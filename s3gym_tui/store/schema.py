@@ -190,6 +190,14 @@ def _v10_search_queue(db: Database) -> None:
     search_queue_v10(db.conn)
 
 
+def _v11_cached_input_tokens(db: Database) -> None:
+    """Version 11 (prompt caching): per step, the input tokens of its model call that the provider read
+    from its prompt cache and wrote to it (engine.prompt_cache). NULL: the provider did not say, and
+    every step stored before this version (its figure is unknown, not 0)."""
+    db.execute("ALTER TABLE steps ADD COLUMN tokens_cached INTEGER")
+    db.execute("ALTER TABLE steps ADD COLUMN tokens_cache_write INTEGER")
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -199,7 +207,7 @@ def _v10_search_queue(db: Database) -> None:
 # views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
                                 _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
-                                _v10_search_queue]
+                                _v10_search_queue, _v11_cached_input_tokens]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

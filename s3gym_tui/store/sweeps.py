@@ -30,6 +30,12 @@ SELECT coalesce(sum(s.cost), 0), coalesce(sum(s.cost IS NULL), 0), count(*),
 FROM runs r JOIN episodes e ON e.run_id = r.id JOIN steps s ON s.episode_id = e.id
 WHERE r.sweep_id = ? AND s.actor = 'model'"""
 
+_STEP_CACHE = """
+SELECT e.run_id, sum(s.tokens_cached), sum(s.tokens_in)
+FROM episodes e JOIN steps s ON s.episode_id = e.id
+WHERE e.run_id IN ({marks}) AND s.actor = 'model' AND s.tokens_cached IS NOT NULL
+GROUP BY e.run_id"""
+
 _SUMMARY_SPEND = """
 SELECT coalesce(sum(m.cost), 0), coalesce(sum(m.cost IS NULL), 0), count(*),
        coalesce(sum(m.tokens_in), 0), coalesce(sum(m.tokens_out), 0)
@@ -165,3 +171,16 @@ class SweepStore(Connection):
             summaries = conn.execute(_SUMMARY_SPEND, (sweep_id,)).fetchone()
         keys = ("cost", "unpriced", "calls", "tokens_in", "tokens_out")
         return {k: a + b for k, a, b in zip(keys, steps, summaries)}
+
+    def cache_usage(self, run_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+        """Per run, (input tokens read from the provider's prompt cache, input tokens of the calls
+        whose provider said so), over its model steps; a run none of whose calls said is absent."""
+        out: dict[str, tuple[int, int]] = {}
+        ids = list(dict.fromkeys(run_ids))
+        with self._reading("read the runs' prompt-cache usage") as conn:
+            for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
+                chunk = ids[start:start + 500]
+                sql = _STEP_CACHE.format(marks=", ".join("?" * len(chunk)))
+                for run_id, cached, tokens_in in conn.execute(sql, chunk):
+                    out[run_id] = (int(cached or 0), int(tokens_in or 0))
+        return out

@@ -15,7 +15,8 @@ VIEWS: dict[str, str] = {
 SELECT s.id AS step_id, s.episode_id, s."index" AS step_index, r.sweep_id, e.run_id, e.game,
        e.model, e.pathway, e.phase, e.mode, e.checkpoint, e."index" AS episode_index, e.seed,
        s.action, s.self_score, s.reward, s.valid, s.terminated, s.truncated, s.actor, s.fault,
-       s.tokens_in, s.tokens_out, s.latency_ms, s.cost, s.created_at, s.feedback
+       s.tokens_in, s.tokens_out, s.latency_ms, s.cost, s.created_at, s.feedback, s.tokens_cached,
+       s.tokens_cache_write
 FROM steps s JOIN episodes e ON e.id = s.episode_id LEFT JOIN runs r ON r.id = e.run_id""",
     "run_overview": """
 SELECT r.id AS run_id, r.sweep_id, r.game, r.model, r.pathway, r.status, r.created_at,
@@ -30,7 +31,9 @@ SELECT r.id AS run_id, r.sweep_id, r.game, r.model, r.pathway, r.status, r.creat
        (SELECT coalesce(sum(s.tokens_out), 0) FROM steps s JOIN episodes e ON e.id = s.episode_id
           WHERE e.run_id = r.id) AS tokens_out,
        (SELECT sum(s.cost) FROM steps s JOIN episodes e ON e.id = s.episode_id
-          WHERE e.run_id = r.id) AS step_cost
+          WHERE e.run_id = r.id) AS step_cost,
+       (SELECT sum(s.tokens_cached) FROM steps s JOIN episodes e ON e.id = s.episode_id
+          WHERE e.run_id = r.id) AS tokens_cached
 FROM runs r""",
     "history_sources": """
 SELECT e.id AS episode_id, e.run_id, CAST(j.key AS INTEGER) AS position,

@@ -44,6 +44,7 @@ class StepView:
     tokens_out: int = 0
     latency_ms: float = 0.0
     cost: Optional[float] = None
+    tokens_cached: Optional[int] = None  # of tokens_in, read from the provider's prompt cache (None: not said)
 
     @classmethod
     def of_step(cls, step: Step, prompt: str) -> "StepView":
@@ -51,7 +52,7 @@ class StepView:
                    actor=step.actor, proposed_action=step.proposed_action, self_score=step.self_score,
                    reward=step.reward, valid=step.valid, feedback=step.feedback, fault=step.fault,
                    tokens_in=step.tokens_in, tokens_out=step.tokens_out, latency_ms=step.latency_ms,
-                   cost=step.cost)
+                   cost=step.cost, tokens_cached=step.tokens_cached)
 
 
 def _theme(app) -> dict[str, str]:
@@ -129,9 +130,11 @@ def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
 
 
 def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
-               cost: Optional[float]) -> str:
+               cost: Optional[float], cached: Optional[int] = None) -> str:
+    """`cached`: input tokens read from the provider's prompt cache (None: not said, not shown)."""
     money = "–" if cost is None else f"${cost:.4f}"
-    return f"{label}: {tokens_in:,} in · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
+    read = f" ({cached:,} cached)" if cached is not None else ""
+    return f"{label}: {tokens_in:,} in{read} · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
 
 
 class SectionTitle(Static):
@@ -266,9 +269,10 @@ class AgentPanel(Vertical):
     def show_totals(self, steps: Sequence[Step]) -> None:
         calls = [s for s in steps if s.reply]
         costs = [s.cost for s in calls if s.cost is not None]
+        cached = [s.tokens_cached for s in calls if s.tokens_cached is not None]
         line = usage_line(f"Totals ({len(calls)} call(s))", sum(s.tokens_in for s in calls),
                           sum(s.tokens_out for s in calls), sum(s.latency_ms for s in calls),
-                          sum(costs) if costs else None)
+                          sum(costs) if costs else None, sum(cached) if cached else None)
         self.query_one("#agent-totals", Static).update(line, layout=False)
 
     # ----- one step or proposal -------------------------------------------------------------
@@ -306,7 +310,8 @@ class AgentPanel(Vertical):
         if view.fault:
             line.append(f" · fault: {view.fault}", style="italic")
         action.update(safe_text(line, max_chars=2000), layout=False)
-        usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost)
+        usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
+                                view.tokens_cached)
                      if view.reply else "Call: none (action typed by a person)", layout=False)
         body = view.reply or "(no model reply: typed by a person)"
         if len(body) > REPLY_DISPLAY_CAP:

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from s3gym_tui.cli import main
-from s3gym_tui.store import Store, schema
+from s3gym_tui.store import Store
 from tests.store.conftest import make_episode, make_step
+from tests.store.old_schema import as_older_code
 
 TINY = ["--episodes", "3", "--eval-every", "3", "--eval-episodes", "1", "--progress", "none"]
 
@@ -99,7 +100,7 @@ def test_bad_input_is_one_line(played: str, capsys, args, message):
 def test_an_older_file_is_upgraded_with_a_backup_and_indexed_with_progress(tmp_path: Path, capsys,
                                                                          monkeypatch: pytest.MonkeyPatch):
     db = tmp_path / "old.db"
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
+    as_older_code(monkeypatch, 7)
     assert run_cli(capsys, "run", "trust", "-m", "scripted/trust", *TINY, "--db", str(db))[0] == 0
     monkeypatch.undo()
     gc.collect()  # the in-process `run` left its store to the garbage collector (a process would have exited)

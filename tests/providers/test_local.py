@@ -353,3 +353,58 @@ async def test_the_tokens_written_so_far_are_readable_during_a_generation(litell
     assert reply.usage.completion_tokens in (len(seen) - 1, len(seen))  # the last token is not evaluated
     assert local_handler.tokens_written is None and tokens_so_far(MODEL) == ""
     assert tokens_so_far("openai/gpt-4.1") == ""  # not streamed: nothing is made up
+
+
+def test_the_cut_moves_in_blocks_so_a_growing_prompt_keeps_its_start(local_handler):
+    """Once the window is full, a prompt that grows by a turn at every step is cut by whole blocks:
+    the text after the cut starts the same for several steps (llama.cpp keeps that prefix's KV)."""
+    system = {"role": "system", "content": "You are playing Snake."}
+    hint = "Hint Messages:\n" + "".join(f"Env: step {i} of a past episode\nLLM: Answer: UP, Score: 1\n"
+                                        for i in range(900))
+    tail = "\n\nGame rules: eat apples.\nCurrent state: ...\nEnd with: Answer: <ACTION>, Score: <S>"
+    block = local_handler.n_ctx // local.CUT_BLOCKS
+    fits = []
+    with local_handler.lock:
+        llm = local_handler._load()
+        turns = ""
+        for step in range(10):  # ~40 tokens a turn: 400 tokens of growth, less than a block
+            turns += f"Env: Step: {step} of 64, the snake looks RIGHT\nLLM: Answer: DOWN, Score: 0\n"
+            fitted, removed = local_handler._fit(llm, [system, {"role": "user", "content": hint + turns + tail}], 384)
+            total = sum(len(local_handler._tokenize(llm, m["content"])) for m in fitted)
+            assert total <= local.N_CTX - 384 and fitted[1]["content"].endswith(tail)
+            fits.append((removed, fitted[1]["content"]))
+    assert block >= 512 and all(removed % block == 0 for removed, _ in fits)
+    assert len({removed for removed, _ in fits}) <= 2  # at most one move over ten steps
+    same = [(a, b) for (ra, a), (rb, b) in zip(fits, fits[1:]) if ra == rb]
+    assert len(same) >= 8
+    for earlier, later in same:  # everything before the tail is kept, and the new turn appended
+        assert later.startswith(earlier[:-len(tail)])
+
+
+async def test_a_continued_prompt_reuses_the_kv_prefix_and_reports_the_cached_tokens(litellm_mod, monkeypatch):
+    """The second call extends the first prompt: llama.cpp evaluates only what is new, and the
+    usage says how many prompt tokens came from the kept KV state (as OpenAI's cached_tokens)."""
+    small = local.LocalLLM(n_ctx=1024)
+    entries = [e if e["provider"] != "local" else {"provider": "local", "custom_handler": small}
+               for e in litellm_mod.custom_provider_map]
+    monkeypatch.setattr(litellm_mod, "custom_provider_map", entries)
+    env = games.make("trust")
+    env.reset(0)
+    ctx = make_context("act", "trust", "explore", 0, [], grammar=env.action_grammar())
+    earlier = "".join(f"Env: Round: {i} of 10\nLLM: Answer: collaborate, Score: 1\n" for i in range(12))
+    first_messages = _messages(env)
+    first_messages[1]["content"] = earlier + first_messages[1]["content"]
+    second_messages = _messages(env)
+    second_messages[1]["content"] = earlier + "Env: Round: 12 of 10\nLLM: Answer: cheat, Score: 0\n" + \
+        second_messages[1]["content"]
+    other = [{"role": "system", "content": "Plain chat."}, {"role": "user", "content": "Say hello " * 40}]
+    try:
+        first, second, unrelated = [
+            await litellm_mod.acompletion(model=MODEL, messages=m, extra_body={"s3gym": ctx}, max_tokens=32)
+            for m in (first_messages, second_messages, other)]
+    finally:
+        small.close()
+    cached = [r.usage.prompt_tokens_details.cached_tokens for r in (first, second, unrelated)]
+    assert cached[0] == 0  # a fresh model has nothing kept
+    assert cached[1] >= 0.5 * first.usage.prompt_tokens and cached[1] < second.usage.prompt_tokens
+    assert cached[2] < 16  # only the chat template's opening is shared with an unrelated prompt

@@ -76,3 +76,21 @@ def stored_version(path: Path) -> int | None:
         return schema.stored_version(conn)
     finally:
         conn.close()
+
+
+# The step columns a later migration added, with the schema version that added it: the code of an
+# older schema neither writes nor reads them.
+NEWER_STEP_COLUMNS = {"tokens_cached": 11, "tokens_cache_write": 11}
+
+
+def as_older_code(monkeypatch, version: int) -> None:
+    """Today's store behaving as the code of schema `version` did: only its migrations, and only the
+    step columns that schema has (undo with monkeypatch.undo())."""
+    from s3gym_tui.store import store as store_module
+
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
+    cols = tuple(c for c in store_module._STEP_COLS if NEWER_STEP_COLUMNS.get(c, 0) <= version)
+    quoted = ", ".join(f'"{c}"' for c in cols)
+    monkeypatch.setattr(store_module, "_STEP_COLS", cols)
+    monkeypatch.setattr(store_module, "_INSERT_STEP", store_module._insert_sql("steps", cols))
+    monkeypatch.setattr(store_module, "_SELECT_STEPS", f"SELECT {quoted} FROM steps")

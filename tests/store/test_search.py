@@ -13,10 +13,11 @@ import pytest
 
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.models import RunConfig
-from s3gym_tui.store import Store, StoreError, schema
+from s3gym_tui.store import Store, StoreError
 from s3gym_tui.store.search import SearchFilters, match_spans, parse_query, step_verdict
 
 from tests.store.conftest import make_episode, make_step
+from tests.store.old_schema import as_older_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -167,7 +168,7 @@ def test_removing_a_run_takes_its_annotations(store: Store, run, db_path: Path):
 # ----- an upgraded file ---------------------------------------------------------------------------
 def test_an_older_file_is_upgraded_with_a_backup_and_indexed_on_first_use(db_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
+    as_older_code(monkeypatch, 7)
     with Store(db_path) as old:
         run = old.create_run(RunConfig(model="scripted/trust", game="trust"))
         ep = old.add_episode(make_episode(run))
@@ -209,7 +210,7 @@ def test_a_search_indexes_what_waits_unless_it_is_many_or_the_store_is_read_only
 
 
 def test_indexing_the_backlog_refuses_a_full_disk(db_path: Path, monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:7])
+    as_older_code(monkeypatch, 7)
     with Store(db_path) as old:
         run = old.create_run(RunConfig(model="scripted/trust", game="trust"))
         ep = old.add_episode(make_episode(run))

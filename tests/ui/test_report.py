@@ -191,3 +191,27 @@ def test_x_ticks_are_whole_episodes():
     assert integer_ticks([0, 3, 6, 9]) == [0, 3, 6, 9]
     assert integer_ticks([0.0, 0.5, 1.0]) == [0, 1]
     assert len(integer_ticks(list(range(0, 100, 3)))) <= 13
+
+
+async def test_report_shows_each_runs_prompt_cache_share_and_a_dash_where_the_provider_did_not_say(
+        demo_db, settings):
+    import sqlite3
+
+    from s3gym_tui.engine.glossary import DASH, fmt_share
+
+    path, ids = demo_db
+    cached_run, silent_run = ids["trust-history"], ids["trust-summary"]
+    with sqlite3.connect(path) as conn:  # as a provider that reports its cache would have stored them
+        conn.execute("UPDATE steps SET tokens_cached = tokens_in * 3 / 4 WHERE episode_id IN "
+                     "(SELECT id FROM episodes WHERE run_id = ?)", (cached_run,))
+    with Store(path) as store:
+        usage = run_report(store, store.get_run(cached_run)).usage
+    assert usage.tokens_in > 0 and 0.7 < usage.cache_share < 0.8
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_report(app, pilot, [cached_run, silent_run])
+        table = rows(screen, "#report-usage-table")
+    assert table[cached_run][1:3] == [f"{usage.calls:,}", f"{usage.tokens_in:,}"]
+    assert table[cached_run][4:6] == [f"{usage.tokens_cached:,}", fmt_share(usage.cache_share)]
+    assert table[cached_run][7] == ""
+    assert table[silent_run][4:6] == [DASH, DASH] and "not reported" in table[silent_run][7]
