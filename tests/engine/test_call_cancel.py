@@ -22,7 +22,7 @@ REPLY = "Answer: collaborate, Score: 1"
 async def test_a_cancel_that_arrives_with_the_reply_is_not_lost(monkeypatch):
     caller: list[asyncio.Task] = []
 
-    async def reply_then_cancel(litellm, settings, kwargs):
+    async def reply_then_cancel(litellm, settings, kwargs, faults=None):
         await asyncio.sleep(0)  # the request goes out
         asyncio.get_running_loop().call_soon(caller[0].cancel)  # the cancel comes with the reply
         return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=REPLY))], usage=None)
@@ -42,7 +42,7 @@ async def test_a_cancel_that_arrives_with_the_reply_is_not_lost(monkeypatch):
 
 
 async def test_a_call_that_outlives_its_timeout_is_a_timeout(monkeypatch):
-    async def never(litellm, settings, kwargs):
+    async def never(litellm, settings, kwargs, faults=None):
         await asyncio.sleep(60)
 
     monkeypatch.setattr(llm, "_acompletion", never)
