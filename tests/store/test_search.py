@@ -242,3 +242,18 @@ def test_a_file_of_the_per_step_index_is_moved_to_the_queue(db_path: Path, monke
         store.conn.execute("DELETE FROM steps WHERE episode_id = ? AND \"index\" IN (1, 7)", (ep.id,))
         assert sorted(h.step_index for h in store.search("older", limit=100).hits) == [0, 2, 3, 4, 5, 6, 8, 9]
     _fts_ok(db_path)
+
+
+def test_a_busy_file_still_answers_and_says_what_it_could_not_index(store: Store, run, db_path: Path):
+    ep = store.add_episode(make_episode(run))
+    store.add_step(make_step(ep.id, 0, feedback="queued move"))
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with Store(db_path, busy_timeout=0.2) as searcher:
+            result = searcher.search("queued")
+        assert result.backlog == 1 and result.hits == ()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(store.search("queued").hits) == 1
