@@ -433,7 +433,10 @@ class SearchStore(Connection):
         parsed = parse_query(query)
         if parsed.empty and not f.labels and f == SearchFilters(fields=f.fields):
             raise StoreError("give words to look for or at least one filter")
-        self.index_pending()
+        try:
+            self.index_pending()
+        except StoreError:  # the file is busy or full: search what is indexed and say how much is not
+            pass
         with self.snapshot("search the store"):
             conn = self._live("search the store")
             backlog = search_schema.backlog(conn)

@@ -224,13 +224,13 @@ def test_indexing_the_backlog_refuses_a_full_disk(db_path: Path, monkeypatch: py
 
 def test_a_file_of_the_per_step_index_is_moved_to_the_queue(db_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Schema 8 indexed each step as it was stored, with a backlog range of older steps; schema 10 queues."""
-    full = list(schema.MIGRATIONS)
-    monkeypatch.setattr(schema, "MIGRATIONS", full[:7])
+    as_older_code(monkeypatch, 7)
     with Store(db_path) as old:
         run = old.create_run(RunConfig(model="scripted/trust", game="trust"))
         ep = old.add_episode(make_episode(run))
         old.add_steps([make_step(ep.id, i, feedback=f"older move {i}") for i in range(6)])  # the backlog
-    monkeypatch.setattr(schema, "MIGRATIONS", full[:9])
+    monkeypatch.undo()
+    as_older_code(monkeypatch, 9)
     with Store(db_path, notify=lambda _: None) as mid:
         mid.add_steps([make_step(ep.id, i, feedback=f"older move {i}") for i in range(6, 9)])  # indexed at once
         assert mid.conn.execute("SELECT count(*) FROM search_steps WHERE search_steps MATCH 'older'"
@@ -242,3 +242,18 @@ def test_a_file_of_the_per_step_index_is_moved_to_the_queue(db_path: Path, monke
         store.conn.execute("DELETE FROM steps WHERE episode_id = ? AND \"index\" IN (1, 7)", (ep.id,))
         assert sorted(h.step_index for h in store.search("older", limit=100).hits) == [0, 2, 3, 4, 5, 6, 8, 9]
     _fts_ok(db_path)
+
+
+def test_a_busy_file_still_answers_and_says_what_it_could_not_index(store: Store, run, db_path: Path):
+    ep = store.add_episode(make_episode(run))
+    store.add_step(make_step(ep.id, 0, feedback="queued move"))
+    other = sqlite3.connect(db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process holds the write lock
+    try:
+        with Store(db_path, busy_timeout=0.2) as searcher:
+            result = searcher.search("queued")
+        assert result.backlog == 1 and result.hits == ()
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert len(store.search("queued").hits) == 1
