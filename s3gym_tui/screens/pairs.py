@@ -69,12 +69,8 @@ class PairsScreen(LiveScreenMixin, AnalysisScreen):
             yield Select([("all games", "all")] + [(game_title(g), g) for g in games.names()],
                          value=self.game or "all", allow_blank=False, id="pairs-game-select")
         yield Static(id="pairs-status")
-        yield FitTable(id="pairs-table", cursor_type="row", zebra_stripes=True)
+        yield FitTable(id="pairs-table", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
         yield KeyHints()
-
-    @on(FitTable.Fitted)
-    def _fitted(self, event: FitTable.Fitted) -> None:
-        event.table.border_subtitle = event.table.note()
 
     def on_mount(self) -> None:
         self.sub_title = "History vs Summary pairs"

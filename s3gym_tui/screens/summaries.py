@@ -175,8 +175,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         yield Static(id="sum-status")
         with Horizontal(id="sum-main"):
             with Vertical(id="sum-left"):
-                yield FitTable(id="sum-versions", cursor_type="row", zebra_stripes=True)
-                yield FitTable(id="sum-sources", cursor_type="row")
+                yield FitTable(id="sum-versions", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
+                yield FitTable(id="sum-sources", cursor_type="row", note_in_subtitle=True)
             with VerticalScroll(id="sum-right"):
                 yield Static(id="sum-detail")
                 yield SummaryDiff(id="sum-diff")
@@ -323,11 +323,6 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             else:
                 sources.add_row(episode_id, str(episode.seed), fmt(episode.score),
                                 str(episode.n_steps), key=episode_id)
-
-    @on(FitTable.Fitted)
-    def _fitted(self, event: FitTable.Fitted) -> None:
-        """The columns a table leaves out at this width, named under it."""
-        event.table.border_subtitle = event.table.note()
 
     @on(DataTable.RowHighlighted, "#sum-versions")
     def _version_highlighted(self, event: DataTable.RowHighlighted) -> None:

@@ -69,12 +69,8 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
             yield DataTable(id="sweep-list", cursor_type="row", zebra_stripes=True)
             with Vertical(id="sweep-right"):
                 yield Static(id="sweep-status")
-                yield FitTable(id="sweep-runs", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="sweep-runs", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
         yield KeyHints()
-
-    @on(FitTable.Fitted)
-    def _fitted(self, event: FitTable.Fitted) -> None:
-        event.table.border_subtitle = event.table.note() or None
 
     def on_mount(self) -> None:
         self.sub_title = "sweeps"

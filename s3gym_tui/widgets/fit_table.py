@@ -83,8 +83,9 @@ class FitTable(DataTable):
         def control(self) -> "FitTable":
             return self.table
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, note_in_subtitle: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
+        self.note_in_subtitle = note_in_subtitle  # name the columns left out in the border's subtitle
         self._fit_columns: list[FitColumn] = []
         self._fit_rows: dict[str, _Row] = {}
         self._shown: list[tuple[str, int]] = []  # (key, width given; 0 = natural) as built
@@ -223,8 +224,9 @@ class FitTable(DataTable):
         if shown == self._shown:
             return
         self._rebuild(shown)
-        if dropped != self.dropped:
-            self.dropped = dropped
+        self.dropped = dropped
+        if self.note_in_subtitle:
+            self.border_subtitle = self.note() or None
         self.post_message(self.Fitted(self, list(dropped)))
 
     def _rebuild(self, shown: list[tuple[str, int]]) -> None:
@@ -245,8 +247,17 @@ class FitTable(DataTable):
         self.scroll_to(y=scroll_y, animate=False)
 
     def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
+        """A layout gave the table a new width: fit it now, before that layout's frame is drawn (a
+        refit after it showed every column first, then the fitted table: two frames)."""
         resized = super()._size_updated(size, virtual_size, container_size, layout)
-        if self.is_mounted and self._room() != self._fit_width:
+        if self.is_mounted and size.area and self._room() != self._fit_width:
             self._fit_width = self._room()
-            self._ask_refit()
+            self._refit_pending = False
+            self._refit()
+            if self._require_update_dimensions:  # the rows just added, measured as the base class does
+                self._require_update_dimensions = False
+                new_rows = self._new_rows.copy()
+                self._new_rows.clear()
+                self._update_dimensions(new_rows)
+                self._scroll_cursor_into_view()
         return resized

@@ -4,6 +4,7 @@ the footer, tables name the columns they leave out, long ids are shortened in th
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import OptionList
 
 from s3gym_tui.app import S3GymApp
@@ -137,3 +138,104 @@ async def test_layout_keys_are_shown_dimmed_while_a_person_types_an_action(demo_
         await pilot.press("b")
         await pilot.pause()
         assert not screen.query_one("#board").display
+
+
+GGUF = "hosted_vllm//home/teacher/models/Qwen2.5-7B-Instruct-GGUF/qwen2.5-7b-instruct-q4_k_m-00001-of-00002.gguf"
+
+
+def add_gguf_run(path) -> str:
+    from s3gym_tui.models import RunConfig
+    from s3gym_tui.store import Store
+
+    with Store(path) as store:
+        store.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6),
+                         run_id="chess-gguf-local")
+    return "chess-gguf-local"
+
+
+async def test_a_long_model_id_is_cut_in_the_middle_and_never_pushes_pathway_and_status_off(demo_db, settings):
+    """Seen at 120x40: one served GGUF path widened the model column and pushed pathway and status off
+    every row. Now it is shortened in the middle; the whole id is in the details (wide), the tooltip and
+    under the table (narrow, where the details are hidden)."""
+    from s3gym_tui.widgets.fit_table import FitTable
+
+    run_id = add_gguf_run(demo_db[0])
+    for size in ((120, 40), (80, 24), (200, 50)):
+        app = S3GymApp(db_path=demo_db[0], settings=settings)
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            screen = pilot.app.screen
+            table = screen.query_one("#runs", FitTable)
+            table.move_cursor(row=table.get_row_index(run_id))
+            await settle(pilot)
+            assert {"id", "model", "pathway", "status"} <= set(table.shown_columns), size
+            shown = str(table.get_cell(run_id, "model"))
+            assert "…" in shown and shown.startswith("hosted_v") and shown.endswith(".gguf")
+            assert str(table.full_cell(run_id, "model")) == GGUF
+            assert sum(c.get_render_width(table) for c in table.columns.values()) <= \
+                table.scrollable_content_region.width  # nothing runs off the right edge
+            assert GGUF in str(table.tooltip)
+            panel = screen.query_one("#runs-panel")
+            if screen.query_one("#run-details").display:
+                assert GGUF in str(screen.query_one("#run-details").render()).replace("\n", "")
+            else:
+                assert "model: hosted_vllm" in str(panel.border_subtitle)
+            if table.dropped:
+                assert f"not shown: {', '.join(table.dropped)}" in str(panel.border_subtitle)
+
+
+async def test_report_at_80_columns_keeps_the_curve_metrics_and_names_what_it_leaves_out(demo_db, settings):
+    """Seen: at 80x24 the curves table stopped at y0 (Avg, Max, AUC+, NABA invisible, nothing said)."""
+    from s3gym_tui.widgets.fit_table import FitTable
+
+    path, ids = demo_db
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pilot.app.open_report([ids["trust-history"], ids["trust-summary"]])
+        await settle(pilot)
+        screen = pilot.app.screen
+        table = screen.query_one("#report-curve-table", FitTable)
+        assert {"run", "pathway", "Avg", "Max", "AUC+", "NABA"} <= set(table.shown_columns)
+        assert table.dropped  # 80 columns cannot hold all eleven
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.scrollable_content_region.width
+        title = str(screen.query_one("#report-curve-title").render())
+        assert "not shown at 80 columns: " + ", ".join(table.dropped) in title
+        dropped_key = next(k for k in ("why —", "ckpts", "model", "game", "y0") if k not in table.shown_columns)
+        assert table.get_cell(ids["trust-history"], dropped_key) is not None or dropped_key == "why —"
+        await pilot.resize_terminal(200, 50)
+        await settle(pilot)
+        assert not table.dropped and "not shown" not in str(screen.query_one("#report-curve-title").render())
+
+
+async def test_summaries_at_80_columns_keep_status_and_pin(demo_db, settings):
+    from s3gym_tui.widgets.fit_table import FitTable
+
+    path, ids = demo_db
+    app = S3GymApp(db_path=path, settings=settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pilot.app.open_summaries(ids["trust-summary"])
+        await settle(pilot)
+        table = pilot.app.screen.query_one("#sum-versions", FitTable)
+        assert {"v", "status", "pin"} <= set(table.shown_columns)
+        assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.scrollable_content_region.width
+        if table.dropped:
+            assert table.border_subtitle == table.note() and "not shown at 80 columns" in table.note()
+
+
+async def test_agent_panel_says_there_is_more_and_shows_it_all_zoomed(demo_db, settings):
+    """Seen: action and feedback clipped to ~2 lines with no ellipsis, at every size."""
+    from s3gym_tui.widgets.agent_panel import AgentPanel, ClampedText
+
+    app = S3GymApp(db_path=demo_db[0], settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_play_steps(pilot, "trust", 1)
+        feedback = screen.query_one(AgentPanel).query_one("#agent-feedback", ClampedText)
+        long = "Round 2: " + " ".join(f"word{i}" for i in range(120))
+        feedback.set_text(Text(long))
+        await pilot.pause()
+        shown = str(feedback.render())
+        assert "more line" in shown and "i shows all" in shown and shown.count("\n") < 3
+        await pilot.press("i")
+        await pilot.pause()
+        assert feedback.size.height > 3 and "more line" not in str(feedback.render())
+        assert "word119" in str(feedback.render())
