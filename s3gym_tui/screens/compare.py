@@ -159,7 +159,7 @@ class CompareScreen(AnalysisScreen):
         if not self.is_mounted:
             return
         body = max(0, self.app.size.height - 3)  # the title, the status line and the footer
-        rows = max(8, min(len(self.rows) + 5, body * 2 // 5))  # rows, the end row, header, border
+        rows = max(8, min(len(self.rows) + 4, body * 2 // 5))  # rows, the end row, header, border (2)
         bottom = self.query_one("#cmp-bottom")
         if bottom.styles.height is None or bottom.styles.height.value != rows:
             bottom.styles.height = rows

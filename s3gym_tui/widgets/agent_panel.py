@@ -229,7 +229,7 @@ class AgentPanel(Vertical):
     AgentPanel.-maximized #agent-action, AgentPanel.-maximized #agent-feedback { height: auto; }
     AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
     AgentPanel #agent-warning.-shown { display: block; }
-    AgentPanel .fixed { text-overflow: ellipsis; }
+    AgentPanel .fixed { text-wrap: nowrap; text-overflow: ellipsis; }
     AgentPanel #agent-prompt { height: 1fr; overflow-y: scroll; }  /* a bar that never comes and goes: no relayout */
     AgentPanel #agent-reply { height: 5; }
     """

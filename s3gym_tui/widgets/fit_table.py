@@ -162,6 +162,11 @@ class FitTable(DataTable):
         row = self._fit_rows.get(getattr(row_key, "value", row_key))
         return None if row is None else row.cells.get(getattr(column_key, "value", column_key))
 
+    def full_row(self, row_key) -> list[Any]:
+        """Every cell of a row, shown or not, in the order of the columns as added."""
+        row = self._fit_rows.get(getattr(row_key, "value", row_key))
+        return [] if row is None else [row.cells.get(c.key) for c in self._fit_columns]
+
     @property
     def shown_columns(self) -> list[str]:
         return [key for key, _ in self._shown]
@@ -193,8 +198,11 @@ class FitTable(DataTable):
         columns = list(self._fit_columns)
         dropped: set[str] = set()
 
+        def low(c: FitColumn) -> int:  # the narrowest a shortened column gets: never below its header
+            return max(c.shorten, cell_len(c.label))
+
         def need(cols: list[FitColumn]) -> int:
-            return sum((c.width if c.width is not None else min(c.natural, c.shorten) if c.shorten else c.natural)
+            return sum((c.width if c.width is not None else min(c.natural, low(c)) if c.shorten else c.natural)
                        + pad for c in cols)
 
         while need(columns) > room:
@@ -207,9 +215,9 @@ class FitTable(DataTable):
         spare = room - need(columns)
         shown = []
         for c in columns:
-            if c.shorten and c.width is None and c.natural > c.shorten:
-                give = min(c.natural, c.shorten + max(0, spare))
-                spare -= give - c.shorten
+            if c.shorten and c.width is None and c.natural > low(c):
+                give = min(c.natural, low(c) + max(0, spare))
+                spare -= give - low(c)
                 shown.append((c.key, give if give < c.natural else 0))
             else:
                 shown.append((c.key, 0))
@@ -225,8 +233,8 @@ class FitTable(DataTable):
             return
         self._rebuild(shown)
         self.dropped = dropped
-        if self.note_in_subtitle:
-            self.border_subtitle = self.note() or None
+        if self.note_in_subtitle:  # a border has little room: just the headers
+            self.border_subtitle = f"not shown: {', '.join(dropped)}" if dropped else None
         self.post_message(self.Fitted(self, list(dropped)))
 
     def _rebuild(self, shown: list[tuple[str, int]]) -> None:

@@ -219,7 +219,8 @@ async def test_summaries_at_80_columns_keep_status_and_pin(demo_db, settings):
         assert {"v", "status", "pin"} <= set(table.shown_columns)
         assert sum(c.get_render_width(table) for c in table.columns.values()) <= table.scrollable_content_region.width
         if table.dropped:
-            assert table.border_subtitle == table.note() and "not shown at 80 columns" in table.note()
+            assert table.border_subtitle == f"not shown: {', '.join(table.dropped)}"
+            assert table.note().startswith("not shown at 80 columns: ")
 
 
 async def test_agent_panel_says_there_is_more_and_shows_it_all_zoomed(demo_db, settings):
