@@ -22,6 +22,7 @@ from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.compare_side import CompareSide
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.signals import follow, release
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
@@ -44,8 +45,8 @@ class CompareScreen(AnalysisScreen):
 
     DEFAULT_CSS = """
     CompareScreen #cmp-status { height: auto; padding: 0 1; background: $boost; }
-    CompareScreen #cmp-sides { height: 3fr; min-height: 12; }
-    CompareScreen #cmp-bottom { height: 2fr; min-height: 8; }
+    CompareScreen #cmp-sides { height: 1fr; min-height: 12; }
+    CompareScreen #cmp-bottom { height: 12; min-height: 8; }  /* fit_to_size: the table's rows, at most 2/5 */
     CompareScreen #cmp-table { width: 3fr; border: round $primary-darken-2; }
     CompareScreen #cmp-curves { width: 2fr; border: round $primary-darken-2; min-height: 8; }
     CompareScreen.-narrow #cmp-curves { display: none; }
@@ -78,7 +79,7 @@ class CompareScreen(AnalysisScreen):
             yield CompareSide("A", id="cmp-a")
             yield CompareSide("B", id="cmp-b")
         with Horizontal(id="cmp-bottom"):
-            yield DataTable(id="cmp-table", cursor_type="row", zebra_stripes=True)
+            yield FitTable(id="cmp-table", cursor_type="row", zebra_stripes=True)
             yield CurvePlot("Cumulative reward", "step", "", legend="beside", id="cmp-curves")
         yield KeyHints()
 
@@ -89,7 +90,8 @@ class CompareScreen(AnalysisScreen):
         table.border_title = "Aligned steps: self-score s, verifier reward r"
         for label, key in (("#", "i"), ("A action", "a"), ("A s", "sa"), ("A r", "ra"), ("", "ja"),
                            ("B action", "b"), ("B s", "sb"), ("B r", "rb"), ("", "jb"), ("≠", "eq")):
-            table.add_column(label, key=key)
+            # a long action (chess: seven pieces' moves) is cut in the middle; the side shows it whole
+            table.add_column(label, key=key, shorten=12 if key in ("a", "b") else 0)
         table.border_subtitle = legend(self.app)
         follow(self, self.app.theme_changed_signal, lambda _theme: self._restyle())
         self.query_one("#cmp-curves").border_title = "Cumulative reward (A vs B)"
@@ -108,6 +110,7 @@ class CompareScreen(AnalysisScreen):
         self.divergence = first_divergence(*self.steps)
         self._fill_table()
         self._draw_curves()
+        self.fit_to_size()
         table.focus()
         self.go(0)
 
@@ -145,6 +148,21 @@ class CompareScreen(AnalysisScreen):
 
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this screen alive
+
+    def on_resize(self) -> None:
+        self.fit_to_size()
+
+    def fit_to_size(self) -> None:
+        """The aligned steps take the rows they need (at most 2/5 of the screen, at least 8): the two
+        contexts above, what the comparison is about, get the rest (a tall terminal's rows went
+        to an empty table before)."""
+        if not self.is_mounted:
+            return
+        body = max(0, self.app.size.height - 3)  # the title, the status line and the footer
+        rows = max(8, min(len(self.rows) + 4, body * 2 // 5))  # rows, the end row, header, border (2)
+        bottom = self.query_one("#cmp-bottom")
+        if bottom.styles.height is None or bottom.styles.height.value != rows:
+            bottom.styles.height = rows
 
     def _restyle(self) -> None:
         """The theme changed: the verdict colours are the theme's, so redraw the cells and sides."""

@@ -131,6 +131,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
                     yield Button("Play", variant="primary", id="play")
                     yield Button("Start protocol run", variant="success", id="start-run")
                 yield Static("", id="home-message")
+                yield Static("", id="game-about", classes="muted")
                 yield Static(HOME_HINT, id="home-hint", classes="muted")
         yield RunsPanel(id="runs-panel", classes="panel")
         yield KeyHints()
@@ -146,7 +147,12 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
             self._discover(keyed=False)  # local servers now; keyed providers when the picker is used
 
     def on_resize(self) -> None:
-        """Narrow terminals list the games by title only (the descriptions took all the rows)."""
+        self.fit_to_size()
+
+    def fit_to_size(self) -> None:
+        """Narrow terminals list the games by title only (the descriptions took all the rows); the
+        others one line a game (the highlighted one's description whole under the form) unless the
+        terminal is wide enough for all of them."""
         short = self.app.size.width < 100
         if short != getattr(self, "_short_games", False):
             self._short_games = short
@@ -154,6 +160,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
             highlighted = game_list.highlighted
             game_list.set_options(game_options(short=short))
             game_list.highlighted = highlighted
+        self.query_one(ModelPicker).fit(self.app.size.width)
 
     def on_screen_resume(self) -> None:
         """Back on Home: re-read at once if the store changed (a cheap check when it did not), and
@@ -273,6 +280,19 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     def _game_changed(self, _event: OptionList.OptionHighlighted) -> None:
         self._fill_runs_select()
         self._check_compatibility()
+        self._show_about()
+
+    def _show_about(self) -> None:
+        """The highlighted game's description whole (the list cuts it to one line below -huge)."""
+        game = self.game
+        text = Text()
+        if game is not None:
+            try:
+                cls = games.game_class(game)
+                text = Text.assemble((cls.title, "bold"), ": ", cls.description)
+            except Exception:  # noqa: BLE001 - the list already says it is not available
+                pass
+        self.query_one("#game-about", Static).update(text)
 
     @on(OptionList.OptionSelected, "#game-list")
     def _game_chosen(self, _event: OptionList.OptionSelected) -> None:

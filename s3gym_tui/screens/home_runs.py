@@ -13,9 +13,14 @@ from textual.widgets import Static
 
 from s3gym_tui.engine.glossary import DASH, fmt_metric
 from s3gym_tui.textgate import safe_text
-from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.widgets.fit_table import FitTable, shorten_middle
 
-WIDE_TABLE = 150  # below this terminal width the created column is left to the details panel
+# the runs table's columns: (key, drop order, narrowest a shortened model may be); a long model id
+# (a served GGUF path) is cut in the middle, pathway and status always stay
+RUN_COLUMNS = (("id", 0, 0), ("game", 2, 0), ("model", 0, 16), ("pathway", 0, 0), ("status", 0, 0),
+               ("created", 3, 0))
+KEYS_NOTE = ("enter/o protocol · s stop · r resume · m summaries · g report · e episodes · "
+             "t training · w sweeps · del delete")  # c (pairs, not of one run): footer, ? help
 
 
 def store_token(store) -> Optional[tuple]:
@@ -41,7 +46,7 @@ def curve_line(config, checkpoints) -> str:
             f"({curve.n} of {len(xs)} checkpoints scored{'; ' + reason if reason else ''})\n")
 
 
-class RunsTable(DataTable):
+class RunsTable(FitTable):
     """The runs: a click chooses a run (its details show beside); enter or a double click opens it."""
 
     async def _on_click(self, event) -> None:
@@ -61,14 +66,15 @@ def short_created(iso: str) -> str:
 
 
 class RunsPanel(Horizontal):
-    """Recent runs (id, game, model, pathway, status; created when wide) and, beside them, the
-    highlighted run's settings and what the store holds for it (read, never computed)."""
+    """Recent runs (id, game, model, pathway, status, created: the columns that fit, the model id
+    shortened in the middle) and, beside them, the highlighted run's settings and what the store
+    holds for it (read, never computed). Where the details are hidden (narrow), the highlighted
+    run's model is named whole under the table when its cell is shortened."""
 
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__(id=id, classes=classes)
         self._shown: Optional[list] = None
         self._runs: list = []
-        self._wide: Optional[bool] = None
 
     def compose(self) -> ComposeResult:
         yield RunsTable(id="runs", cursor_type="row", zebra_stripes=True)
@@ -76,17 +82,14 @@ class RunsPanel(Horizontal):
 
     def on_mount(self) -> None:
         self.border_title = "Recent runs"
-        self.border_subtitle = ("enter/o protocol · s stop · r resume · m summaries · g report · e episodes · "
-                                "t training · w sweeps · del delete")  # c (pairs, not of one run): footer, ? help
-
-    def on_resize(self) -> None:
-        if self._wide != (self.app.size.width >= WIDE_TABLE):
-            self._shown = None
-            self.show_runs(self._runs)
+        self.border_subtitle = KEYS_NOTE
+        table = self.query_one("#runs", FitTable)
+        for key, drop, shorten in RUN_COLUMNS:
+            table.add_column(key, key=key, drop=drop, shorten=shorten)
 
     @property
     def selected_run_id(self) -> Optional[str]:
-        table = self.query_one("#runs", DataTable)
+        table = self.query_one("#runs", FitTable)
         if table.row_count == 0:
             return None
         row_key, _ = table.coordinate_to_cell_key((table.cursor_row, 0))
@@ -108,31 +111,41 @@ class RunsPanel(Horizontal):
             self.show_run_details(self.selected_run_id)
             return
         self._shown = shown
-        table = self.query_one("#runs", DataTable)
+        table = self.query_one("#runs", FitTable)
         selected = self.selected_run_id
-        wide = self.app.size.width >= WIDE_TABLE
-        if wide != self._wide:
-            self._wide = wide
-            table.clear(columns=True)
-            for label in ("id", "game", "model", "pathway", "status") + (("created",) if wide else ()):
-                table.add_column(label, key=label)
-        else:
-            table.clear()
+        table.clear()
         for run in runs:
-            cells = [run.id, run.config.game, run.config.model, run.config.pathway, statuses[run.id]]
-            if wide:
-                cells.append(short_created(run.created_at))
-            table.add_row(*cells, key=run.id)
+            table.add_row(run.id, run.config.game, run.config.model, run.config.pathway, statuses[run.id],
+                          short_created(run.created_at), key=run.id)
         if selected is not None and any(r.id == selected for r in runs):
             table.move_cursor(row=table.get_row_index(selected))
         self.border_title = f"Recent runs ({len(runs)})"
         self.show_run_details(self.selected_run_id)
 
-    @on(DataTable.RowHighlighted, "#runs")
-    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+    @on(FitTable.RowHighlighted, "#runs")
+    def _highlighted(self, event: FitTable.RowHighlighted) -> None:
         self.show_run_details(event.row_key.value if event.row_key is not None else None)
 
+    @on(FitTable.Fitted, "#runs")
+    def _fitted(self, _event: FitTable.Fitted) -> None:
+        self.show_run_details(self.selected_run_id)
+
+    def _name_in_full(self, run_id: Optional[str]) -> None:
+        """The highlighted run's whole model id where the table shortens it (also its tooltip), and
+        the columns left out; else the keys of the panel."""
+        table = self.query_one("#runs", FitTable)
+        model = table.full_cell(run_id, "model") if run_id is not None else None
+        shown = table.get_cell(run_id, "model") if run_id is not None and table.row_count else None
+        cut = model is not None and str(shown) != str(model)
+        table.tooltip = safe_text(f"{run_id}: {model}", one_line=True) if cut else None
+        parts = [f"not shown: {', '.join(table.dropped)}"] if table.dropped else []
+        if cut and not self.query_one("#run-details").display:
+            room = self.size.width - 8 - sum(len(p) + 3 for p in parts) - len("model: ")
+            parts.append(f"model: {shorten_middle(str(model), max(12, room))}")
+        self.border_subtitle = safe_text(" · ".join(parts), one_line=True) if parts else KEYS_NOTE
+
     def show_run_details(self, run_id: Optional[str]) -> None:
+        self._name_in_full(run_id)
         target = self.query_one("#run-details", Static)
         if run_id is None:
             target.update(Text("No runs yet: f6 starts one.", style="italic"))

@@ -18,6 +18,7 @@ from s3gym_tui.messages import PairsListed
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
 
@@ -68,7 +69,7 @@ class PairsScreen(LiveScreenMixin, AnalysisScreen):
             yield Select([("all games", "all")] + [(game_title(g), g) for g in games.names()],
                          value=self.game or "all", allow_blank=False, id="pairs-game-select")
         yield Static(id="pairs-status")
-        yield DataTable(id="pairs-table", cursor_type="row", zebra_stripes=True)
+        yield FitTable(id="pairs-table", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -77,7 +78,7 @@ class PairsScreen(LiveScreenMixin, AnalysisScreen):
         table.border_title = "Same game, seed and checkpoint: History ICL vs Summary Memory (enter compares)"
         for label, key in (("game", "game"), ("model", "model"), ("seed", "seed"), ("x", "x"),
                            ("history", "h"), ("summary", "s"), ("diff (S−H)", "diff"), ("winner", "w")):
-            table.add_column(label, key=key)
+            table.add_column(label, key=key, shorten=12 if key == "model" else 0)
         self.refresh_pairs()
         table.focus()
 

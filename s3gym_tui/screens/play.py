@@ -20,6 +20,10 @@ from s3gym_tui.screens.play_replay import ForkControls
 from s3gym_tui.screens.play_support import ReplayBoard
 from s3gym_tui.widgets.agent_panel import AgentPanel, StepView
 from s3gym_tui.widgets.board import PANEL_CHROME, BoardPanel
+
+STEPS_MIN_WIDTH = 36  # compact, board beside: what the steps table keeps (#, s, r, mark, an action)
+STEPS_MIN_ROWS = 5  # compact, board on top: the steps table's border, header and two rows
+BOARD_CHROME_ROWS = 2  # the board panel's border
 from s3gym_tui.widgets.commands import BindingCommands
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.proposal_bar import ProposalBar
@@ -32,6 +36,8 @@ from s3gym_tui.screens.runtime import SteadyLayout
 
 LIVE_ONLY = {"step", "run_pause", "stop", "restart", "take_over", "toggle_propose"}
 AGENT_MIN_WIDTH = 44  # the agent panel keeps at least this much beside the board
+LAYOUT_ACTIONS = ("toggle_board", "zoom_board", "zoom_agent")  # keys that change the layout: always in the footer
+MOVE_ACTIONS = ("prev_step", "next_step", "first_step", "last_step", "older_tick", "newer_tick")
 
 
 class PlayScreen(SteadyLayout, Screen):
@@ -43,6 +49,9 @@ class PlayScreen(SteadyLayout, Screen):
     that step's own (the board as it was after the step). Live, the view follows the newest step
     until the person moves it to an older one."""
     AUTO_FOCUS = "#steps"  # focused as the screen mounts (focusing later restyles and repaints)
+    ALLOW_IN_MAXIMIZED_VIEW = "KeyHints, #bottom-row, TakeOverBox"  # a zoomed panel keeps the footer
+    KEY_HINT_LINES = 2  # at 80 columns the layout keys and the play keys take two footer lines
+    HINTS_FIRST = ("step", "run_pause") + LAYOUT_ACTIONS
 
     COMMANDS = {BindingCommands}
     BINDINGS = [
@@ -64,8 +73,9 @@ class PlayScreen(SteadyLayout, Screen):
         Binding("end", "last_step", "Newest step", id="last_step", show=False, priority=True),
         Binding("left_square_bracket", "older_tick", "Older board", id="older_tick", show=False),
         Binding("right_square_bracket", "newer_tick", "Newer board", id="newer_tick", show=False),
-        Binding("z", "zoom_board", "Zoom board", id="zoom_board", show=False),
-        Binding("b", "toggle_board", "Board on/off", id="toggle_board", show=False),
+        Binding("b", "toggle_board", "Board", id="toggle_board"),
+        Binding("z", "zoom_board", "Zoom", id="zoom_board"),
+        Binding("i", "zoom_agent", "Agent", id="zoom_agent"),
         Binding("f", "fork", "Fork here", id="fork"),
         Binding("C", "compare", "Compare with original", id="compare"),
         Binding("m", "annotate", "Mark step", id="annotate"),
@@ -96,6 +106,9 @@ class PlayScreen(SteadyLayout, Screen):
         self._replay_error: Optional[str] = None
         self._bindings_for: Optional[tuple] = None
         self._board_columns = 0  # the board column's width (wide layout)
+        self._compact_for: Optional[tuple] = None  # (width, height, game) the compact layout was chosen for
+        self._compact_beside = 0  # compact: the board's column width beside the steps (0: on top)
+        self._compact_columns: Optional[str] = None  # the grid columns set for it
 
     # ----- what the tests and the other modules read ----------------------------------------
     @property
@@ -155,15 +168,18 @@ class PlayScreen(SteadyLayout, Screen):
 
     def _fit_board(self, grow_only: bool = False) -> None:
         """Give the board the width it needs (up to what leaves the agent panel usable). While an
-        episode is shown the column only grows (a longer header line), so it does not jitter."""
-        total = self.app.size.width
+        episode is shown the column only grows (a longer header line), so it does not jitter.
+        Narrow and short (80x24): see _fit_compact."""
+        total, height = self.app.size
         board = self.query_one(BoardPanel)
         if total < 100:  # -narrow: the board spans the width, the CSS lays out the panels
-            board.expected_width = total - PANEL_CHROME
             if self._board_columns:  # a wide layout's columns would squeeze the steps table
                 self._board_columns = 0
+                self._compact_columns = None
                 self.query_one("#play-body").styles.grid_columns = None
+            self._fit_compact(board, total, height)
             return
+        self._set_compact(False, 0)
         natural = board.natural_width(self.app.console)
         left = max(40, int(total * 0.38), min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
         if grow_only and left <= self._board_columns:
@@ -172,6 +188,52 @@ class PlayScreen(SteadyLayout, Screen):
             self._board_columns = left
             board.expected_width = left - PANEL_CHROME  # drawn at this width before the first layout
             self.query_one("#play-body").styles.grid_columns = f"{left} 1fr"
+
+    def _fit_compact(self, board: BoardPanel, width: int, height: int) -> None:
+        """Below 100 columns and 34 rows (80x24) the board and the steps share the screen and the
+        agent panel is one key away (i). The board goes on top when that shows more of it, else
+        beside the steps at its narrowest (chess: the large board, a 15x15 grid, is taller than the
+        room above a steps table). Decided once per game and size, so stepping never flips it."""
+        full = width - PANEL_CHROME
+        compact = height < 34
+        if not compact or not board.display or board.game is None:
+            board.expected_width = full
+            self._set_compact(compact, 0)
+            return
+        key = (width, height, type(board.game).__name__)
+        if key != self._compact_for:
+            self._compact_for = key
+            body = height - 3  # the status line and two footer lines
+            narrowest = board.min_width(self.app.console)
+            beside = 0
+            if narrowest and narrowest + STEPS_MIN_WIDTH <= width:
+                room = body - BOARD_CHROME_ROWS
+                stacked_lines = board.measure_lines(full)
+                beside_lines = board.measure_lines(narrowest - PANEL_CHROME)
+                shown_stacked = min(stacked_lines, room - STEPS_MIN_ROWS) / max(1, stacked_lines)
+                shown_beside = min(beside_lines, room) / max(1, beside_lines)
+                if shown_beside > shown_stacked:  # (plus its scrollbar when it scrolls)
+                    bar = board.styles.scrollbar_size_vertical if beside_lines > room else 0
+                    beside = narrowest + bar
+            self._compact_beside = beside
+        beside = self._compact_beside
+        board.expected_width = (beside - PANEL_CHROME) if beside else full
+        self._set_compact(True, beside)
+
+    def _set_compact(self, compact: bool, beside: int) -> None:
+        body = self.query_one("#play-body")
+        columns = f"{beside} 1fr" if compact and beside else None
+        board = self.query_one(BoardPanel)
+        cap = max(3, self.app.size.height - 3 - STEPS_MIN_ROWS) if compact and not beside else None
+        inline = board.styles.inline.max_height
+        if (None if inline is None else int(inline.value)) != cap:
+            board.styles.max_height = cap
+        if compact != self.has_class("-compact") or bool(beside) != self.has_class("-beside"):
+            self.set_class(compact, "-compact")
+            self.set_class(bool(compact and beside), "-beside")
+        if columns != self._compact_columns and not self._board_columns:
+            self._compact_columns = columns
+            body.styles.grid_columns = columns
 
     # ----- opening ------------------------------------------------------------------------------
     def _show_error(self, title: str, error: Optional[str]) -> None:
@@ -418,9 +480,10 @@ class PlayScreen(SteadyLayout, Screen):
     def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
         if action in LIVE_ONLY and self.readonly:
             return False
-        if action in ("prev_step", "next_step", "first_step", "last_step", "older_tick", "newer_tick",
-                      "zoom_board", "toggle_board"):
+        if action in MOVE_ACTIONS:
             return not self._input_focused()
+        if action in LAYOUT_ACTIONS:  # typed into the take-over field: shown dimmed there, not hidden
+            return None if self._input_focused() else True
         if action in ("accept", "edit", "veto"):
             return self.proposal is not None and not self._input_focused()
         if action == "cancel":
@@ -459,16 +522,29 @@ class PlayScreen(SteadyLayout, Screen):
     def action_toggle_board(self) -> None:
         """Hide the board to give its rows to the steps and the agent (small terminals), or show it."""
         board = self.query_one(BoardPanel)
+        if self.maximized is not None:
+            self.minimize()
         board.display = not board.display
+        self.set_class(not board.display, "-board-off")
+        self._compact_for = None
+        self._fit_board()
         if board.display:
             self.show_position(self.position)
 
     def action_zoom_board(self) -> None:
-        board = self.query_one(BoardPanel)
-        if self.maximized is board:
+        self._zoom(self.query_one(BoardPanel))
+
+    def action_zoom_agent(self) -> None:
+        """The agent panel over the whole screen (the footer and the status stay), or back."""
+        self._zoom(self.query_one(AgentPanel))
+
+    def _zoom(self, widget) -> None:
+        if self.maximized is widget:
             self.minimize()
         else:
-            self.maximize(board, container=False)
+            if not widget.display and isinstance(widget, BoardPanel):
+                self.action_toggle_board()
+            self.maximize(widget, container=False)
 
     # ----- live controls (the driver does the work) -------------------------------------------
     def _live(self) -> Optional[LiveDriver]:

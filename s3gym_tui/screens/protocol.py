@@ -59,8 +59,12 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     ProtocolScreen #proto-step { height: auto; padding: 0 1; }
     ProtocolScreen.-short #proto-summary { max-height: 7; }
     ProtocolScreen.-narrow #proto-progress ProgressBar { display: none; }
+    /* huge (200x50): curve, summary and live board side by side, each the full height */
+    ProtocolScreen.-huge #proto-left { layout: horizontal; width: 2fr; }
+    ProtocolScreen.-huge #proto-curve { width: 1fr; height: 1fr; }
+    ProtocolScreen.-huge #proto-summary { width: 1fr; height: 1fr; max-height: 100%; }
     """
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide"), (170, "-huge")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
 
     BINDINGS = [

@@ -23,7 +23,7 @@ from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.key_hints import KeyHints
-from s3gym_tui.widgets.table import DataTable
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 
@@ -66,6 +66,26 @@ def build_reports(store, run_ids: Sequence[str]) -> tuple[list[RunReport], list]
     return reports, summary_vs_history(reports)
 
 
+# each table's columns: (header, drop order: 0 always shown, else the highest first; narrowest a long
+# text may be shortened to). The figures themselves (y0 aside) never give way; the why column first.
+TABLES = (
+    ("curve", (("run", 0, 0), ("game", 5, 0), ("pathway", 0, 0), ("model", 6, 14), ("ckpts", 7, 0),
+               ("y0", 3, 0), ("Avg", 0, 0), ("Max", 0, 0), ("AUC+", 0, 0), ("NABA", 0, 0), ("why —", 9, 0))),
+    ("delta", (("game", 0, 0), ("pairs", 3, 0), ("wins", 0, 0), ("losses", 0, 0), ("ties", 0, 0),
+               ("mean ΔNABA", 0, 0), ("skipped", 2, 0), ("why —", 9, 0))),
+    ("judging", (("run", 0, 0), ("phase", 0, 0), ("n", 3, 0), ("missing", 4, 0), ("agreement", 0, 0),
+                 ("NMAE", 0, 0), ("over", 2, 0), ("under", 2, 0), ("why —", 9, 0))),
+    ("coupling", (("run", 0, 0), ("blocks", 3, 0), ("used", 2, 0), ("corr(A, g)", 0, 0), ("corr(−E, g)", 0, 0),
+                  ("why —", 9, 0))),
+    ("usage", (("run", 0, 0), ("calls", 4, 0), ("tok in", 3, 0), ("tok out", 3, 0), ("cached tok", 5, 0),
+               ("cached", 0, 0), ("cost $", 0, 0), ("why —", 9, 0))),
+)
+TITLES = {"curve": "Curve metrics (per run)", "delta": "Summary vs History: Delta NABA (Summary − History)",
+          "judging": "Self-judging (exploration and evaluation steps)",
+          "coupling": "Judgement-improvement coupling (exploration blocks)",
+          "usage": "Model calls (per run): tokens, prompt cache, cost"}
+NO_PAIR = "no Summary/History pair of the same model and game among these runs"
+
 CURVE_NAMES = {"y0": "y0", "avg": "Avg", "max": "Max", "auc_plus": "AUC+", "naba": "NABA"}
 JUDGING_NAMES = {"agreement": "agreement", "nmae": "NMAE", "over": "over", "under": "under"}
 COUPLING_NAMES = {"corr_agreement": "corr(A, g)", "corr_neg_nmae": "corr(−E, g)"}
@@ -83,7 +103,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
     ReportScreen #report-plot { height: 16; border: round $primary-darken-2; }
     ReportScreen #report-curves { width: 1fr; height: 1fr; }
     ReportScreen #report-legend { width: 34; height: 1fr; padding: 0 1; border-left: vkey $foreground 20%; }
-    ReportScreen .report-title { margin-top: 1; padding: 0 1; text-style: bold; }
+    ReportScreen .report-title { margin-top: 1; padding: 0 1; text-style: bold; width: 1fr; height: auto; }
     ReportScreen #report-body DataTable { height: auto; max-height: 20; margin: 0 1; }
     ReportScreen .report-note { height: auto; margin: 0 2; color: $text-muted; }
     ReportScreen.-short #report-plot { height: 11; }
@@ -124,41 +144,22 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                     yield CurvePlot("Checkpoint curves", "exploration episodes x", "mean eval score",
                                     legend="beside", id="report-curves")
                     yield Static(id="report-legend")
-                yield Label("Curve metrics (per run)", classes="report-title")
-                yield DataTable(id="report-curve-table", cursor_type="row", zebra_stripes=True)
-                yield Static(table_note("curve"), classes="report-note")
-                yield Label("Summary vs History: Delta NABA (Summary − History)", classes="report-title")
-                yield DataTable(id="report-delta-table", cursor_type="row", zebra_stripes=True)
-                yield Static(table_note("delta"), classes="report-note")
-                yield Label("Self-judging (exploration and evaluation steps)", classes="report-title")
-                yield DataTable(id="report-judging-table", cursor_type="row", zebra_stripes=True)
-                yield Static(table_note("judging"), classes="report-note")
-                yield Static(id="report-scale", classes="report-note")
-                yield Label("Judgement-improvement coupling (exploration blocks)", classes="report-title")
-                yield DataTable(id="report-coupling-table", cursor_type="row", zebra_stripes=True)
-                yield Static(table_note("coupling", undefined=True), classes="report-note")
-                yield Label("Model calls (per run): tokens, prompt cache, cost", classes="report-title")
-                yield DataTable(id="report-usage-table", cursor_type="row", zebra_stripes=True)
-                yield Static(table_note("usage"), classes="report-note")
+                for name, _columns in TABLES:
+                    yield Label(TITLES[name], id=f"report-{name}-title", classes="report-title")
+                    yield FitTable(id=f"report-{name}-table", cursor_type="row", zebra_stripes=True)
+                    yield Static(table_note(name), classes="report-note")
+                    if name == "judging":
+                        yield Static(id="report-scale", classes="report-note")
         yield KeyHints()
 
     def on_mount(self) -> None:
         self.sub_title = "report"
         self.query_one("#report-runs").border_title = "Runs (space toggles)"
         self.query_one("#report-plot").border_title = "Checkpoint curves"
-        columns = {
-            "#report-curve-table": ("run", "game", "pathway", "model", "ckpts", "y0", "Avg", "Max", "AUC+",
-                                    "NABA", "why —"),
-            "#report-delta-table": ("game", "pairs", "wins", "losses", "ties", "mean ΔNABA", "skipped", "why —"),
-            "#report-judging-table": ("run", "phase", "n", "missing", "agreement", "NMAE", "over", "under",
-                                      "why —"),
-            "#report-coupling-table": ("run", "blocks", "used", "corr(A, g)", "corr(−E, g)", "why —"),
-            "#report-usage-table": ("run", "calls", "tok in", "tok out", "cached tok", "cached", "cost $", "why —"),
-        }
-        for table_id, labels in columns.items():
-            table = self.query_one(table_id, DataTable)
-            for label in labels:
-                table.add_column(label, key=label)
+        for name, columns in TABLES:
+            table = self.query_one(f"#report-{name}-table", FitTable)
+            for label, drop, shorten in columns:
+                table.add_column(label, key=label, drop=drop, shorten=shorten)
         self._fill_run_list()
         if self.run_ids:  # runs were chosen: tables first; `a` shows the list to add or remove runs
             self.add_class("-hide-runs")
@@ -281,7 +282,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         plot.show(curves, empty_text="no checkpoints")
         self.query_one("#report-legend", Static).update(plot.legend_text())
 
-        table = self.query_one("#report-curve-table", DataTable)
+        table = self.query_one("#report-curve-table", FitTable)
         table.clear()
         for r in self.reports:
             c, cfg = r.curve, r.run.config
@@ -290,17 +291,15 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                           num(c.avg), num(c.max), num(c.auc_plus), num(c.naba),
                           why(why_text(c.why, CURVE_NAMES, CURVE_NAMES)), key=r.run.id)
 
-        table = self.query_one("#report-delta-table", DataTable)
+        table = self.query_one("#report-delta-table", FitTable)
         table.clear()
-        if not self.deltas:
-            table.add_row(Text("no Summary/History pair of the same model and game among these runs",
-                               style="dim italic"), "", "", "", "", "", "", "", key="none")
+        self._title("delta", table)
         for row in self.deltas:
             table.add_row(Text(row.game, style="bold" if row.game == "overall" else ""), str(row.n),
                           str(row.wins), str(row.losses), str(row.ties), num(row.mean_delta, signed=True),
                           str(row.skipped), why(why_text(row.why, {"mean_delta": "mean ΔNABA"})), key=row.game)
 
-        table = self.query_one("#report-judging-table", DataTable)
+        table = self.query_one("#report-judging-table", FitTable)
         table.clear()
         for r in self.reports:
             for phase, j in (("explore", r.judging), ("eval", r.judging_eval)):
@@ -309,14 +308,14 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                               key=f"{r.run.id}:{phase}")
         self.query_one("#report-scale", Static).update(self._scale_text())
 
-        table = self.query_one("#report-coupling-table", DataTable)
+        table = self.query_one("#report-coupling-table", FitTable)
         table.clear()
         for r in self.reports:
             cp = r.coupling
             table.add_row(r.run.id, str(len(cp.blocks)), str(cp.n_used), num(cp.corr_agreement),
                           num(cp.corr_neg_nmae), why(why_text(cp.why, COUPLING_NAMES)), key=r.run.id)
 
-        table = self.query_one("#report-usage-table", DataTable)
+        table = self.query_one("#report-usage-table", FitTable)
         table.clear()
         for r in self.reports:
             u = r.usage
@@ -327,6 +326,21 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                           Text(fmt_share(u.cache_share), justify="right"),
                           Text(f"{u.cost:.4f}" if priced else DASH, justify="right"), why(cache_why(r)),
                           key=r.run.id)
+
+    @on(FitTable.Fitted)
+    def _fitted(self, event: FitTable.Fitted) -> None:
+        name = (event.table.id or "").removeprefix("report-").removesuffix("-table")
+        if name in TITLES:
+            self._title(name, event.table)
+
+    def _title(self, name: str, table: FitTable) -> None:
+        """A table's title, with the columns it leaves out at this width named (as the CLI does)."""
+        text = Text(TITLES[name], style="bold")
+        if name == "delta" and not self.deltas:
+            text.append(f" · {NO_PAIR}", style="dim italic")
+        if table.dropped:
+            text.append(f" · {table.note()} (a wider terminal, or s3gym report)", style="not bold italic")
+        self.query_one(f"#report-{name}-title", Label).update(text)
 
     def _scale_text(self) -> Text:
         """The NMAE scale of each game shown (the engine's, carried by every report)."""

@@ -45,6 +45,17 @@ class SteadyLayout:
     _settle_passes: Optional[int] = None  # set while a layout runs: extra passes it may still make
     _settle_size = None
 
+    def on_screen_resume(self) -> None:
+        """Back on top: the size classes of the terminal as it is now (it may have been resized while
+        this screen was below others), and the screen's own fitting (`fit_to_size`, if it has one).
+        Textual calls this besides a subclass's own handler (handlers run for each class of the MRO)."""
+        from s3gym_tui.screens.sizing import refit
+
+        refit(self)
+        fit = getattr(self, "fit_to_size", None)
+        if fit is not None and self.is_mounted:
+            fit()
+
     def _screen_resized(self, size) -> None:
         if size == self._compositor.size and not (self._layout_required or self._layout_widgets):
             return

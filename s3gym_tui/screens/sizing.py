@@ -28,3 +28,18 @@ def presize(screen: Screen, app: App) -> Screen:
         for name, on in breakpoint_classes(screen, app, width, height).items():
             screen.set_class(on, name, update=False)
     return screen
+
+
+def refit(screen: Screen) -> bool:
+    """Give a screen that comes back to the top the size classes of the terminal as it is now.
+    Textual resizes only the top screen and the one right under it: a screen two levels down (Home
+    under Pairs under Compare) kept the classes of the size it last saw. True when a class changed."""
+    app = screen.app
+    width, height = app.size
+    if not (width and height):
+        return False
+    wanted = breakpoint_classes(screen, app, width, height)
+    if all(screen.has_class(name) == on for name, on in wanted.items()):
+        return False
+    screen.update_classes(wanted, animate=False)
+    return True

@@ -21,6 +21,7 @@ from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.summary_diff import SummaryDiff
 from s3gym_tui.textgate import safe, safe_text
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 
 from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
@@ -174,8 +175,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         yield Static(id="sum-status")
         with Horizontal(id="sum-main"):
             with Vertical(id="sum-left"):
-                yield DataTable(id="sum-versions", cursor_type="row", zebra_stripes=True)
-                yield DataTable(id="sum-sources", cursor_type="row")
+                yield FitTable(id="sum-versions", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
+                yield FitTable(id="sum-sources", cursor_type="row", note_in_subtitle=True)
             with VerticalScroll(id="sum-right"):
                 yield Static(id="sum-detail")
                 yield SummaryDiff(id="sum-diff")
@@ -183,20 +184,17 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
 
     def on_mount(self) -> None:
         self.sub_title = f"summaries · {self.run_id}"
-        versions = self.query_one("#sum-versions", DataTable)
+        versions = self.query_one("#sum-versions", FitTable)
         versions.border_title = "Versions (▶ in force: the pinned, else the newest active)"
-        versions.add_column("", key="use", width=1)
-        versions.add_column("v", key="v")
-        versions.add_column("author", key="author")
-        versions.add_column("time UTC", key="time")
-        versions.add_column("status", key="status")
-        versions.add_column("pin", key="pin")
-        versions.add_column("src", key="src")
-        versions.add_column("test", key="test")
-        sources = self.query_one("#sum-sources", DataTable)
+        # status and pin never give way; the time, the source count, then a test result do
+        for label, key, drop, shorten in (("", "use", 0, 0), ("v", "v", 0, 0), ("author", "author", 0, 10),
+                                          ("time UTC", "time", 4, 0), ("status", "status", 0, 0),
+                                          ("pin", "pin", 0, 0), ("src", "src", 3, 0), ("test", "test", 2, 0)):
+            versions.add_column(label, key=key, width=1 if key == "use" else None, drop=drop, shorten=shorten)
+        sources = self.query_one("#sum-sources", FitTable)
         sources.border_title = "Source episodes (enter opens)"
-        for key in ("episode", "seed", "score", "steps"):
-            sources.add_column(key, key=key)
+        for key, drop, shorten in (("episode", 0, 12), ("seed", 2, 0), ("score", 0, 0), ("steps", 1, 0)):
+            sources.add_column(key, key=key, drop=drop, shorten=shorten)
         self.query_one("#sum-right").border_title = "Selected version"
         try:
             self.run = self.app.store.get_run(self.run_id)

@@ -16,6 +16,7 @@ from s3gym_tui.messages import SweepsRead
 from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
@@ -68,7 +69,7 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
             yield DataTable(id="sweep-list", cursor_type="row", zebra_stripes=True)
             with Vertical(id="sweep-right"):
                 yield Static(id="sweep-status")
-                yield DataTable(id="sweep-runs", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="sweep-runs", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -79,8 +80,10 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
         for label in ("sweep", "status", "runs"):
             sweeps.add_column(label, key=label)
         runs = self.query_one("#sweep-runs", DataTable)
-        for label in ("run", "game", "pathway", "model", "status", "episodes", "checkpoints"):
-            runs.add_column(label, key=label)
+        # the model gives way first (shortened in the middle), then the game; status and progress stay
+        for label, drop, shorten in (("run", 0, 0), ("game", 2, 0), ("pathway", 0, 0), ("model", 3, 14),
+                                     ("status", 0, 0), ("episodes", 0, 0), ("checkpoints", 1, 0)):
+            runs.add_column(label, key=label, drop=drop, shorten=shorten)
         self.query_one("#sweep-status", Static).update(Text("reading the store…", style="italic"))
         self.action_refresh()
 

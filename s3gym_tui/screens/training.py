@@ -21,6 +21,7 @@ from s3gym_tui.widgets.verdicts import judgement_text
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.training.learning_signal import signal_summaries
@@ -45,6 +46,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
     TrainingScreen #training-loss { height: 1fr; min-height: 8; border: round $primary-darken-2; }
     TrainingScreen #training-matrix { height: auto; max-height: 12; border: round $primary-darken-2; }
     TrainingScreen #training-matrix-context { height: auto; padding: 0 1; }
+    TrainingScreen.-short #training-curve, TrainingScreen.-short #training-loss { min-height: 6; }
     """
 
     BINDINGS = [
@@ -67,10 +69,11 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         with Horizontal(id="training-main"):
             with Vertical(id="training-left"):
                 yield Static(id="training-dataset")
-                yield DataTable(id="training-rows", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="training-rows", cursor_type="row", zebra_stripes=True, note_in_subtitle=True)
             with Vertical(id="training-right"):
                 yield CurvePlot("Checkpoint curve (strict mode)", "epoch", "mean eval score", id="training-curve")
-                yield DataTable(id="training-checkpoints", cursor_type="row", zebra_stripes=True)
+                yield FitTable(id="training-checkpoints", cursor_type="row", zebra_stripes=True,
+                               note_in_subtitle=True)
                 yield Static(id="training-flags")
                 yield CurvePlot("Training loss", "update", "loss", id="training-loss")
                 yield DataTable(id="training-matrix", cursor_type="row", zebra_stripes=True)
@@ -84,10 +87,14 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#training-checkpoints").border_title = "Checkpoints"
         self.query_one("#training-loss").border_title = "Loss curves"
         self.query_one("#training-matrix").border_title = "Consolidation matrix"
-        for label in ("ep", "step", "kind", "action", "corrected to", "self", "reward", "judgement"):
-            self.query_one("#training-rows", DataTable).add_column(label, key=label)
-        for label in ("training", "x", "mean", "Δ vs 0", "transfer", "unparsed", "R mean", "R repaired"):
-            self.query_one("#training-checkpoints", DataTable).add_column(label, key=label)
+        # (label, drop order, narrowest a long text may become): the figures stay, words give way
+        for label, drop, shorten in (("ep", 0, 0), ("step", 0, 0), ("kind", 3, 0), ("action", 0, 10),
+                                     ("corrected to", 1, 10), ("self", 0, 0), ("reward", 0, 0), ("judgement", 2, 0)):
+            self.query_one("#training-rows", FitTable).add_column(label, key=label, drop=drop, shorten=shorten)
+        for label, drop, shorten in (("training", 0, 10), ("x", 0, 0), ("mean", 0, 0), ("Δ vs 0", 0, 0),
+                                     ("transfer", 2, 0), ("unparsed", 3, 0), ("R mean", 4, 0), ("R repaired", 5, 0)):
+            self.query_one("#training-checkpoints", FitTable).add_column(label, key=label, drop=drop,
+                                                                           shorten=shorten)
         self.query_one("#training-status", Static).update(Text("loading…", style="italic"))
         self.refresh_view()
 

@@ -178,17 +178,61 @@ class SectionTitle(Static):
         self._paint()
 
 
+class ClampedText(Static):
+    """Text wrapped to the width, at most the widget's height in lines; when there is more, the last
+    line says how much and where to read it all (`i`: the agent panel over the whole screen, where
+    the height is the text's own). Replaces a fixed two lines that cut the text with no sign."""
+
+    MORE = "  … +{n} more line{s} (i shows all)"
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__("", id=id, classes=classes)
+        self.full = Text()
+
+    def set_text(self, text: Text) -> None:
+        self.full = text
+        self.refresh(layout=self.styles.height is not None and self.styles.height.is_auto)
+
+    def _wrapped(self, width: int) -> list[Text]:
+        return list(self.full.wrap(self.app.console, max(1, width)))
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return max(1, len(self._wrapped(width)))
+
+    def render(self) -> Text:
+        width, height = self.content_region.width, self.content_region.height
+        if width <= 0 or height <= 0:
+            return self.full
+        lines = self._wrapped(width)
+        if len(lines) <= height:
+            return self.full
+        hidden = len(lines) - height + 1
+        more = Text(self.MORE.format(n=hidden, s="" if hidden == 1 else "s"), style="italic")
+        last = lines[height - 1].copy()
+        last.rstrip()
+        room = max(0, width - len(more))
+        if len(last) > room:
+            last.truncate(room)
+        last.append_text(more)
+        last.truncate(width)
+        return Text("\n").join(lines[: height - 1] + [last])
+
+
 class AgentPanel(Vertical):
     """Context line, parsed action, feedback, usage, raw reply and (collapsible) prompt."""
+
+    ALLOW_MAXIMIZE = True  # `i` on Play: the whole screen for it (at 80x24 it is hidden until then)
 
     DEFAULT_CSS = """
     AgentPanel { layout: vertical; }
     AgentPanel #agent-context { height: auto; max-height: 2; }
     AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
-    AgentPanel #agent-action, AgentPanel #agent-feedback { height: 2; }
+    AgentPanel #agent-action { height: 2; }
+    AgentPanel #agent-feedback { height: 3; }
+    AgentPanel.-maximized #agent-action, AgentPanel.-maximized #agent-feedback { height: auto; }
     AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
     AgentPanel #agent-warning.-shown { display: block; }
-    AgentPanel .fixed { text-overflow: ellipsis; }
+    AgentPanel .fixed { text-wrap: nowrap; text-overflow: ellipsis; }
     AgentPanel #agent-prompt { height: 1fr; overflow-y: scroll; }  /* a bar that never comes and goes: no relayout */
     AgentPanel #agent-reply { height: 5; }
     """
@@ -204,8 +248,8 @@ class AgentPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="agent-context")
         yield Static("", id="agent-warning")
-        yield Static("", id="agent-action", classes="fixed")
-        yield Static("", id="agent-feedback", classes="fixed")
+        yield ClampedText(id="agent-action")
+        yield ClampedText(id="agent-feedback")
         yield Static("", id="agent-usage", classes="fixed")
         yield Static("", id="agent-totals", classes="fixed")
         yield SectionTitle("Raw reply", "agent-reply", id="reply-box")
@@ -264,7 +308,7 @@ class AgentPanel(Vertical):
         text = Text()
         text.append(f"Feedback{' of ' + label if label else ''} (agent-visible): ", style="bold")
         text.append(feedback or "–")
-        self.query_one("#agent-feedback", Static).update(safe_text(text, max_chars=2000), layout=False)
+        self.query_one("#agent-feedback", ClampedText).set_text(safe_text(text, max_chars=2000))
 
     def show_totals(self, steps: Sequence[Step]) -> None:
         calls = [s for s in steps if s.reply]
@@ -278,11 +322,11 @@ class AgentPanel(Vertical):
     # ----- one step or proposal -------------------------------------------------------------
     def show_view(self, view: Optional[StepView]) -> None:
         self.shown = view
-        action = self.query_one("#agent-action", Static)
+        action = self.query_one("#agent-action", ClampedText)
         usage = self.query_one("#agent-usage", Static)
         reply = self.query_one("#agent-reply", TextView)
         if view is None:
-            action.update(Text(self.empty_hint, style="italic"), layout=False)
+            action.set_text(Text(self.empty_hint, style="italic"))
             usage.update("", layout=False)
             reply.show(Text())
             self.query_one("#reply-box", SectionTitle).title = "Raw reply"
@@ -309,7 +353,7 @@ class AgentPanel(Vertical):
             line.append(" · invalid action", style="bold")
         if view.fault:
             line.append(f" · fault: {view.fault}", style="italic")
-        action.update(safe_text(line, max_chars=2000), layout=False)
+        action.set_text(safe_text(line, max_chars=2000))
         usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
                                 view.tokens_cached)
                      if view.reply else "Call: none (action typed by a person)", layout=False)

@@ -151,6 +151,17 @@ class BoardPanel(LinesView, can_focus=True):
             width = 40
         return width + PANEL_CHROME
 
+    def min_width(self, console: Console) -> int:
+        """Columns the panel needs at the least: the board's narrowest layout whole (chess: the large
+        board alone), its chrome included; 0 when nothing is shown."""
+        if self._game is None:
+            return 0
+        try:
+            width = Measurement.get(console, console.options.update_width(1000), self._renderable).minimum
+        except Exception:  # noqa: BLE001
+            return 0
+        return width + PANEL_CHROME
+
     def show_message(self, message: str, title: str = "Board") -> None:
         self._game = None
         self.set_border(title, "")

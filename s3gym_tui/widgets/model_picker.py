@@ -15,6 +15,9 @@ from textual.widgets import Button, Input, Select
 from s3gym_tui.providers import BUILTIN_MODELS
 from s3gym_tui.textgate import safe, safe_text
 
+PLACEHOLDER = "type a litellm model"  # the tooltip gives examples
+SHORT_PLACEHOLDER = "or type"
+
 
 SHORT_NAME_CHARS = 44
 
@@ -49,8 +52,8 @@ class ModelPicker(Horizontal):
 
     DEFAULT_CSS = """
     ModelPicker { height: auto; }
-    ModelPicker Select { width: 3fr; }
-    ModelPicker Input { width: 2fr; }
+    ModelPicker Select { width: 1fr; }
+    ModelPicker Input { width: 1fr; }
     ModelPicker #model-settings { width: 7; min-width: 7; }
     """
 
@@ -95,8 +98,17 @@ class ModelPicker(Horizontal):
                      allow_blank=True, prompt="built-in or found model", id="model-select")
         # a model named by the config file or $S3GYM_MODEL is shown (and used) as the gate shows it
         yield Input(value="" if self.default in values else safe(self.default, one_line=True, max_chars=500),
-                    placeholder="or any litellm model, e.g. openai/gpt-4.1", id="model-input")
+                    placeholder=PLACEHOLDER, id="model-input",
+                    tooltip="Any litellm model string (it wins over the list), e.g. openai/gpt-4.1, "
+                            "ollama/llama3, hosted_vllm/<model> with an api base (⚙)")
         yield Button("⚙", id="model-settings", tooltip="api base, max tokens, timeout, decoding and model args of this model")
+
+    def fit(self, width: int) -> None:
+        """A placeholder that fits the field at this terminal width (cut, it read "or any")."""
+        field = self.query_one("#model-input", Input)
+        placeholder = PLACEHOLDER if width >= 100 else SHORT_PLACEHOLDER
+        if field.placeholder != placeholder:
+            field.placeholder = placeholder
 
     def add_found(self, found: Sequence) -> None:
         """Add discovered models to the list (the choice is kept)."""

@@ -32,7 +32,7 @@ async def test_a_click_chooses_a_game_and_enter_plays_it(app, demo_db):
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen
         game_list = screen.query_one("#game-list", OptionList)
-        await pilot.click("#game-list", offset=(5, 13))  # on the Snake line
+        await pilot.click("#game-list", offset=(5, 5))  # on the Snake line (one line a game at 120x40)
         await pilot.pause()
         assert isinstance(pilot.app.screen, HomeScreen)  # chosen, not started
         assert screen.game == "snake" and game_list.has_focus

@@ -149,7 +149,7 @@ async def test_the_cursor_row_keeps_its_verdict_as_a_coloured_mark(judged_db):
 async def test_the_mark_keeps_the_verdict_when_the_judged_column_is_dropped(judged_db, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")  # no colour at all: the marks alone say it
     app = app_for(judged_db, "dark")
-    async with app.run_test(size=(80, 24)) as pilot:
+    async with app.run_test(size=(80, 40)) as pilot:  # narrow and tall: the steps beside the agent, 32 wide
         assert app.no_color
         table = await open_replay(pilot)
         header = [text for text, _ in words(table.render_line(0))]

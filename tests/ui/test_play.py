@@ -535,11 +535,12 @@ async def test_play_works_at_80x24(app, demo_db):
         screen = await open_play(pilot, **trust())
         await pilot.press("n", "n")
         await settle(pilot)
-        for selector in ("#board", "#steps", "#agent", "#status-line"):
+        for selector in ("#board", "#steps", "#status-line"):
             region = screen.query_one(selector).region
             assert region.width > 10 and region.height >= 1, selector
             assert region.right <= 80 and region.bottom <= 24, selector
         assert screen.query_one(StepsTable).step_count == 2
+        assert not screen.query_one("#agent").region  # one key away (i): tests/ui/test_sizes.py
         await pilot.press("p", "n")
         await settle(pilot)
         proposal = screen.query_one("#proposal")

@@ -9,6 +9,7 @@ from s3gym_tui.app import S3GymApp
 from s3gym_tui.models import Checkpoint, Episode
 from s3gym_tui.screens.analysis_common import fmt, fmt_score, fmt_signed
 from s3gym_tui.screens.training import TrainingScreen
+from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.store import LossPoint, Store, Training, TrainingCheckpoint
 from s3gym_tui.training.dataset import build_dataset
 from s3gym_tui.training.evaluate import create_eval_run
@@ -39,9 +40,12 @@ def stored_training(store, source_id: str, dataset_id: str):
 
 
 def table_rows(screen, selector) -> dict[str, list[str]]:
+    """Every cell of every row, the columns a narrow terminal leaves out included (FitTable keeps them)."""
     table = screen.query_one(selector, DataTable)
-    return {table.coordinate_to_cell_key((i, 0)).row_key.value: [str(c) for c in table.get_row_at(i)]
-            for i in range(table.row_count)}
+    keys = [table.coordinate_to_cell_key((i, 0)).row_key for i in range(table.row_count)]
+    if isinstance(table, FitTable):
+        return {key.value: [str(c) for c in table.full_row(key)] for key in keys}
+    return {key.value: [str(c) for c in table.get_row_at(i)] for i, key in enumerate(keys)}
 
 
 async def open_training(app, pilot, run_id) -> TrainingScreen:
