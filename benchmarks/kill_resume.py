@@ -239,9 +239,9 @@ def _install_child_hooks(life: Life, log_fd: int) -> None:
     Connection._tx = tx
     original_add_steps = StoreClass.add_steps
 
-    def add_steps(self, steps):
+    def add_steps(self, steps, repairs=None):
         steps = list(steps)
-        n = original_add_steps(self, steps)
+        n = original_add_steps(self, steps, repairs)
         os.write(log_fd, "".join(f"{s.episode_id}\t{s.index}\n" for s in steps).encode())
         return n
 
