@@ -11,7 +11,7 @@ in silence). The verifier reward never selects anything: it only measures the se
 A person's annotations (store/annotations.py) can steer it: `exclude_labels` drops every step that
 carries one of those labels (on the step itself; 'any': any label), and `annotated_corrections`
 makes a step with a corrected action a "corrected" example whose reply is that action (checked valid
-by replaying the game; its score is the reward the game gives it there, as for a demonstration),
+by replaying the game; its score is the self-score the agent stated at that step: no reward is looked at),
 whatever its self-score. A corrected step is used even if its label is excluded. The build says
 how many steps each rule touched (rule: labelled_excluded, human_corrections). Evaluation steps never enter: they are filtered out, asserted absent, and
 refused by the store.
@@ -167,16 +167,18 @@ async def model_reply(model: str, episode: Episode, actions_before: Sequence[str
     return result.reply if env.step(parsed.action).valid else None
 
 
-def annotated_reply(episode: Episode, actions_before: Sequence[str], action: str) -> Optional[str]:
-    """A person's corrected action as an answer line, if the game accepts it in that state (its
-    score: the reward the game gives it there); None otherwise."""
+def annotated_reply(episode: Episode, actions_before: Sequence[str], action: str,
+                    self_score: Optional[float]) -> Optional[str]:
+    """A person's corrected action as an answer line, if the game accepts it in that state (validity
+    is what the agent's feedback shows anyway); None otherwise. Its score is the self-score the agent
+    stated at that step: the self-judged score is the only signal that may shape training data, so
+    the reward the game would give the corrected action is never looked at. None without a self-score."""
+    if self_score is None:
+        return None
     env = games.game_class(episode.game).replay(episode.mode, episode.seed, list(actions_before))
-    if env.done:
+    if env.done or not env.step(action).valid:
         return None
-    result = env.step(action)
-    if not result.valid:
-        return None
-    return f"Answer: {action}, Score: {result.reward:g}"
+    return f"Answer: {action}, Score: {self_score:g}"
 
 
 # ----- building ----------------------------------------------------------------------------------
@@ -236,10 +238,12 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
             fixed = next((a.correction for a in reversed(own) if a.correction), None) if annotated_corrections else None
             if fixed is not None:
                 messages = _prompt_messages(store, step)
-                reply = annotated_reply(episode, [s.action for s in steps if s.index < step.index], fixed)
+                reply = annotated_reply(episode, [s.action for s in steps if s.index < step.index], fixed,
+                                        step.self_score)
                 if messages is None or reply is None:
                     corrections_refused += 1
-                    drop(step, "a person's corrected action the game does not accept there"
+                    drop(step, "a person's corrected action the game does not accept there (or a step "
+                               "without a self-score to pair it with)"
                          if messages is not None else "no prompt (a human action typed without a proposal)")
                     continue
                 if add(episode, step, "corrected", messages + [{"role": "assistant", "content": reply}]):

@@ -40,7 +40,9 @@ async def test_a_persons_corrected_action_becomes_the_target(store):
                          correction="fly away")  # not an action of the game
     build = await build_dataset(store, run.id, threshold=0.0, exclude_labels=("mistake",), annotated_corrections=True)
     rows = {r.step_index: r for r in store.dataset_rows(build.dataset.id)}
-    assert rows[3].kind == "corrected" and rows[3].messages[-1]["content"].startswith("Answer: collaborate, Score: ")
+    # the target's score is the self-score the agent stated at that step (1), never a reward the
+    # game would give the corrected action: only the self-judged score may shape training data
+    assert rows[3].kind == "corrected" and rows[3].messages[-1]["content"] == "Answer: collaborate, Score: 1"
     assert rows[2].kind == "dropped" and "does not accept" in (rows[2].reason or "")
     assert (build.annotations.corrections_used, build.annotations.corrections_refused) == (1, 1)
     assert build.dataset.rule["human_corrections"] == 1
