@@ -98,7 +98,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
     ReportScreen #report-main { height: 1fr; }
     ReportScreen #report-runs { width: 36; height: 1fr; border: round $primary-darken-2; }
     ReportScreen.-hide-runs #report-runs { display: none; }
-    ReportScreen #report-body { width: 1fr; }
+    ReportScreen #report-body { width: 1fr; scrollbar-gutter: stable; }  /* no width change (and replot) when the bar comes */
     ReportScreen #report-status { height: auto; padding: 0 1; background: $boost; }
     ReportScreen #report-plot { height: 16; border: round $primary-darken-2; }
     ReportScreen #report-curves { width: 1fr; height: 1fr; }
