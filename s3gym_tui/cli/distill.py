@@ -125,4 +125,9 @@ def matrix(study_id: Optional[str] = typer.Argument(None, help="A study (default
             raise UserError("no study yet: `s3gym distill EXPERT EXPERT ...` makes one")
         study_id = studies[0].id
     print_matrix(console, study_matrix(store, study_id))
-    console.print(f"[dim]study {safe_markup(study_id)}: {store.get_study(study_id).status}[/]")
+    from s3gym_tui.store.leases import shown_study_status
+
+    leases = store.training_leases()
+    status = shown_study_status(store.get_study(study_id).status,
+                                [leases.get(t.id) for t in store.trainings(study_id=study_id)])
+    console.print(f"[dim]study {safe_markup(study_id)}: {safe_markup(status)}[/]")

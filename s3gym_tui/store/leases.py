@@ -132,3 +132,12 @@ def shown_training_status(status: str, lease: Optional[Lease]) -> str:
     if alive and status in ACTIVE_TRAINING:
         return f"{status} · PID {lease.pid}" if lease.host == HOST else f"{status} · {lease.host}"
     return status
+
+
+def shown_study_status(status: str, leases: "list[Optional[Lease]]") -> str:
+    """A study's status as a person should read it: a study holds its trainings' leases to its end,
+    so one that says it trains or evaluates while none of its trainings' leases is alive was killed
+    or crashed: 'interrupted', as for a training (shown_training_status)."""
+    if status in ACTIVE_TRAINING and not any(lease is not None and lease.alive() for lease in leases):
+        return "interrupted"
+    return status

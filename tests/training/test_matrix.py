@@ -123,3 +123,20 @@ def test_s3gym_matrix_and_the_screens_view(tmp_path, capsys):
     assert "study st" in out and "14.000 (+4.000)" in out and "training losses" in out
     assert main(["matrix", "nope", "--db", str(db)]) == 2
     assert "no study 'nope'" in capsys.readouterr().err
+
+
+def test_a_killed_study_reads_interrupted_and_a_driven_one_its_status(tmp_path, capsys):
+    """A study holds its trainings' leases to its end: one that says `training` while none of them is
+    alive was killed (interrupted); while this process holds one, it is what it says."""
+    from s3gym_tui.store import Store
+
+    db = tmp_path / "m.db"
+    with Store(db) as store:
+        build(store)
+        store.set_study_status("st", "training")
+    assert main(["matrix", "st", "--db", str(db)]) == 0
+    assert capsys.readouterr().out.rstrip().splitlines()[-1] == "study st: interrupted"
+    with Store(db) as store:
+        store.acquire_training_lease("p2", "s3gym distill")
+        assert main(["matrix", "st", "--db", str(db)]) == 0
+        assert capsys.readouterr().out.rstrip().splitlines()[-1] == "study st: training"
