@@ -147,7 +147,9 @@ class CurvePlot(PlotextPlot):
         if groups:
             ticks = integer_ticks(all_x)
             plt.xticks(ticks, [str(t) for t in ticks])
-            yt = y_ticks(all_y)
+            # about one tick per two rows (title, x ticks and x label take three): ticks that
+            # share a row leave it to plotext which label is drawn there
+            yt = y_ticks(all_y, count=max(2, min(5, (self.size.height - 2) // 2)))
             plt.yticks(yt, [fmt_metric(y) for y in yt])
             if len(set(all_x)) == 1:  # one x: give the axis some width so the point is visible
                 plt.xlim(all_x[0] - 1, all_x[0] + 1)

@@ -22,3 +22,17 @@ async def settle(pilot, rounds: int = 200) -> None:
             if _quiet(pilot.app):
                 return
     raise AssertionError("the app did not settle (a worker still runs or the screen is busy)")
+
+
+async def until(pilot, predicate, timeout: float = 60.0, what: str = "condition", step: float = 0.05):
+    """Pause the app until `predicate()` is truthy (returned), or fail after `timeout` seconds naming
+    `what`: for what happens in another process (a run's own process, a fake server)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await pilot.pause(step)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -21,16 +21,7 @@ from s3gym_tui.widgets.status_bar import StatusBar
 from s3gym_tui.widgets.table import DataTable
 
 from tests.fake_openai import FakeOpenAI
-
-
-async def until(pilot, predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+from tests.ui.settle import until
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from s3gym_tui.screens.summaries import SummariesScreen
 from s3gym_tui.store import Store
 
 from tests.fake_openai import FakeOpenAI
+from tests.ui.settle import until as _until
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "S3GYM_CONFIG": "/nonexistent/s3gym.toml",
@@ -45,13 +45,7 @@ def headless(db: Path, server: FakeOpenAI, *extra: str) -> subprocess.Popen:
 
 
 async def until(pilot, predicate, timeout: float = 60.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await pilot.pause(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return await _until(pilot, predicate, timeout, what, step=0.1)
 
 
 def run_ids(screen: HomeScreen) -> list[str]:

@@ -23,6 +23,7 @@ from s3gym_tui.store import Store
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import CurvePlot
 from s3gym_tui.widgets.table import DataTable
+from tests.ui.settle import until as _until
 
 LONG = dict(model="scripted/snake", game="snake", pathway="none", explore_episodes=2000, eval_every=1000,
             eval_episodes=0)  # runs for minutes: only a stop ends it
@@ -57,13 +58,7 @@ def assert_complete(store: Store, run) -> None:
 
 
 async def until(pilot, predicate, timeout: float = 90.0, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        await pilot.pause(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    return await _until(pilot, predicate, timeout, what)
 
 
 def alive(pid: int) -> bool:

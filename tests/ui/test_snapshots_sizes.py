@@ -113,12 +113,13 @@ SCREENS = {
 
 async def _open(pilot, opener, *args) -> None:
     opener(*args)
+    await settle(pilot)
 
 
 # Report at 80x24 is left out: its checkpoint plot (textual-plotext, 11 rows) drew the y tick 18.88 in
 # some runs and 18.75 in others (not understood yet); its layout at 80 columns is checked by
 # tests/ui/test_sizes.py::test_report_at_80_columns_keeps_the_curve_metrics_and_names_what_it_leaves_out.
-CASES = [(screen, size) for screen in SCREENS for size in SIZES if (screen, size) != ("report", (80, 24))]
+CASES = [(screen, size) for screen in SCREENS for size in SIZES]
 
 
 @pytest.mark.parametrize("screen,size", CASES, ids=[f"{s}-{w}x{h}" for s, (w, h) in CASES])
