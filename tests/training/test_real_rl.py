@@ -29,7 +29,8 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     grpo = GrpoConfig(reward="self", updates=2, num_generations=2, states_per_update=1, save_every=1,
                       max_completion_length=16, rollout_step_cap=2)
-    outcome = await train_from_run(store, source.id, TrainOptions(method="grpo", grpo=grpo, eval_episodes=1, step_cap=2))
+    outcome = await train_from_run(store, source.id, TrainOptions(method="grpo", grpo=grpo, eval_episodes=1, step_cap=2,
+                                                                  repair=True))
     training, run = outcome.training, outcome.run
 
     # two real GRPO updates with the self-judged reward, each saved as a checkpoint
@@ -41,14 +42,24 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
     rollouts = store.training_sources(training.id, "rollout")
     assert all(s.seed in (0, 1) and s.mode == "explore" for s in rollouts)
 
-    # served and evaluated in strict mode on the source's evaluation seeds, every reply parsed
+    # served and evaluated in strict mode on the source's evaluation seeds, every reply scored as the
+    # checkpoint wrote it (no repair in this run), ...
     assert run.status == "finished" and [c.x for c in store.checkpoints(run.id)] == [0, 1, 2]
     source_seeds = {e.seed for e in store.episodes(source.id, phase="eval")}
     for episode in store.episodes(run.id):
         assert episode.seed in source_seeds and episode.model == f"trained/{run.id}/{episode.checkpoint}"
+        assert store.steps(episode.id) and store.step_repairs(episode.id) == {}
+    assert all(repaired == 0 for repaired, _ in store.repair_counts(run.id).values())
+    # ... and, asked with repair, a twin run whose replies all parse, each repair stored with its step
+    twin = store.get_run(f"{training.id}-repair")
+    assert twin.status == "finished" and [c.x for c in store.checkpoints(twin.id)] == [0, 1, 2]
+    for episode in store.episodes(twin.id):
+        repairs = store.step_repairs(episode.id)
         for step in store.steps(episode.id):
             reply = parse_reply(step.reply)
             assert reply.action in ("collaborate", "cheat") and reply.self_score is not None, step.reply
+            if step.index in repairs:
+                assert repairs[step.index][1] == step.reply and repairs[step.index][0] != step.reply
     assert audit(store).ok
 
     # one on-policy reverse-KL update of a fresh student towards the expert, on the expert's own prompts
