@@ -302,8 +302,8 @@ def test_a_fork_that_cannot_be_stored_leaves_nothing_behind(db, monkeypatch):
     before = dump(db)
     original = Store.add_steps
 
-    def failing(self, steps):
-        original(self, steps)
+    def failing(self, steps, repairs=None):
+        original(self, steps, repairs)
         raise StoreError("disk full: cannot add steps")
 
     monkeypatch.setattr(Store, "add_steps", failing)
@@ -323,7 +323,7 @@ def test_a_step_that_cannot_be_stored_is_not_taken(db, monkeypatch):
     session = new_play_session(store, "trust", "explore", 55, call_settings(run.config, 0))
     session.commit(None, action="collaborate", actor="human")
     original = Store.add_steps
-    monkeypatch.setattr(Store, "add_steps", lambda self, steps: (_ for _ in ()).throw(StoreError("disk full")))
+    monkeypatch.setattr(Store, "add_steps", lambda self, steps, repairs=None: (_ for _ in ()).throw(StoreError("disk full")))
     with pytest.raises(StoreError):
         session.commit(None, action="cheat", actor="human")
     monkeypatch.setattr(Store, "add_steps", original)

@@ -13,6 +13,7 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, schema
 
 from tests.store.conftest import make_episode, make_step
+from tests.store.old_schema import NEWER_STEP_COLUMNS
 
 
 # the index of this migration in MIGRATIONS (the file before it is at that version)
@@ -48,7 +49,8 @@ def _old_file(path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     episodes.append({**episodes[0], "id": "fork-1", "run_id": None, "fork_of": episodes[0]["id"],
                      "fork_step": 1})
     db["episodes"].insert_all(episodes)
-    steps = [make_step(e["id"], k).model_dump() for e in episodes for k in range(2)]
+    steps = [{name: value for name, value in make_step(e["id"], k).model_dump().items()  # that version's step columns
+              if NEWER_STEP_COLUMNS.get(name, 0) <= KEYS} for e in episodes for k in range(2)]
     db["steps"].insert_all(steps)
     summaries = [
         {"id": "sum-1", "run_id": run["id"], "game": "trust", "version": 1, "retain": "r", "avoid": "a",
