@@ -53,20 +53,26 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     response = await litellm.acompletion(model=f"trained/{run.id}/1", messages=example["prompt"], max_tokens=64,
                                          temperature=0, extra_body={"s3gym": make_context(
                                              "act", "trust", "explore", 0, [], grammar='"collaborate" | "cheat"')})
+    # the reply as the checkpoint wrote it (repair is off by default): six examples and two epochs
+    # teach the answer line's action; its score may be left out, and is then missing, never made up
     parsed = parse_reply(response.choices[0].message.content)
-    assert parsed.action in ("collaborate", "cheat") and parsed.self_score is not None
+    assert parsed.action in ("collaborate", "cheat")
 
     # evaluated in strict mode through the ordinary engine on the source's evaluation seeds
     assert run.config.checkpoints() == [0, 1, 2] and run.status == "finished"
     assert [c.x for c in store.checkpoints(run.id)] == [0, 1, 2]
     source_seeds = {e.seed for e in store.episodes(source.id, phase="eval")}
+    unparsed = 0
     for episode in store.episodes(run.id):
         assert episode.seed in source_seeds and episode.model == f"trained/{run.id}/{episode.checkpoint}"
         steps = store.steps(episode.id)
-        assert len(steps) == 3
+        assert steps and store.step_repairs(episode.id) == {}  # scored as written: nothing repaired
         for step in steps:
             reply = parse_reply(step.reply)
-            assert reply.action in ("collaborate", "cheat") and reply.self_score is not None, step.reply
-            assert step.valid
+            assert step.self_score == reply.self_score  # a reply without a score has none (never 0)
+            unparsed += reply.action is None
+    # what did not parse is counted from the store, per checkpoint, not hidden by a repair
+    assert all(row.unparsed is not None and row.unparsed <= row.replies for row in report.rows)
+    assert sum(row.unparsed for row in report.rows) == unparsed
     assert len(report.rows) == 3 and report.curve.avg is not None
     assert audit(store).ok
