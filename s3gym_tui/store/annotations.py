@@ -25,6 +25,15 @@ _COLS = ("id", "kind", "episode_id", "step_index", "summary_id", "label", "note"
          "created_at")
 
 
+def annotation_target(kind: str, episode_id, step_index, summary_id) -> str:
+    """What an annotation is on, as `s3gym annotate` takes it: EPISODE#STEP, EPISODE or summary:ID."""
+    if kind == "step":
+        return f"{episode_id}#{step_index}"
+    if kind == "episode":
+        return str(episode_id)
+    return f"summary:{summary_id}"
+
+
 class Annotation(Frozen):
     """One label (and note) on a step, an episode or a summary version."""
 
@@ -42,11 +51,7 @@ class Annotation(Frozen):
     @property
     def target(self) -> str:
         """What it is on, as typed on the command line: EPISODE#STEP, EPISODE or summary:ID."""
-        if self.kind == "step":
-            return f"{self.episode_id}#{self.step_index}"
-        if self.kind == "episode":
-            return str(self.episode_id)
-        return f"summary:{self.summary_id}"
+        return annotation_target(self.kind, self.episode_id, self.step_index, self.summary_id)
 
 
 def label_problem(label: str, allowed: Optional[Sequence[str]] = None) -> Optional[str]:

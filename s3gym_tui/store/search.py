@@ -206,11 +206,9 @@ class SearchHit(Frozen):
     @property
     def target(self) -> str:
         """As `s3gym annotate` takes it: EPISODE#INDEX, EPISODE or summary:ID."""
-        if self.kind == "step":
-            return f"{self.episode_id}#{self.step_index}"
-        if self.kind == "episode":
-            return str(self.episode_id)
-        return f"summary:{self.summary_id}"
+        from s3gym_tui.store.annotations import annotation_target
+
+        return annotation_target(self.kind, self.episode_id, self.step_index, self.summary_id)
 
     @property
     def group(self) -> str:
