@@ -173,7 +173,7 @@ class ForkDialog(DialogScreen):
         error = self.query_one("#fork-error", Static)
         problem = "Choose a model (or type a litellm model string)." if not model else None
         if model and self.game:
-            from s3gym_tui.providers import model_game_problem
+            from s3gym_tui.engine.preflight import model_game_problem
 
             problem = model_game_problem(model, self.game)
         if problem:  # said in the dialog (a notification would cover it)
