@@ -128,7 +128,7 @@ def epoch_complete(state) -> bool:
 
 
 class StopCallback(TrainerCallback):
-    """Reads the stop flag (training/stop.py) after every micro-batch and every optimizer step: on a
+    """Reads the stop flag (training/stop.py) after every micro-batch and optimizer step (and its log): on a
     requested stop the trainer ends the step in progress (a partly accumulated step is dropped: the
     resumed training does it again from its start), saves its state (adapter, optimizer, scheduler,
     RNG: what `s3gym resume` continues from) and stops. Public TrainerCallback hooks only."""
@@ -145,6 +145,9 @@ class StopCallback(TrainerCallback):
         self._stop(args, state, control)
 
     def on_step_end(self, args, state, control, **kwargs):
+        self._stop(args, state, control)
+
+    def on_log(self, args, state, control, **kwargs):  # asked for while the update was being logged
         self._stop(args, state, control)
 
     def on_epoch_end(self, args, state, control, **kwargs):
