@@ -5,8 +5,9 @@ Everything is recorded in the trainings tables; an interrupted training is resum
 `resume_training` (the trainer continues from its last checkpoint, the evaluation from its last
 finished episode).
 
-Training runs in the calling thread (not a worker thread), so Ctrl-C stops it at once; the training
-is then marked 'interrupted' and says how to continue.
+Training runs in the calling thread (not a worker thread). Ctrl-C or SIGTERM (training/stop.py) ends
+the optimizer step in progress, the trainer saves its state, and nothing further starts; the
+training is then marked 'interrupted' and says how to continue.
 """
 
 from __future__ import annotations
@@ -133,10 +134,15 @@ def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -
 
 
 def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
-    """Record why a training stopped: interrupted (resumable) or failed (with the one-line error)."""
+    """Record why a training stopped: interrupted (resumable: Ctrl-C, SIGTERM, a requested stop) or
+    failed (with the one-line error). A study's training is resumed through its study."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "CancelledError":
+        from s3gym_tui.training import stop
+
+        reason = getattr(exc, "reason", None) or stop.requested() or "interrupted"
+        study = store.get_training(training_id).study_id
         store.update_training(training_id, status="interrupted",
-                              error=f"interrupted during {phase}: {resume_hint(training_id)}")
+                              error=f"{reason} during {phase}: {resume_hint(study or training_id)}")
     else:
         store.update_training(training_id, status="failed", error=f"{phase}: {one_line(exc)}"[:500])
 
