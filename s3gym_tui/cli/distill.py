@@ -8,12 +8,14 @@ from typing import List, Optional
 
 import typer
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import DbOption, ProgressOption, UserError, check_number, _store, cli, console
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
+@data_parallel
 def distill(
     experts: List[str] = typer.Argument(..., help="Expert trainings, one per game: ID (its last checkpoint) or ID:X."),
     rollout_episodes: int = typer.Option(3, "--rollout-episodes", min=1,

@@ -9,6 +9,7 @@ from typing import List, Optional
 
 import typer
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
                                   console, decoding_choice, emit_json, err, flags_named, model_args_given,
                                   model_name)
@@ -93,6 +94,7 @@ def run(
 
 
 @cli.command()
+@data_parallel
 def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
            api_base: Optional[str] = typer.Option(
                None, "--api-base", help="The run's api base again, with the credentials that were "

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, check_number, _store, cli, console,
                                   flags_named, model_name)
 from s3gym_tui.progress import ProgressMode
@@ -18,6 +19,7 @@ OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (defau
 
 
 @cli.command()
+@data_parallel
 def train(
     run_id: str = typer.Argument(..., help="The run whose exploration becomes the training signal."),
     method: str = typer.Option("sft", "--method", help="sft (self-judged dataset) | grpo (RL on the run's "

@@ -245,7 +245,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         learning_rate=config.learning_rate, logging_steps=1, save_strategy="epoch", save_total_limit=1,
         report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
         activation_checkpointing=config.gradient_checkpointing, max_length=config.max_length, seed=config.seed,
-        disable_tqdm=True, dataloader_num_workers=0)
+        # data parallel (ranks.py): every LoRA weight takes part in the forward pass
+        disable_tqdm=True, dataloader_num_workers=0, ddp_find_unused_parameters=False)
     reporter = Reporter(result, progress, "sft", first_x=len(result.adapters) + 1)
     with quiet():
         trainer = quiet_trainer(SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(list(examples)),

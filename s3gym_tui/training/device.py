@@ -39,12 +39,15 @@ def pick_device(use_cpu: Optional[bool] = None) -> Device:
 
 
 def cpu_threads() -> int:
-    """Threads for CPU training: the cores this process may use (at most 8)."""
+    """Threads for CPU training: the cores this process may use (at most 8), shared with the other
+    processes a launcher (torchrun, accelerate launch) started on this machine (LOCAL_WORLD_SIZE)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    local = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    share = int(local) if local.isdigit() and int(local) > 0 else 1
+    return max(1, min(cores // share, 8))
 
 
 # What a training's "peak_rss_mb" figure is (stored next to it as "peak_rss_scope")

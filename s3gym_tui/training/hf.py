@@ -92,6 +92,9 @@ class Reporter(TrainerCallback):
 
     def _save(self, state, model) -> None:
         target = self.result.out_dir / f"checkpoint-{self.next_x}"
+        if not state.is_world_process_zero:  # data parallel (ranks.py): the weights are equal, rank 0 writes
+            self.next_x += 1
+            return
         model.save_pretrained(target)
         self.result.adapters[self.next_x] = target
         self.result.steps_at[self.next_x] = state.global_step

@@ -27,6 +27,7 @@ from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, ex
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
 from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
+from s3gym_tui.training.ranks import together
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
 
@@ -194,8 +195,8 @@ def _train_sft_local(store, training: Training, options_train: TrainConfig, hook
 
     examples = training_examples(store, training.dataset_id)
     try:
-        result = train_lora(examples, Path(training.base), Path(training.directory) / "adapters", options_train,
-                            recording(store, training.id, hooks.train_event), resume=resume)
+        result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
+                          options_train, progress=recording(store, training.id, hooks.train_event), resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "training", exc)
         raise
@@ -276,10 +277,10 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
         hooks.rollout(game, seed, steps)
 
     try:
-        result = train_grpo(source.config.game, settings["seeds"], Path(training.base),
-                            Path(training.directory) / "adapters", grpo, lora,
-                            recording(store, training.id, hooks.train_event), on_rollout,
-                            resume=resume)
+        result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
+                          Path(training.directory) / "adapters", grpo, lora,
+                          progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
+                          resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "GRPO training", exc)
         raise
