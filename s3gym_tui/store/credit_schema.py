@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 
 def credit_tables(conn) -> None:
     """The migration's DDL (schema.py appends it as one migration)."""
@@ -30,3 +32,24 @@ def credit_tables(conn) -> None:
     conn.execute("CREATE TABLE action_credits (credit_id TEXT NOT NULL REFERENCES episode_credits(id), "
                  "step_index INTEGER NOT NULL, weight REAL, shift REAL, item_ids TEXT NOT NULL DEFAULT '[]', "
                  "PRIMARY KEY (credit_id, step_index))")
+
+
+_IN = "(SELECT value FROM json_each(?))"
+
+
+def remove_credit_of(conn, episodes_json: str) -> None:
+    """Inside a removal's transaction: the credit of the doomed episodes (a JSON list of ids), and every PI
+    extraction that read or cited one of them (its prompt holds their text) with its items, evidence
+    and the credit computed from it."""
+    doomed_ext = (f"SELECT id FROM pi_extractions x WHERE EXISTS (SELECT 1 FROM json_each(x.episode_ids) j "
+                  f"WHERE j.value IN {_IN}) OR id IN (SELECT i.extraction_id FROM pi_items i JOIN pi_evidence v "
+                  f"ON v.item_id = i.id WHERE v.episode_id IN {_IN})")
+    ext = [r[0] for r in conn.execute(doomed_ext, (episodes_json, episodes_json))]
+    ext_json = json.dumps(ext)
+    credits = (f"SELECT id FROM episode_credits WHERE episode_id IN {_IN} OR extraction_id IN {_IN}")
+    conn.execute(f"DELETE FROM action_credits WHERE credit_id IN ({credits})", (episodes_json, ext_json))
+    conn.execute(f"DELETE FROM episode_credits WHERE id IN ({credits})", (episodes_json, ext_json))
+    conn.execute(f"DELETE FROM pi_evidence WHERE item_id IN (SELECT id FROM pi_items WHERE extraction_id IN {_IN})",
+                 (ext_json,))
+    conn.execute(f"DELETE FROM pi_items WHERE extraction_id IN {_IN}", (ext_json,))
+    conn.execute(f"DELETE FROM pi_extractions WHERE id IN {_IN}", (ext_json,))

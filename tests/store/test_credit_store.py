@@ -47,3 +47,13 @@ def test_training_pi_never_reads_evaluation_episodes(store: Store, explored, eva
     with pytest.raises(StoreError):
         _extraction(store, explored, cite="no-such-episode")
     assert _extraction(store, explored, purpose="training")
+
+
+def test_removing_a_run_removes_its_credit_and_the_pi_that_read_it(store: Store, run, explored):
+    ext = _extraction(store, explored)
+    store.add_episode_credit(explored[0].id, extraction_id=ext, advantage=1.0, reward=1.0,
+                             group_ids=[e.id for e in explored], analyzer="a", scorer="s", credit="action",
+                             kappa=0.05, tau=1.0, eps_w=0.5, actions=[(0, 1.0, None, [])])
+    store.remove_runs([run.id])
+    for table in ("pi_extractions", "pi_items", "pi_evidence", "episode_credits", "action_credits"):
+        assert store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
