@@ -198,6 +198,15 @@ def _v11_cached_input_tokens(db: Database) -> None:
     db.execute("ALTER TABLE steps ADD COLUMN tokens_cache_write INTEGER")
 
 
+def _v12_credit_per_action(db: Database) -> None:
+    """Version 12 (credit per action, TASPO): PI extractions (the analyzer's prompt and raw reply, the
+    sibling group read, who was judged successful and how), PI items with evidence (episode, step),
+    and computed episode credit with its per-action weights (store/credit.py). New tables only."""
+    from s3gym_tui.store.credit_schema import credit_tables
+
+    credit_tables(db.conn)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -207,7 +216,8 @@ def _v11_cached_input_tokens(db: Database) -> None:
 # views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
                                 _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
-                                _v10_search_queue, _v11_cached_input_tokens]
+                                _v10_search_queue, _v11_cached_input_tokens,
+                                _v12_credit_per_action]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
