@@ -45,11 +45,11 @@ class CreditScreen(AnalysisScreen):
 
     AUTO_FOCUS = ".credit-table"
     DEFAULT_CSS = """
-    CreditScreen #credit-sides { height: 1fr; min-height: 6; }
+    CreditScreen #credit-sides { height: 2fr; min-height: 8; }
     CreditScreen.-narrow #credit-sides { layout: vertical; }
-    CreditScreen #credit-detail { height: 9; border: round $primary-darken-2; }
-    CreditScreen.-short #credit-detail { height: 7; }
-    CreditScreen.-huge #credit-detail { height: 12; }
+    CreditScreen #credit-detail { height: 1fr; min-height: 6; border: round $primary-darken-2; }
+    CreditScreen.-short #credit-detail { height: 6; }
+    CreditScreen.-short.-narrow.-two CreditPanel .credit-more { display: none; }
     """
     BINDINGS = [
         Binding("c", "compute", "Compute credit", id="credit_compute"),
@@ -59,7 +59,7 @@ class CreditScreen(AnalysisScreen):
     ]
 
     def __init__(self, episode_ids: Sequence[str], at_step: Optional[int] = None) -> None:
-        super().__init__()
+        super().__init__(classes="-two" if len(episode_ids) > 1 else None)
         self.episode_ids = list(episode_ids)[:2]
         self.at_step = at_step  # the step in view where the view was opened (its row is highlighted)
         self.episodes: dict[str, Any] = {}
@@ -89,9 +89,8 @@ class CreditScreen(AnalysisScreen):
         self.sub_title = "credit"
         for episode_id in self.episode_ids:
             self._load(episode_id)
-        first = self.panels[0]
-        if first.credit is not None:
-            self._move_to_step(first, self.at_step)
+        for panel in self.panels:
+            self._move_to_step(panel, self.at_step)
         self._show_detail()
 
     def _panel_of(self, episode_id: str) -> Optional[CreditPanel]:
@@ -131,7 +130,7 @@ class CreditScreen(AnalysisScreen):
         text.append("c computes it: ", style="bold")
         text.append(f"the siblings of {episode.game} {episode.mode} seed {episode.seed}, PI written by the "
                     f"analyzer from the successful ones, token shifts measured by the scorer, weights from "
-                    f"them (stored, like `s3gym credit {episode.id}`). Escape or x cancels.")
+                    f"them (stored, like `s3gym credit {episode.id}`). While it runs, Escape or x cancels it.")
         return text
 
     # ----- the highlighted step and its PI items --------------------------------------------
@@ -152,14 +151,24 @@ class CreditScreen(AnalysisScreen):
 
     @on(DataTable.RowHighlighted, ".credit-table")
     def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        for n, panel in enumerate(self.panels):
-            if panel.table is event.data_table:
-                self.side_in_view = n
+        """The side in view shows its step's PI; from Compare, the other side follows to the same step."""
+        panels = self.panels
+        source = next((p for p in panels if p.table is event.data_table), None)
+        if source is None or not event.data_table.has_focus:
+            if source is panels[min(self.side_in_view, len(panels) - 1)]:
+                self._show_detail()
+            return
+        self.side_in_view = panels.index(source)
+        action = source.action_at_row(event.cursor_row)
+        for other in panels:
+            if other is not source and action is not None:
+                self._move_to_step(other, action.step)
         self._show_detail()
 
-    def on_descendant_focus(self, event) -> None:
+    def on_descendant_focus(self, _event) -> None:
         before = self.side_in_view
-        if self._panel_in_view() is not self.panels[before] or before != self.side_in_view:
+        self._panel_in_view()
+        if before != self.side_in_view:
             self._show_detail()
 
     def _show_detail(self) -> None:

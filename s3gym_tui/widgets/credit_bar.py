@@ -14,7 +14,8 @@ UNIFORM_MARK = "│"  # the uniform-credit line, at w = 1
 MORE, LESS = "█", "█"
 EMPTY = "·"
 UNDEFINED = "—"
-MORE_STYLE, LESS_STYLE, LINE_STYLE, EMPTY_STYLE = "green", "red", "bold", "dim"
+# neither colour says good or bad: with A < 0 more weight is more blame
+MORE_STYLE, LESS_STYLE, LINE_STYLE, EMPTY_STYLE = "cyan", "magenta", "bold", "dim"
 
 
 def bar_cells(weight: Optional[float], eps_w: Optional[float], width: int) -> Optional[int]:
@@ -27,7 +28,7 @@ def bar_cells(weight: Optional[float], eps_w: Optional[float], width: int) -> Op
     off = weight - 1.0
     if eps_w <= 0 or off == 0:
         return 0
-    cells = min(half, max(1, round(abs(off) / eps_w * half)))
+    cells = min(half, max(1, math.floor(abs(off) / eps_w * half + 0.5)))  # half up, not to even
     return cells if off > 0 else -cells
 
 
