@@ -283,6 +283,7 @@ class Controller:
             self.store.create_run(RunConfig(model=player_model(self.settings.player, game), game=game, pathway="summary",
                                             explore_episodes=0, eval_episodes=0),
                                   run_id=run_id, note=f"aspire {self.id} memory")
+            self.store.link_aspire_run(self.id, run_id, "memory")
         return run_id
 
     async def _train(self, method: str, args: dict, parent: Candidate, cid: str, idx: int) -> ToolResult:
