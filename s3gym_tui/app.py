@@ -118,6 +118,12 @@ class S3GymApp(App):
             self.store_generation += 1
             self.screen.post_message(StoreChanged(self.store_generation))
 
+    def on_model_picker_settings_requested(self, message) -> None:
+        """A model picker's `⚙`, on any screen: the model's settings dialog."""
+        from s3gym_tui.screens.dialogs import open_model_settings
+
+        open_model_settings(self, message.model, message.suggested_api_base)
+
     def on_unmount(self) -> None:
         if self._watcher is not None:
             self._watcher.close()

@@ -241,7 +241,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     def model_problem(self) -> Optional[str]:
         """Why the chosen model cannot play the chosen game (None when it can). Quick checks only
         (built-in models); the full preflight runs when a session or a run starts."""
-        from s3gym_tui.providers import model_game_problem
+        from s3gym_tui.engine.preflight import model_game_problem
 
         model, game = self.query_one(ModelPicker).model, self.game
         return model_game_problem(model, game) if model and game else None
