@@ -112,6 +112,14 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
     from s3gym_tui.secrets import strip_url_credentials
 
     store = _store(db, write=True)
+    aspire_run = store.find_aspire_run(run_id)
+    if aspire_run is not None:  # an ASPIRE run (s3gym aspire): its controller continues it
+        from s3gym_tui.cli.aspire import make_operator, run_controller
+
+        if aspire_run.status == "finished":
+            raise UserError(f"ASPIRE run {run_id} is finished")
+        run_controller(store, aspire_run.id, make_operator(aspire_run.model, api_base))
+        return
     if store.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
 

@@ -23,7 +23,7 @@ CANDIDATE_STATUSES = ("active", "rolled_back", "final")
 OUTCOMES = ("ok", "error", "over_budget", "refused")
 CATEGORIES = ("interpretation", "practice", "update", "validation", "submit", "other")
 SCORE_PURPOSES = ("base", "request", "final", "retained", "candidate")
-LINK_ROLES = ("practice", "validation", "hidden", "training")
+LINK_ROLES = ("practice", "validation", "hidden", "training", "memory")
 
 
 def _loads(text: Any, default: Any) -> Any:
@@ -342,6 +342,11 @@ class AspireStore(Connection):
         with self._reading("read an ASPIRE run's runs") as conn:
             rows = self._dicts(conn.execute(sql + " ORDER BY rowid", params))
         return [RunLink(**r) for r in rows]
+
+    def aspire_made_runs(self) -> set[str]:
+        """Ids of every ordinary run (and training) an ASPIRE run made."""
+        with self._reading("read the runs ASPIRE made") as conn:
+            return {row[0] for row in conn.execute("SELECT run_id FROM aspire_run_links")}
 
 
 __all__ = ["AspireRun", "AspireStore", "Candidate", "Claim", "Decision", "HiddenScore", "RunLink",
