@@ -212,6 +212,12 @@ class S3GymApp(App):
 
         self.push_screen(SweepScreen(sweep_id))
 
+    def open_aspire(self, aspire_id: Optional[str] = None) -> None:
+        """ASPIRE runs (self-directed improvement from a vague goal): the newest unless named, live."""
+        from s3gym_tui.screens.aspire import AspireScreen
+
+        self.push_screen(AspireScreen(aspire_id))
+
     def open_training(self, run_id: str) -> None:
         """A run's SFT datasets and the checkpoint curves of the trainings made from it."""
         from s3gym_tui.screens.training import TrainingScreen
