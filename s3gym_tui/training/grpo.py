@@ -76,7 +76,8 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
                on_episode: Callable[["Rollout"], None] = lambda rollout: None,
                trainer_class: Any = None) -> TrainResult:
     """Train a LoRA expert for `game` with GRPO; returns the adapters (one per checkpoint) and figures.
-    `trainer_class`: a subclass of grpo_trainer.S3GymGRPOTrainer (its `token_advantages`)."""
+    `trainer_class`: a subclass of grpo_trainer.S3GymGRPOTrainer (its `token_advantages`), or its
+    "module:Class" name (what reaches the other ranks of a data-parallel training)."""
     import os
 
     from datasets import IterableDataset
@@ -153,7 +154,12 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     reporter = Reporter(result, progress, "grpo", save_every=config.save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=config.updates, phase="grpo"))
     cls = trainer_class or S3GymGRPOTrainer
-    if not issubclass(cls, S3GymGRPOTrainer):
+    if isinstance(cls, str):  # "module:Class": sent as is to the other ranks (ranks.together leaves classes out)
+        import importlib
+
+        module, _, name = cls.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+    if not (isinstance(cls, type) and issubclass(cls, S3GymGRPOTrainer)):
         raise TypeError("trainer_class must subclass grpo_trainer.S3GymGRPOTrainer")
     try:
         with quiet():

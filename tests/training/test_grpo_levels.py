@@ -139,6 +139,26 @@ def test_the_advantage_hook_gets_per_token_shapes_and_what_it_returns_is_what_th
     assert silenced.losses[0].metrics["grad_norm"] == 0  # the loss used the hook's advantages
     with pytest.raises(TypeError, match="S3GymGRPOTrainer"):
         _train(tiny_base, tmp_path / "c", level, object)
+    with pytest.raises(TypeError, match="S3GymGRPOTrainer"):
+        _train(tiny_base, tmp_path / "d", level, "s3gym_tui.training.rewards:FrozenJudge")
+
+
+def test_a_trainer_class_named_by_text_is_the_one_used(tiny_base, tmp_path):
+    result, _ = _train(tiny_base, tmp_path / "n", "step", "test_grpo_levels:Muted")
+    assert result.losses[0].metrics["grad_norm"] == 0  # Muted's advantages, found by its name
+
+
+def _muted():
+    from s3gym_tui.training.grpo_trainer import S3GymGRPOTrainer
+
+    class Muted(S3GymGRPOTrainer):
+        def token_advantages(self, advantages, loss_mask, rollouts):
+            return super().token_advantages(advantages, loss_mask, rollouts) * 0.0
+
+    return Muted
+
+
+Muted = _muted()
 
 
 def test_step_level_records_the_parsed_shares_and_the_format_term(tiny_base, tmp_path):
