@@ -306,5 +306,10 @@ def training_json(store, training, shown_status: str) -> dict:
                     "mean": row.repair.mean, "scores": list(row.repair.scores), "delta": row.repair.delta,
                     "repaired_replies": row.repair.repaired, "steps": row.repair.steps},
                 "legacy_repaired_count": row.legacy_repaired} for row in report.rows]})
-    return {**training.model_dump(mode="json"), "shown_status": shown_status,
+    from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
+
+    scope = rss_scope(training.metrics)
+    peak = None if scope is None else {"mb": training.metrics["peak_rss_mb"], "scope": scope,
+                                       "label": SCOPE_LABELS[scope]}
+    return {**training.model_dump(mode="json"), "shown_status": shown_status, "peak_rss": peak,
             "signal": [s.as_dict() for s in signal_summaries(store.losses(training.id))], "evaluations": reports}
