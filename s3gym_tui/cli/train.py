@@ -27,7 +27,8 @@ def train(
     threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
     epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
     base: str = typer.Option("default", "--base", callback=model_name,
-                             help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
+                             help="'default' (embedded SmolLM2-135M), an HF model directory, or a hub id "
+                                  "(owner/name[@revision], from the Hugging Face cache or hub)."),
     correction: str = typer.Option("none", "--correction", callback=model_name,
                                    help="SFT: none | reference | a litellm model string."),
     max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="SFT: stop after N examples."),
