@@ -55,6 +55,11 @@ def train(
                                                    help="GRPO: exploration seeds to roll out on (default: the run's)."),
     rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
     completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
+    vllm: Optional[str] = typer.Option(None, "--vllm", help="GRPO: sample replies with vLLM (TRL's modes): server "
+                                       "(a `trl vllm-serve --model BASE` server) | colocate (in the training "
+                                       "processes). Needs vLLM installed (a GPU in practice)."),
+    vllm_url: Optional[str] = typer.Option(None, "--vllm-url", help="GRPO --vllm server: the server's base URL "
+                                           "(default: TRL's, http://0.0.0.0:8000)."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
     repair: bool = typer.Option(False, "--repair", help="Also evaluate every checkpoint with replies that break the "
                                 "answer format regenerated under the game's grammar (a second evaluation run; "
@@ -74,6 +79,14 @@ def train(
     check_number("--lr", learning_rate, above=0, high=1)
     if max_steps != -1 and max_steps < 1:
         raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
+    from s3gym_tui.training.options import vllm_problem
+
+    if vllm is not None and method != "grpo":
+        raise UserError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
+    if vllm_url is not None and vllm != "server":
+        raise UserError("--vllm-url names the server of --vllm server")
+    if vllm_problem(vllm):
+        raise UserError(vllm_problem(vllm))
     store = _store(db, write=True)
     source = store.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, eval_episodes, step_cap)
@@ -96,7 +109,7 @@ def train(
                           learning_rate=lr, gradient_checkpointing=gradient_checkpointing, max_length=max_length),
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
-                        max_completion_length=completion_tokens, learning_rate=lr))
+                        max_completion_length=completion_tokens, learning_rate=lr, vllm=vllm, vllm_url=vllm_url))
     bars = Bars(console, epochs if method == "sft" else None, progress)
     try:
         with stopped_resumable(bars):

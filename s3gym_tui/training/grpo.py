@@ -41,6 +41,16 @@ def state_features():
                      "scores": List(Value("float64"))})
 
 
+def vllm_args(config: GrpoConfig) -> dict:
+    """TRL's own vLLM generation (`--vllm server|colocate`); nothing when it is off."""
+    if config.vllm is None:
+        return {}
+    args = {"use_vllm": True, "vllm_mode": config.vllm}
+    if config.vllm_url:
+        args["vllm_server_base_url"] = config.vllm_url
+    return args
+
+
 def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, config: GrpoConfig = GrpoConfig(),
                lora: TrainConfig = TrainConfig(), progress: Callable[[TrainEvent], None] = lambda e: None,
                on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False) -> TrainResult:
@@ -93,7 +103,8 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         learning_rate=config.learning_rate, beta=config.beta, logging_steps=1, save_strategy="steps",
         save_steps=config.save_every, save_total_limit=1, report_to="none", use_cpu=device.use_cpu,
         bf16=device.bf16, fp16=False, activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed,
-        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False)
+        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
+        ddp_find_unused_parameters=False, **vllm_args(config))
     reporter = Reporter(result, progress, "grpo", save_every=config.save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=config.updates, phase="grpo"))
     try:

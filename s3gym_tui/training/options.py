@@ -30,9 +30,28 @@ class GrpoConfig:
     episodes: Optional[int] = None  # exploration seeds rolled out on (default: the run's exploration episodes)
     rollout_step_cap: Optional[int] = None  # steps per rollout episode (default: the game's cap)
     judge_max_new_tokens: int = 8
+    vllm: Optional[str] = None  # None: transformers generates; server | colocate: TRL's vLLM modes
+    vllm_url: Optional[str] = None  # server mode: the `trl vllm-serve` server (default: TRL's localhost:8000)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+VLLM_MODES: tuple[str, ...] = ("server", "colocate")
+
+
+def vllm_problem(mode: Optional[str]) -> Optional[str]:
+    """Why `--vllm MODE` cannot be used here (one line), or None. Checked before anything is stored."""
+    if mode is None:
+        return None
+    if mode not in VLLM_MODES:
+        return f"unknown --vllm mode {mode!r}: server or colocate (TRL's vLLM modes)"
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return (f"--vllm {mode} needs vLLM, which is not installed (pip install vllm, a version TRL supports, "
+                f"on a machine with a GPU); without --vllm, GRPO generates with transformers")
+    return None
 
 
 @dataclass(frozen=True)

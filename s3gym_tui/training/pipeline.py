@@ -25,7 +25,7 @@ from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
-from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
+from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions, vllm_problem
 from s3gym_tui.training.ranks import together
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
@@ -70,6 +70,10 @@ def _check(source: Run, options: TrainOptions) -> None:
         raise TrainingError(f"unknown backend {options.backend!r}: local or remote")
     if options.method == "grpo" and options.backend != "local":
         raise TrainingError("GRPO trains locally only (--backend local)")
+    if options.grpo.vllm is not None and options.method != "grpo":
+        raise TrainingError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
+    if vllm_problem(options.grpo.vllm):
+        raise TrainingError(vllm_problem(options.grpo.vllm))
     if options.grpo.reward not in REWARDS:
         raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
     if options.backend == "local":

@@ -78,3 +78,33 @@ def test_two_processes_write_the_store_once_and_match_one_process(tmp_path, tiny
     assert moved > 1e-3  # LoRA B starts at zero: the adapters were trained
     for key, value in base.items():
         assert float((value - other[key]).abs().max()) <= WEIGHT_TOLERANCE, key
+
+
+def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
+    """`--vllm server|colocate` maps to TRL's own vLLM generation; without vLLM installed it is one
+    line before anything is stored (vLLM is simulated absent, so this holds on any machine)."""
+    import importlib.util
+
+    from trl import GRPOConfig
+
+    from s3gym_tui.training.grpo import vllm_args
+    from s3gym_tui.training.options import GrpoConfig
+
+    args = vllm_args(GrpoConfig(vllm="server", vllm_url="http://gpu-box:8000"))
+    config = GRPOConfig(output_dir=str(tmp_path / "g"), use_cpu=True, report_to="none", **args)
+    assert (config.use_vllm, config.vllm_mode, config.vllm_server_base_url) == (True, "server", "http://gpu-box:8000")
+    assert vllm_args(GrpoConfig()) == {}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    db = tmp_path / "v.db"
+    source = _explored(db)
+    for extra, needle in ((["--method", "grpo", "--vllm", "colocate"], "--vllm colocate needs vLLM, which is not "
+                                                                          "installed"),
+                          (["--method", "grpo", "--vllm", "gpu"], "unknown --vllm mode 'gpu'"),
+                          (["--vllm", "server"], "--vllm applies to GRPO"),
+                          (["--method", "grpo", "--vllm-url", "http://x"], "--vllm-url names the server")):
+        assert main(["train", source, *extra, "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+    with Store(db) as store:
+        assert store.trainings() == []
