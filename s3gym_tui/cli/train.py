@@ -27,7 +27,8 @@ def train(
     threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
     epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
     base: str = typer.Option("default", "--base", callback=model_name,
-                             help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
+                             help="'default' (embedded SmolLM2-135M), an HF model directory, or a hub id "
+                                  "(owner/name[@revision], from the Hugging Face cache or hub)."),
     correction: str = typer.Option("none", "--correction", callback=model_name,
                                    help="SFT: none | reference | a litellm model string."),
     max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="SFT: stop after N examples."),
@@ -61,6 +62,11 @@ def train(
                                  "group under the answer-line grammar, half free) | constrained | free."),
     format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
                                         "without a parsable action."),
+    vllm: Optional[str] = typer.Option(None, "--vllm", help="GRPO: sample replies with vLLM (TRL's modes): server "
+                                       "(a `trl vllm-serve --model BASE` server) | colocate (in the training "
+                                       "processes). Needs vLLM installed (a GPU in practice)."),
+    vllm_url: Optional[str] = typer.Option(None, "--vllm-url", help="GRPO --vllm server: the server's base URL "
+                                           "(default: TRL's, http://0.0.0.0:8000)."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
     repair: bool = typer.Option(False, "--repair", help="Also evaluate every checkpoint with replies that break the "
                                 "answer format regenerated under the game's grammar (a second evaluation run; "
@@ -85,6 +91,14 @@ def train(
     check_number("--lr", learning_rate, above=0, high=1)
     if max_steps != -1 and max_steps < 1:
         raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
+    from s3gym_tui.training.options import vllm_problem
+
+    if vllm is not None and method != "grpo":
+        raise UserError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
+    if vllm_url is not None and vllm != "server":
+        raise UserError("--vllm-url names the server of --vllm server")
+    if vllm_problem(vllm):
+        raise UserError(vllm_problem(vllm))
     store = _store(db, write=True)
     source = store.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, eval_episodes, step_cap)
@@ -108,7 +122,7 @@ def train(
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
                         max_completion_length=completion_tokens, learning_rate=lr, level=level, sampling=sampling,
-                        format_weight=format_weight))
+                        format_weight=format_weight, vllm=vllm, vllm_url=vllm_url))
     bars = Bars(console, epochs if method == "sft" else None, progress)
     try:
         with stopped_resumable(bars):

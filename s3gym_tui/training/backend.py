@@ -20,6 +20,7 @@ from unittest import mock
 
 from s3gym_tui.store import LossPoint
 from s3gym_tui.training import require_extra
+from s3gym_tui.training.provenance import BASE_INFO, embedded_info, hub_id, resolve_hub, write_base_info
 
 DEFAULT_BASE = "default"
 DEFAULT_BASE_NAME = "smollm2-135m-instruct"
@@ -132,23 +133,30 @@ def convert_embedded(target: Path) -> Path:
         target.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(target)
         tokenizer.save_pretrained(target)
+    write_base_info(target, embedded_info(gguf, target))
     (target / _DONE_MARK).write_text("converted from " + gguf.name, encoding="utf-8")
     return target
 
 
 def resolve_base(base: Optional[str] = None, cache: Optional[Path] = None) -> Path:
-    """The HF model directory to train: the embedded model (converted once) or a local directory."""
+    """The HF model directory to train: the embedded model (converted once), a local directory, or a
+    hub id (`owner/name[@revision]`, from huggingface_hub's cache or the hub; provenance.py)."""
     if base in (None, "", DEFAULT_BASE):
         target = (cache or cache_dir()) / "base" / DEFAULT_BASE_NAME
         if not (target / _DONE_MARK).exists():
             require_extra()
             convert_embedded(target)
+        elif not (target / BASE_INFO).exists():  # converted before the manifest said how: say it now
+            write_base_info(target, embedded_info(embedded_gguf(), target))
         return target
     path = Path(base).expanduser()
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is not a Hugging Face model directory (no config.json); "
-                                f"use --base default for the embedded SmolLM2-135M")
-    return path
+    if (path / "config.json").is_file():
+        return path
+    hub = None if path.exists() else hub_id(base)
+    if hub is not None:
+        return resolve_hub(*hub)
+    raise FileNotFoundError(f"{path} is not a Hugging Face model directory (no config.json); "
+                            f"use --base default for the embedded SmolLM2-135M, or a hub id (owner/name)")
 
 
 @contextlib.contextmanager

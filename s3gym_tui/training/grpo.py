@@ -70,6 +70,29 @@ def state_features():
                      "scores": List(Value("float64"))})
 
 
+def vllm_args(config: GrpoConfig) -> dict:
+    """TRL's own vLLM generation (`--vllm server|colocate`); nothing when it is off."""
+    if config.vllm is None:
+        return {}
+    args = {"use_vllm": True, "vllm_mode": config.vllm}
+    if config.vllm_url:
+        args["vllm_server_base_url"] = config.vllm_url
+    return args
+
+
+def per_rank_accumulation(config: GrpoConfig) -> int:
+    """Replies each process accumulates per update, so that an update compares `states_per_update`
+    groups of `num_generations` replies however many processes train (ranks.py): with N of them, each
+    takes 1/N of the replies."""
+    from s3gym_tui.training.ranks import world
+
+    replies, ranks = config.num_generations * config.states_per_update, world().size
+    if replies % ranks:
+        raise ValueError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) must be "
+                         f"a multiple of {ranks}")
+    return replies // ranks
+
+
 def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, config: GrpoConfig = GrpoConfig(),
                lora: TrainConfig = TrainConfig(), progress: Callable[[TrainEvent], None] = lambda e: None,
                on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False,
@@ -144,13 +167,14 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     args = GRPOConfig(
         # one sampled reply per forward/backward (the rest accumulated): RAM like SFT at batch 1
         output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates, per_device_train_batch_size=1,
-        gradient_accumulation_steps=config.num_generations * config.states_per_update,
+        gradient_accumulation_steps=per_rank_accumulation(config),
         num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature,
         learning_rate=config.learning_rate, beta=config.beta, logging_steps=1, save_strategy="steps",
         save_steps=config.save_every, save_total_limit=1, report_to="none", use_cpu=device.use_cpu,
         bf16=device.bf16, fp16=False, activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed,
-        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False)
+        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
+        ddp_find_unused_parameters=False, **vllm_args(config))
     reporter = Reporter(result, progress, "grpo", save_every=config.save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=config.updates, phase="grpo"))
     cls = trainer_class or S3GymGRPOTrainer

@@ -20,6 +20,7 @@ from s3gym_tui.training import stop
 from s3gym_tui.training.backend import TrainEvent, TrainResult
 from s3gym_tui.training.device import phase_peak_gpu_mb, phase_peak_rss
 from s3gym_tui.training.learning_signal import NO_SIGNAL_KEY, WATCHED_PHASES, no_signal_reason, signal_metrics
+from s3gym_tui.training.provenance import portable_adapter
 
 TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
 
@@ -96,6 +97,7 @@ class Reporter(TrainerCallback):
             self.next_x += 1
             return
         model.save_pretrained(target)
+        portable_adapter(target, self.result.base_dir)  # its base named by hub id where there is one
         self.result.adapters[self.next_x] = target
         self.result.steps_at[self.next_x] = state.global_step
         self.progress(TrainEvent("checkpoint", state.global_step, state.max_steps, float(state.epoch or 0.0),

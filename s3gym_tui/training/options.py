@@ -38,9 +38,28 @@ class GrpoConfig:
     # grammar, half free), constrained, free; `format_weight` is taken off per reply without an action
     sampling: str = "mixed"
     format_weight: float = 1.0
+    vllm: Optional[str] = None  # None: transformers generates; server | colocate: TRL's vLLM modes
+    vllm_url: Optional[str] = None  # server mode: the `trl vllm-serve` server (default: TRL's localhost:8000)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+VLLM_MODES: tuple[str, ...] = ("server", "colocate")
+
+
+def vllm_problem(mode: Optional[str]) -> Optional[str]:
+    """Why `--vllm MODE` cannot be used here (one line), or None. Checked before anything is stored."""
+    if mode is None:
+        return None
+    if mode not in VLLM_MODES:
+        return f"unknown --vllm mode {mode!r}: server or colocate (TRL's vLLM modes)"
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return (f"--vllm {mode} needs vLLM, which is not installed (pip install vllm, a version TRL supports, "
+                f"on a machine with a GPU); without --vllm, GRPO generates with transformers")
+    return None
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,8 @@ from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
-from s3gym_tui.training.options import LEVELS, METHODS, REWARDS, SAMPLINGS, GrpoConfig, TrainOptions
-from s3gym_tui.training.ranks import together
+from s3gym_tui.training.options import LEVELS, METHODS, REWARDS, SAMPLINGS, GrpoConfig, TrainOptions, vllm_problem
+from s3gym_tui.training.ranks import together, world
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
 
@@ -71,6 +71,15 @@ def _check(source: Run, options: TrainOptions) -> None:
         raise TrainingError(f"unknown backend {options.backend!r}: local or remote")
     if options.method == "grpo" and options.backend != "local":
         raise TrainingError("GRPO trains locally only (--backend local)")
+    if options.grpo.vllm is not None and options.method != "grpo":
+        raise TrainingError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
+    if vllm_problem(options.grpo.vllm):
+        raise TrainingError(vllm_problem(options.grpo.vllm))
+    if options.method == "grpo":
+        replies, ranks = options.grpo.num_generations * options.grpo.states_per_update, world().size
+        if replies % ranks:
+            raise TrainingError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) "
+                                f"must be a multiple of {ranks}")
     if options.grpo.reward not in REWARDS:
         raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
     if options.grpo.level not in LEVELS:
