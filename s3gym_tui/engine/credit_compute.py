@@ -53,7 +53,15 @@ def call_model(model: str, messages: list, ctx: dict) -> str:
     from s3gym_tui.engine.llm import CallSettings, complete
 
     settings = CallSettings(model=model, temperature=0.0, max_tokens=1200, seed=0)
-    return asyncio.run(complete(settings, messages, ctx)).reply
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # the usual case: no loop in this thread
+        return asyncio.run(complete(settings, messages, ctx)).reply
+    # called from inside a running loop (a training driven by an async pipeline): a thread of its own
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(complete(settings, messages, ctx))).result().reply
 
 
 def _rules(game: str, mode: str, seed: int) -> str:
