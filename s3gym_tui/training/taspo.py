@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 from s3gym_tui.engine import credit_pi as pi
-from s3gym_tui.engine.credit import (CREDIT_MODES, DEFAULT_EPS_W, DEFAULT_KAPPA, DEFAULT_TAU, action_shifts,
-                                     taspo_weights, token_weights)
+from s3gym_tui.engine.credit_math import (CREDIT_MODES, DEFAULT_EPS_W, DEFAULT_KAPPA, DEFAULT_TAU, action_shifts,
+                                          taspo_weights, token_weights)
 
 PI_SOURCES = ("siblings", "off-trajectory")
 
