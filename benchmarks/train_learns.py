@@ -86,7 +86,7 @@ def main() -> None:
                     print(f"  [{name}] update {event.step}: parsed {pct(m.get('parsed_replies'))}, parsed free "
                           f"{pct(m.get('parsed_free_replies'))}, zero-variance groups "
                           f"{pct(m.get('frac_reward_zero_std'))}, reward std {num(m.get('reward_std'))}, "
-                          f"reward {num(m.get('reward'))}, verifier {num(m.get('verifier_reward'))}, "
+                          f"reward source std {num(m.get('source_reward_std'))}, reward {num(m.get('reward'))}, verifier {num(m.get('verifier_reward'))}, "
                           f"{time.perf_counter() - t0:.0f} s", flush=True)
 
             t0 = time.perf_counter()

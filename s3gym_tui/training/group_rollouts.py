@@ -72,6 +72,7 @@ class Rollout:
     steps: list[RolloutStep] = field(default_factory=list)
     score: Optional[float] = None  # the game's verifier score at the end (episode level)
     reward: Optional[float] = None  # what GRPO is given (episode level; step level: rewards.py)
+    source_return: Optional[float] = None  # the reward source's return, before the format term
     cut: Optional[str] = None  # why the episode ended early (the window), None otherwise
 
     @property
@@ -135,6 +136,7 @@ class GroupRollouts:
             out["s3gym_verifier_return"] = [sum(s.reward for s in r.steps) for r in rollouts]
             out["s3gym_replies"] = [len(r.steps) for r in rollouts]
             out["s3gym_unparsed"] = [r.unparsed for r in rollouts]
+            out["s3gym_source_return"] = [float(r.source_return) for r in rollouts]
         return out
 
     def _constrained(self, k: int) -> bool:
@@ -222,6 +224,7 @@ class GroupRollouts:
         base = (sum(s.reward for s in rollout.steps) if self.reward == "oracle"
                 else sum(s.self_score or 0.0 for s in rollout.steps if s.parsed) if self.reward == "stated"
                 else sum(float(s.judged or 0.0) for s in rollout.steps))
+        rollout.source_return = base
         rollout.reward = base - self.format_weight * rollout.unparsed
         self.episodes += 1
         self.on_episode(rollout)
@@ -229,9 +232,12 @@ class GroupRollouts:
 
 
 def episode_reward(log_metric=None, s3gym_reward=None, s3gym_verifier_return=None, s3gym_replies=None,
-                   s3gym_unparsed=None, s3gym_constrained=None, **_: Any) -> list[float]:
+                   s3gym_unparsed=None, s3gym_constrained=None, s3gym_source_return=None, **_: Any) -> list[float]:
     """The TRL reward function of episode-level GRPO: each episode's outcome, computed by the rollout."""
     if log_metric is not None and s3gym_reward:
+        from s3gym_tui.training.rewards import batch_std
+
+        log_metric("source_reward_std", batch_std(list(s3gym_source_return)))
         replies = sum(s3gym_replies)
         if replies:
             log_metric("parsed_replies", 1.0 - sum(s3gym_unparsed) / replies)

@@ -85,6 +85,12 @@ class FrozenJudge:
         return value
 
 
+def batch_std(values: list[float]) -> float:
+    """Population std of the source's rewards over a batch (0: the source told the replies apart not at all)."""
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+
+
 def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight: float = 0.0
                 ) -> Callable[..., list[float]]:
     """The TRL reward function for a source ('self' needs the judge), minus `format_weight` for a
@@ -96,7 +102,7 @@ def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight:
 
     def reward(prompts=None, completions=None, environments=None, log_metric=None, s3gym_constrained=None,
                **kwargs) -> list[float]:
-        values, verifier, parsed = [], [], []
+        values, verifier, parsed, source_values = [], [], [], []
         for completion, env in zip(completions, environments):
             outcome = env._outcome(completion_text(completion))
             verifier.append(outcome.reward)
@@ -107,8 +113,10 @@ def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight:
                 value = _clip(outcome.self_score) if outcome.parsed else 0.0
             else:
                 value = judge.score(env, outcome)
+            source_values.append(value)
             values.append(value - (0.0 if outcome.parsed else format_weight))
         if log_metric is not None and verifier:
+            log_metric("source_reward_std", batch_std(source_values))
             log_metric("verifier_reward", sum(verifier) / len(verifier))
             log_metric("parsed_replies", sum(parsed) / len(parsed))
             free = [p for p, c in zip(parsed, s3gym_constrained or [False] * len(parsed)) if not c]

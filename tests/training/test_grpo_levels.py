@@ -148,6 +148,7 @@ def test_step_level_records_the_parsed_shares_and_the_format_term(tiny_base, tmp
     m = point.metrics
     assert m["parsed_replies"] == 0.5 and m["parsed_free_replies"] == 0.0  # 1 of 2 constrained, the free one not
     assert m["frac_reward_zero_std"] == 0.0 and m["no_signal"] == 0.0
+    assert m["source_reward_std"] >= 0.0  # the oracle's own spread, before the format term (0: the finding to show)
 
 
 EPISODE_CLI = ["--method", "grpo", "--level", "episode", "--reward", "oracle", "--updates", "2", "--generations", "2",
