@@ -48,12 +48,19 @@ def train(
                                                         "score it states) | oracle (verifier reward: ablation)."),
     updates: int = typer.Option(8, "--updates", min=1, help="GRPO: optimizer steps."),
     generations: int = typer.Option(4, "--generations", min=2, help="GRPO: replies sampled per state."),
-    states: int = typer.Option(2, "--states-per-update", min=1, help="GRPO: states per optimizer step."),
+    states: int = typer.Option(2, "--states-per-update", min=1,
+                               help="GRPO: groups per optimizer step (states; at --level episode, seeds)."),
     save_every: int = typer.Option(4, "--save-every", min=1, help="GRPO: a checkpoint every N updates."),
     rollout_episodes: Optional[int] = typer.Option(None, "--rollout-episodes", min=1,
                                                    help="GRPO: exploration seeds to roll out on (default: the run's)."),
     rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
     completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
+    level: str = typer.Option("step", "--level", help="GRPO: step (a group is G replies at one state) | episode (G "
+                              "whole episodes on one exploration seed, each stored as an exploration episode)."),
+    sampling: str = typer.Option("mixed", "--sampling", help="GRPO: how replies are sampled: mixed (half of each "
+                                 "group under the answer-line grammar, half free) | constrained | free."),
+    format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
+                                        "without a parsable action."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
     repair: bool = typer.Option(False, "--repair", help="Also evaluate every checkpoint with replies that break the "
                                 "answer format regenerated under the game's grammar (a second evaluation run; "
@@ -69,6 +76,11 @@ def train(
         raise UserError(f"unknown method {method!r}: sft or grpo")
     if reward not in ("self", "stated", "oracle"):
         raise UserError(f"unknown reward {reward!r}: self, stated or oracle")
+    if level not in ("step", "episode"):
+        raise UserError(f"unknown level {level!r}: step or episode")
+    if sampling not in ("mixed", "constrained", "free"):
+        raise UserError(f"unknown sampling {sampling!r}: mixed, constrained or free")
+    check_number("--format-weight", format_weight, low=0, high=100)
     check_number("--threshold", threshold)
     check_number("--lr", learning_rate, above=0, high=1)
     if max_steps != -1 and max_steps < 1:
@@ -95,7 +107,8 @@ def train(
                           learning_rate=lr, gradient_checkpointing=gradient_checkpointing, max_length=max_length),
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
-                        max_completion_length=completion_tokens, learning_rate=lr))
+                        max_completion_length=completion_tokens, learning_rate=lr, level=level, sampling=sampling,
+                        format_weight=format_weight))
     bars = Bars(console, epochs if method == "sft" else None, progress)
     try:
         with stopped_resumable(bars):

@@ -61,7 +61,7 @@ def compact_lm_head() -> Iterator[None]:
 
 
 LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
-          "parsed_replies", "frac_reward_zero_std")
+          "parsed_replies", "parsed_free_replies", "frac_reward_zero_std", "source_reward_std")
 
 
 class Reporter(TrainerCallback):

@@ -11,6 +11,8 @@ from s3gym_tui.training.backend import TrainConfig
 
 METHODS: tuple[str, ...] = ("sft", "grpo")
 REWARDS: tuple[str, ...] = ("self", "stated", "oracle")
+LEVELS: tuple[str, ...] = ("step", "episode")
+SAMPLINGS: tuple[str, ...] = ("mixed", "constrained", "free")  # sampling.py (torch-free copy for the CLI)
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,12 @@ class GrpoConfig:
     episodes: Optional[int] = None  # exploration seeds rolled out on (default: the run's exploration episodes)
     rollout_step_cap: Optional[int] = None  # steps per rollout episode (default: the game's cap)
     judge_max_new_tokens: int = 8
+    # step: a group is G replies at one state; episode: G whole episodes on one exploration seed
+    level: str = "step"
+    # how rollout replies are sampled (sampling.py): mixed (half of each group under the answer-line
+    # grammar, half free), constrained, free; `format_weight` is taken off per reply without an action
+    sampling: str = "mixed"
+    format_weight: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -26,7 +26,7 @@ from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
-from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
+from s3gym_tui.training.options import LEVELS, METHODS, REWARDS, SAMPLINGS, GrpoConfig, TrainOptions
 from s3gym_tui.training.ranks import together
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
@@ -73,6 +73,10 @@ def _check(source: Run, options: TrainOptions) -> None:
         raise TrainingError("GRPO trains locally only (--backend local)")
     if options.grpo.reward not in REWARDS:
         raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
+    if options.grpo.level not in LEVELS:
+        raise TrainingError(f"unknown level {options.grpo.level!r}: {' or '.join(LEVELS)}")
+    if options.grpo.sampling not in SAMPLINGS:
+        raise TrainingError(f"unknown sampling {options.grpo.sampling!r}: {', '.join(SAMPLINGS)}")
     if options.backend == "local":
         require_extra()
     elif not options.remote_model:
@@ -267,23 +271,34 @@ async def _sft_from_run(store, source: Run, options: TrainOptions, hooks: Hooks)
 def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bool) -> Training:
     from s3gym_tui.training.grpo import train_grpo
 
+    from s3gym_tui.training.rollout_store import RolloutStore
+
     settings = training.settings
-    grpo = GrpoConfig(**settings["grpo"])
+    # a training stored before sampling/format were recorded sampled freely with no format term
+    grpo = GrpoConfig(**{"sampling": "free", "format_weight": 0.0, **settings["grpo"]})
     lora = TrainConfig(**settings["train"])
+    episodes = RolloutStore(store, training.id, source.config.game, settings["seeds"], grpo.rollout_step_cap,
+                            grpo.temperature)
 
     def on_rollout(game: str, seed: int, steps: int) -> None:
         store.add_training_sources(training.id, [TrainingSource(kind="rollout", game=game, seed=seed,
                                                                  mode="explore", n=steps)])
         hooks.rollout(game, seed, steps)
 
+    def on_episode(rollout) -> None:
+        episodes(rollout)
+        hooks.rollout(rollout.game, rollout.seed, len(rollout.steps))
+
     try:
         result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
                           Path(training.directory) / "adapters", grpo, lora,
                           progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
-                          resume=resume)
+                          resume=resume, on_episode=on_episode)
     except BaseException as exc:
         mark_stopped(store, training.id, "GRPO training", exc)
         raise
+    finally:
+        episodes.close()
     gc.collect()
     return record_local(store, training, result)
 
