@@ -75,7 +75,8 @@ class TaspoAdvantages:
     def _logprobs(self, messages: list, ids: list[int]) -> list[float]:
         import torch
 
-        prompt = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
+        prompt = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True,
+                                                    return_dict=False)
         if isinstance(prompt, dict) or hasattr(prompt, "input_ids"):
             prompt = prompt["input_ids"]
         prompt = list(prompt)
@@ -205,17 +206,27 @@ class TaspoAdvantages:
         self.log("taspo_aligned_share", self.stats.aligned_turns / max(1, self.stats.turns))
 
 
-def taspo_trainer_class(base: type, taspo: TaspoAdvantages) -> type:
-    """A subclass of the episode-level GRPO trainer (grpo_trainer.S3GymGRPOTrainer) whose advantage hook is
-    `taspo` (no TRL patching: the one overridable method)."""
+def taspo_trainer(config: Any, *, analyzer: str, store: Any = None, training_id: Optional[str] = None,
+                  analyze: Optional[Callable[[str, list, dict], str]] = None) -> type:
+    """The trainer class of `s3gym train --method taspo`: a subclass of episode-level GRPO's trainer
+    (grpo_trainer.S3GymGRPOTrainer) whose one advantage hook, `token_advantages`, is TASPO's (no TRL
+    patching). pi_old is the trainer's own model (the policy as it sampled the batch), the tokenizer its
+    processing class; `config` is the GrpoConfig (credit, kappa, tau, eps_w, pi_source)."""
+    from s3gym_tui.training.grpo_trainer import S3GymGRPOTrainer
 
-    class TaspoGRPOTrainer(base):  # type: ignore[misc,valid-type]
-        taspo_advantages = taspo
+    class TaspoGRPOTrainer(S3GymGRPOTrainer):
+        taspo: Optional[TaspoAdvantages] = None
 
         def token_advantages(self, advantages, loss_mask, rollouts):
-            return self.taspo_advantages(advantages, loss_mask, rollouts)
+            if self.taspo is None:
+                game = next((r.game for r in rollouts if r is not None), "")
+                self.taspo = TaspoAdvantages(
+                    game, self.num_generations, self.model, self.processing_class, analyzer=analyzer,
+                    analyze=analyze, credit=config.credit or "action", kappa=config.kappa, tau=config.tau,
+                    eps_w=config.eps_w, pi_source=config.pi_source, store=store, training_id=training_id)
+            return self.taspo(advantages, loss_mask, rollouts)
 
     return TaspoGRPOTrainer
 
 
-__all__ = ["TaspoAdvantages", "TaspoStats", "taspo_trainer_class", "PI_SOURCES"]
+__all__ = ["TaspoAdvantages", "TaspoStats", "taspo_trainer", "PI_SOURCES"]
