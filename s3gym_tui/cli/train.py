@@ -23,7 +23,8 @@ OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (defau
 def train(
     run_id: str = typer.Argument(..., help="The run whose exploration becomes the training signal."),
     method: str = typer.Option("sft", "--method", help="sft (self-judged dataset) | grpo (RL on the run's "
-                                                      "exploration seeds)."),
+                                                      "exploration seeds) | taspo (episode-level GRPO with credit "
+                                                      "per action: advantages A_i * w_it)."),
     threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
     epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
     base: str = typer.Option("default", "--base", callback=model_name,
@@ -56,8 +57,18 @@ def train(
                                                    help="GRPO: exploration seeds to roll out on (default: the run's)."),
     rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
     completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
-    level: str = typer.Option("step", "--level", help="GRPO: step (a group is G replies at one state) | episode (G "
-                              "whole episodes on one exploration seed, each stored as an exploration episode)."),
+    level: Optional[str] = typer.Option(None, "--level", help="GRPO: step (a group is G replies at one state; the "
+                                        "default) | episode (G whole episodes on one exploration seed, each stored as "
+                                        "an exploration episode; the only level of taspo)."),
+    credit: str = typer.Option("action", "--credit", help="TASPO: action (weights per action) | token (per token) | "
+                               "uniform (w = 1: plain GRPO through the same path)."),
+    kappa: float = typer.Option(0.05, "--kappa", min=0.0, help="TASPO: shifts below this are noise (filtered)."),
+    tau: float = typer.Option(1.0, "--tau", min=1e-6, help="TASPO: temperature of tanh."),
+    eps_w: float = typer.Option(0.5, "--eps-w", min=0.0, max=1.0, help="TASPO: weights stay in [1 - eps_w, 1 + eps_w]."),
+    pi_source: str = typer.Option("siblings", "--pi-source", help="TASPO: siblings (successful rollouts of the same "
+                                  "seed) | off-trajectory (of other seeds: the ablation)."),
+    analyzer: Optional[str] = typer.Option(None, "--analyzer", callback=model_name,
+                                           help="TASPO: the model that writes PI (default: the run's model)."),
     sampling: str = typer.Option("mixed", "--sampling", help="GRPO: how replies are sampled: mixed (half of each "
                                  "group under the answer-line grammar, half free) | constrained | free."),
     format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
@@ -78,8 +89,16 @@ def train(
     """Train an expert from a run's exploration (SFT or GRPO) and evaluate every checkpoint in strict mode."""
     from s3gym_tui.training import MissingExtra, require_extra
 
-    if method not in ("sft", "grpo"):
-        raise UserError(f"unknown method {method!r}: sft or grpo")
+    if method not in ("sft", "grpo", "taspo"):
+        raise UserError(f"unknown method {method!r}: sft, grpo or taspo")
+    if level is None:
+        level = "episode" if method == "taspo" else "step"
+    if method == "taspo" and level != "episode":
+        raise UserError("taspo is episode-level GRPO: leave out --level or give --level episode")
+    if credit not in ("action", "token", "uniform"):
+        raise UserError(f"unknown credit {credit!r}: action, token or uniform")
+    if pi_source not in ("siblings", "off-trajectory"):
+        raise UserError(f"unknown --pi-source {pi_source!r}: siblings or off-trajectory")
     if reward not in ("self", "stated", "oracle"):
         raise UserError(f"unknown reward {reward!r}: self, stated or oracle")
     if level not in ("step", "episode"):
@@ -113,7 +132,7 @@ def train(
         from s3gym_tui.training.pipeline import TrainingError, train_from_run
     except MissingExtra as exc:
         raise UserError(str(exc)) from None
-    lr = learning_rate if learning_rate is not None else (1e-4 if method == "grpo" else 5e-4)
+    lr = learning_rate if learning_rate is not None else (5e-4 if method == "sft" else 1e-4)
     options = TrainOptions(
         method=method, threshold=threshold, correction=correction, max_examples=max_examples, backend=backend,
         base=base, remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out, repair=repair,
@@ -122,7 +141,9 @@ def train(
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
                         max_completion_length=completion_tokens, learning_rate=lr, level=level, sampling=sampling,
-                        format_weight=format_weight, vllm=vllm, vllm_url=vllm_url))
+                        format_weight=format_weight, vllm=vllm, vllm_url=vllm_url,
+                        **({"credit": credit, "kappa": kappa, "tau": tau, "eps_w": eps_w, "pi_source": pi_source,
+                            "analyzer": analyzer} if method == "taspo" else {})))
     bars = Bars(console, epochs if method == "sft" else None, progress)
     try:
         with stopped_resumable(bars):
@@ -134,7 +155,7 @@ def train(
         interrupted(f"training {training.id} {training.error}" if training and training.error else None,
                     training.id if training else None)
     print_outcome(console, outcome)
-    if reward == "oracle" and method == "grpo":
+    if reward == "oracle" and method in ("grpo", "taspo"):
         console.print("[yellow]oracle ablation[/]: trained on the verifier's rewards (recorded on the training)")
 
 

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from s3gym_tui.training.backend import TrainConfig
 
-METHODS: tuple[str, ...] = ("sft", "grpo")
+METHODS: tuple[str, ...] = ("sft", "grpo", "taspo")  # taspo: episode-level GRPO with credit per action
 REWARDS: tuple[str, ...] = ("self", "stated", "oracle")
 LEVELS: tuple[str, ...] = ("step", "episode")
 SAMPLINGS: tuple[str, ...] = ("mixed", "constrained", "free")  # sampling.py (torch-free copy for the CLI)
@@ -40,6 +40,15 @@ class GrpoConfig:
     format_weight: float = 1.0
     vllm: Optional[str] = None  # None: transformers generates; server | colocate: TRL's vLLM modes
     vllm_url: Optional[str] = None  # server mode: the `trl vllm-serve` server (default: TRL's localhost:8000)
+    # TASPO (training/taspo.py; method taspo, episode level): per-token advantages A_i * w_it. credit:
+    # action | token | uniform (None: plain GRPO); pi_source: siblings | off-trajectory (the ablation);
+    # analyzer: the model that writes PI (None: the source run's model)
+    credit: Optional[str] = None
+    kappa: float = 0.05
+    tau: float = 1.0
+    eps_w: float = 0.5
+    pi_source: str = "siblings"
+    analyzer: Optional[str] = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

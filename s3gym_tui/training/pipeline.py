@@ -69,17 +69,29 @@ def _check(source: Run, options: TrainOptions) -> None:
         raise TrainingError(f"unknown method {options.method!r}: {' or '.join(METHODS)}")
     if options.backend not in ("local", "remote"):
         raise TrainingError(f"unknown backend {options.backend!r}: local or remote")
-    if options.method == "grpo" and options.backend != "local":
+    if options.method in ("grpo", "taspo") and options.backend != "local":
         raise TrainingError("GRPO trains locally only (--backend local)")
     if options.grpo.vllm is not None and options.method != "grpo":
         raise TrainingError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
     if vllm_problem(options.grpo.vllm):
         raise TrainingError(vllm_problem(options.grpo.vllm))
-    if options.method == "grpo":
+    if options.method in ("grpo", "taspo"):
         replies, ranks = options.grpo.num_generations * options.grpo.states_per_update, world().size
         if replies % ranks:
             raise TrainingError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) "
                                 f"must be a multiple of {ranks}")
+    if options.method == "taspo":
+        from s3gym_tui.engine.credit_math import CREDIT_MODES
+
+        if options.grpo.level != "episode":
+            raise TrainingError("TASPO is episode-level GRPO: --level episode")
+        if world().size > 1:
+            raise TrainingError("TASPO trains in one process for now (its analyzer and scorer read the store, "
+                                "which only rank 0 opens): run it without torchrun / accelerate launch")
+        if options.grpo.credit not in CREDIT_MODES:
+            raise TrainingError(f"unknown credit {options.grpo.credit!r}: {', '.join(CREDIT_MODES)}")
+        if options.grpo.pi_source not in ("siblings", "off-trajectory"):
+            raise TrainingError(f"unknown PI source {options.grpo.pi_source!r}: siblings or off-trajectory")
     if options.grpo.reward not in REWARDS:
         raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
     if options.grpo.level not in LEVELS:
@@ -294,14 +306,20 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
         hooks.rollout(game, seed, steps)
 
     def on_episode(rollout) -> None:
-        episodes(rollout)
+        rollout.episode_id = episodes(rollout).id  # TASPO records each rollout's credit with it
         hooks.rollout(rollout.game, rollout.seed, len(rollout.steps))
 
+    trainer_class = None
+    if training.method == "taspo":
+        from s3gym_tui.training.taspo import taspo_trainer
+
+        trainer_class = taspo_trainer(grpo, analyzer=grpo.analyzer or source.config.model, store=store,
+                                      training_id=training.id)
     try:
         result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
                           Path(training.directory) / "adapters", grpo, lora,
                           progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
-                          resume=resume, on_episode=on_episode)
+                          resume=resume, on_episode=on_episode, trainer_class=trainer_class)
     except BaseException as exc:
         mark_stopped(store, training.id, "GRPO training", exc)
         raise
@@ -313,12 +331,12 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
 
 async def _grpo_from_run(store, source: Run, options: TrainOptions, hooks: Hooks) -> TrainingOutcome:
     grpo = options.grpo
-    training_id = new_training_id(f"{source.config.game}-grpo")
+    training_id = new_training_id(f"{source.config.game}-{options.method}")
     directory = Path(options.out_dir or training_root()) / training_id
     base_dir = _base_dir(options.base, options.cache_dir)
     seeds = exploration_seeds(source, grpo.episodes)
     training = store.add_training(Training(
-        id=training_id, method="grpo", games=(source.config.game,), source_run=source.id, base=str(base_dir),
+        id=training_id, method=options.method, games=(source.config.game,), source_run=source.id, base=str(base_dir),
         reward=grpo.reward, directory=str(directory), status="training",
         settings={"grpo": grpo.as_dict(), "train": options.train.as_dict(), "seeds": seeds,
                   "eval_episodes": options.eval_episodes, "step_cap": options.step_cap, "repair": options.repair}))
@@ -337,7 +355,7 @@ async def train_from_run(store, run_id: str, options: TrainOptions = TrainOption
     hooks = hooks or Hooks()
     source = store.get_run(run_id)
     _check(source, options)
-    if options.method == "grpo":
+    if options.method in ("grpo", "taspo"):
         return await _grpo_from_run(store, source, options, hooks)
     return await _sft_from_run(store, source, options, hooks)
 
@@ -371,7 +389,7 @@ async def _resume(store, training: Training, hooks: Hooks) -> TrainingOutcome:
             require_extra()
             training = store.update_training(training.id, status="training", error=None)
             hooks.training_created(training)
-            if training.method == "grpo":
+            if training.method in ("grpo", "taspo"):
                 training = _train_grpo(store, training, source, hooks, resume=True)
             else:
                 training = _train_sft_local(store, training, TrainConfig(**training.settings["train"]), hooks,
