@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from s3gym_tui.models import utcnow
+from s3gym_tui.models import Episode, utcnow
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store.connection import Connection, _new_id
+from s3gym_tui.store.connection import Connection, _new_id, _q
 from s3gym_tui.store.errors import LeakageError, StoreError
 
 PI_PURPOSES = ("view", "training")
@@ -110,6 +110,41 @@ class CreditStore(Connection):
                     (credit["extraction_id"],)))
         return {"credit": credit, "actions": actions, "items": items, "evidence": evidence,
                 "extraction": extraction}
+
+    def task_episodes(self, game: str, mode: str, seed: int, include: Optional[str] = None,
+                      exclude_seed: bool = False) -> list:
+        """The finished episodes of one task (game, mode, seed) in insertion order, plus `include` (an
+        episode of the task in any status). With exclude_seed: the finished episodes of the game and
+        mode on every OTHER seed (the off-trajectory ablation's sources)."""
+        op = "!=" if exclude_seed else "="
+        with self._reading("read a task's episodes") as conn:
+            rows = self._dicts(conn.execute(
+                f"SELECT {', '.join(_q(c) for c in Episode.model_fields)} FROM episodes WHERE game = ? AND mode = ? AND seed {op} ? AND (status = 'finished' OR id = ?) "
+                "ORDER BY rowid", (game, mode, int(seed), include)))
+        return [self._episode_from_row(r) for r in rows]
+
+    def pi_extractions_for(self, episode_ids: Sequence[str], analyzer: str, success_rule: str, purpose: str,
+                           source: str) -> Optional[str]:
+        """The latest extraction made from exactly this group with these settings (reused, not asked
+        again), or None."""
+        with self._reading("find a PI extraction") as conn:
+            row = conn.execute("SELECT id FROM pi_extractions WHERE episode_ids = ? AND analyzer = ? AND "
+                               "success_rule = ? AND purpose = ? AND source = ? ORDER BY rowid DESC LIMIT 1",
+                               (json.dumps(list(episode_ids)), analyzer, success_rule, purpose, source)).fetchone()
+        return row[0] if row else None
+
+    def pi_items_of(self, extraction_id: str) -> list[dict]:
+        """An extraction's items with their evidence: dicts of id, requirement, condition, cues, evidence."""
+        with self._reading("read PI items") as conn:
+            items = self._dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? ORDER BY position",
+                                             (extraction_id,)))
+            evidence = conn.execute("SELECT v.item_id, v.episode_id, v.step_index FROM pi_evidence v JOIN pi_items i "
+                                    "ON i.id = v.item_id WHERE i.extraction_id = ? ORDER BY v.rowid",
+                                    (extraction_id,)).fetchall()
+        for item in items:
+            item["cues"] = json.loads(item["cues"] or "[]")
+            item["evidence"] = [(e, int(k)) for i, e, k in evidence if i == item["id"]]
+        return items
 
     def pi_extraction(self, extraction_id: str) -> Optional[dict]:
         """One extraction's row (with its prompt and raw reply), or None."""

@@ -29,6 +29,7 @@ def credit_tables(conn) -> None:
                  "created_at TEXT NOT NULL)")
     conn.execute("CREATE INDEX idx_episode_credits_episode ON episode_credits (episode_id)")
     conn.execute("CREATE INDEX idx_episode_credits_extraction ON episode_credits (extraction_id)")
+    conn.execute("CREATE INDEX idx_episodes_task ON episodes (game, seed, mode)")  # sibling groups
     conn.execute("CREATE TABLE action_credits (credit_id TEXT NOT NULL REFERENCES episode_credits(id), "
                  "step_index INTEGER NOT NULL, weight REAL, shift REAL, item_ids TEXT NOT NULL DEFAULT '[]', "
                  "PRIMARY KEY (credit_id, step_index))")

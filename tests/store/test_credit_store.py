@@ -57,3 +57,25 @@ def test_removing_a_run_removes_its_credit_and_the_pi_that_read_it(store: Store,
     store.remove_runs([run.id])
     for table in ("pi_extractions", "pi_items", "pi_evidence", "episode_credits", "action_credits"):
         assert store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
+
+
+def test_audit_finds_evaluation_episodes_in_training_pi_written_around_the_guard(store: Store, explored, evaluated):
+    from s3gym_tui.store import audit
+
+    ext = _extraction(store, explored, purpose="training")
+    assert audit(store).ok
+    item = f"{ext}.0"
+    store.conn.execute("INSERT INTO pi_evidence (item_id, episode_id, step_index) VALUES (?, ?, 0)",
+                       (item, evaluated[0].id))  # raw SQL, around the store's guard
+    store.conn.execute("UPDATE pi_extractions SET episode_ids = json_insert(episode_ids, '$[#]', ?) WHERE id = ?",
+                       (evaluated[1].id, ext))
+    store.add_episode_credit(evaluated[1].id, extraction_id=None, advantage=1.0, reward=1.0, group_ids=[],
+                             analyzer="a", scorer=None, credit="action", kappa=0.05, tau=1.0, eps_w=0.5,
+                             actions=[], training_id="t-1")
+    found = {(f.episode_id, f.detail.split()[0]) for f in audit(store).eval_in_training_pi}
+    assert found == {(evaluated[0].id, "training"), (evaluated[1].id, "training")} and \
+        len(audit(store).eval_in_training_pi) == 3
+    # PI made for reading an evaluation episode (no training) is no leak
+    view = _extraction(store, [evaluated[0], evaluated[1]])
+    assert store.pi_extraction(view)["purpose"] == "view"
+    assert len(audit(store).eval_in_training_pi) == 3
