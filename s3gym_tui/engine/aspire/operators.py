@@ -103,6 +103,8 @@ class ModelOperator:
             kwargs["api_base"] = self.api_base
         if not is_builtin(self.model):
             kwargs["tools"] = TOOLS
+        else:  # the embedded model: the JSON text form under a grammar (providers/local.py TOOL_GRAMMAR)
+            kwargs["extra_body"] = {"s3gym": {"task": "tool"}}
         try:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:
