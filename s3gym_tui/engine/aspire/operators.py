@@ -53,8 +53,8 @@ def history_messages(briefing: dict[str, Any], decisions: Sequence[Decision], re
     messages = [{"role": "system", "content": system_prompt(briefing)},
                 {"role": "user", "content": "Begin: call one tool (or reply with one JSON object, as above)."}]
     for d in decisions:
-        if d.tool == "(none)":  # no call was made: the reply as written (a made-up call would be copied)
-            content = d.reply
+        if d.tool == "(none)" or '"tool"' in d.reply:  # the reply as written: no made-up call to copy, and
+            content = d.reply  # a call in the JSON text form is not repeated
         else:
             content = (d.reply + "\n" if d.reply else "") + json.dumps({"tool": d.tool, "arguments": d.arguments})
         messages.append({"role": "assistant", "content": content})
