@@ -56,6 +56,19 @@ def pi_grammar(ctx: dict) -> str:
     if not refs:
         return PI_GRAMMAR
     return PI_GRAMMAR.rsplit("ev ::=", 1)[0] + f"ev ::= {' | '.join(refs)}\n"
+
+
+# An ASPIRE agent's turn (engine/aspire/operators.py's JSON text form): one tool call, always parseable.
+TOOL_GRAMMAR = (
+    'root ::= "{\\"tool\\": \\"" tool "\\", \\"arguments\\": " object "}"\n'
+    'tool ::= "look" | "practise" | "update" | "validate" | "evaluate" | "submit"\n'
+    'object ::= "{" ( pair ( ", " pair ){0,6} )? "}"\n'
+    'pair ::= string ": " value\n'
+    'value ::= string | number | "[" ( number ( ", " number ){0,4} )? "]" | "null"\n'
+    'string ::= "\\"" [^"\\\\\\n]{0,160} "\\""\n'
+    'number ::= "-"? [0-9] [0-9]{0,6} ( "." [0-9] [0-9]? )?\n'
+)
+TOOL_MAX_TOKENS = 320
 FALLBACK_ACTION_RULE = '[^\\n,] [^\\n,]{0,59}'
 
 # token accounting for the chat template (ChatML): `<|im_start|>role\n ... <|im_end|>\n` per message
@@ -252,6 +265,8 @@ class LocalLLM(CustomLLM):
             grammar, cap, repeat = SUMMARY_GRAMMAR, SUMMARY_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
         elif task == "pi":
             grammar, cap, repeat = pi_grammar(ctx or {}), PI_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
+        elif task == "tool":
+            grammar, cap, repeat = TOOL_GRAMMAR, TOOL_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
         else:
             grammar, cap, repeat = None, CHAT_MAX_TOKENS, 1.0
         requested = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")

@@ -208,7 +208,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "per game", "episodes": "evaluation episodes behind it", "run_ids": "JSON list of the evaluation runs",
         "created_at": "UTC time"}),
     "aspire_run_links": ("The ordinary s3gym runs an ASPIRE run made.", {
-        "aspire_run_id": "the ASPIRE run", "run_id": "the run", "role": "practice, validation or hidden",
+        "aspire_run_id": "the ASPIRE run", "run_id": "the run", "role": "practice, validation, hidden (the controller's strict evaluation), "
+        "training (run_id is a training id) or memory (holds the summaries the agent wrote)",
         "candidate_id": "the candidate it played"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
         "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
