@@ -19,24 +19,26 @@ from s3gym_tui.textgate import safe_text
 
 PROTOCOL_CHOICES = [("final-only (no score before the end)", "final"),
                     ("adaptive (a few aggregate scores; score-gated retention)", "adaptive")]
-# (budget key, label, input type, hint); the values the command starts with are its own defaults
-BUDGET_FIELDS = (("calls", "Model calls", "integer", "agent turns and episode steps together"),
+# (budget key, label, input type, hint): prefilled with the command's defaults (engine/aspire/budget.py);
+# an empty field lifts that limit
+BUDGET_FIELDS = (("calls", "Model calls", "integer", "agent turns and the episodes' calls together"),
                  ("tokens", "Tokens", "integer", "input + output"),
-                 ("usd", "Dollars", "number", "at litellm's prices; empty: no limit"),
-                 ("seconds", "Wall time (s)", "integer", "the whole run"))
+                 ("dollars", "Dollars", "number", "at litellm's prices (empty: no limit)"),
+                 ("seconds", "Wall time (s)", "number", "the agent's work (hidden evaluation excluded)"),
+                 ("decisions", "Decisions", "integer", "tool calls, bad ones included"))
 
 
 def goal_choices() -> list[tuple[str, str]]:
-    """(label, goal id) of the goal set: the vague goal as the agent reads it (never its suite)."""
+    """(label, goal id) of the goal set: the vague goal as the agent reads it (never its hidden suite)."""
     from s3gym_tui.engine.aspire.goals import GOALS
 
-    return [(safe_text(f"{g.id}: {g.text}", one_line=True, max_chars=120), g.id) for g in GOALS.values()]
+    return [(safe_text(f"{g.id}: {g.text}", one_line=True, max_chars=120), g.id) for g in GOALS]
 
 
 def default_budget() -> dict:
-    from s3gym_tui.engine.aspire.budget import DEFAULT_BUDGET
+    from s3gym_tui.engine.aspire.budget import Budget
 
-    return dict(DEFAULT_BUDGET)
+    return Budget().as_dict()
 
 
 class AspireDialog(DialogScreen):
@@ -76,7 +78,7 @@ class AspireDialog(DialogScreen):
             with Horizontal(classes="asp-row"):
                 yield Label("Model")
                 yield Input(safe_text(self.model, one_line=True).plain, id="asp-model", compact=True,
-                            placeholder="a litellm model with tool calling; scripted/aspire plays offline")
+                            placeholder="a litellm model with tool calling; `scripted` plays a fixed plan offline")
             with Horizontal(classes="asp-row"):
                 yield Label("Protocol")
                 yield Select(PROTOCOL_CHOICES, value="final", allow_blank=False, id="asp-protocol", compact=True)
@@ -88,7 +90,8 @@ class AspireDialog(DialogScreen):
                 value = self.budget.get(key)
                 with Horizontal(classes="asp-row"):
                     yield Label(label)
-                    yield Input("" if value is None else str(value), type=kind, id=f"asp-{key}", compact=True)
+                    yield Input("" if value is None else format(value, "g") if isinstance(value, float) else str(value),
+                            type=kind, id=f"asp-{key}", compact=True)
                     yield Static(hint, classes="asp-hint")
             yield Static("", id="asp-error")
             with Horizontal(classes="dialog-buttons"):
