@@ -82,10 +82,10 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
     AspireScreen.-narrow #asp-timeline { height: 1fr; }
     AspireScreen.-narrow #asp-decision-box { max-height: 5; }
     AspireScreen.-narrow.-short #asp-decision-box { display: none; }
-    AspireScreen.-short #asp-decision-box { max-height: 6; }
-    AspireScreen.-short #asp-tree { max-height: 8; }
-    AspireScreen.-huge #asp-runs { display: block; }
-    AspireScreen.-huge #asp-right { width: 72; }
+    AspireScreen.-wide.-short #asp-decision-box { max-height: 6; }
+    AspireScreen.-wide.-short #asp-tree { max-height: 8; }
+    AspireScreen.-huge #asp-runs { display: block; height: 1fr; }
+    AspireScreen.-huge #asp-right { width: 64; }
     """
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-huge")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
@@ -142,7 +142,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
             self.query_one(selector).border_title = title
         self.query_one("#asp-tree").border_subtitle = TREE_LEGEND
         runs = self.query_one("#asp-runs", FitTable)
-        for key, label, drop, shorten in (("id", "run", 0, 22), ("status", "status", 0, 0),
+        for key, label, drop, shorten in (("id", "run", 0, 18), ("status", "status", 0, 0),
                                           ("protocol", "protocol", 1, 0)):
             runs.add_column(label, key=key, drop=drop, shorten=shorten)
         timeline = self.query_one("#asp-timeline", FitTable)

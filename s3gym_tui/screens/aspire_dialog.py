@@ -47,7 +47,6 @@ class AspireDialog(DialogScreen):
     BINDINGS = DialogScreen.BINDINGS + [Binding("ctrl+s", "start", "Start", id="aspire_dialog_start",
                                                 priority=True)]
     DEFAULT_CSS = """
-    AspireDialog .dialog { width: 100; padding: 0 2; }
     AspireDialog .asp-row { height: 1; margin-bottom: 1; }
     AspireDialog .asp-row Label { width: 16; height: 1; color: $text-muted; }
     AspireDialog .asp-row Input { width: 20; height: 1; background: $boost; }
@@ -63,14 +62,15 @@ class AspireDialog(DialogScreen):
 
     def __init__(self, db: Path, model: str) -> None:
         super().__init__()
-        self.db, self.model = Path(db), model
+        self.db = Path(db)
+        # a game's scripted player is no agent: the offline plan (`scripted`) is, and a real model is typed
+        self.model = "scripted" if not model or model.startswith("scripted") else model
         self.goals = goal_choices()
         self.budget = default_budget()
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label("New ASPIRE run: the agent improves itself towards a vague goal; a hidden suite judges it",
-                        classes="dialog-title")
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label("New ASPIRE run: a vague goal, judged on hidden games", classes="dialog-title")
             with Horizontal(classes="asp-row"):
                 yield Label("Goal")
                 yield Select(self.goals, value=self.goals[0][1] if self.goals else Select.NULL,
@@ -84,8 +84,7 @@ class AspireDialog(DialogScreen):
                 yield Select(PROTOCOL_CHOICES, value="final", allow_blank=False, id="asp-protocol", compact=True)
             with Horizontal(classes="asp-row"):
                 yield Label("Control")
-                yield Checkbox("explicit goal (the suite's games and metric named; same budget)", id="asp-explicit",
-                               compact=True)
+                yield Checkbox("explicit goal (games and metric named)", id="asp-explicit", compact=True)
             for key, label, kind, hint in BUDGET_FIELDS:
                 value = self.budget.get(key)
                 with Horizontal(classes="asp-row"):
