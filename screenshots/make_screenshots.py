@@ -212,6 +212,35 @@ async def nav_search(pilot, ids) -> None:
     await press(pilot, "down")
 
 
+async def _with_aspire(pilot) -> None:
+    """ASPIRE runs in this shot's copy only (the scripted operator's run makes ordinary runs too, which
+    the other shots must not list): the fixture's runs and a whole scripted-operator run (tests/ui/aspire_data)."""
+    from tests.ui.aspire_data import build_scripted_aspire, fill_aspire, fix_aspire_times
+
+    from s3gym_tui.store import Store
+
+    path = pilot.app.db_path
+    with Store(path) as store:
+        fill_aspire(store)
+    fix_aspire_times(path)
+    await asyncio.to_thread(build_scripted_aspire, path)  # the controller runs its own event loop
+
+
+async def nav_aspire(pilot, ids) -> None:
+    await _with_aspire(pilot)
+    pilot.app.open_aspire()
+    await settle(pilot)
+
+
+async def nav_aspire_marks(pilot, ids) -> None:
+    from tests.ui.aspire_data import FINISHED
+
+    await _with_aspire(pilot)
+    pilot.app.open_aspire(FINISHED)
+    await settle(pilot)
+    await press(pilot, "c", "up")  # the sft candidate score-gated retention rolled back
+
+
 # name -> (screen module that must exist, navigation, settings overrides)
 SHOTS: dict[str, tuple[str, Navigate, dict]] = {
     "home": ("home", nav_home, {}),
@@ -228,6 +257,8 @@ SHOTS: dict[str, tuple[str, Navigate, dict]] = {
     "pairs": ("pairs", nav_pairs, {}),
     "report": ("report", nav_report, {}),
     "search": ("search", nav_search, {}),
+    "aspire": ("aspire", nav_aspire, {}),
+    "aspire_marks": ("aspire", nav_aspire_marks, {}),
 }
 
 

@@ -41,10 +41,16 @@ def run_controller(store, aspire_id: str, operator, goals=None) -> None:
     from s3gym_tui.engine.aspire.goals import GOALS
     from s3gym_tui.engine.llm import ModelUnavailable
 
+    from s3gym_tui.engine.lease import driving_aspire
+    from s3gym_tui.store.leases import RunBusy
+
     controller = Controller(store, aspire_id, operator, goals or GOALS,
                             on_decision=lambda d: console.print(decision_line(d), soft_wrap=True, highlight=False))
     try:
-        final = asyncio.run(controller.run_all())
+        with driving_aspire(store, aspire_id, "s3gym aspire"):  # the app follows it; a second driver is refused
+            final = asyncio.run(controller.run_all())
+    except RunBusy as exc:
+        raise UserError(str(exc)) from None
     except KeyboardInterrupt:
         store.set_aspire_status(aspire_id, "interrupted", "interrupted (Ctrl-C)")
         err.print(f"ASPIRE run {safe_markup(aspire_id)} interrupted (Ctrl-C): stored data is intact")

@@ -35,13 +35,22 @@ class Figure:
     why: str = ""
 
 
+def short_id(candidate_id: str, aspire_id: str) -> str:
+    """A candidate's id without its run's id in front (`aspire-rules-0c16…-c2` -> `c2`): what the tree
+    and the tables show; the whole id is in the candidate's details."""
+    prefix = f"{aspire_id}-"
+    return candidate_id[len(prefix):] if candidate_id.startswith(prefix) and len(candidate_id) > len(prefix) \
+        else candidate_id
+
+
 @dataclass(frozen=True)
 class CandidateView:
     id: str
+    label: str  # the id shown (short_id)
     kind: str
     parent_id: Optional[str]
     depth: int
-    lineage: tuple[str, ...]  # ids from the base down to this one
+    lineage: tuple[str, ...]  # labels (short ids) from the base down to this one
     status: str  # active / rolled_back / final (stored)
     retained: bool
     is_base: bool
@@ -175,7 +184,7 @@ def aspire_view(run, decisions: Sequence, candidates: Sequence, claims: Sequence
         chain, cur, seen = [], c, set()
         while cur is not None and cur.id not in seen:
             seen.add(cur.id)
-            chain.append(cur.id)
+            chain.append(short_id(cur.id, run.id))
             cur = by_id.get(cur.parent_id) if cur.parent_id else None
         chain.reverse()
         score = found.get(c.id, Figure(None, why or "not evaluated"))
@@ -185,7 +194,7 @@ def aspire_view(run, decisions: Sequence, candidates: Sequence, claims: Sequence
         mine = claim is not None and (claim.candidate_id == c.id or (claim.candidate_id is None
                                                                      and run.final_candidate_id == c.id))
         views.append(CandidateView(
-            id=c.id, kind=c.kind, parent_id=c.parent_id, depth=len(chain) - 1, lineage=tuple(chain),
+            id=c.id, label=short_id(c.id, run.id), kind=c.kind, parent_id=c.parent_id, depth=len(chain) - 1, lineage=tuple(chain),
             status=c.status, retained=run.retained_candidate_id == c.id, is_base=c.id == base_id,
             is_final=run.final_candidate_id == c.id or c.status == "final", note=c.note, frozen_ref=c.frozen_ref,
             decision_idx=c.decision_idx, score=score,

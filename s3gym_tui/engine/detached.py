@@ -18,7 +18,7 @@ from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, RunConfig
 
 STOP_SIGNAL = signal.SIGINT  # what the CLI honours as a clean, resumable stop (engine/interrupt.py)
 _RUN_LINE = re.compile(r"^run (\S+) · ", re.MULTILINE)  # `s3gym run` prints it once the run is stored
-_ASPIRE_LINE = re.compile(r"^aspire (\S+) · ", re.MULTILINE)  # `s3gym aspire` prints it once stored
+_ASPIRE_LINE = re.compile(r"^ASPIRE run (\S+): ", re.MULTILINE)  # `s3gym aspire` prints it once stored
 
 
 def cli_prefix() -> list[str]:
@@ -69,24 +69,20 @@ def resume_argv(run_id: str, db: Path) -> list[str]:
 
 
 def aspire_argv(db: Path, *, goal_id: str, model: str, protocol: str, explicit: bool = False,
-                budget: Optional[dict] = None, operator: Optional[str] = None) -> list[str]:
+                budget: Optional[dict] = None, player: Optional[str] = None) -> list[str]:
     """The `s3gym aspire …` that creates and drives an ASPIRE run (issue 25): a goal of the goal set,
-    the agent's model, the protocol, the explicit-goal control, and the budget (each limit given;
-    None leaves the command's default)."""
+    the agent's model, the protocol, the explicit-goal control and the budget (`budget`: key -> limit,
+    None lifting that limit; keys left out keep the command's defaults)."""
     argv = [*cli_prefix(), "aspire", "--goal-id", goal_id, "--model", model, "--protocol", protocol]
     if explicit:
         argv.append("--explicit")
-    if operator:
-        argv += ["--operator", operator]
-    for key, flag in ASPIRE_BUDGET_FLAGS.items():
-        value = (budget or {}).get(key)
-        if value is not None:
-            argv += [flag, repr(value) if isinstance(value, float) else str(value)]
+    if player:
+        argv += ["--player", player]
+    if budget:
+        parts = [f"{key}={'none' if value is None else format(value, 'g') if isinstance(value, float) else value}"
+                 for key, value in budget.items()]
+        argv += ["--budget", ",".join(parts)]
     return argv + ["--db", str(db)]
-
-
-ASPIRE_BUDGET_FLAGS = {"calls": "--max-calls", "tokens": "--max-tokens", "usd": "--max-usd",
-                       "seconds": "--max-seconds"}
 
 
 def aspire_resume_argv(aspire_id: str, db: Path) -> list[str]:
@@ -150,7 +146,15 @@ class ChildRun:
             found = None
         if found:
             self.run_id = found.group(1)
-        elif store is not None and self.kind == "run":  # an ASPIRE process also drives practice runs
+        elif store is not None and self.kind == "aspire":  # its lease (not its practice runs' leases)
+            try:
+                from s3gym_tui.store.leases import HOST
+
+                self.run_id = next((lease.run_id for lease in store.live_aspire_leases().values()
+                                    if lease.pid == self.pid and lease.host == HOST), None)
+            except Exception:  # noqa: BLE001 - found at the next look
+                pass
+        elif store is not None:
             try:
                 from s3gym_tui.store.leases import HOST
 

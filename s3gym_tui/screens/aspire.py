@@ -41,6 +41,7 @@ class AspireRead(Message):
 
     runs: list
     aspire_id: Optional[str]
+    statuses: dict = field(default_factory=dict)  # run id -> status as a person reads it (store.leases)
     run: object = None
     decisions: list = field(default_factory=list)
     after: int = -1
@@ -81,10 +82,10 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
     AspireScreen.-narrow #asp-timeline { height: 1fr; }
     AspireScreen.-narrow #asp-decision-box { max-height: 5; }
     AspireScreen.-narrow.-short #asp-decision-box { display: none; }
-    AspireScreen.-short #asp-decision-box { max-height: 6; }
-    AspireScreen.-short #asp-tree { max-height: 8; }
-    AspireScreen.-huge #asp-runs { display: block; }
-    AspireScreen.-huge #asp-right { width: 72; }
+    AspireScreen.-wide.-short #asp-decision-box { max-height: 6; }
+    AspireScreen.-wide.-short #asp-tree { max-height: 8; }
+    AspireScreen.-huge #asp-runs { display: block; height: 1fr; }
+    AspireScreen.-huge #asp-right { width: 64; }
     """
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (110, "-wide"), (170, "-huge")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]
@@ -102,6 +103,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
         super().__init__()
         self.aspire_id = aspire_id
         self.runs: list = []
+        self.statuses: dict = {}
         self.run = None
         self.decisions: list = []
         self.view = None
@@ -111,6 +113,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
         self.reads = 0  # completed reads (tests wait on it)
         self.busy = True  # until the first read is shown (tests/ui/settle.py)
         self._shown_runs: Optional[list] = None
+        self._awaiting = None  # the ASPIRE process started here whose new run is not known yet
 
     # ----- layout -----------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -139,7 +142,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
             self.query_one(selector).border_title = title
         self.query_one("#asp-tree").border_subtitle = TREE_LEGEND
         runs = self.query_one("#asp-runs", FitTable)
-        for key, label, drop, shorten in (("id", "run", 0, 22), ("status", "status", 0, 0),
+        for key, label, drop, shorten in (("id", "run", 0, 18), ("status", "status", 0, 0),
                                           ("protocol", "protocol", 1, 0)):
             runs.add_column(label, key=key, drop=drop, shorten=shorten)
         timeline = self.query_one("#asp-timeline", FitTable)
@@ -160,14 +163,16 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
     @work(thread=True, exclusive=True, group="aspire-read", exit_on_error=False)
     def _read(self, aspire_id: Optional[str], after: int) -> None:
         from s3gym_tui.engine.aspire_view import aspire_view
-        from s3gym_tui.screens.aspire_control import driver_line
+        from s3gym_tui.store.leases import shown_status
 
         try:
             with self.app.store.for_thread() as store:
                 runs = store.list_aspire_runs(limit=RUNS_LISTED)
+                leases = store.live_aspire_leases()
+                statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
                 chosen = aspire_id if any(r.id == aspire_id for r in runs) else (runs[0].id if runs else None)
                 if chosen is None:
-                    self.post_message(AspireRead(runs, None))
+                    self.post_message(AspireRead(runs, None, statuses))
                     return
                 if chosen != aspire_id:
                     after = -1
@@ -176,11 +181,12 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
                 every = store.aspire_decisions(chosen) if after >= 0 else decisions
                 view = aspire_view(run, every, store.aspire_candidates(chosen), store.aspire_claims(chosen),
                                    store.hidden_scores(chosen), store.compute_split(chosen))
-                driver = driver_line(store, run)
+                lease = leases.get(chosen)
+                driver = lease.describe() if lease is not None else ""
         except Exception as exc:  # noqa: BLE001 - a message, not a crash
             self.post_message(AspireRead([], aspire_id, error=str(exc)))
             return
-        self.post_message(AspireRead(runs, chosen, run, decisions, after, view, driver))
+        self.post_message(AspireRead(runs, chosen, statuses, run, decisions, after, view, driver))
 
     def on_aspire_read(self, message: AspireRead) -> None:
         self.reads += 1
@@ -190,6 +196,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
             self._render_status()
             return
         self.runs = message.runs
+        self.statuses = message.statuses
         if message.aspire_id != self.aspire_id or message.after < 0:
             self.decisions = []
             self.query_one("#asp-timeline", FitTable).clear()
@@ -200,6 +207,18 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
                              if not self.decisions or d.idx > self.decisions[-1].idx])
         self._render_status()
         self._render_candidates()
+        self._follow_started()
+
+    def _follow_started(self) -> None:
+        """Once the run this app just started is stored, show it (its log names it, or its lease)."""
+        child = self._awaiting
+        if child is None:
+            return
+        run_id = child.find_run_id(self.app.store)
+        if run_id is not None or not child.alive:
+            self._awaiting = None
+        if run_id is not None and run_id != self.aspire_id:
+            self.show_run(run_id)
 
     # ----- rendering --------------------------------------------------------------------------
     @property
@@ -212,6 +231,8 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
             return "starting" if aspire_child(self.app, None) is not None else ""
         if self.driver:
             return "running"
+        if self.run.status in ("finished", "failed"):  # its process may still be printing the outcome
+            return self.run.status
         if aspire_child(self.app, self.run.id) is not None:
             return "starting"
         return "interrupted" if self.run.status == "running" else self.run.status
@@ -252,14 +273,14 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
         self.sub_title = f"ASPIRE · {run.id}"
 
     def _render_runs(self) -> None:
-        shown = [(r.id, r.status) for r in self.runs]
+        shown = [(r.id, self.statuses.get(r.id, r.status)) for r in self.runs]
         if shown == self._shown_runs:
             return
         self._shown_runs = shown
         table = self.query_one("#asp-runs", FitTable)
         table.clear()
-        for r in self.runs:
-            table.add_row(r.id, Text(r.status, style=STATUS_STYLE.get(r.status, "")),
+        for r, (_, status) in zip(self.runs, shown):
+            table.add_row(r.id, Text(status, style=STATUS_STYLE.get(status.split(" ")[0], "")),
                           f"{r.protocol}{' · explicit' if r.explicit else ''}", key=r.id)
         if self.aspire_id is not None and any(r.id == self.aspire_id for r in self.runs):
             table.move_cursor(row=table.get_row_index(self.aspire_id))
@@ -354,7 +375,12 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
     def action_new_run(self) -> None:
         from s3gym_tui.screens.aspire_control import new_aspire_run
 
-        new_aspire_run(self.app, started=lambda _child: self.action_refresh())
+        new_aspire_run(self.app, started=self._started)
+
+    def _started(self, child) -> None:
+        self._awaiting = child
+        self._render_status()
+        self.action_refresh()
 
     def action_stop(self) -> None:
         from s3gym_tui.screens.aspire_control import stop_aspire

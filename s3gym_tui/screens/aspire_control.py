@@ -26,8 +26,7 @@ def aspire_child(app, aspire_id: Optional[str]):
 
 def driver_line(store, run) -> str:
     """Who drives `run` right now (its live lease described), or ''."""
-    reader = getattr(store, "aspire_lease", None)  # FIXME(aspire): until the ASPIRE lease lands
-    lease = reader(run.id) if reader is not None else None
+    lease = store.aspire_lease(run.id)
     return lease.describe() if lease is not None and lease.alive() else ""
 
 
@@ -95,8 +94,7 @@ def stop_aspire(app, aspire_id: str) -> None:
 
     mine = aspire_child(app, aspire_id)
     try:
-        reader = getattr(app.store, "aspire_lease", None)  # FIXME(aspire): until the ASPIRE lease lands
-        lease = reader(aspire_id) if reader is not None else None
+        lease = app.store.aspire_lease(aspire_id)
     except Exception:  # noqa: BLE001 - a broken store: only this app's own process can be stopped
         lease = None
     lease = lease if lease is not None and lease.alive() else None

@@ -19,24 +19,26 @@ from s3gym_tui.textgate import safe_text
 
 PROTOCOL_CHOICES = [("final-only (no score before the end)", "final"),
                     ("adaptive (a few aggregate scores; score-gated retention)", "adaptive")]
-# (budget key, label, input type, hint); the values the command starts with are its own defaults
-BUDGET_FIELDS = (("calls", "Model calls", "integer", "agent turns and episode steps together"),
+# (budget key, label, input type, hint): prefilled with the command's defaults (engine/aspire/budget.py);
+# an empty field lifts that limit
+BUDGET_FIELDS = (("calls", "Model calls", "integer", "agent turns and the episodes' calls together"),
                  ("tokens", "Tokens", "integer", "input + output"),
-                 ("usd", "Dollars", "number", "at litellm's prices; empty: no limit"),
-                 ("seconds", "Wall time (s)", "integer", "the whole run"))
+                 ("dollars", "Dollars", "number", "at litellm's prices (empty: no limit)"),
+                 ("seconds", "Wall time (s)", "number", "the agent's work (hidden evaluation excluded)"),
+                 ("decisions", "Decisions", "integer", "tool calls, bad ones included"))
 
 
 def goal_choices() -> list[tuple[str, str]]:
-    """(label, goal id) of the goal set: the vague goal as the agent reads it (never its suite)."""
+    """(label, goal id) of the goal set: the vague goal as the agent reads it (never its hidden suite)."""
     from s3gym_tui.engine.aspire.goals import GOALS
 
-    return [(safe_text(f"{g.id}: {g.text}", one_line=True, max_chars=120), g.id) for g in GOALS.values()]
+    return [(safe_text(f"{g.id}: {g.text}", one_line=True, max_chars=120), g.id) for g in GOALS]
 
 
 def default_budget() -> dict:
-    from s3gym_tui.engine.aspire.budget import DEFAULT_BUDGET
+    from s3gym_tui.engine.aspire.budget import Budget
 
-    return dict(DEFAULT_BUDGET)
+    return Budget().as_dict()
 
 
 class AspireDialog(DialogScreen):
@@ -45,7 +47,6 @@ class AspireDialog(DialogScreen):
     BINDINGS = DialogScreen.BINDINGS + [Binding("ctrl+s", "start", "Start", id="aspire_dialog_start",
                                                 priority=True)]
     DEFAULT_CSS = """
-    AspireDialog .dialog { width: 100; padding: 0 2; }
     AspireDialog .asp-row { height: 1; margin-bottom: 1; }
     AspireDialog .asp-row Label { width: 16; height: 1; color: $text-muted; }
     AspireDialog .asp-row Input { width: 20; height: 1; background: $boost; }
@@ -61,14 +62,15 @@ class AspireDialog(DialogScreen):
 
     def __init__(self, db: Path, model: str) -> None:
         super().__init__()
-        self.db, self.model = Path(db), model
+        self.db = Path(db)
+        # a game's scripted player is no agent: the offline plan (`scripted`) is, and a real model is typed
+        self.model = "scripted" if not model or model.startswith("scripted") else model
         self.goals = goal_choices()
         self.budget = default_budget()
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog"):
-            yield Label("New ASPIRE run: the agent improves itself towards a vague goal; a hidden suite judges it",
-                        classes="dialog-title")
+        with Vertical(classes="dialog dialog-wide"):
+            yield Label("New ASPIRE run: a vague goal, judged on hidden games", classes="dialog-title")
             with Horizontal(classes="asp-row"):
                 yield Label("Goal")
                 yield Select(self.goals, value=self.goals[0][1] if self.goals else Select.NULL,
@@ -76,19 +78,19 @@ class AspireDialog(DialogScreen):
             with Horizontal(classes="asp-row"):
                 yield Label("Model")
                 yield Input(safe_text(self.model, one_line=True).plain, id="asp-model", compact=True,
-                            placeholder="a litellm model with tool calling; scripted/aspire plays offline")
+                            placeholder="a litellm model with tool calling; `scripted` plays a fixed plan offline")
             with Horizontal(classes="asp-row"):
                 yield Label("Protocol")
                 yield Select(PROTOCOL_CHOICES, value="final", allow_blank=False, id="asp-protocol", compact=True)
             with Horizontal(classes="asp-row"):
                 yield Label("Control")
-                yield Checkbox("explicit goal (the suite's games and metric named; same budget)", id="asp-explicit",
-                               compact=True)
+                yield Checkbox("explicit goal (games and metric named)", id="asp-explicit", compact=True)
             for key, label, kind, hint in BUDGET_FIELDS:
                 value = self.budget.get(key)
                 with Horizontal(classes="asp-row"):
                     yield Label(label)
-                    yield Input("" if value is None else str(value), type=kind, id=f"asp-{key}", compact=True)
+                    yield Input("" if value is None else format(value, "g") if isinstance(value, float) else str(value),
+                            type=kind, id=f"asp-{key}", compact=True)
                     yield Static(hint, classes="asp-hint")
             yield Static("", id="asp-error")
             with Horizontal(classes="dialog-buttons"):

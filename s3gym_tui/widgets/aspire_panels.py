@@ -106,8 +106,8 @@ def budget_text(budget: Mapping[str, Any], usage: Mapping[str, Any]) -> Text:
 
 
 def split_table(view: Optional[AspireView], bar: int = 8) -> Table | Text:
-    """The compute split: per category its share of the model calls (a bar) and of the tokens, its calls
-    and dollars ('—' when a call was unpriced)."""
+    """The compute split: per category its share of the model calls (a bar), of the tokens and of the
+    wall time, and its dollars ('—' when a call was unpriced, or none was made: never $0 for unknown)."""
     if view is None or not view.split:
         return Text("no decision yet", style="italic")
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_header=True, header_style="dim")
@@ -115,16 +115,20 @@ def split_table(view: Optional[AspireView], bar: int = 8) -> Table | Text:
     table.add_column("calls", no_wrap=True)
     table.add_column("", justify="right", no_wrap=True)
     table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("time", justify="right", no_wrap=True)
     table.add_column("$", justify="right", no_wrap=True)
     total_tokens = sum(s.tokens for s in view.split)
+    total_seconds = sum(s.seconds for s in view.split)
     for s in view.split:
         style = CATEGORY_STYLE.get(s.category, "")
         filled = 0 if s.share is None else round(bar * s.share)
         cells = Text("█" * filled, style=style or "white")
         cells.append("░" * (bar - filled), style="dim")
         tokens = f"{100 * s.tokens / total_tokens:.0f}%" if total_tokens else DASH
-        table.add_row(Text(CATEGORY_SHORT.get(s.category, s.category), style=style), cells, DASH if s.share is None else f"{100 * s.share:.0f}%",
-                      tokens, DASH if s.cost is None else f"{s.cost:.4f}")
+        seconds = f"{100 * s.seconds / total_seconds:.0f}%" if total_seconds else DASH
+        table.add_row(Text(CATEGORY_SHORT.get(s.category, s.category), style=style), cells,
+                      DASH if s.share is None else f"{100 * s.share:.0f}%",
+                      tokens, seconds, DASH if s.cost is None else f"{s.cost:.4f}")
     return table
 
 
@@ -140,13 +144,13 @@ def split_line(view: Optional[AspireView]) -> Text:
     return text
 
 
-def figure(value: Figure, signed: bool = False) -> Text:
+def figure(value: Figure, signed: bool = False, brief: bool = False) -> Text:
     """A figure, or "—" with its reason (dim; "hidden" for a hidden score, whose reason the table says
-    once below it)."""
+    once below it; `brief`: the reason is said elsewhere)."""
     if value.value is not None:
         return Text(fmt_signed(value.value) if signed else fmt_metric(value.value))
     out = Text(DASH)
-    if value.why:
+    if value.why and not brief:
         out.append(" hidden" if value.why.startswith(HIDDEN_WHY) else f" {value.why}", style="dim italic")
     return out
 
@@ -159,7 +163,7 @@ def candidate_label(c: CandidateView) -> Text:
     score only once the run has ended)."""
     text = Text()
     text.append(f"{c.kind:<7}", style=KIND_STYLE.get(c.kind, ""))
-    text.append(c.id)
+    text.append(c.label)
     if c.status == "rolled_back":
         text.append(" ↺", style="bold magenta")
     if c.retained:
@@ -176,13 +180,16 @@ def candidate_text(c: Optional[CandidateView]) -> Text:
     if c is None:
         return Text("no candidate yet", style="italic")
     text = Text()
-    text.append(f"{c.id}", style="bold")
+    text.append(f"{c.label}", style="bold")
     text.append(f"  {c.kind}", style=KIND_STYLE.get(c.kind, ""))
     marks = [m for m in (c.marks, "★ final" if c.is_final and c.status != "final" else "") if m]
     if marks:
         text.append(f"  {' '.join(marks)}", style="magenta" if c.status == "rolled_back" else "green")
     text.append("\nlineage: ", style="bold")
     text.append(" → ".join(c.lineage))
+    if c.label != c.id:
+        text.append("\nid: ", style="bold")
+        text.append(c.id)
     if c.frozen_ref:
         text.append("\nfrozen: ", style="bold")
         text.append(c.frozen_ref)
@@ -211,14 +218,17 @@ def claims_table(view: Optional[AspireView], chosen: Optional[CandidateView] = N
     table.add_column("", style="bold", no_wrap=True)
     table.add_column("claimed", no_wrap=True)
     table.add_column("measured", no_wrap=True)
-    table.add_row("final − base", figure(view.claimed_delta, signed=True), figure(view.measured_delta, signed=True))
+    table.add_row("final − base", figure(view.claimed_delta, signed=True, brief=True),
+                  figure(view.measured_delta, signed=True))
     table.add_row("retained − base", "", figure(view.retained_delta, signed=True))
     table.add_row("base → final", "", _pair(view.base_score, view.final_score))
     parts: list = [table]
     if chosen is not None:
         table.add_section()
-        table.add_row(safe_text(chosen.id, one_line=True, max_chars=40), "", figure(chosen.score))
-        table.add_row("  vs base", figure(chosen.claimed, signed=True), figure(chosen.vs_base, signed=True))
+        name = chosen.label if chosen.label == chosen.kind else f"{chosen.kind} {chosen.label}"
+        table.add_row(safe_text(name, one_line=True, max_chars=24), "",
+                      figure(chosen.score))
+        table.add_row("  vs base", figure(chosen.claimed, signed=True, brief=True), figure(chosen.vs_base, signed=True))
         table.add_row("  vs parent", "", figure(chosen.vs_parent, signed=True))
         own = Text.assemble(("its own validation: ", "bold"))
         if chosen.validations:
@@ -228,10 +238,12 @@ def claims_table(view: Optional[AspireView], chosen: Optional[CandidateView] = N
         parts.append(own)
     if view.hidden_why:
         parts.append(Text(f"{DASH} measured: {view.hidden_why}", style="dim italic"))
+    claim = Text.assemble(("claim: ", "bold"))
     if view.claim_text:
-        claim = Text.assemble(("claim: ", "bold"))
         claim.append(view.claim_text, style="italic")
-        parts.append(claim)
+    else:
+        claim.append(f"{DASH} {view.claimed_delta.why or 'none'}", style="dim italic")
+    parts.append(claim)
     return Group(*(safe_text(p, max_chars=2000, max_lines=8) if isinstance(p, Text) else p for p in parts))
 
 

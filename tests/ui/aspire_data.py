@@ -112,3 +112,38 @@ def build_aspire_db(path: Path) -> dict:
         ids = fill_aspire(store)
     fix_aspire_times(path)
     return ids
+
+
+SCRIPTED = "aspire-cooperation-demo"
+
+
+def build_scripted_aspire(path: Path, aspire_id: str = SCRIPTED, goal_id: str = "cooperation",
+                          protocol: str = "adaptive") -> str:
+    """A whole ASPIRE run of the scripted operator (the offline plan) playing the games' reference policies,
+    through the real controller (engine/aspire), with a fixed id; then its clock-dependent figures fixed
+    (decision seconds, the usage's wall time, every stored time) so that pictures of it are stable."""
+    import asyncio
+    import json
+
+    from s3gym_tui.engine.aspire.budget import Budget
+    from s3gym_tui.engine.aspire.controller import Controller, Settings
+    from s3gym_tui.engine.aspire.goals import goal_by_id
+    from s3gym_tui.engine.aspire.operators import ScriptedOperator
+
+    with Store(path) as store:
+        goal = goal_by_id(goal_id)
+        store.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol=protocol,
+                                budget=Budget().as_dict(), operator="scripted",
+                                settings=Settings(player="scripted", step_cap=6).__dict__, aspire_id=aspire_id)
+        asyncio.run(Controller(store, aspire_id, ScriptedOperator()).run_all())
+        usage = store.get_aspire_run(aspire_id).usage
+        decisions = store.aspire_decisions(aspire_id)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE aspire_decisions SET seconds = 0.5 + calls * 0.25 WHERE aspire_run_id = ?", (aspire_id,))
+        seconds = sum(0.5 + d.calls * 0.25 for d in decisions)
+        conn.execute("UPDATE aspire_runs SET usage = ? WHERE id = ?", (json.dumps({**usage, "seconds": seconds}),
+                                                                       aspire_id))
+    conn.close()
+    fix_aspire_times(path)
+    return aspire_id
