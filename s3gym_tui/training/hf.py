@@ -17,7 +17,7 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from s3gym_tui.store import LossPoint
 from s3gym_tui.training import stop
-from s3gym_tui.training.backend import TrainEvent, TrainResult
+from s3gym_tui.training.train_types import TrainEvent, TrainResult
 from s3gym_tui.training.device import phase_peak_gpu_mb, phase_peak_rss
 from s3gym_tui.training.learning_signal import NO_SIGNAL_KEY, WATCHED_PHASES, no_signal_reason, signal_metrics
 from s3gym_tui.training.provenance import portable_adapter
