@@ -16,6 +16,10 @@ the object TRL itself generates with: same server or colocated engine, same sync
   prompts in server mode never merges replies of different slots;
 - logprobs: the sampled token's logprob from vLLM (TRL asks for `logprobs=0`), which TRL's importance
   sampling correction compares with the trainer's (a reply cut short keeps the logprobs of its tokens).
+  Not checked here (no vLLM): whether vLLM's processed logprobs of a constrained reply include the
+  grammar's mask. If they do, the sampler's logprob of a constrained token is above the policy's and
+  TRL's correction (ratio policy/sampler, clipped) weighs the constrained half down; the transformers
+  path has no such correction (its rollouts return no logprobs).
 
 Server mode: TRL's generate is a collective (every rank gathers its prompts to rank 0, which asks the
 server, and gets its slice back), so every rank must call it as often and with as many prompts as
