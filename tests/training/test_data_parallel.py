@@ -136,6 +136,9 @@ def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, mon
             evaluations = store.training_evals(student.id)
             assert sorted(game for game, _, _ in evaluations) == ["snake", "trust"]
             assert all(len(store.episodes(run_id)) == 1 for _, run_id, _ in evaluations)
+        phase2 = next(t for t in students if t.role == "phase2")
+        # every rank's rows are counted: 2 updates x 2 prompts per process x 2 processes
+        assert sum(phase2.metrics["routed"].values()) == 2 * 2 * 2
         study = store.get_study(students[0].study_id)
         assert study.status == "finished" and len(study.settings["rollout_runs"]) == 2
         assert len(study.settings["datasets"]) == 2
