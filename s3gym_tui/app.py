@@ -191,6 +191,11 @@ class S3GymApp(App):
 
         self.push_screen(CompareScreen(episode_a, episode_b))
 
+    def open_credit(self, episode_ids: list[str], at_step: Optional[int] = None) -> None:
+        from s3gym_tui.screens.credit import CreditScreen
+
+        self.push_screen(CreditScreen(episode_ids, at_step=at_step))
+
     def open_pairs(self) -> None:
         from s3gym_tui.screens.pairs import PairsScreen
 

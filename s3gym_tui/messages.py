@@ -103,3 +103,22 @@ class StoreChanged(Message):
     """Some process committed to the store (seen through SQLite's data_version)."""
 
     generation: int
+
+
+@dataclass
+class CreditProgressed(Message):
+    """A credit computation for `episode_id` moved on: `done` of `total` parts (None: not known)."""
+
+    episode_id: str
+    done: Optional[int]
+    total: Optional[int]
+    what: str = ""
+
+
+@dataclass
+class CreditComputed(Message):
+    """A credit computation for `episode_id` ended: stored, cancelled, or failed (`error`, one line)."""
+
+    episode_id: str
+    cancelled: bool = False
+    error: Optional[str] = None

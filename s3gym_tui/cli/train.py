@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, check_number, _store, cli, console,
                                   flags_named, model_name)
 from s3gym_tui.progress import ProgressMode
@@ -18,6 +19,7 @@ OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (defau
 
 
 @cli.command()
+@data_parallel
 def train(
     run_id: str = typer.Argument(..., help="The run whose exploration becomes the training signal."),
     method: str = typer.Option("sft", "--method", help="sft (self-judged dataset) | grpo (RL on the run's "
@@ -101,19 +103,24 @@ def train(
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        stopped = [t for t in store.trainings(source_run=run_id) if t.status == "interrupted"]
-        interrupted(stopped[-1].error if stopped else None)
+        training = store.get_training(bars.training_id) if bars.training_id else None
+        interrupted(f"training {training.id} {training.error}" if training and training.error else None,
+                    training.id if training else None)
     print_outcome(console, outcome)
     if reward == "oracle" and method == "grpo":
         console.print("[yellow]oracle ablation[/]: trained on the verifier's rewards (recorded on the training)")
 
 
-def interrupted(message) -> None:
-    """Ctrl-C: say exactly how to continue, exit 130."""
-    from s3gym_tui.cli.common import err
+def interrupted(message, resume: Optional[str] = None) -> None:
+    """Ctrl-C or SIGTERM: say what was stopped and exactly how to continue, exit 130."""
+    from s3gym_tui.cli.common import EXIT_INTERRUPTED, err
 
-    err.print(f"{message or 'interrupted'}; stored data is intact", soft_wrap=True, highlight=False)
-    raise typer.Exit(130)
+    err.print(f"{safe_markup(message or 'interrupted', one_line=True)}; stored data is intact", soft_wrap=True,
+              highlight=False)
+    if resume:
+        err.print(f"resume with: s3gym resume {safe_markup(resume, one_line=True)}", soft_wrap=True,
+                  highlight=False)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def check_eval_settings(template, eval_episodes: Optional[int], step_cap: Optional[int]) -> None:
@@ -167,7 +174,8 @@ def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        interrupted(store.get_training(training_id).error)
+        training = store.get_training(training_id)
+        interrupted(f"training {training_id} {training.error or 'interrupted'}", training_id)
     print_outcome(console, outcome)
 
 

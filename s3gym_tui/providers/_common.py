@@ -9,7 +9,7 @@ import litellm
 from litellm.types.utils import Choices, Message, ModelResponse, Usage
 
 CONTEXT_KEY = "s3gym"
-TASKS = ("act", "summary")
+TASKS = ("act", "summary", "pi")  # pi: write privileged information (engine/credit_pi.py)
 
 
 def s3gym_context(optional_params: Mapping[str, Any] | None, kwargs: Mapping[str, Any] | None = None) -> dict | None:

@@ -38,6 +38,26 @@ SUMMARY_GRAMMAR = (
     '"\\nDirections for the next episode: " line\n'
     f'line ::= [^\\n ] [^\\n]{{0,{SUMMARY_LINE_CHARS - 1}}}\n'
 )
+# PI items (engine/credit_pi.py's line format) for the analyzer's task: short and always parseable.
+PI_GRAMMAR = (
+    'root ::= item ("\\n" item){0,5}\n'
+    'item ::= "ITEM: " text " | WHEN: " text " | CUES: " cue " | EVIDENCE: " ev (", " ev){0,2}\n'
+    'text ::= [^|\\n ] [^|\\n]{0,79}\n'
+    'cue ::= [^|;\\n ] [^|;\\n]{0,39}\n'
+    'ev ::= "T" [1-9] "#" [0-9] [0-9]?\n'
+)
+PI_MAX_TOKENS = 600
+# An ASPIRE agent's turn (engine/aspire/operators.py's JSON text form): one tool call, always parseable.
+TOOL_GRAMMAR = (
+    'root ::= "{\\"tool\\": \\"" tool "\\", \\"arguments\\": " object "}"\n'
+    'tool ::= "look" | "practise" | "update" | "validate" | "evaluate" | "submit"\n'
+    'object ::= "{" ( pair ( ", " pair ){0,6} )? "}"\n'
+    'pair ::= string ": " value\n'
+    'value ::= string | number | "[" ( number ( ", " number ){0,4} )? "]" | "null"\n'
+    'string ::= "\\"" [^"\\\\\\n]{0,160} "\\""\n'
+    'number ::= "-"? [0-9] [0-9]{0,6} ( "." [0-9] [0-9]? )?\n'
+)
+TOOL_MAX_TOKENS = 320
 FALLBACK_ACTION_RULE = '[^\\n,] [^\\n,]{0,59}'
 
 # token accounting for the chat template (ChatML): `<|im_start|>role\n ... <|im_end|>\n` per message
@@ -232,6 +252,10 @@ class LocalLLM(CustomLLM):
             grammar, cap, repeat = act_grammar(self._action_rule(ctx or {})), ACT_MAX_TOKENS, 1.0
         elif task == "summary":
             grammar, cap, repeat = SUMMARY_GRAMMAR, SUMMARY_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
+        elif task == "pi":
+            grammar, cap, repeat = PI_GRAMMAR, PI_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
+        elif task == "tool":
+            grammar, cap, repeat = TOOL_GRAMMAR, TOOL_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
         else:
             grammar, cap, repeat = None, CHAT_MAX_TOKENS, 1.0
         requested = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")

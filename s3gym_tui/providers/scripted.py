@@ -147,9 +147,31 @@ def summary_reply(text: str, actions: list[str]) -> str:
             f"Directions for the next episode: {directions}")
 
 
+def pi_reply(trajectories: list) -> str:
+    """A deterministic PI analyzer (engine/credit_pi.py's line format) from the successful trajectories
+    of the context (a list of [[step index, action], ...]): the opening move they share and the orders
+    of moves they followed, most frequent first, each citing where it happened."""
+    openings: "OrderedDict[str, list[str]]" = OrderedDict()
+    pairs: "OrderedDict[tuple[str, str], list[str]]" = OrderedDict()
+    for t, steps in enumerate(trajectories, 1):
+        steps = [(int(i), str(a).strip()) for i, a in steps]
+        if steps:
+            openings.setdefault(steps[0][1], []).append(f"T{t}#{steps[0][0]}")
+        for (_, prev), (i, cur) in zip(steps, steps[1:]):
+            pairs.setdefault((prev, cur), []).append(f"T{t}#{i}")
+    lines = [f"ITEM: open with '{a}' | WHEN: before the first move | CUES: start | EVIDENCE: {', '.join(ev[:3])}"
+             for a, ev in sorted(openings.items(), key=lambda kv: -len(kv[1]))[:1]]
+    for (prev, cur), ev in sorted(pairs.items(), key=lambda kv: -len(kv[1]))[:5]:
+        lines.append(f"ITEM: after '{prev}', play '{cur}' | WHEN: the previous move was '{prev}' | "
+                     f"CUES: last:{prev} | EVIDENCE: {', '.join(ev[:3])}")
+    return "\n".join(lines)
+
+
 def scripted_content(model: str, messages: list, ctx: dict, provider: str = PROVIDER) -> tuple[str, str]:
     """(reply text, game) for one scripted request."""
     game = resolve_game(model, ctx, provider)
+    if ctx["task"] == "pi":
+        return pi_reply(list(ctx.get("trajectories") or [])), game
     if ctx["task"] == "summary":
         return summary_reply(prompt_text(messages), ctx["actions"]), game
     return act_reply(reference_move(game, ctx, provider)), game

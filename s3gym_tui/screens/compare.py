@@ -61,6 +61,7 @@ class CompareScreen(AnalysisScreen):
         Binding("end", "last", "Last step", id="compare_last", show=False, priority=True),
         Binding("m", "annotate", "Mark A", id="compare_mark_a"),
         Binding("M", "annotate_b", "Mark B", id="compare_mark_b", show=False),
+        Binding("w", "credit", "Credit", id="compare_credit"),
     ]
 
     def __init__(self, episode_a: str, episode_b: str) -> None:
@@ -127,6 +128,15 @@ class CompareScreen(AnalysisScreen):
     def action_annotate(self) -> None:
         """Mark side A's step in view (B: the same key with shift)."""
         self._annotate(0)
+
+    def action_credit(self) -> None:
+        """Both sides' credit per action (screens/credit.py), at side A's step in view."""
+        ids = [e.id for e in self.episodes if e is not None]
+        if not ids:
+            return
+        steps = self.steps[0] if self.episodes[0] is not None else self.steps[1]
+        at = steps[self.position].index if self.position < len(steps) else None
+        self.app.open_credit(ids, at_step=at)
 
     def action_annotate_b(self) -> None:
         self._annotate(1)

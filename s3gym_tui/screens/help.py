@@ -31,6 +31,7 @@ SCREENS = [
     ("Protocol run", "s3gym_tui.screens.protocol", "ProtocolScreen"),
     ("Summaries (curation)", "s3gym_tui.screens.summaries", "SummariesScreen"),
     ("Compare (side by side)", "s3gym_tui.screens.compare", "CompareScreen"),
+    ("Credit per action (w from Play and Compare)", "s3gym_tui.screens.credit", "CreditScreen"),
     ("Pairs", "s3gym_tui.screens.pairs", "PairsScreen"),
     ("Search (/ from any screen)", "s3gym_tui.screens.search", "SearchScreen"),
     ("Report", "s3gym_tui.screens.report", "ReportScreen"),

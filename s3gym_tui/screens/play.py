@@ -79,6 +79,7 @@ class PlayScreen(SteadyLayout, Screen):
         Binding("f", "fork", "Fork here", id="fork"),
         Binding("C", "compare", "Compare with original", id="compare"),
         Binding("m", "annotate", "Mark step", id="annotate"),
+        Binding("w", "credit", "Credit", id="credit"),
     ]
 
     def __init__(self, game: Optional[str] = None, mode: Optional[str] = None, seed: Optional[int] = None,
@@ -490,6 +491,8 @@ class PlayScreen(SteadyLayout, Screen):
             return not self.readonly  # always available (not shown): no repaint per call
         if action == "compare":
             return self.episode is not None and self.episode.fork_of is not None
+        if action == "credit":
+            return self.episode is not None
         if action == "fork":
             return self.episode is not None and (self.readonly or bool(self.steps))
         if action in ("step", "run_pause", "take_over") and self.session is not None and self.session.done:
@@ -675,6 +678,13 @@ class PlayScreen(SteadyLayout, Screen):
 
     def action_compare(self) -> None:
         self.forks.compare()
+
+    def action_credit(self) -> None:
+        """The episode's credit per action (screens/credit.py), at the step in view."""
+        if self.episode is None:
+            return
+        at = self.steps[self.position - 1].index if self.position else None
+        self.app.open_credit([self.episode.id], at_step=at)
 
     # ----- leaving --------------------------------------------------------------------------------
     def on_unmount(self) -> None:

@@ -3,15 +3,12 @@ restart, take over (checked against the game first), propose-then-wait (accept, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 from textual.worker import Worker, WorkerState
 
 from s3gym_tui.messages import EpisodeFinished, ModelFailed, ProposalReady, StepCompleted, StepFailed
-from s3gym_tui.screens.play_support import call_settings, ensure_litellm, tokens_so_far, typical_step
-
-if TYPE_CHECKING:
-    from s3gym_tui.screens.play import PlayScreen
+from s3gym_tui.screens.play_support import PlayHost, call_settings, ensure_litellm, tokens_so_far, typical_step
 
 CALL_GROUP = "model-call"
 
@@ -20,7 +17,7 @@ class LiveDriver:
     """Owns what a live episode needs (session, run/think/proposal state, the worker) and tells its
     screen what to show. The screen routes its actions and messages here."""
 
-    def __init__(self, screen: "PlayScreen", options: dict) -> None:
+    def __init__(self, screen: PlayHost, options: dict) -> None:
         self.screen = screen
         self.options = options
         self.session = None  # engine EpisodeSession

@@ -3,12 +3,10 @@ fork with its original. Opens screens through the app (no import of the play scr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Optional
 
 from s3gym_tui.screens.dialogs import FORK_AS_SOURCE, FORK_NO_EXPERIENCE, ForkDialog
-
-if TYPE_CHECKING:
-    from s3gym_tui.screens.play import PlayScreen
+from s3gym_tui.screens.play_support import PlayHost
 
 
 def fork_experiences(store, episode) -> list[tuple[str, str]]:
@@ -34,7 +32,7 @@ def fork_experiences(store, episode) -> list[tuple[str, str]]:
 class ForkControls:
     """What `f` (fork here) and `C` (compare with the original) do for one play screen."""
 
-    def __init__(self, screen: "PlayScreen") -> None:
+    def __init__(self, screen: PlayHost) -> None:
         self.screen = screen
 
     def fork(self) -> None:

@@ -6,12 +6,40 @@ import asyncio
 import gc
 import importlib
 import sys
-from typing import Any, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import games
 from s3gym_tui.models import Episode, Step
 
 _heap_frozen = False
+
+
+class PlayHost(Protocol):
+    """What the play screen's parts (LiveDriver, ForkControls, CreditLink) use of the screen that owns
+    them. The parts are typed by this, not by PlayScreen, so they never import the screen back (the
+    screen imports its parts: no circle play <-> play_live <-> play_replay)."""
+
+    app: Any
+    episode: Optional[Episode]
+    steps: list[Step]
+    position: int
+    workers: Any
+
+    def notify(self, message: str, **kwargs: Any) -> Any: ...
+
+    def post_message(self, message: Any) -> bool: ...
+
+    def run_worker(self, work: Any, **kwargs: Any) -> Any: ...
+
+    def call_after_refresh(self, callback: Any, *args: Any) -> bool: ...
+
+    def refresh_chrome(self) -> None: ...
+
+    def show_proposal(self, proposal: Any) -> None: ...
+
+    def add_step(self, episode: Episode, step: Step) -> None: ...
+
+    def show_latest(self) -> None: ...
 
 
 def call_settings(model: str, app_settings: Any = None):

@@ -46,6 +46,7 @@ class AuditReport(BaseModel):
     eval_summary_producer: list[Finding] = Field(default_factory=list)
     eval_in_dataset: list[Finding] = Field(default_factory=list)
     eval_in_training: list[Finding] = Field(default_factory=list)
+    eval_in_training_pi: list[Finding] = Field(default_factory=list)
     seed_in_both_phases: list[Finding] = Field(default_factory=list)
     phase_seed_mismatch: list[Finding] = Field(default_factory=list)
     mode_phase_mismatch: list[Finding] = Field(default_factory=list)
@@ -100,6 +101,22 @@ _TRAINING_DATASETS = f"""
 SELECT t.id, t.dataset_id, r.episode_id, count(*) FROM trainings t
 JOIN dataset_rows r ON r.dataset_id = t.dataset_id JOIN episodes s ON s.id = r.episode_id
 WHERE r.kind != 'dropped' AND {_IS_EVAL} GROUP BY t.id, r.episode_id"""
+
+# PI (credit per action) made for training, or credit a training used: every episode it read or cites,
+# and the credited episode itself, must be exploration data.
+_TRAINING_PI = f"""
+SELECT x.id, 'read', j.value, s.id IS NULL AS dangling FROM pi_extractions x, {_ids('x.episode_ids')} j
+LEFT JOIN episodes s ON s.id = j.value
+WHERE (x.purpose = 'training' OR x.id IN (SELECT extraction_id FROM episode_credits WHERE training_id IS NOT NULL))
+  AND (s.id IS NULL OR {_IS_EVAL})
+UNION ALL
+SELECT i.extraction_id, 'cite', v.episode_id, 0 FROM pi_evidence v JOIN pi_items i ON i.id = v.item_id
+JOIN pi_extractions x ON x.id = i.extraction_id JOIN episodes s ON s.id = v.episode_id
+WHERE (x.purpose = 'training' OR x.id IN (SELECT extraction_id FROM episode_credits WHERE training_id IS NOT NULL))
+  AND {_IS_EVAL}
+UNION ALL
+SELECT c.training_id, 'credit', c.episode_id, 0 FROM episode_credits c JOIN episodes s ON s.id = c.episode_id
+WHERE c.training_id IS NOT NULL AND {_IS_EVAL}"""
 
 _BOTH_PHASES = """
 SELECT run_id, seed, group_concat(DISTINCT phase), count(*) FROM episodes
@@ -181,6 +198,18 @@ def audit_connection(conn: sqlite3.Connection) -> AuditReport:
             kind="eval_in_training", episode_id=episode_id, other_id=training_id,
             detail=f"training {training_id!r} trained on {n} row(s) of evaluation episode {episode_id!r} "
                    f"(dataset {dataset_id!r})"))
+    has_pi = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'pi_extractions'").fetchone()
+    for owner, how, episode_id, dangling in (rows(_TRAINING_PI) if has_pi else ()):
+        if dangling:
+            report.dangling_references.append(Finding(
+                kind="dangling_reference", episode_id=episode_id, other_id=owner,
+                detail=f"PI extraction {owner!r} lists unknown episode {episode_id!r}"))
+            continue
+        detail = {"read": f"training PI extraction {owner!r} read evaluation episode {episode_id!r}",
+                  "cite": f"training PI extraction {owner!r} cites evaluation episode {episode_id!r} as evidence",
+                  "credit": f"training {owner!r} used the credit of evaluation episode {episode_id!r}"}[how]
+        report.eval_in_training_pi.append(Finding(kind="eval_in_training_pi", episode_id=episode_id,
+                                                  other_id=owner, detail=detail))
     for run_id, seed, phases, n in rows(_BOTH_PHASES):
         report.seed_in_both_phases.append(Finding(
             kind="seed_in_both_phases", run_id=run_id,

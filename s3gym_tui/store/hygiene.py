@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.credit_schema import remove_credit_of
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.leases import RunBusy, _lease, _SELECT as _SELECT_LEASES
 
@@ -177,6 +178,7 @@ class Hygiene(Connection):
                          f"WHERE run_id IN {in_runs})", (runs,))
             conn.execute(f"DELETE FROM datasets WHERE run_id IN {in_runs}", (runs,))
             conn.execute(f"DELETE FROM step_repairs WHERE episode_id IN {in_runs}", (episodes,))
+            remove_credit_of(conn, episodes)
             conn.execute(f"DELETE FROM steps WHERE episode_id IN {in_runs}", (episodes,))
             conn.execute(f"UPDATE episodes SET summary_id = NULL, fork_of = NULL, fork_step = NULL "
                          f"WHERE id IN {in_runs}", (episodes,))

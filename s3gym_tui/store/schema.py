@@ -198,16 +198,25 @@ def _v11_cached_input_tokens(db: Database) -> None:
     db.execute("ALTER TABLE steps ADD COLUMN tokens_cache_write INTEGER")
 
 
-def _v12_aspire(db: Database) -> None:
-    """Version 12 (ASPIRE, issue 25): self-directed improvement runs, their decisions (tool calls),
+def _v12_credit_per_action(db: Database) -> None:
+    """Version 12 (credit per action, TASPO): PI extractions (the analyzer's prompt and raw reply, the
+    sibling group read, who was judged successful and how), PI items with evidence (episode, step),
+    and computed episode credit with its per-action weights (store/credit.py). New tables only."""
+    from s3gym_tui.store.credit_schema import credit_tables
+
+    credit_tables(db.conn)
+
+
+def _v13_aspire(db: Database) -> None:
+    """Version 13 (ASPIRE, issue 25): self-directed improvement runs, their decisions (tool calls),
     candidates with lineage, claims, hidden scores and the ordinary runs they made (schema_aspire.py)."""
     from s3gym_tui.store.schema_aspire import migrate_aspire
 
     migrate_aspire(db.conn)
 
 
-def _v13_aspire_leases(db: Database) -> None:
-    """Version 13 (ASPIRE runs as processes): the one process driving an ASPIRE run holds a lease like a
+def _v14_aspire_leases(db: Database) -> None:
+    """Version 14 (ASPIRE runs as processes): the one process driving an ASPIRE run holds a lease like a
     run's or a training's (`aspire_leases`, renewed by a heartbeat), so the app follows a run started
     anywhere, tells a killed one (interrupted) from a live one, and a second driver is refused."""
     db.execute("CREATE TABLE aspire_leases (aspire_id TEXT PRIMARY KEY REFERENCES aspire_runs(id) "
@@ -224,8 +233,8 @@ def _v13_aspire_leases(db: Database) -> None:
 # views.py are dropped before and recreated after the migrations.
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
                                 _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
-                                _v10_search_queue, _v11_cached_input_tokens, _v12_aspire,
-                                _v13_aspire_leases]
+                                _v10_search_queue, _v11_cached_input_tokens,
+                                _v12_credit_per_action, _v13_aspire, _v14_aspire_leases]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -80,6 +80,7 @@ class TrainResult:
     steps: int = 0
     seconds: float = 0.0
     peak_rss_mb: float = 0.0
+    peak_rss_scope: str = "process so far"  # device.PHASE_SCOPE when the phase's own peak was measured
     peak_gpu_mb: Optional[float] = None
     resumed_from: Optional[str] = None
     notes: dict[str, Any] = field(default_factory=dict)  # trainer-specific counts (e.g. rollout states)
@@ -93,7 +94,8 @@ class TrainResult:
         return self.tokens / self.seconds if self.seconds > 0 else None
 
     def figures(self) -> dict[str, Any]:
-        return {"peak_rss_mb": round(self.peak_rss_mb, 1), "peak_gpu_mb": self.peak_gpu_mb,
+        return {"peak_rss_mb": round(self.peak_rss_mb, 1), "peak_rss_scope": self.peak_rss_scope,
+                "peak_gpu_mb": self.peak_gpu_mb,
                 "examples_per_s": self.examples_per_s, "tokens_per_s": self.tokens_per_s, "tokens": self.tokens,
                 "seconds": round(self.seconds, 2), "resumed_from": self.resumed_from, **self.notes}
 
@@ -193,8 +195,11 @@ def start_training(base_dir: Path, out_dir: Path, use_cpu: Optional[bool]) -> tu
     base model and tokenizer on it. Returns (out_dir, device, model, tokenizer)."""
     import torch
 
-    from s3gym_tui.training.device import cpu_threads, pick_device
+    from s3gym_tui.training import stop
+    from s3gym_tui.training.device import cpu_threads, pick_device, start_phase_memory
 
+    stop.check()  # a stop requested meanwhile: no further phase loads
+    start_phase_memory()  # the phase's peak memory counts from here (its loading included)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = pick_device(use_cpu)
@@ -224,7 +229,7 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
     from trl import SFTConfig, SFTTrainer
 
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish,
-                                       lora_config, quiet_trainer, resume_point)
+                                       lora_config, quiet_trainer, resume_point, run_trainer)
 
     started = time.perf_counter()
     out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
@@ -240,7 +245,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         learning_rate=config.learning_rate, logging_steps=1, save_strategy="epoch", save_total_limit=1,
         report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
         activation_checkpointing=config.gradient_checkpointing, max_length=config.max_length, seed=config.seed,
-        disable_tqdm=True, dataloader_num_workers=0)
+        # data parallel (ranks.py): every LoRA weight takes part in the forward pass
+        disable_tqdm=True, dataloader_num_workers=0, ddp_find_unused_parameters=False)
     reporter = Reporter(result, progress, "sft", first_x=len(result.adapters) + 1)
     with quiet():
         trainer = quiet_trainer(SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(list(examples)),
@@ -250,7 +256,7 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
         started = time.perf_counter()  # throughput counts the training itself, not the loading
         with compact_lm_head():
-            trainer.train(resume_from_checkpoint=checkpoint)
+            run_trainer(trainer, checkpoint)
     epochs_done = float(trainer.state.epoch or 0.0)
     result.examples = round(len(lengths) * epochs_done)
     result.tokens = round(sum(lengths) * epochs_done)

@@ -5,7 +5,6 @@ commands' one progress mechanism, s3gym_tui.progress), and the final tables. The
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Optional
 
 from rich.console import Console
@@ -131,9 +130,12 @@ def _signal_figures(metrics: dict) -> str:
 
 def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None,
                   mode: Optional[ProgressMode] = None, bars: Optional[Bars] = None):
+    """Run a training coroutine with its bars, stoppable by Ctrl-C / SIGTERM (training/stop.py)."""
+    from s3gym_tui.training import stop
+
     bars = bars or Bars(console, epochs, mode)
     with bars.progress:
-        return asyncio.run(coroutine_factory(bars.hooks()))
+        return stop.run(lambda: coroutine_factory(bars.hooks()))
 
 
 # ----- tables ------------------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
 
     from s3gym_tui.training.environment import GameEnvironment, ensure_tool_template
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point)
+                                       quiet_trainer, resume_point, run_trainer)
     from s3gym_tui.training.lengths import context_window
     from s3gym_tui.training.rewards import FrozenJudge, make_reward
     from s3gym_tui.training.rollouts import Sampler, StateStream
@@ -103,7 +103,7 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
                                                 callbacks=[reporter], environment_factory=GameEnvironment))
             started = time.perf_counter()
             with compact_lm_head():
-                trainer.train(resume_from_checkpoint=checkpoint)
+                run_trainer(trainer, checkpoint)
     finally:
         _STREAMS.pop(key, None)
     result.examples = trainer.state.global_step * config.states_per_update * config.num_generations

@@ -5,8 +5,9 @@ Everything is recorded in the trainings tables; an interrupted training is resum
 `resume_training` (the trainer continues from its last checkpoint, the evaluation from its last
 finished episode).
 
-Training runs in the calling thread (not a worker thread), so Ctrl-C stops it at once; the training
-is then marked 'interrupted' and says how to continue.
+Training runs in the calling thread (not a worker thread). Ctrl-C or SIGTERM (training/stop.py) ends
+the optimizer step in progress, the trainer saves its state, and nothing further starts; the
+training is then marked 'interrupted' and says how to continue.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, ex
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
 from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
+from s3gym_tui.training.ranks import together
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
 
@@ -133,10 +135,15 @@ def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -
 
 
 def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
-    """Record why a training stopped: interrupted (resumable) or failed (with the one-line error)."""
+    """Record why a training stopped: interrupted (resumable: Ctrl-C, SIGTERM, a requested stop) or
+    failed (with the one-line error). A study's training is resumed through its study."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "CancelledError":
+        from s3gym_tui.training import stop
+
+        reason = getattr(exc, "reason", None) or stop.requested() or "interrupted"
+        study = store.get_training(training_id).study_id
         store.update_training(training_id, status="interrupted",
-                              error=f"interrupted during {phase}: {resume_hint(training_id)}")
+                              error=f"{reason} during {phase}: {resume_hint(study or training_id)}")
     else:
         store.update_training(training_id, status="failed", error=f"{phase}: {one_line(exc)}"[:500])
 
@@ -188,8 +195,8 @@ def _train_sft_local(store, training: Training, options_train: TrainConfig, hook
 
     examples = training_examples(store, training.dataset_id)
     try:
-        result = train_lora(examples, Path(training.base), Path(training.directory) / "adapters", options_train,
-                            recording(store, training.id, hooks.train_event), resume=resume)
+        result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
+                          options_train, progress=recording(store, training.id, hooks.train_event), resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "training", exc)
         raise
@@ -270,10 +277,10 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
         hooks.rollout(game, seed, steps)
 
     try:
-        result = train_grpo(source.config.game, settings["seeds"], Path(training.base),
-                            Path(training.directory) / "adapters", grpo, lora,
-                            recording(store, training.id, hooks.train_event), on_rollout,
-                            resume=resume)
+        result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
+                          Path(training.directory) / "adapters", grpo, lora,
+                          progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
+                          resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "GRPO training", exc)
         raise

@@ -91,6 +91,16 @@ def test_full_run_per_protocol_through_the_cli(tmp_path, capsys, protocol):
                             for r in practice)
     code, out, _ = run_cli(capsys, "aspire", "--audit", aid, "--db", db)
     assert code == 0 and "no hidden seed" in out
+    code, out, _ = run_cli(capsys, "audit", "--db", db)
+    assert code == 0 and "audit clean" in out
+    from s3gym_tui.engine.aspire.goals import goal_by_id
+
+    seed = goal_by_id("cooperation").suite.seeds()[0]
+    with Store(db) as store:
+        store.add_aspire_decision(aid, tool="look", arguments={}, result=f"[{seed}]", outcome="ok",
+                                  category="interpretation")
+    code, out, _ = run_cli(capsys, "audit", "--db", db)
+    assert code == 1 and f"ASPIRE run {aid}: hidden seed {seed} in decision" in out
 
 
 def test_lineage_and_score_gated_rollback(tmp_path, monkeypatch):

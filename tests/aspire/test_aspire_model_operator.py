@@ -12,7 +12,7 @@ from litellm.types.utils import ChatCompletionMessageToolCall, Function, Message
 
 from s3gym_tui.engine.aspire.budget import Budget
 from s3gym_tui.engine.aspire.controller import Controller, Settings
-from s3gym_tui.engine.aspire.operators import ModelOperator, parse_text_call
+from s3gym_tui.engine.aspire.operators import ModelOperator, history_messages, parse_text_call
 from s3gym_tui.store import Store
 
 from tests.aspire.test_aspire import CANARY_GOALS, CANARY_NAME, CANARY_SEED
@@ -70,3 +70,16 @@ def test_parse_text_call():
     assert parse_text_call('x {"tool": "look", "arguments": {"what": "games"}} y') == ("look", {"what": "games"}, None)
     assert parse_text_call("{not json}")[2] == "the JSON object in your reply does not parse"
     assert parse_text_call('{"arguments": {}}')[2] == 'the JSON object names no "tool"'
+    two = 'ok {"tool": "look", "arguments": {"what": "runs"}}\n{"tool": "submit", "arguments": {}}'
+    assert parse_text_call(two) == ("look", {"what": "runs"}, None)  # the first object, not a span of both
+    assert parse_text_call("no braces")[2].startswith("no tool call found")
+
+
+def test_history_shows_a_malformed_turn_as_written():
+    from s3gym_tui.store.aspire import Decision
+
+    d = Decision("a", 0, "(none)", {}, "error: no tool call found", "error", "other", "I am ready.", 1, 0, 0,
+                 None, 0.0, "")
+    messages = history_messages({"goal": "g", "protocol": "final", "budget": {}, "base": "b", "requests": 0}, [d])
+    assert messages[2] == {"role": "assistant", "content": "I am ready."}  # no made-up "(none)" call to copy
+    assert "no tool call found" in messages[3]["content"]

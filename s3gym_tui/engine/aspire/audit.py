@@ -16,7 +16,10 @@ from s3gym_tui.models import EVAL_SEED_BASE
 
 def audit_aspire(store, aspire_id: str, goals: tuple[Goal, ...] = GOALS) -> list[str]:
     run = store.get_aspire_run(aspire_id)
-    suite = goal_by_id(run.goal_id, goals).suite
+    try:
+        suite = goal_by_id(run.goal_id, goals).suite
+    except KeyError:
+        return [f"goal {run.goal_id!r} is not in the goal set: its hidden suite cannot be checked"]
     needles = [(f"hidden seed {s}", re.compile(rf"(?<!\d){s}(?!\d)")) for s in suite.seeds()]
     needles.append((f"suite name {suite.name!r}", re.compile(re.escape(suite.name), re.IGNORECASE)))
     problems: list[str] = []

@@ -10,8 +10,8 @@ KEYS = ("calls", "tokens", "dollars", "seconds")
 
 @dataclass(frozen=True)
 class Budget:
-    calls: Optional[int] = 40  # model calls: the agent's turns and every call of the episodes it plays
-    tokens: Optional[int] = 400_000
+    calls: Optional[int] = 1000  # model calls: the agent's turns and every call of the episodes it plays
+    tokens: Optional[int] = 2_000_000
     dollars: Optional[float] = None  # None: no limit (a call whose price is unknown costs nothing known)
     seconds: Optional[float] = 1800.0  # wall time of the agent's work (hidden evaluation excluded)
     decisions: Optional[int] = 30  # tool calls, bad ones included

@@ -301,9 +301,17 @@ class Controller:
                               "update", candidate_id=existing.id)
         except StoreError:
             pass
+        from s3gym_tui.training.backend import TrainConfig
+        from s3gym_tui.training.options import GrpoConfig
+
         threshold = args.get("threshold", 0.0)
-        options = TrainOptions(method=method, threshold=float(threshold) if isinstance(threshold, (int, float)) else 0.0,
-                               base=self.settings.train_base, eval_episodes=0)
+        if not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
+            raise ToolError("threshold must be a number")
+        # small on purpose (the agent's budget is wall time too); the reward is the agent's own judgement
+        options = TrainOptions(method=method, threshold=float(threshold), base=self.settings.train_base,
+                               eval_episodes=0, max_examples=32, train=TrainConfig(epochs=1, max_steps=8),
+                               grpo=GrpoConfig(reward="self", updates=4, save_every=4),
+                               step_cap=self.settings.step_cap)
         try:
             outcome = await train_from_run(self.store, run_id, options)
         except Exception as exc:  # a training that cannot start (no data, no backend) is the agent's error

@@ -9,7 +9,6 @@ malformed call, recorded and charged like any other.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, Sequence
 
@@ -52,29 +51,34 @@ def system_prompt(briefing: dict[str, Any]) -> str:
 def history_messages(briefing: dict[str, Any], decisions: Sequence[Decision], result_chars: int = 1500) -> list[dict]:
     """The conversation so far, rebuilt from the stored decisions (text form: works with any model)."""
     messages = [{"role": "system", "content": system_prompt(briefing)},
-                {"role": "user", "content": "Begin."}]
+                {"role": "user", "content": "Begin: call one tool (or reply with one JSON object, as above)."}]
     for d in decisions:
-        call = json.dumps({"tool": d.tool, "arguments": d.arguments})
-        messages.append({"role": "assistant", "content": (d.reply + "\n" if d.reply else "") + call})
+        if d.tool == "(none)" or '"tool"' in d.reply:  # the reply as written: no made-up call to copy, and
+            content = d.reply  # a call in the JSON text form is not repeated
+        else:
+            content = (d.reply + "\n" if d.reply else "") + json.dumps({"tool": d.tool, "arguments": d.arguments})
+        messages.append({"role": "assistant", "content": content})
         messages.append({"role": "user", "content": f"Result ({d.outcome}): {d.result[:result_chars]}"})
     return messages
 
 
-_JSON = re.compile(r"\{.*\}", re.DOTALL)
-
-
 def parse_text_call(text: str) -> tuple[Optional[str], Any, Optional[str]]:
-    """(tool, arguments, error) from a reply without a native tool call."""
-    match = _JSON.search(text or "")
-    if not match:
+    """(tool, arguments, error) from a reply without a native tool call: its first JSON object."""
+    text = text or ""
+    starts = [i for i, ch in enumerate(text) if ch == "{"]
+    if not starts:
         return None, text, "no tool call found: call one tool (or reply with one JSON object {\"tool\": ..., \"arguments\": {...}})"
-    try:
-        value = json.loads(match.group(0))
-    except ValueError:
-        return None, match.group(0), "the JSON object in your reply does not parse"
-    if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
-        return None, match.group(0), "the JSON object names no \"tool\""
-    return value["tool"], value.get("arguments", {}), None
+    decoder = json.JSONDecoder()
+    for start in starts:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("tool"), str):
+            return value["tool"], value.get("arguments", {}), None
+        if isinstance(value, dict):
+            return None, text[start:], "the JSON object names no \"tool\""
+    return None, text[starts[0]:], "the JSON object in your reply does not parse"
 
 
 class ModelOperator:
@@ -99,6 +103,8 @@ class ModelOperator:
             kwargs["api_base"] = self.api_base
         if not is_builtin(self.model):
             kwargs["tools"] = TOOLS
+        else:  # the embedded model: the JSON text form under a grammar (providers/local.py TOOL_GRAMMAR)
+            kwargs["extra_body"] = {"s3gym": {"task": "tool"}}
         try:
             response = await litellm.acompletion(**kwargs)
         except Exception as exc:
