@@ -61,7 +61,7 @@ class CompareScreen(AnalysisScreen):
         Binding("end", "last", "Last step", id="compare_last", show=False, priority=True),
         Binding("m", "annotate", "Mark A", id="compare_mark_a"),
         Binding("M", "annotate_b", "Mark B", id="compare_mark_b", show=False),
-        Binding("w", "credit", "Credit", id="compare_credit"),
+        Binding("w", "credit", "Credit per action", id="compare_credit", show=False),  # in help and the palette
     ]
 
     def __init__(self, episode_a: str, episode_b: str) -> None:

@@ -32,12 +32,47 @@ class CreditCancelled(Exception):
     """The person cancelled a credit computation (raised from its progress callback)."""
 
 
+class ReportingScorer:
+    """The scorer the person chose, built on its first use (a model load: only when some action has
+    aligned PI), that reports each scored action and stops when the computation is cancelled."""
+
+    def __init__(self, name: str, progress: Callable[..., None]) -> None:
+        self.name = name
+        self.progress = progress
+        self.calls = 0
+        self._scorer: Any = None
+
+    def logprobs(self, messages, completion: str) -> list[float]:
+        from s3gym_tui.engine.credit_score import scorer_for
+
+        # two calls per aligned action (with and without P_i): report each action once
+        if self.calls % 2 == 0:
+            self.progress(self.calls // 2, None, f"scoring aligned action {self.calls // 2 + 1} with {self.name}")
+        if self._scorer is None:
+            self._scorer = scorer_for(self.name)
+        self.calls += 1
+        return self._scorer.logprobs(messages, completion)
+
+
 def compute_episode_credit(store, episode_id: str, scorer: Optional[str],
                            progress: Callable[[Optional[int], Optional[int], str], None]) -> Any:
-    """The engine's computation of one episode's credit (siblings, PI, scoring, weights; stored)."""
-    from s3gym_tui.engine import credit
+    """The engine's computation of one episode's credit (engine.credit_compute: siblings, PI from the
+    successful ones, alignment, shifts, weights; stored), with progress reported before the analyzer's
+    call and per scored action; `progress` raises CreditCancelled to stop it between two of them."""
+    from s3gym_tui.engine.credit_compute import CreditSettings, call_model, compute_credit
 
-    return credit.compute_credit(store, episode_id, scorer=scorer, progress=progress)
+    episode = store.get_episode(episode_id)
+    chosen = scorer or episode.model
+
+    def analyze(model: str, messages: list, ctx: dict) -> str:
+        progress(None, None, f"the analyzer {model} reads the successful siblings for PI")
+        reply = call_model(model, messages, ctx)
+        progress(None, None, "PI stored; aligning it with each step's pre-action history")
+        return reply
+
+    progress(None, None, f"reading the siblings of {episode.game} {episode.mode} seed {episode.seed}")
+    return compute_credit(store, episode_id, CreditSettings(scorer=chosen), analyze=analyze,
+                          scorer=ReportingScorer(chosen, progress), say=lambda _line: None)
 
 
 class CreditScreen(AnalysisScreen):
@@ -253,8 +288,36 @@ class CreditScreen(AnalysisScreen):
         self.app.open_episode(panel.episode_id, at_step=None if action is None else action.step)
 
     # ----- computing ------------------------------------------------------------------------
-    def action_compute(self, scorer: Optional[str] = None) -> None:
-        """Compute the credit of the episodes shown that have none (the side in view first)."""
+    def action_compute(self) -> None:
+        """Compute the credit of the episodes shown that have none (or, when all have, the side in
+        view again). A model that cannot score a given completion (an API, the scripted players) is
+        said so, and an open scorer model is offered (the embedded one first): the choice is recorded."""
+        from s3gym_tui.engine.credit_score import DEFAULT_OPEN_SCORER, can_score, cannot_score_message
+        from s3gym_tui.screens.dialogs import TextInputDialog
+
+        wanted = self._to_compute()
+        if not wanted:
+            return
+        models = sorted({self.episodes[e].model for e in wanted})
+        unable = [m for m in models if not can_score(m)]
+        if not unable:
+            self._start(wanted, None)
+            return
+
+        def check(name: str) -> tuple[bool, str]:
+            return (True, "") if can_score(name) else (False, cannot_score_message(name))
+
+        def chosen(name: Optional[str]) -> None:
+            if name and name.strip():
+                self._start(wanted, name.strip())
+
+        self.app.push_screen(TextInputDialog(
+            "Score the shifts with an open model", DEFAULT_OPEN_SCORER,
+            hint=f"{cannot_score_message(unable[0])}. Token shifts need a model whose weights we hold: the "
+                 f"embedded model ({DEFAULT_OPEN_SCORER}) or a local Hugging Face directory (hf:<dir>). "
+                 f"The scorer is recorded with the credit.", check=check), chosen)
+
+    def _to_compute(self) -> list[str]:
         missing = [e for e in self.episode_ids if e in self.episodes and e not in self.credits
                    and e not in self.computing]
         if not missing:
@@ -265,8 +328,12 @@ class CreditScreen(AnalysisScreen):
                 missing = [panel.episode_id]
             else:
                 self.notify("Nothing to compute here.")
-                return
-        for episode_id in missing:
+        return missing
+
+    def _start(self, episode_ids: list[str], scorer: Optional[str]) -> None:
+        for episode_id in episode_ids:
+            if episode_id in self.computing:
+                continue
             panel = self._panel_of(episode_id)
             panel.show_missing(Text("Computing the credit…", style="italic"))
             panel.show_progress(None, None, "Computing the credit: finding the siblings…")

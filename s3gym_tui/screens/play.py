@@ -79,7 +79,7 @@ class PlayScreen(SteadyLayout, Screen):
         Binding("f", "fork", "Fork here", id="fork"),
         Binding("C", "compare", "Compare with original", id="compare"),
         Binding("m", "annotate", "Mark step", id="annotate"),
-        Binding("w", "credit", "Credit", id="credit"),
+        Binding("w", "credit", "Credit per action", id="credit", show=False),  # in help and the palette
     ]
 
     def __init__(self, game: Optional[str] = None, mode: Optional[str] = None, seed: Optional[int] = None,

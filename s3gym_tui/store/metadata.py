@@ -207,6 +207,11 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "retained", "score": "weighted aggregate over the hidden suite (empty: undefined)", "per_game": "JSON: "
         "per game", "episodes": "evaluation episodes behind it", "run_ids": "JSON list of the evaluation runs",
         "created_at": "UTC time"}),
+    "aspire_leases": ("The one process driving an ASPIRE run: a run whose status says running with no live "
+                      "lease was killed (shown as interrupted).", {
+        "aspire_id": "the driven ASPIRE run", "token": "the lease's identity", "pid": "the driving process",
+        "host": "its host", "command": "what it runs (s3gym aspire, resume)",
+        "acquired_at": "UTC time it took the run", "heartbeat_at": "last heartbeat (seconds since the epoch)"}),
     "aspire_run_links": ("The ordinary s3gym runs an ASPIRE run made.", {
         "aspire_run_id": "the ASPIRE run", "run_id": "the run", "role": "practice, validation, hidden (the controller's strict evaluation), "
         "training (run_id is a training id) or memory (holds the summaries the agent wrote)",

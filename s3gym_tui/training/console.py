@@ -167,6 +167,7 @@ def _share(part: Optional[int], whole: Optional[int]) -> str:
 
 
 def print_report(console: Console, report: TrainingReport) -> None:
+    from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
     from s3gym_tui.training.learning_signal import signal_summaries
 
     t = report.training
@@ -222,6 +223,9 @@ def print_report(console: Console, report: TrainingReport) -> None:
         metrics.add_row("R repaired", _fmt(r.avg), _fmt(r.max), _fmt(r.final_delta), _fmt(r.auc_plus), _fmt(r.naba),
                         "", "", "", "", "")
     console.print(metrics)
+    scope = rss_scope(m)
+    if scope is not None:
+        console.print(f"[dim]peak RSS MB: {SCOPE_LABELS[scope]}[/]", soft_wrap=True)
     if report.negative_transfer:
         console.print(f"[red]negative transfer[/] at checkpoint(s) {', '.join(map(str, report.negative_transfer))}: "
                       f"below the base model (x = 0)")

@@ -79,6 +79,14 @@ def start_phase_memory() -> bool:
     return _phase_reset
 
 
+def rss_scope(metrics: dict) -> Optional[str]:
+    """The scope of a stored training's peak RSS figure (trainings stored before the scope was kept
+    measured the process's peak so far); None without a figure."""
+    if not isinstance(metrics.get("peak_rss_mb"), (int, float)):
+        return None
+    return metrics.get("peak_rss_scope") or PROCESS_SCOPE
+
+
 def phase_peak_rss() -> tuple[float, str]:
     """(peak resident MB, its scope): the phase's own peak when start_phase_memory() could reset the
     mark, else the process's peak so far."""

@@ -17,9 +17,10 @@ from transformers.trainer_utils import get_last_checkpoint
 
 from s3gym_tui.store import LossPoint
 from s3gym_tui.training import stop
-from s3gym_tui.training.backend import TrainEvent, TrainResult
+from s3gym_tui.training.train_types import TrainEvent, TrainResult
 from s3gym_tui.training.device import phase_peak_gpu_mb, phase_peak_rss
 from s3gym_tui.training.learning_signal import NO_SIGNAL_KEY, WATCHED_PHASES, no_signal_reason, signal_metrics
+from s3gym_tui.training.provenance import portable_adapter
 
 TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
 
@@ -61,7 +62,7 @@ def compact_lm_head() -> Iterator[None]:
 
 
 LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
-          "parsed_replies", "frac_reward_zero_std")
+          "parsed_replies", "parsed_free_replies", "frac_reward_zero_std", "source_reward_std")
 
 
 class Reporter(TrainerCallback):
@@ -96,6 +97,7 @@ class Reporter(TrainerCallback):
             self.next_x += 1
             return
         model.save_pretrained(target)
+        portable_adapter(target, self.result.base_dir)  # its base named by hub id where there is one
         self.result.adapters[self.next_x] = target
         self.result.steps_at[self.next_x] = state.global_step
         self.progress(TrainEvent("checkpoint", state.global_step, state.max_steps, float(state.epoch or 0.0),

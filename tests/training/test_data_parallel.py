@@ -38,6 +38,13 @@ def _explored(db: Path) -> str:
     return asyncio.run(go())
 
 
+def _launch(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "S3GYM_TRAINING_DIR": str(tmp_path / "training")}
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "s3gym_tui", *args], env=env, capture_output=True, text=True, timeout=600)
+
+
 def _lora_weights(adapter: Path) -> dict:
     from safetensors.torch import load_file
 
@@ -47,12 +54,8 @@ def _lora_weights(adapter: Path) -> dict:
 def test_two_processes_write_the_store_once_and_match_one_process(tmp_path, tiny_base):
     db = tmp_path / "dp.db"
     source = _explored(db)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1",
-           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "S3GYM_TRAINING_DIR": str(tmp_path / "training")}
-    launched = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "s3gym_tui",
-         "train", source, "--base", str(tiny_base), "--batch-size", "2", *COMMON, "--progress", "plain",
-         "--db", str(db)], env=env, capture_output=True, text=True, timeout=600)
+    launched = _launch(tmp_path, "train", source, "--base", str(tiny_base), "--batch-size", "2", *COMMON,
+                       "--progress", "plain", "--db", str(db))
     assert launched.returncode == 0, launched.stderr[-3000:]
     # one process, the same global batch
     assert main(["train", source, "--base", str(tiny_base), "--batch-size", "4", *COMMON, "--db", str(db)]) == 0
@@ -78,3 +81,54 @@ def test_two_processes_write_the_store_once_and_match_one_process(tmp_path, tiny
     assert moved > 1e-3  # LoRA B starts at zero: the adapters were trained
     for key, value in base.items():
         assert float((value - other[key]).abs().max()) <= WEIGHT_TOLERANCE, key
+
+
+def test_grpo_in_two_processes_writes_the_store_once(tmp_path, tiny_base):
+    """GRPO under torchrun: one training, one loss point per update, one rollout row per state the
+    updates compared (each update still compares --states-per-update groups: the replies are split
+    across the ranks), one evaluation episode per checkpoint."""
+    db = tmp_path / "g.db"
+    source = _explored(db)
+    launched = _launch(tmp_path, "train", source, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base),
+                       "--updates", "2", "--generations", "2", "--states-per-update", "1", "--save-every", "1",
+                       "--rollout-step-cap", "1", "--completion-tokens", "6", "--eval-episodes", "1", "--step-cap",
+                       "1", "--progress", "plain", "--db", str(db))
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    with Store(db) as store:
+        (training,) = store.trainings()
+        assert training.status == "finished" and training.steps == 2
+        assert [p.step for p in store.losses(training.id)] == [1, 2]
+        assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
+        assert [s.kind for s in store.training_sources(training.id)] == ["rollout", "rollout"]
+        (evaluation,) = store.training_evals(training.id)
+        assert sorted(e.checkpoint for e in store.episodes(evaluation[1])) == [0, 1, 2]
+
+
+def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
+    """`--vllm server|colocate` maps to TRL's own vLLM generation; without vLLM installed it is one
+    line before anything is stored (vLLM is simulated absent, so this holds on any machine)."""
+    import importlib.util
+
+    from trl import GRPOConfig
+
+    from s3gym_tui.training.grpo import vllm_args
+    from s3gym_tui.training.options import GrpoConfig
+
+    args = vllm_args(GrpoConfig(vllm="server", vllm_url="http://gpu-box:8000"))
+    config = GRPOConfig(output_dir=str(tmp_path / "g"), use_cpu=True, report_to="none", **args)
+    assert (config.use_vllm, config.vllm_mode, config.vllm_server_base_url) == (True, "server", "http://gpu-box:8000")
+    assert vllm_args(GrpoConfig()) == {}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    db = tmp_path / "v.db"
+    source = _explored(db)
+    for extra, needle in ((["--method", "grpo", "--vllm", "colocate"], "--vllm colocate needs vLLM, which is not "
+                                                                          "installed"),
+                          (["--method", "grpo", "--vllm", "gpu"], "unknown --vllm mode 'gpu'"),
+                          (["--vllm", "server"], "--vllm applies to GRPO"),
+                          (["--method", "grpo", "--vllm-url", "http://x"], "--vllm-url names the server")):
+        assert main(["train", source, *extra, "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+    with Store(db) as store:
+        assert store.trainings() == []

@@ -225,7 +225,7 @@ def test_s3gym_train_grpo_stops_on_a_signal_and_resumes(tiny_base, tmp_path, sig
     child = _spawn(["train", source.id, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base),
                     "--updates", "40", "--generations", "2", "--states-per-update", "1", "--save-every", "20",
                     "--rollout-step-cap", "1", "--completion-tokens", "6", "--eval-episodes", "1", "--step-cap", "1",
-                    "--progress", "lines"], db, tmp_path)
+                    "--progress", "plain"], db, tmp_path)
     try:
         training_id = _wait_for(lambda: _first_loss(db))
         child.send_signal(sig)
@@ -247,7 +247,7 @@ def test_s3gym_train_grpo_stops_on_a_signal_and_resumes(tiny_base, tmp_path, sig
         # the trainer saved the state of the last finished update (the one in progress was dropped)
         assert saved and saved[-1] == steps[-1]
     if sig == signal.SIGINT:  # a second Ctrl-C while resuming is not waited on: it interrupts at once
-        child = _spawn(["resume", training_id, "--progress", "lines"], db, tmp_path)
+        child = _spawn(["resume", training_id, "--progress", "plain"], db, tmp_path)
         try:
             _wait_for(lambda: _more_losses(db, training_id, len(steps)))
             child.send_signal(signal.SIGINT)
@@ -271,9 +271,9 @@ def test_s3gym_train_sft_sigint_then_resume_finishes(tiny_base, tmp_path):
     db = tmp_path / "s.db"
     with Store(db) as store:
         source = _source(store, episodes=2)
-    child = _spawn(["train", source.id, "--base", str(tiny_base), "--epochs", "1", "--max-steps", "40",
+    child = _spawn(["train", source.id, "--base", str(tiny_base), "--epochs", "1", "--max-steps", "24",
                     "--max-examples", "4", "--batch-size", "1", "--grad-accum", "1", "--lr", "1e-3",
-                    "--eval-episodes", "1", "--step-cap", "1", "--progress", "lines"], db, tmp_path)
+                    "--eval-episodes", "1", "--step-cap", "1", "--progress", "plain"], db, tmp_path)
     try:
         training_id = _wait_for(lambda: _first_loss(db))
         sent = time.monotonic()
@@ -290,10 +290,10 @@ def test_s3gym_train_sft_sigint_then_resume_finishes(tiny_base, tmp_path):
         training = store.get_training(training_id)
         assert training.status == "interrupted" and store.training_evals(training_id) == []
         before = [p.step for p in store.losses(training_id)]
-        assert before and before[-1] < 40
+        assert before and before[-1] < 24
     assert main(["resume", training_id, "--db", str(db)]) == 0
     with Store(db) as store:
         training = store.get_training(training_id)
-        assert training.status == "finished" and training.steps == 40
-        assert [p.step for p in store.losses(training_id)] == list(range(1, 41))
+        assert training.status == "finished" and training.steps == 24
+        assert [p.step for p in store.losses(training_id)] == list(range(1, 25))
         assert store.checkpoints(training_id)

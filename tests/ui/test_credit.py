@@ -10,7 +10,11 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
+from textual.widgets import Input
+
 from s3gym_tui.app import S3GymApp
+from s3gym_tui.engine.credit_score import DEFAULT_OPEN_SCORER
+from s3gym_tui.screens.dialogs import TextInputDialog
 from s3gym_tui.engine.glossary import fmt_metric, fmt_signed
 from s3gym_tui.screens.credit import NO_ITEM, CreditScreen
 from s3gym_tui.screens.play import PlayScreen
@@ -21,6 +25,7 @@ from s3gym_tui.widgets.credit_panel import CreditPanel
 from tests.ui.analysis_data import (DIVERGING_HISTORY, DIVERGING_SUMMARY, analysis_db,  # noqa: F401
                                     analysis_template)
 from tests.ui.credit_data import EPS_W, ITEMS, STEP_WITH_EVIDENCE, add_credit, add_group_credit
+from tests.training.conftest import tiny_base  # noqa: F401 - the tiny random model fixture
 from tests.ui.settle import settle, until
 
 UNCOMPUTED = "trust-history-demo-c000-e0"  # a sibling of the group: no credit stored for it
@@ -167,8 +172,11 @@ async def test_not_computed_is_said_and_c_computes_in_a_worker_with_progress(cre
     path, _ = credit_db
     seen: list[tuple] = []
 
+    scorers = []
+
     def fake_compute(store, episode_id, scorer, progress):
         """The engine's computation, as the worker calls it: progress per part, then stored credit."""
+        scorers.append(scorer)
         for done in range(3):
             progress(done, 3, f"part {done}")
             seen.append((episode_id, done, threading.current_thread() is threading.main_thread()))
@@ -198,6 +206,13 @@ async def test_not_computed_is_said_and_c_computes_in_a_worker_with_progress(cre
         assert "no credit computed" in detail_lines(screen)[0]
         await pilot.press("c")
         await settle(pilot)
+        # the scripted player cannot score a given completion: said, and an open scorer offered
+        dialog = app.screen
+        assert isinstance(dialog, TextInputDialog) and "scripted/trust cannot score" in dialog.hint
+        assert dialog.query_one(Input).value == DEFAULT_OPEN_SCORER
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is screen and scorers == [DEFAULT_OPEN_SCORER]
         assert [s[:2] for s in seen] == [(UNCOMPUTED, 0), (UNCOMPUTED, 1), (UNCOMPUTED, 2)]
         assert not any(on_main for *_, on_main in seen)  # off the UI thread
         assert (2, 3) in progressed
@@ -226,6 +241,8 @@ async def test_cancel_stops_the_computation_and_nothing_is_stored(credit_db, set
         await settle(pilot)
         screen = app.screen
         await pilot.press("c")
+        await settle(pilot)
+        await pilot.press("enter")  # the open scorer offered
         await until(pilot, started.is_set, what="the computation to start")
         assert screen.busy and screen.query_one(CreditPanel).has_class("-computing")
         await pilot.press("x")
@@ -252,6 +269,8 @@ async def test_a_failed_computation_is_one_line_and_the_view_stays(credit_db, se
         await settle(pilot)
         await pilot.press("c")
         await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
         missing = str(app.screen.query_one(".credit-missing").content)
         assert "The last attempt failed: provider openai/gpt-4.1 cannot score a given completion; choose" in missing
 
@@ -275,3 +294,47 @@ async def test_hostile_pi_text_reaches_the_screen_gated(analysis_db, settings):
         assert prompts and all(isinstance(p, Text) for p in prompts)
         for prompt in prompts:
             assert not RAW.search(prompt.plain), prompt.plain
+
+
+# ----- the engine's own computation, from the view ---------------------------------------------------
+async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, settings, tiny_base):
+    """No fake: the scripted analyzer writes PI from the successful sibling, a tiny local Hugging Face
+    model (chosen in the dialog) scores the shifts, and the view shows what the store then holds."""
+    import sqlite3
+
+    from s3gym_tui.engine.credit import episode_credit
+
+    conn = sqlite3.connect(analysis_db)  # one sibling judged itself higher: self-judged success
+    with conn:
+        conn.execute("UPDATE steps SET self_score = 3 WHERE episode_id = 'trust-summary-demo-c000-e0'")
+    conn.close()
+    app = S3GymApp(db_path=analysis_db, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.open_credit([DIVERGING_HISTORY], at_step=STEP_WITH_EVIDENCE)
+        await settle(pilot)
+        screen = app.screen
+        await pilot.press("c")
+        await settle(pilot)
+        app.screen.query_one(Input).value = f"hf:{tiny_base}"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.screen is screen and not screen.busy
+        stored = episode_credit(Store(analysis_db), DIVERGING_HISTORY)
+        assert stored is not None and stored.scorer == f"hf:{tiny_base}" and stored.advantage < 0
+        aligned = [a for a in stored.actions if a.items]
+        assert aligned and all(a.shift is not None for a in aligned)
+        panel = screen.query_one(CreditPanel)
+        assert panel.credit == stored
+        for action in stored.actions:
+            row = panel.table.full_row(f"s{action.step}")
+            assert row[3].plain == fmt_metric(action.weight)
+            assert row[2].plain == weight_bar(action.weight, stored.eps_w, len(row[2].plain)).plain
+        assert abs(sum(a.weight for a in stored.actions) / len(stored.actions) - 1) < 1e-9
+        first = aligned[0]
+        panel.table.move_cursor(row=[a.step for a in stored.actions].index(first.step))
+        await pilot.pause()
+        lines = detail_lines(screen)
+        assert first.items[0].requirement in lines[0]
+        ev_episode, ev_step = first.items[0].evidence[0]
+        assert any(f"{ev_episode} step {ev_step}" in line for line in lines)
