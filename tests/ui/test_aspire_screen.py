@@ -232,3 +232,24 @@ async def test_s_stops_the_run_it_stays_resumable_r_resumes_it_to_the_end(tmp_pa
                 if process.alive:
                     os.kill(process.pid, signal.SIGKILL)
                 process.process.wait(timeout=30)
+
+
+async def test_at_200_columns_the_runs_list_chooses_the_run_shown(aspire_db, settings):
+    """At 200x50 the ASPIRE runs are listed beside the timeline; moving in the list shows that run (and the
+    list's own rebuilds on every refresh do not move the person elsewhere)."""
+    app = S3GymApp(db_path=aspire_db, settings=settings)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        app.open_aspire()
+        await settle(pilot)
+        screen = app.screen
+        runs = screen.query_one("#asp-runs")
+        assert runs.display and runs.row_count == 2 and screen.aspire_id == LIVE
+        runs.focus()
+        await pilot.press("down")
+        await until(pilot, lambda: screen.run is not None and screen.run.id == FINISHED and len(screen.decisions) == 12)
+        with Store(aspire_db) as other:  # another process writes: the list is rebuilt, the choice stays
+            other.set_aspire_status(LIVE, "interrupted", "stopped")
+        await until(pilot, lambda: "interrupted" in str(runs.get_row(LIVE)), what="the list rebuilt")
+        await settle(pilot)
+        assert screen.aspire_id == FINISHED and screen.run.id == FINISHED
