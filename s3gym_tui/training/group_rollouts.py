@@ -134,12 +134,13 @@ class GroupRollouts:
     # ----- TRL's entry point ---------------------------------------------------------------------
     def __call__(self, prompts: list, trainer: Any = None) -> dict[str, Any]:
         self.active = self._sampler_for(trainer)
+        slots = self.slots(prompts)
         if self.level == "episode":
-            rollouts = [self.episode(p, i % self.G) for i, p in enumerate(prompts)]
+            rollouts = [self.episode(p, k) for p, k in zip(prompts, slots)]
         elif self.active is self.sampler:
-            rollouts = [self.reply(p, i % self.G) for i, p in enumerate(prompts)]
+            rollouts = [self.reply(p, k) for p, k in zip(prompts, slots)]
         else:
-            rollouts = self.replies(prompts)
+            rollouts = self.replies(prompts, slots)
         self.last = rollouts
         vllm = self.active is not self.sampler
         out: dict[str, Any] = {
@@ -153,6 +154,27 @@ class GroupRollouts:
             out["s3gym_replies"] = [len(r.steps) for r in rollouts]
             out["s3gym_unparsed"] = [r.unparsed for r in rollouts]
             out["s3gym_source_return"] = [float(r.source_return) for r in rollouts]
+        return out
+
+    def slots(self, prompts: list) -> list[int]:
+        """Each reply's place k in its group (0..G-1), which decides whether it is sampled under the grammar.
+
+        TRL repeats every prompt G times; with N data-parallel processes a group's copies are split among
+        them, each process seeing only its share. The j-th copy of a prompt on rank r takes k = (j * N + r)
+        mod G: with one process that is 0..G-1 in order, and with N the ranks' copies interleave, so a
+        group keeps its mix (half constrained under `mixed`) however the copies were dealt out."""
+        import json
+
+        from s3gym_tui.training.ranks import world
+
+        here = world()
+        seen: dict[str, int] = {}
+        out = []
+        for prompt in prompts:
+            key = json.dumps(prompt, sort_keys=True, default=str)
+            j = seen.get(key, 0)
+            seen[key] = j + 1
+            out.append((j * here.size + here.rank) % self.G)
         return out
 
     def _constrained(self, k: int) -> bool:
@@ -182,17 +204,18 @@ class GroupRollouts:
         reply = self.sampler.sample(ids, self.pattern if constrained else None)
         return Rollout(self.game, -1, k, constrained, ids, reply, [1] * len(reply), [0] * len(reply))
 
-    def replies(self, prompts: list) -> list[Rollout]:
+    def replies(self, prompts: list, places: Optional[list[int]] = None) -> list[Rollout]:
         """Step level through vLLM: the batch's replies in one call per pattern the sampling uses (all
         of them, in server mode, even for a rank that has none of a kind: the call is collective)."""
         ids = [self.active.prompt_ids(_plain(p)) for p in prompts]
-        slots = [self._constrained(i % self.G) for i in range(len(prompts))]
+        places = places if places is not None else self.slots(prompts)
+        slots = [self._constrained(k) for k in places]
         rollouts: list[Optional[Rollout]] = [None] * len(prompts)
         for constrained in sorted({self._constrained(k) for k in range(self.G)}, reverse=True):
             mine = [i for i, c in enumerate(slots) if c == constrained]
             drawn = self.active.sample_batch([ids[i] for i in mine], self.pattern if constrained else None)
             for i, (reply, logprobs) in zip(mine, drawn):
-                rollouts[i] = Rollout(self.game, -1, i % self.G, constrained, ids[i], reply, [1] * len(reply),
+                rollouts[i] = Rollout(self.game, -1, places[i], constrained, ids[i], reply, [1] * len(reply),
                                       [0] * len(reply), logprobs=logprobs)
         assert all(r is not None for r in rollouts), "vLLM returned fewer replies than it was asked for"
         return rollouts  # type: ignore[return-value]

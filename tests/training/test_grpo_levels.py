@@ -222,3 +222,21 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
     bad = subprocess.run([sys.executable, "-m", "s3gym_tui", "train", run.id, "--method", "grpo", "--level", "game",
                           "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "unknown level 'game'" in bad.stderr
+
+
+def test_a_group_split_across_processes_keeps_its_mix_of_constrained_and_free(monkeypatch):
+    """TRL deals a group's G copies out to the ranks; each rank numbers its own copies, so the place of
+    a copy in its group comes from (copy on this rank, rank): together the ranks cover 0..G-1."""
+    from s3gym_tui.training import ranks
+    from s3gym_tui.training.group_rollouts import GroupRollouts
+
+    prompt = [{"role": "user", "content": "state A"}]
+    other = [{"role": "user", "content": "state B"}]
+    one = GroupRollouts("trust", "step", sampler=None, num_generations=4, sampling="mixed")
+    assert one.slots([prompt] * 4 + [other] * 4) == [0, 1, 2, 3, 0, 1, 2, 3]
+    places = []
+    for rank in (0, 1):
+        monkeypatch.setattr(ranks, "world", lambda rank=rank: ranks.World(rank=rank, size=2, local_rank=rank))
+        places += one.slots([prompt] * 2)  # each rank holds two of the group's four copies
+    assert sorted(places) == [0, 1, 2, 3]
+    assert sum(one._constrained(k) for k in places) == 2  # half under the grammar, as in one process
