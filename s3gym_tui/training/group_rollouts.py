@@ -124,8 +124,12 @@ class GroupRollouts:
 
     # ----- TRL's entry point ---------------------------------------------------------------------
     def __call__(self, prompts: list, trainer: Any = None) -> dict[str, Any]:
-        rollouts = [self.episode(p, i % self.G) if self.level == "episode" else self.reply(p, i % self.G)
-                    for i, p in enumerate(prompts)]
+        # each reply's sampling seed follows from its place (update, row, turn), so a resumed training
+        # samples what its uninterrupted twin sampled
+        step = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        keys = [(step * 10_000 + i) * 100 for i in range(len(prompts))]
+        play = self.episode if self.level == "episode" else self.reply
+        rollouts = [play(p, i % self.G, keys[i]) for i, p in enumerate(prompts)]
         self.last = rollouts
         out: dict[str, Any] = {
             "prompt_ids": [r.prompt_ids for r in rollouts], "completion_ids": [r.completion_ids for r in rollouts],
@@ -143,10 +147,10 @@ class GroupRollouts:
         return self._slot(self.sampling, k, self.G)
 
     # ----- step level ----------------------------------------------------------------------------
-    def reply(self, prompt: list, k: int) -> Rollout:
+    def reply(self, prompt: list, k: int, key: Optional[int] = None) -> Rollout:
         constrained = self._constrained(k)
         ids = self.sampler.prompt_ids(_plain(prompt))
-        reply = self.sampler.sample(ids, self.pattern if constrained else None)
+        reply = self.sampler.sample(ids, self.pattern if constrained else None, key)
         return Rollout(self.game, -1, k, constrained, ids, reply, [1] * len(reply), [0] * len(reply))
 
     # ----- episode level -------------------------------------------------------------------------
@@ -174,7 +178,7 @@ class GroupRollouts:
                   scores=[s.self_score for s in steps])
         return self.judge.score(env, env._outcome(reply))
 
-    def episode(self, prompt: list, k: int) -> Rollout:
+    def episode(self, prompt: list, k: int, key: Optional[int] = None) -> Rollout:
         seed = require_exploration_seed(int(prompt[0][SEED_KEY]))  # engine.visibility: never an evaluation seed
         constrained = self._constrained(k)
         env = games.make(self.game, MODE)
@@ -201,7 +205,8 @@ class GroupRollouts:
                 rollout.env_mask += [0] * len(between)
                 rollout.turn_of_token += [-1] * len(between)
                 conversation.append(messages[-1])
-            reply_ids = self.sampler.sample(ids, self.pattern if constrained else None)
+            turn_key = None if key is None else key + len(rollout.steps)
+            reply_ids = self.sampler.sample(ids, self.pattern if constrained else None, turn_key)
             text = self.sampler.text(reply_ids)
             index = len(rollout.steps)
             rollout.completion_ids += reply_ids
