@@ -135,10 +135,14 @@ class GroupRollouts:
     def __call__(self, prompts: list, trainer: Any = None) -> dict[str, Any]:
         self.active = self._sampler_for(trainer)
         slots = self.slots(prompts)
+        # each reply's sampling seed follows from its place (update, row, turn), so a resumed training
+        # samples what its uninterrupted twin sampled
+        step = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
+        keys = [(step * 10_000 + i) * 100 for i in range(len(prompts))]
         if self.level == "episode":
-            rollouts = [self.episode(p, k) for p, k in zip(prompts, slots)]
+            rollouts = [self.episode(p, k, keys[i]) for i, (p, k) in enumerate(zip(prompts, slots))]
         elif self.active is self.sampler:
-            rollouts = [self.reply(p, k) for p, k in zip(prompts, slots)]
+            rollouts = [self.reply(p, k, keys[i]) for i, (p, k) in enumerate(zip(prompts, slots))]
         else:
             rollouts = self.replies(prompts, slots)
         self.last = rollouts
@@ -191,17 +195,18 @@ class GroupRollouts:
             self._vllm = VllmSampler(self.sampler, generation, getattr(trainer, "vllm_mode", "colocate"))
         return self._vllm
 
-    def _draw(self, ids: list[int], pattern: Optional[str]) -> tuple[list[int], Optional[list]]:
-        """One reply (and its logprobs through vLLM, None otherwise)."""
+    def _draw(self, ids: list[int], pattern: Optional[str],
+              key: Optional[int] = None) -> tuple[list[int], Optional[list]]:
+        """One reply (and its logprobs through vLLM, None otherwise); `key` seeds our sampler's draw."""
         if self.active is self.sampler:
-            return self.sampler.sample(ids, pattern), None
+            return self.sampler.sample(ids, pattern, key), None
         return self.active.sample_batch([ids], pattern)[0]
 
     # ----- step level ----------------------------------------------------------------------------
-    def reply(self, prompt: list, k: int) -> Rollout:
+    def reply(self, prompt: list, k: int, key: Optional[int] = None) -> Rollout:
         constrained = self._constrained(k)
         ids = self.sampler.prompt_ids(_plain(prompt))
-        reply = self.sampler.sample(ids, self.pattern if constrained else None)
+        reply = self.sampler.sample(ids, self.pattern if constrained else None, key)
         return Rollout(self.game, -1, k, constrained, ids, reply, [1] * len(reply), [0] * len(reply))
 
     def replies(self, prompts: list, places: Optional[list[int]] = None) -> list[Rollout]:
@@ -245,7 +250,7 @@ class GroupRollouts:
                   scores=[s.self_score for s in steps])
         return self.judge.score(env, env._outcome(reply))
 
-    def episode(self, prompt: list, k: int) -> Rollout:
+    def episode(self, prompt: list, k: int, key: Optional[int] = None) -> Rollout:
         seed = require_exploration_seed(int(prompt[0][SEED_KEY]))  # engine.visibility: never an evaluation seed
         constrained = self._constrained(k)
         env = games.make(self.game, MODE)
@@ -276,7 +281,8 @@ class GroupRollouts:
                 if rollout.logprobs is not None:
                     rollout.logprobs += [0.0] * len(between)  # the game's text, masked (TRL's tool tokens)
                 conversation.append(messages[-1])
-            reply_ids, logprobs = self._draw(ids, self.pattern if constrained else None)
+            turn_key = None if key is None else key + len(rollout.steps)
+            reply_ids, logprobs = self._draw(ids, self.pattern if constrained else None, turn_key)
             if rollout.logprobs is not None:
                 rollout.logprobs += list(logprobs or [None] * len(reply_ids))
             text = self.sampler.text(reply_ids)

@@ -160,8 +160,9 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         reward_funcs = [make_reward(config.reward, judge, config.format_weight)]
         environment = GameEnvironment
     else:
+        listed = ",".join(str(int(s)) for s in seeds)
         dataset = IterableDataset.from_generator(_episode_rows, features=episode_features(),
-                                                 gen_kwargs={"game": game, "seeds": ",".join(str(int(s)) for s in seeds)})
+                                                 gen_kwargs={"game": game, "seeds": listed})
         reward_funcs = [episode_reward]
         environment = None
     args = GRPOConfig(

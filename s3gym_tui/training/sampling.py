@@ -44,14 +44,23 @@ class ReplySampler:
     def prompt_ids(self, messages: list) -> list[int]:
         return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False))
 
-    def sample(self, prompt_ids: list[int], pattern: Optional[str]) -> list[int]:
+    def _seed(self, key: Optional[int]) -> int:
+        """The sampling seed: from `key` (a rollout's place: the same after a resume) or, without
+        one, from the call count (the rollout player, whose calls a resume replays); odd and even
+        seeds keep the two streams apart."""
+        if key is not None:
+            return (self.seed * 1_000_003 + key) * 2 + 1
+        self.calls += 1
+        return (self.seed * 100_003 + self.calls) * 2
+
+    def sample(self, prompt_ids: list[int], pattern: Optional[str], key: Optional[int] = None) -> list[int]:
         """Reply token ids for `prompt_ids`; `pattern`: the answer-line regex (None: free)."""
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
         from s3gym_tui.training.decoding import AnswerLineStop, RegexConstraint, first_char_groups, token_pieces
 
-        self.calls += 1
+        seed = self._seed(key)
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
         device = getattr(self.model, "device", "cpu")
@@ -73,7 +82,7 @@ class ReplySampler:
         self.model.eval()
         try:
             with torch.random.fork_rng(), torch.inference_mode():
-                torch.manual_seed(self.seed * 100_003 + self.calls)
+                torch.manual_seed(seed)
                 out = self.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **kwargs)
         finally:
             if training:

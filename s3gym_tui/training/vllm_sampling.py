@@ -73,7 +73,8 @@ class VllmSampler:
     def text(self, ids: list[int]) -> str:
         return self.base.text(ids)
 
-    def sample(self, prompt_ids: list[int], pattern: Optional[str]) -> list[int]:
+    def sample(self, prompt_ids: list[int], pattern: Optional[str], key: Optional[int] = None) -> list[int]:
+        """ReplySampler's interface; `key` is not used (vLLM seeds its own sampling)."""
         return self.sample_batch([prompt_ids], pattern)[0][0]
 
     def sample_batch(self, prompts: list[list[int]], pattern: Optional[str]) -> list[tuple[list[int], list]]:
