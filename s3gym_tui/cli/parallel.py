@@ -26,7 +26,10 @@ def data_parallel(command: Callable[..., Any]) -> Callable[..., Any]:
             raise UserError(str(exc)) from None
         ranks.start()
         if not here.main:
-            ranks.follow()  # no output, no store: the trainings rank 0 hands over
+            from s3gym_tui.training import stop
+
+            with stop.stop_on_signals():  # a stop here is shared with every rank at the next step (hf.py)
+                ranks.follow()  # no output, no store: the trainings rank 0 hands over
             return None
         try:
             return command(*args, **kwargs)

@@ -138,8 +138,13 @@ class StopCallback(TrainerCallback):
     resumed training does it again from its start), saves its state (adapter, optimizer, scheduler,
     RNG: what `s3gym resume` continues from) and stops. Public TrainerCallback hooks only."""
 
-    def _stop(self, args, state, control) -> None:
-        if stop.requested() is None or control.should_training_stop:
+    def _stop(self, args, state, control, shared: bool = True) -> None:
+        if control.should_training_stop:
+            return
+        if _ranks() > 1:  # data parallel (ranks.py): every rank stops at the same step, or none does
+            if not shared or not _any_rank_stopping():
+                return
+        elif stop.requested() is None:
             return
         control.should_training_stop = True
         # nothing to save before the first step (a resume then starts afresh), nor twice the same step
@@ -153,13 +158,33 @@ class StopCallback(TrainerCallback):
         self._stop(args, state, control)
 
     def on_log(self, args, state, control, **kwargs):  # asked for while the update was being logged
-        self._stop(args, state, control)
+        self._stop(args, state, control, shared=False)  # (not a step every rank logs: one process only)
 
     def on_epoch_end(self, args, state, control, **kwargs):
-        if stop.requested() is not None:  # no next epoch; the save asked for above happens now, once
+        stopping = _any_rank_stopping() if _ranks() > 1 else stop.requested() is not None
+        if stopping:  # no next epoch; the save asked for above happens now, once
             control.should_training_stop = True
             saved = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             control.should_save = state.global_step > 0 and not saved.is_dir()
+
+
+def _ranks() -> int:
+    import torch.distributed as dist
+
+    return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+
+
+def _any_rank_stopping() -> bool:
+    """Whether a stop was requested in any rank (a collective: every rank calls it at the same hook)."""
+    import torch
+    import torch.distributed as dist
+
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else "cpu"
+    flag = torch.tensor([0 if stop.requested() is None else 1], dtype=torch.int32, device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    if flag.item() and stop.requested() is None:
+        stop.request("stopped by another rank")
+    return bool(flag.item())
 
 
 def run_trainer(trainer: Any, checkpoint: Optional[str]) -> None:

@@ -125,7 +125,12 @@ def follow() -> int:
         target: Any = importlib.import_module(module)
         for part in name.split("."):
             target = getattr(target, part)
-        target(*args, **kwargs)
+        from s3gym_tui.training.stop import TrainingStopped
+
+        try:
+            target(*args, **kwargs)
+        except TrainingStopped:  # a requested stop: every rank stopped at the same step (hf.StopCallback),
+            pass  # and rank 0 says what comes next (the end of the command); a second Ctrl-C still interrupts
         runs += 1
 
 

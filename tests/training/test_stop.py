@@ -297,3 +297,51 @@ def test_s3gym_train_sft_sigint_then_resume_finishes(tiny_base, tmp_path):
         assert training.status == "finished" and training.steps == 24
         assert [p.step for p in store.losses(training_id)] == list(range(1, 25))
         assert store.checkpoints(training_id)
+
+
+def _rank0(launcher_pid: int):
+    """The pid of rank 0 among the launcher's children (its RANK=0 environment), once it runs."""
+    import glob
+
+    for status in glob.glob("/proc/[0-9]*/status"):
+        try:
+            text = Path(status).read_text()
+            pid = int(status.split("/")[2])
+            ppid = int(next(line.split()[1] for line in text.splitlines() if line.startswith("PPid:")))
+            if ppid == launcher_pid and b"RANK=0\x00" in Path(f"/proc/{pid}/environ").read_bytes().replace(
+                    b"LOCAL_RANK=0\x00", b""):
+                return pid
+        except (OSError, StopIteration, ValueError):
+            continue
+    return None
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds rank 0 through /proc")
+def test_under_torchrun_a_stop_of_rank_0_stops_every_rank_at_the_same_update(tiny_base, tmp_path):
+    """Data parallel (ranks.py): the stop flag is shared at every step, so no rank waits for another in
+    a collective; rank 0 stores the interrupted training and says how to resume, the other rank ends."""
+    db = tmp_path / "dp.db"
+    with Store(db) as store:
+        source = _source(store)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "S3GYM_TRAINING_DIR": str(tmp_path / "training")}
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", "-m", "s3gym_tui",
+         "train", source.id, "--base", str(tiny_base), "--batch-size", "1", "--grad-accum", "1", "--max-steps", "30",
+         "--max-examples", "4", "--lr", "1e-3", "--eval-episodes", "1", "--step-cap", "1",
+         "--no-gradient-checkpointing", "--progress", "plain", "--db", str(db)],
+        env=env, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        training_id = _wait_for(lambda: _first_loss(db))
+        os.kill(_wait_for(lambda: _rank0(launcher.pid)), signal.SIGINT)
+        _, err = launcher.communicate(timeout=300)  # no rank left waiting in a collective
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+    assert f"resume with: s3gym resume {training_id}" in err, err[-3000:]
+    with Store(db) as store:
+        training = store.get_training(training_id)
+        assert training.status == "interrupted" and training.error.startswith("interrupted (Ctrl-C)")
+        steps = [p.step for p in store.losses(training_id)]
+        assert steps == list(range(1, len(steps) + 1)) and len(steps) < 30
+        assert store.training_checkpoints(training_id) == [] and store.training_evals(training_id) == []
