@@ -2,8 +2,12 @@
 SFT (the default settings of `s3gym train`), GRPO (self-judged reward), and both distillation phases
 (phase 1: off-policy SFT on two games' data; phase 2: on-policy reverse KL with per-game teachers).
 
-Each phase runs in its own process, so its peak RSS is its own (ru_maxrss is a process high-water
-mark). All through the real code paths on the embedded SmolLM2-135M (converted once, cached); data
+Each phase runs in its own process. Two memory figures per phase, each labelled: "phase peak" is the
+figure a training stores (the resident high-water mark reset when the phase starts loading its models,
+training/device.py; in a fresh process it is the phase's own), "process peak" the child's ru_maxrss at
+its end, what it reached before the phase included (imports, the base's conversion): what the phase
+needs as a process of its own.
+All through the real code paths on the embedded SmolLM2-135M (converted once, cached); data
 from scripted Trust and Snake runs. With --serve, also tokens/s of the served trained model.
 
     LITELLM_LOCAL_MODEL_COST_MAP=True nice -n 10 .venv/bin/python benchmarks/train.py [--examples 16]
@@ -63,7 +67,8 @@ def child(phase: str, folder: Path, ids: dict, args) -> dict:
     from s3gym_tui.training.backend import TrainConfig, resolve_base, train_lora
     from s3gym_tui.training.device import peak_rss_mb
 
-    base = resolve_base(None)
+    base = resolve_base(None)  # (converted once: the process peak below may include it)
+    before_mb = peak_rss_mb()  # the process's peak before the phase: imports, the base's conversion
     started = time.perf_counter()
     if phase in ("sft", "distill-off"):
         games = ["trust"] if phase == "sft" else ["trust", "snake"]
@@ -93,7 +98,9 @@ def child(phase: str, folder: Path, ids: dict, args) -> dict:
                                    save_every=args.steps)
     return {"phase": phase, "examples": result.examples, "tokens": result.tokens, "steps": result.steps,
             "seconds": result.seconds, "examples_per_s": result.examples_per_s, "tokens_per_s": result.tokens_per_s,
-            "peak_rss_mb": peak_rss_mb(), "peak_gpu_mb": result.peak_gpu_mb,
+            "phase_peak_rss_mb": result.peak_rss_mb, "phase_peak_scope": result.peak_rss_scope,
+            "process_peak_rss_mb": max(before_mb, peak_rss_mb()),
+            "peak_gpu_mb": result.peak_gpu_mb,
             "wall_s": time.perf_counter() - started,
             "loss": [result.losses[0].loss, result.losses[-1].loss] if result.losses else None}
 
@@ -162,17 +169,22 @@ def main() -> None:
         served = serve_figures(folder, ids, 4) if args.serve and any(r["phase"] == "sft" for r in rows) else []
     table = Table(title=f"training throughput and memory ({args.examples} SFT examples per game; GRPO and "
                         f"distillation: {args.steps} updates; each phase in its own process)")
-    for col in ("phase", "examples", "tokens", "updates", "train s", "examples/s", "tokens/s", "peak RSS MB",
-                "loss first -> last"):
+    for col in ("phase", "examples", "tokens", "updates", "train s", "examples/s", "tokens/s", "phase peak RSS MB",
+                "process peak RSS MB", "loss first -> last"):
         table.add_column(col, justify="left" if col == "phase" else "right")
     for r in rows:
         loss = f"{r['loss'][0]:.3f} -> {r['loss'][1]:.3f}" if r["loss"] else "-"
         table.add_row(r["phase"], str(r["examples"]), str(r["tokens"]), str(r["steps"]), f"{r['seconds']:.1f}",
-                      f"{r['examples_per_s'] or 0:.3f}", f"{r['tokens_per_s'] or 0:.1f}", f"{r['peak_rss_mb']:.0f}",
-                      loss)
+                      f"{r['examples_per_s'] or 0:.3f}", f"{r['tokens_per_s'] or 0:.1f}",
+                      f"{r['phase_peak_rss_mb']:.0f}" + ("" if r["phase_peak_scope"] == "phase" else " (process)"),
+                      f"{r['process_peak_rss_mb']:.0f}", loss)
     console.print(table)
     console.print("examples: SFT/phase 1 = examples seen; GRPO = sampled replies trained on; phase 2 = prompts. "
                   "tokens: prompt + completion tokens through the trainer")
+    console.print("phase peak RSS: the resident high-water mark from the phase's start (loading its models) to "
+                  "its end, what the process held before included (the figure a training stores); process peak "
+                  "RSS: the same process's peak since it started (imports, the base's conversion). "
+                  "'(process)': the mark could not be reset here, both are the process's peak")
     if served:
         gen = Table(title="generation on 4 step prompts (max_tokens 48, greedy, action calls)")
         for col in ("model", "string", "completion tokens/s", "s per call"):

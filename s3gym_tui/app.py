@@ -118,6 +118,12 @@ class S3GymApp(App):
             self.store_generation += 1
             self.screen.post_message(StoreChanged(self.store_generation))
 
+    def on_model_picker_settings_requested(self, message) -> None:
+        """A model picker's `⚙`, on any screen: the model's settings dialog."""
+        from s3gym_tui.screens.dialogs import open_model_settings
+
+        open_model_settings(self, message.model, message.suggested_api_base)
+
     def on_unmount(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
@@ -205,6 +211,12 @@ class S3GymApp(App):
         from s3gym_tui.screens.sweep import SweepScreen
 
         self.push_screen(SweepScreen(sweep_id))
+
+    def open_aspire(self, aspire_id: Optional[str] = None) -> None:
+        """ASPIRE runs (self-directed improvement from a vague goal): the newest unless named, live."""
+        from s3gym_tui.screens.aspire import AspireScreen
+
+        self.push_screen(AspireScreen(aspire_id))
 
     def open_training(self, run_id: str) -> None:
         """A run's SFT datasets and the checkpoint curves of the trainings made from it."""

@@ -255,6 +255,35 @@ async def nav_credit_compare(pilot, ids) -> None:
     await settle(pilot)
 
 
+async def _with_aspire(pilot) -> None:
+    """ASPIRE runs in this shot's copy only (the scripted operator's run makes ordinary runs too, which
+    the other shots must not list): the fixture's runs and a whole scripted-operator run (tests/ui/aspire_data)."""
+    from tests.ui.aspire_data import build_scripted_aspire, fill_aspire, fix_aspire_times
+
+    from s3gym_tui.store import Store
+
+    path = pilot.app.db_path
+    with Store(path) as store:
+        fill_aspire(store)
+    fix_aspire_times(path)
+    await asyncio.to_thread(build_scripted_aspire, path)  # the controller runs its own event loop
+
+
+async def nav_aspire(pilot, ids) -> None:
+    await _with_aspire(pilot)
+    pilot.app.open_aspire()
+    await settle(pilot)
+
+
+async def nav_aspire_marks(pilot, ids) -> None:
+    from tests.ui.aspire_data import FINISHED
+
+    await _with_aspire(pilot)
+    pilot.app.open_aspire(FINISHED)
+    await settle(pilot)
+    await press(pilot, "c", "up")  # the sft candidate score-gated retention rolled back
+
+
 # name -> (screen module that must exist, navigation, settings overrides[, terminal size])
 SHOTS: dict[str, tuple] = {
     "home": ("home", nav_home, {}),
@@ -271,6 +300,8 @@ SHOTS: dict[str, tuple] = {
     "pairs": ("pairs", nav_pairs, {}),
     "report": ("report", nav_report, {}),
     "search": ("search", nav_search, {}),
+    "aspire": ("aspire", nav_aspire, {}),
+    "aspire_marks": ("aspire", nav_aspire_marks, {}),
     "credit-80x24": ("credit", nav_credit, {}, (80, 24)),
     "credit-120x40": ("credit", nav_credit, {}, (120, 40)),
     "credit-200x50": ("credit", nav_credit, {}, (200, 50)),

@@ -155,7 +155,7 @@ def build_hostile_db(path: Path, base_url: str, server=None) -> dict:
                           settings={"cells": {f"{training.id}|trust": evaluation.id},
                                     "base_cells": {"trust": evaluation.id}}, status="failed"))
     ids = {"played": played.id, "paired": paired.id, "stopped": stopped.id, "named": named.id, "sweep": sweep.id,
-           "training": training.id, "evaluation": evaluation.id}
+           "training": training.id, "evaluation": evaluation.id, "aspire": _hostile_aspire(store)}
     store.close()
     conn = sqlite3.connect(path)  # text the engine never writes this way, written as a damaged file could hold it
     with conn:
@@ -168,6 +168,32 @@ def build_hostile_db(path: Path, base_url: str, server=None) -> dict:
                       CORPUS["csi-erase-screen"] + CORPUS["bidi-isolates"], first))
     conn.close()
     return ids
+
+
+def _hostile_aspire(store) -> str:
+    """An ASPIRE run whose goal, model, decisions (tool, arguments, result, the agent's words), candidates,
+    claim and status reason are hostile; it has ended, so its hidden scores are shown too."""
+    aspire = store.create_aspire_run(goal_id="rules", goal_text=CORPUS["report-payload"] + CORPUS["bidi-rlo"],
+                                     model="hosted_vllm/" + short("osc52-st"), protocol="final", budget={"calls": 9},
+                                     aspire_id="aspire-" + short("osc0-bel") + short("c1-csi"))
+    store.add_aspire_decision(aspire.id, tool="practise" + ONE_LINE["osc2-st"],
+                              arguments={"game": CORPUS["osc52-bel"], "note": CORPUS["many-lines"]},
+                              result=CORPUS["report-payload"] + CORPUS["cr-overwrite"], outcome="refused",
+                              category="practice", reply=CORPUS["csi-erase-screen"] + CORPUS["dcs"], calls=1)
+    base = store.add_aspire_candidate(aspire.id, kind="base", model="m", candidate_id=aspire.id + "-base",
+                                      note=CORPUS["c1-osc"])
+    child = store.add_aspire_candidate(aspire.id, kind="memory", model="m", parent_id=base.id,
+                                       candidate_id="cand-" + short("osc0-bel"),
+                                       frozen_ref=CORPUS["osc8-link"], note=CORPUS["report-payload"])
+    store.add_aspire_decision(aspire.id, tool="validate", arguments={"candidate": child.id}, outcome="ok",
+                              result=CORPUS["osc52-st"] + CORPUS["tag-chars"], category="validation")
+    store.add_aspire_claim(aspire.id, text=CORPUS["report-payload"] + CORPUS["rich-markup"], candidate_id=child.id,
+                           claimed_delta=0.5)
+    store.set_hidden_score(aspire.id, base.id, "base", 0.25, {}, 2)
+    store.set_hidden_score(aspire.id, child.id, "final", 0.5, {}, 2)
+    store.set_aspire_candidates(aspire.id, base=base.id, final=child.id)
+    store.set_aspire_status(aspire.id, "finished", ONE_LINE["report-payload"] + ONE_LINE["c1-dcs"])
+    return aspire.id
 
 
 def stored_texts(path: Path) -> list[str]:

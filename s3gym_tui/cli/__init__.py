@@ -7,10 +7,12 @@ from s3gym_tui.cli import report  # noqa: F401
 from s3gym_tui.cli import sweep  # noqa: F401
 from s3gym_tui.cli import train  # noqa: F401
 from s3gym_tui.cli import distill  # noqa: F401
+from s3gym_tui.cli import export_model  # noqa: F401
 from s3gym_tui.cli import search  # noqa: F401
 from s3gym_tui.cli import credit  # noqa: F401
 from s3gym_tui.cli import hygiene  # noqa: F401
 from s3gym_tui.cli import misc  # noqa: F401
+from s3gym_tui.cli import aspire  # noqa: F401
 from s3gym_tui.cli.common import UserError, cli, console, err
 from s3gym_tui.cli.entry import main
 

@@ -8,12 +8,14 @@ from typing import List, Optional
 
 import typer
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import DbOption, ProgressOption, UserError, check_number, _store, cli, console
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
+@data_parallel
 def distill(
     experts: List[str] = typer.Argument(..., help="Expert trainings, one per game: ID (its last checkpoint) or ID:X."),
     rollout_episodes: int = typer.Option(3, "--rollout-episodes", min=1,
@@ -80,9 +82,7 @@ def _check_eval_settings(store, resolved, eval_episodes: Optional[int], step_cap
 
 
 def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=None) -> None:
-    import asyncio
-
-    from s3gym_tui.training import MissingExtra
+    from s3gym_tui.training import MissingExtra, stop
     from s3gym_tui.training.console import Bars
     from s3gym_tui.training.distill import DistillHooks
     from s3gym_tui.training.matrix import study_matrix
@@ -94,14 +94,15 @@ def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=No
     hooks = bars.hooks(DistillHooks, stage=lambda stage, info: bars.info("study", f"{stage}: {info}"))
     try:
         with stopped_resumable(bars, study), bars.progress:
-            study = asyncio.run(factory(hooks))
+            study = stop.run(lambda: factory(hooks))
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         from s3gym_tui.cli.train import interrupted
 
-        latest = store.studies(limit=1)
-        interrupted(f"study {latest[0].id} interrupted: `s3gym resume {latest[0].id}` continues it" if latest else None)
+        target = study() if callable(study) else study
+        reason = getattr(exc, "reason", None) or "interrupted"
+        interrupted(f"study {target} {reason}" if target else None, target)
     print_matrix(console, study_matrix(store, study.id))
 
 

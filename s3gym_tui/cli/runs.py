@@ -9,6 +9,7 @@ from typing import List, Optional
 
 import typer
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
                                   console, decoding_choice, emit_json, err, flags_named, model_args_given,
                                   model_name)
@@ -93,6 +94,7 @@ def run(
 
 
 @cli.command()
+@data_parallel
 def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
            api_base: Optional[str] = typer.Option(
                None, "--api-base", help="The run's api base again, with the credentials that were "
@@ -112,6 +114,14 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
     from s3gym_tui.secrets import strip_url_credentials
 
     store = _store(db, write=True)
+    aspire_run = store.find_aspire_run(run_id)
+    if aspire_run is not None:  # an ASPIRE run (s3gym aspire): its controller continues it
+        from s3gym_tui.cli.aspire import make_operator, run_controller
+
+        if aspire_run.status == "finished":
+            raise UserError(f"ASPIRE run {run_id} is finished")
+        run_controller(store, aspire_run.id, make_operator(aspire_run.model, api_base))
+        return
     if store.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
 
@@ -328,13 +338,20 @@ def audit(db: Optional[Path] = DbOption) -> None:
     """Leakage audit: evaluation steps used as experience, seeds reused across phases."""
     from s3gym_tui.store import audit as run_audit
 
-    result = run_audit(_store(db))
-    if result.ok:
+    from s3gym_tui.engine.aspire.audit import audit_aspire
+
+    store = _store(db)
+    result = run_audit(store)
+    # ASPIRE runs: no hidden seed or suite name reached the agent (engine/aspire/audit.py)
+    hidden = [f"ASPIRE run {run.id}: {p}" for run in store.list_aspire_runs(limit=100_000)
+              for p in audit_aspire(store, run.id)]
+    if result.ok and not hidden:
         console.print("[green]audit clean[/]: no evaluation step feeds history, summaries, datasets or "
-                      "trainings (rollouts, prompts); no seed crosses phases")
+                      "trainings (rollouts, prompts); no seed crosses phases; no hidden ASPIRE seed or suite "
+                      "reached an agent")
         return
-    for problem in result.problems:
-        console.print(f"[red]leak[/] {safe_markup(str(problem))}")
+    for problem in [*map(str, result.problems), *hidden]:
+        console.print(f"[red]leak[/] {safe_markup(problem)}")
     raise typer.Exit(1)
 
 

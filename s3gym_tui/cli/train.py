@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, check_number, _store, cli, console,
                                   flags_named, model_name)
 from s3gym_tui.progress import ProgressMode
@@ -18,14 +19,17 @@ OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (defau
 
 
 @cli.command()
+@data_parallel
 def train(
     run_id: str = typer.Argument(..., help="The run whose exploration becomes the training signal."),
     method: str = typer.Option("sft", "--method", help="sft (self-judged dataset) | grpo (RL on the run's "
-                                                      "exploration seeds)."),
+                                                      "exploration seeds) | taspo (episode-level GRPO with credit "
+                                                      "per action: advantages A_i * w_it)."),
     threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
     epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
     base: str = typer.Option("default", "--base", callback=model_name,
-                             help="HF model directory, or 'default' (embedded SmolLM2-135M)."),
+                             help="'default' (embedded SmolLM2-135M), an HF model directory, or a hub id "
+                                  "(owner/name[@revision], from the Hugging Face cache or hub)."),
     correction: str = typer.Option("none", "--correction", callback=model_name,
                                    help="SFT: none | reference | a litellm model string."),
     max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="SFT: stop after N examples."),
@@ -46,12 +50,34 @@ def train(
                                                         "score it states) | oracle (verifier reward: ablation)."),
     updates: int = typer.Option(8, "--updates", min=1, help="GRPO: optimizer steps."),
     generations: int = typer.Option(4, "--generations", min=2, help="GRPO: replies sampled per state."),
-    states: int = typer.Option(2, "--states-per-update", min=1, help="GRPO: states per optimizer step."),
+    states: int = typer.Option(2, "--states-per-update", min=1,
+                               help="GRPO: groups per optimizer step (states; at --level episode, seeds)."),
     save_every: int = typer.Option(4, "--save-every", min=1, help="GRPO: a checkpoint every N updates."),
     rollout_episodes: Optional[int] = typer.Option(None, "--rollout-episodes", min=1,
                                                    help="GRPO: exploration seeds to roll out on (default: the run's)."),
     rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
     completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
+    level: Optional[str] = typer.Option(None, "--level", help="GRPO: step (a group is G replies at one state; the "
+                                        "default) | episode (G whole episodes on one exploration seed, each stored as "
+                                        "an exploration episode; the only level of taspo)."),
+    credit: str = typer.Option("action", "--credit", help="TASPO: action (weights per action) | token (per token) | "
+                               "uniform (w = 1: plain GRPO through the same path)."),
+    kappa: float = typer.Option(0.05, "--kappa", min=0.0, help="TASPO: shifts below this are noise (filtered)."),
+    tau: float = typer.Option(1.0, "--tau", min=1e-6, help="TASPO: temperature of tanh."),
+    eps_w: float = typer.Option(0.5, "--eps-w", min=0.0, max=1.0, help="TASPO: weights stay in [1 - eps_w, 1 + eps_w]."),
+    pi_source: str = typer.Option("siblings", "--pi-source", help="TASPO: siblings (successful rollouts of the same "
+                                  "seed) | off-trajectory (of other seeds: the ablation)."),
+    analyzer: Optional[str] = typer.Option(None, "--analyzer", callback=model_name,
+                                           help="TASPO: the model that writes PI (default: the run's model)."),
+    sampling: str = typer.Option("mixed", "--sampling", help="GRPO: how replies are sampled: mixed (half of each "
+                                 "group under the answer-line grammar, half free) | constrained | free."),
+    format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
+                                        "without a parsable action."),
+    vllm: Optional[str] = typer.Option(None, "--vllm", help="GRPO: sample replies with vLLM (TRL's modes): server "
+                                       "(a `trl vllm-serve --model BASE` server) | colocate (in the training "
+                                       "processes). Needs vLLM installed (a GPU in practice)."),
+    vllm_url: Optional[str] = typer.Option(None, "--vllm-url", help="GRPO --vllm server: the server's base URL "
+                                           "(default: TRL's, http://0.0.0.0:8000)."),
     step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
     repair: bool = typer.Option(False, "--repair", help="Also evaluate every checkpoint with replies that break the "
                                 "answer format regenerated under the game's grammar (a second evaluation run; "
@@ -63,14 +89,35 @@ def train(
     """Train an expert from a run's exploration (SFT or GRPO) and evaluate every checkpoint in strict mode."""
     from s3gym_tui.training import MissingExtra, require_extra
 
-    if method not in ("sft", "grpo"):
-        raise UserError(f"unknown method {method!r}: sft or grpo")
+    if method not in ("sft", "grpo", "taspo"):
+        raise UserError(f"unknown method {method!r}: sft, grpo or taspo")
+    if level is None:
+        level = "episode" if method == "taspo" else "step"
+    if method == "taspo" and level != "episode":
+        raise UserError("taspo is episode-level GRPO: leave out --level or give --level episode")
+    if credit not in ("action", "token", "uniform"):
+        raise UserError(f"unknown credit {credit!r}: action, token or uniform")
+    if pi_source not in ("siblings", "off-trajectory"):
+        raise UserError(f"unknown --pi-source {pi_source!r}: siblings or off-trajectory")
     if reward not in ("self", "stated", "oracle"):
         raise UserError(f"unknown reward {reward!r}: self, stated or oracle")
+    if level not in ("step", "episode"):
+        raise UserError(f"unknown level {level!r}: step or episode")
+    if sampling not in ("mixed", "constrained", "free"):
+        raise UserError(f"unknown sampling {sampling!r}: mixed, constrained or free")
+    check_number("--format-weight", format_weight, low=0, high=100)
     check_number("--threshold", threshold)
     check_number("--lr", learning_rate, above=0, high=1)
     if max_steps != -1 and max_steps < 1:
         raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
+    from s3gym_tui.training.options import vllm_problem
+
+    if vllm is not None and method != "grpo":
+        raise UserError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
+    if vllm_url is not None and vllm != "server":
+        raise UserError("--vllm-url names the server of --vllm server")
+    if vllm_problem(vllm):
+        raise UserError(vllm_problem(vllm))
     store = _store(db, write=True)
     source = store.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, eval_episodes, step_cap)
@@ -85,7 +132,7 @@ def train(
         from s3gym_tui.training.pipeline import TrainingError, train_from_run
     except MissingExtra as exc:
         raise UserError(str(exc)) from None
-    lr = learning_rate if learning_rate is not None else (1e-4 if method == "grpo" else 5e-4)
+    lr = learning_rate if learning_rate is not None else (5e-4 if method == "sft" else 1e-4)
     options = TrainOptions(
         method=method, threshold=threshold, correction=correction, max_examples=max_examples, backend=backend,
         base=base, remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out, repair=repair,
@@ -93,7 +140,10 @@ def train(
                           learning_rate=lr, gradient_checkpointing=gradient_checkpointing, max_length=max_length),
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
-                        max_completion_length=completion_tokens, learning_rate=lr))
+                        max_completion_length=completion_tokens, learning_rate=lr, level=level, sampling=sampling,
+                        format_weight=format_weight, vllm=vllm, vllm_url=vllm_url,
+                        **({"credit": credit, "kappa": kappa, "tau": tau, "eps_w": eps_w, "pi_source": pi_source,
+                            "analyzer": analyzer} if method == "taspo" else {})))
     bars = Bars(console, epochs if method == "sft" else None, progress)
     try:
         with stopped_resumable(bars):
@@ -101,19 +151,24 @@ def train(
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        stopped = [t for t in store.trainings(source_run=run_id) if t.status == "interrupted"]
-        interrupted(stopped[-1].error if stopped else None)
+        training = store.get_training(bars.training_id) if bars.training_id else None
+        interrupted(f"training {training.id} {training.error}" if training and training.error else None,
+                    training.id if training else None)
     print_outcome(console, outcome)
-    if reward == "oracle" and method == "grpo":
+    if reward == "oracle" and method in ("grpo", "taspo"):
         console.print("[yellow]oracle ablation[/]: trained on the verifier's rewards (recorded on the training)")
 
 
-def interrupted(message) -> None:
-    """Ctrl-C: say exactly how to continue, exit 130."""
-    from s3gym_tui.cli.common import err
+def interrupted(message, resume: Optional[str] = None) -> None:
+    """Ctrl-C or SIGTERM: say what was stopped and exactly how to continue, exit 130."""
+    from s3gym_tui.cli.common import EXIT_INTERRUPTED, err
 
-    err.print(f"{message or 'interrupted'}; stored data is intact", soft_wrap=True, highlight=False)
-    raise typer.Exit(130)
+    err.print(f"{safe_markup(message or 'interrupted', one_line=True)}; stored data is intact", soft_wrap=True,
+              highlight=False)
+    if resume:
+        err.print(f"resume with: s3gym resume {safe_markup(resume, one_line=True)}", soft_wrap=True,
+                  highlight=False)
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def check_eval_settings(template, eval_episodes: Optional[int], step_cap: Optional[int]) -> None:
@@ -167,7 +222,8 @@ def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        interrupted(store.get_training(training_id).error)
+        training = store.get_training(training_id)
+        interrupted(f"training {training_id} {training.error or 'interrupted'}", training_id)
     print_outcome(console, outcome)
 
 
@@ -285,5 +341,10 @@ def training_json(store, training, shown_status: str) -> dict:
                     "mean": row.repair.mean, "scores": list(row.repair.scores), "delta": row.repair.delta,
                     "repaired_replies": row.repair.repaired, "steps": row.repair.steps},
                 "legacy_repaired_count": row.legacy_repaired} for row in report.rows]})
-    return {**training.model_dump(mode="json"), "shown_status": shown_status,
+    from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
+
+    scope = rss_scope(training.metrics)
+    peak = None if scope is None else {"mb": training.metrics["peak_rss_mb"], "scope": scope,
+                                       "label": SCOPE_LABELS[scope]}
+    return {**training.model_dump(mode="json"), "shown_status": shown_status, "peak_rss": peak,
             "signal": [s.as_dict() for s in signal_summaries(store.losses(training.id))], "evaluations": reports}

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 from s3gym_tui.engine import credit_pi as pi
-from s3gym_tui.engine.credit import (CREDIT_MODES, DEFAULT_EPS_W, DEFAULT_KAPPA, DEFAULT_TAU, EpisodeCredit,
-                                     PiItem, action_shifts, episode_credit, group_advantages, taspo_weights,
-                                     token_weights)
+from s3gym_tui.engine.credit_math import (CREDIT_MODES, DEFAULT_EPS_W, DEFAULT_KAPPA, DEFAULT_TAU, action_shifts,
+                                          group_advantages, taspo_weights, token_weights)
+from s3gym_tui.engine.credit_types import EpisodeCredit, PiItem, episode_credit
 from s3gym_tui.engine.credit_score import (DEFAULT_OPEN_SCORER, CannotScore, Scorer, can_score,
                                            cannot_score_message, scorer_for, shifts)
 
@@ -53,7 +53,15 @@ def call_model(model: str, messages: list, ctx: dict) -> str:
     from s3gym_tui.engine.llm import CallSettings, complete
 
     settings = CallSettings(model=model, temperature=0.0, max_tokens=1200, seed=0)
-    return asyncio.run(complete(settings, messages, ctx)).reply
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # the usual case: no loop in this thread
+        return asyncio.run(complete(settings, messages, ctx)).reply
+    # called from inside a running loop (a training driven by an async pipeline): a thread of its own
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(complete(settings, messages, ctx))).result().reply
 
 
 def _rules(game: str, mode: str, seed: int) -> str:
@@ -87,10 +95,15 @@ def _pool(store: "Store", ep: "Episode", settings: CreditSettings) -> list["Epis
 
 def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = CreditSettings(), *,
                    analyze: Analyze = call_model, scorer: Optional[Scorer] = None,
-                   say: Callable[[str], None] = lambda line: print(line, file=sys.stderr)) -> EpisodeCredit:
+                   say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+                   progress: Callable[[Optional[int], Optional[int], str], None] = lambda done, total, what: None,
+                   ) -> EpisodeCredit:
     """Compute, store and return the episode's credit (see the module docstring). `say` gets one-line
-    notices (a model that cannot score). Raises ValueError / CannotScore / StoreError with one line."""
+    notices (a model that cannot score); `progress(done, total, what)` hears each stage and may raise to
+    cancel (the credit is stored only at the end, in one write). Raises ValueError / CannotScore /
+    StoreError with one line."""
     settings.check()
+    progress(None, None, "finding the siblings")
     ep = store.get_episode(episode_id)
     if settings.purpose == "training" and (ep.phase != "explore" or ep.mode != "explore"):
         from s3gym_tui.store.errors import LeakageError
@@ -134,6 +147,7 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
         extraction_id = store.pi_extractions_for(read_ids, analyzer, settings.success_rule, settings.purpose,
                                                  settings.source)
         if extraction_id is None:
+            progress(None, None, f"asking the analyzer {analyzer} for PI from {len(successful)} successful sibling(s)")
             sources = [(e.id, steps_of[e.id]) for e in successful]
             messages = pi.analyzer_messages(_rules(ep.game, ep.mode, ep.seed), sources)
             ctx = {"task": "pi", "game": ep.game, "mode": ep.mode, "seed": ep.seed,
@@ -162,10 +176,15 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
                 line = f"{cannot_score_message(ep.model)}; scored with {scorer_name} (choose another with --scorer)"
                 say(line)
                 notes.append(line)
+            progress(None, None, f"loading the scorer {scorer_name}")
             scorer = scorer_for(scorer_name)
         scorer_name = scorer_name or scorer.name
+        total = sum(1 for its in aligned if its)
+        done = 0
         for t, (step, its) in enumerate(zip(target_steps, aligned)):
             if its:
+                progress(done, total, f"scoring step {step.index} with and without PI ({scorer_name})")
+                done += 1
                 messages = _messages(store, step)
                 per_action[t] = shifts(scorer, messages, pi.with_pi(messages, pi.pi_text(its)), step.reply)
     d = action_shifts(per_action, settings.kappa)

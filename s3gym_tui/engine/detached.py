@@ -18,6 +18,7 @@ from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, RunConfig
 
 STOP_SIGNAL = signal.SIGINT  # what the CLI honours as a clean, resumable stop (engine/interrupt.py)
 _RUN_LINE = re.compile(r"^run (\S+) · ", re.MULTILINE)  # `s3gym run` prints it once the run is stored
+_ASPIRE_LINE = re.compile(r"^ASPIRE run (\S+): ", re.MULTILINE)  # `s3gym aspire` prints it once stored
 
 
 def cli_prefix() -> list[str]:
@@ -67,6 +68,27 @@ def resume_argv(run_id: str, db: Path) -> list[str]:
     return [*cli_prefix(), "resume", run_id, "--progress", "plain", "--db", str(db)]
 
 
+def aspire_argv(db: Path, *, goal_id: str, model: str, protocol: str, explicit: bool = False,
+                budget: Optional[dict] = None, player: Optional[str] = None) -> list[str]:
+    """The `s3gym aspire …` that creates and drives an ASPIRE run (issue 25): a goal of the goal set,
+    the agent's model, the protocol, the explicit-goal control and the budget (`budget`: key -> limit,
+    None lifting that limit; keys left out keep the command's defaults)."""
+    argv = [*cli_prefix(), "aspire", "--goal-id", goal_id, "--model", model, "--protocol", protocol]
+    if explicit:
+        argv.append("--explicit")
+    if player:
+        argv += ["--player", player]
+    if budget:
+        parts = [f"{key}={'none' if value is None else format(value, 'g') if isinstance(value, float) else value}"
+                 for key, value in budget.items()]
+        argv += ["--budget", ",".join(parts)]
+    return argv + ["--db", str(db)]
+
+
+def aspire_resume_argv(aspire_id: str, db: Path) -> list[str]:
+    return [*cli_prefix(), "aspire", "--resume", aspire_id, "--db", str(db)]
+
+
 def log_dir(db: Path) -> Path:
     """Where the output of runs started from the app goes: `<db stem>-runs/` beside the database."""
     return Path(db).parent / f"{Path(db).stem}-runs"
@@ -99,6 +121,7 @@ class ChildRun:
     started: float = field(default_factory=time.monotonic)
     reported: bool = False  # its end was told to the person
     stop_sent: bool = False  # asked to stop (its end is then no surprise, whatever its exit code)
+    kind: str = "run"  # "run" (`s3gym run` / `resume`) or "aspire" (`s3gym aspire`: run_id is the ASPIRE run's)
 
     @property
     def pid(self) -> int:
@@ -116,12 +139,21 @@ class ChildRun:
     def find_run_id(self, store=None) -> Optional[str]:
         if self.run_id is not None:
             return self.run_id
+        line = _ASPIRE_LINE if self.kind == "aspire" else _RUN_LINE
         try:
-            found = _RUN_LINE.search(self.log.read_text(errors="replace")[:20_000])
+            found = line.search(self.log.read_text(errors="replace")[:20_000])
         except OSError:
             found = None
         if found:
             self.run_id = found.group(1)
+        elif store is not None and self.kind == "aspire":  # its lease (not its practice runs' leases)
+            try:
+                from s3gym_tui.store.leases import HOST
+
+                self.run_id = next((lease.run_id for lease in store.live_aspire_leases().values()
+                                    if lease.pid == self.pid and lease.host == HOST), None)
+            except Exception:  # noqa: BLE001 - found at the next look
+                pass
         elif store is not None:
             try:
                 from s3gym_tui.store.leases import HOST
@@ -161,7 +193,7 @@ class ChildRuns:
         self.db = Path(db)
         self.children: list[ChildRun] = []
 
-    def start(self, argv: list[str], name: str) -> ChildRun:
+    def start(self, argv: list[str], name: str, kind: str = "run") -> ChildRun:
         """Start `argv` detached: its own session (a terminal's Ctrl-C or the app's exit never
         reaches it), no stdin, stdout and stderr into `<log_dir>/<name>-<time>.log`."""
         folder = log_dir(self.db)
@@ -173,7 +205,7 @@ class ChildRuns:
             out.flush()
             process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                        start_new_session=True, env=env, close_fds=True)
-        child = ChildRun(argv, log, process)
+        child = ChildRun(argv, log, process, kind=kind)
         self.children.append(child)
         return child
 

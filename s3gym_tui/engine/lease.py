@@ -85,3 +85,21 @@ def driving_training(store, training_id: str, command: str = "s3gym train") -> I
                 store.release_lease(lease)
             except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
                 pass
+
+
+@contextlib.contextmanager
+def driving_aspire(store, aspire_id: str, command: str = "s3gym aspire") -> Iterator[None]:
+    """Hold an ASPIRE run's lease (renewed by a LeaseKeeper) while this process drives its controller,
+    so the app follows it as running and a killed process reads as interrupted. RunBusy when another
+    live process drives it (a second `s3gym aspire --resume` of the same run is refused)."""
+    lease = store.acquire_aspire_lease(aspire_id, command)
+    keeper = LeaseKeeper(store, lease, lambda: None).start()
+    try:
+        yield
+    finally:
+        keeper.stop()
+        if not keeper.lost:
+            try:
+                store.release_lease(lease)
+            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
+                pass

@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import AsyncIterator, Iterator, Optional
 
-from s3gym_tui.engine.llm import ModelUnavailable
+from s3gym_tui.engine.model_errors import ModelUnavailable
 
 MAX_PAUSE_S = 300.0  # a rate-limit pause longer than this is capped
 MAX_STAGGER_S = 10.0  # calls released by a pause wake over at most this many seconds

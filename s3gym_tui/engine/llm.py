@@ -12,14 +12,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Optional
 
+from s3gym_tui.engine.model_errors import ModelUnavailable  # noqa: F401  (re-exported: its historical home)
 from s3gym_tui.engine.prompt_cache import cache_kwargs, cached_usage
 from s3gym_tui.secrets import REDACTED, has_secret, redact_values  # noqa: F401  (REDACTED re-exported)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-
-class ModelUnavailable(RuntimeError):
-    """The model could not be reached (after retries) or refused the request. One-line message."""
 
 
 @dataclass(frozen=True)
@@ -58,14 +55,9 @@ class CallResult:
 
 
 def _litellm():
-    import litellm  # imported lazily: ~2-3 s
+    from s3gym_tui.providers import configured_litellm
 
-    litellm.suppress_debug_info = True
-    litellm.drop_params = True
-    from s3gym_tui.providers import register
-
-    register()
-    return litellm
+    return configured_litellm()
 
 
 def _transient_types(litellm) -> tuple[type, ...]:

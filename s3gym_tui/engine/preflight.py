@@ -59,9 +59,9 @@ def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] 
 
 
 def _check_litellm(model: str, api_base: Optional[str]) -> None:
-    from s3gym_tui.engine.llm import _litellm
+    from s3gym_tui.providers import configured_litellm
 
-    litellm = _litellm()
+    litellm = configured_litellm()
     try:
         _, provider, _, _ = litellm.get_llm_provider(model, api_base=api_base)
     except Exception:  # noqa: BLE001 - litellm raises BadRequestError with a long text
@@ -77,3 +77,19 @@ def _check_litellm(model: str, api_base: Optional[str]) -> None:
         names = " or ".join(missing) if provider == "gemini" else ", ".join(missing)
         raise ModelRefused(f"{model} needs {names}, which is not set in the environment "
                            f"(export it, or pick another model)")
+
+
+def model_game_problem(model: str, game: str) -> str | None:
+    """Why a built-in `model` cannot play `game` (a scripted or fault model plays only its own game,
+    a local model needs its extra), or None. Quick: the engine's preflight for built-in models only
+    (other providers are checked when a session or run starts: that imports litellm)."""
+    from s3gym_tui.providers import PROVIDERS, split_model
+
+    provider, _ = split_model(model)
+    if provider not in PROVIDERS:
+        return None
+    try:
+        check_model(model, game)
+    except ModelRefused as exc:
+        return str(exc)
+    return None

@@ -57,20 +57,15 @@ def is_builtin(model: str) -> bool:
     return plugin is not None and bool(name) and plugin.accepts(name)
 
 
-def model_game_problem(model: str, game: str) -> str | None:
-    """Why a built-in `model` cannot play `game` (a scripted or fault model plays only its own game,
-    a local model needs its extra), or None. Quick: the engine's preflight for built-in models only
-    (other providers are checked when a session or run starts: that imports litellm)."""
-    provider, _ = split_model(model)
-    if provider not in PROVIDERS:
-        return None
-    from s3gym_tui.engine.preflight import ModelRefused, check_model
+def configured_litellm():
+    """litellm, imported lazily (~2-3 s), quiet, dropping parameters a provider does not take, with the
+    built-in providers registered: the one way the engine reaches litellm."""
+    import litellm
 
-    try:
-        check_model(model, game)
-    except ModelRefused as exc:
-        return str(exc)
-    return None
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True
+    register()
+    return litellm
 
 
 def register() -> None:

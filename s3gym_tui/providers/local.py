@@ -47,6 +47,28 @@ PI_GRAMMAR = (
     'ev ::= "T" [1-9] "#" [0-9] [0-9]?\n'
 )
 PI_MAX_TOKENS = 600
+
+
+def pi_grammar(ctx: dict) -> str:
+    """PI_GRAMMAR with its evidence limited to the steps the context's trajectories have (T<n>#<step>)."""
+    refs = [f'"T{n}#{int(i)}"' for n, steps in enumerate(ctx.get("trajectories") or [], 1) if n <= 9
+            for i, _ in steps[:40]]
+    if not refs:
+        return PI_GRAMMAR
+    return PI_GRAMMAR.rsplit("ev ::=", 1)[0] + f"ev ::= {' | '.join(refs)}\n"
+
+
+# An ASPIRE agent's turn (engine/aspire/operators.py's JSON text form): one tool call, always parseable.
+TOOL_GRAMMAR = (
+    'root ::= "{\\"tool\\": \\"" tool "\\", \\"arguments\\": " object "}"\n'
+    'tool ::= "look" | "practise" | "update" | "validate" | "evaluate" | "submit"\n'
+    'object ::= "{" ( pair ( ", " pair ){0,6} )? "}"\n'
+    'pair ::= string ": " value\n'
+    'value ::= string | number | "[" ( number ( ", " number ){0,4} )? "]" | "null"\n'
+    'string ::= "\\"" [^"\\\\\\n]{0,160} "\\""\n'
+    'number ::= "-"? [0-9] [0-9]{0,6} ( "." [0-9] [0-9]? )?\n'
+)
+TOOL_MAX_TOKENS = 320
 FALLBACK_ACTION_RULE = '[^\\n,] [^\\n,]{0,59}'
 
 # token accounting for the chat template (ChatML): `<|im_start|>role\n ... <|im_end|>\n` per message
@@ -242,7 +264,9 @@ class LocalLLM(CustomLLM):
         elif task == "summary":
             grammar, cap, repeat = SUMMARY_GRAMMAR, SUMMARY_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
         elif task == "pi":
-            grammar, cap, repeat = PI_GRAMMAR, PI_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
+            grammar, cap, repeat = pi_grammar(ctx or {}), PI_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
+        elif task == "tool":
+            grammar, cap, repeat = TOOL_GRAMMAR, TOOL_MAX_TOKENS, SUMMARY_REPEAT_PENALTY
         else:
             grammar, cap, repeat = None, CHAT_MAX_TOKENS, 1.0
         requested = optional_params.get("max_tokens") or optional_params.get("max_completion_tokens")

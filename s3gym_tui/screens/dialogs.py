@@ -173,7 +173,7 @@ class ForkDialog(DialogScreen):
         error = self.query_one("#fork-error", Static)
         problem = "Choose a model (or type a litellm model string)." if not model else None
         if model and self.game:
-            from s3gym_tui.providers import model_game_problem
+            from s3gym_tui.engine.preflight import model_game_problem
 
             problem = model_game_problem(model, self.game)
         if problem:  # said in the dialog (a notification would cover it)
@@ -311,3 +311,28 @@ class ModelSettingsDialog(DialogScreen):
             error.display = True
             return
         self.dismiss((own, event.button.id == "ms-save"))
+
+
+def open_model_settings(app, model: str, suggested_api_base: Optional[str] = None) -> None:
+    """Open the settings of `model` (what the model picker's `⚙` asks for); the result applies to this
+    session, or is also saved to the config file."""
+
+    def done(result) -> None:
+        if result is None:
+            return
+        own, save = result
+        app.settings = app.settings.with_model_settings(model, own)
+        if save:
+            from s3gym_tui.config import ConfigError, save_model_settings
+
+            try:
+                path = save_model_settings(model, own)
+            except ConfigError as exc:
+                app.notify(str(exc), severity="error", title="Not saved")
+                return
+            app.notify(f"Saved the settings of {model} to {path}.")
+        else:
+            app.notify(f"Settings of {model} set for this session.")
+
+    app.push_screen(ModelSettingsDialog(model, app.settings.model_settings(model),
+                                        suggested_api_base=suggested_api_base), done)

@@ -37,6 +37,7 @@ SCREENS = [
     ("Report", "s3gym_tui.screens.report", "ReportScreen"),
     ("Training", "s3gym_tui.screens.training", "TrainingScreen"),
     ("Sweeps", "s3gym_tui.screens.sweep", "SweepScreen"),
+    ("ASPIRE (a from Home)", "s3gym_tui.screens.aspire", "AspireScreen"),
 ]
 
 PATHWAYS = [

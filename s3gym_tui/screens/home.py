@@ -98,6 +98,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         Binding("e", "open_episodes", "Episodes", id="open_episodes"),
         Binding("c", "open_pairs", "Compare pairs", id="open_pairs"),
         Binding("w", "open_sweeps", "Sweeps", id="open_sweeps", show=False),
+        Binding("a", "open_aspire", "ASPIRE", id="open_aspire", show=False),
         Binding("t", "open_training", "Training", id="open_training", show=False),
         Binding("delete", "delete_run", "Delete run", id="delete_run", show=False),
         Binding("f8", "refresh_runs", "Refresh runs", id="refresh_runs", show=False),
@@ -240,7 +241,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     def model_problem(self) -> Optional[str]:
         """Why the chosen model cannot play the chosen game (None when it can). Quick checks only
         (built-in models); the full preflight runs when a session or a run starts."""
-        from s3gym_tui.providers import model_game_problem
+        from s3gym_tui.engine.preflight import model_game_problem
 
         model, game = self.query_one(ModelPicker).model, self.game
         return model_game_problem(model, game) if model and game else None
@@ -474,6 +475,10 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
             except Exception:  # noqa: BLE001 - the list still opens
                 sweep_id = None
         self.app.open_sweeps(sweep_id)
+
+    def action_open_aspire(self) -> None:
+        """ASPIRE runs: an agent improving itself from a vague goal, judged on hidden games."""
+        self.app.open_aspire()
 
     def action_open_episodes(self) -> None:
         run_id = self._selected_run_id()

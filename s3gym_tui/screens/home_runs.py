@@ -20,7 +20,7 @@ from s3gym_tui.widgets.fit_table import FitTable, shorten_middle
 RUN_COLUMNS = (("id", 0, 0), ("game", 2, 0), ("model", 0, 16), ("pathway", 0, 0), ("status", 0, 0),
                ("created", 3, 0))
 KEYS_NOTE = ("enter/o protocol · s stop · r resume · m summaries · g report · e episodes · "
-             "t training · w sweeps · del delete")  # c (pairs, not of one run): footer, ? help
+             "t training · w sweeps · a ASPIRE · del delete")  # c (pairs, not of one run): footer, ? help
 
 
 def store_token(store) -> Optional[tuple]:

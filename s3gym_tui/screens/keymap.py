@@ -16,13 +16,14 @@ _NAMED = {k.value for k in Keys} | {k.value.split("+")[-1] for k in Keys}
 def binding_ids(app_class: type) -> set[str]:
     """Every binding id of the app (its class given by the caller) and its screens: the ids a keymap
     may name."""
-    from s3gym_tui.screens import (analysis_common, compare, credit, dialogs, help, home, pairs, play,
-                                   protocol, report, run_control, search, summaries, training)
+    from s3gym_tui.screens import (analysis_common, aspire, aspire_dialog, compare, credit, dialogs, help,
+                                   home, pairs, play, protocol, report, run_control, search, summaries, sweep,
+                                   training)
 
     ids: set[str] = set()
     classes: list[type] = [app_class]
-    for module in (analysis_common, compare, credit, dialogs, help, home, pairs, play, protocol, report,
-                   run_control, search, summaries, training):
+    for module in (analysis_common, aspire, aspire_dialog, compare, credit, dialogs, help, home, pairs, play,
+                   protocol, report, run_control, search, summaries, sweep, training):
         classes += [v for v in vars(module).values() if isinstance(v, type)]
     for cls in classes:
         for klass in getattr(cls, "__mro__", ()):

@@ -24,6 +24,7 @@ from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe_text
+from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
 from s3gym_tui.training.learning_signal import signal_summaries
 from s3gym_tui.widgets.title_bar import TitleBar
 
@@ -247,6 +248,10 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                 if report.source_x0 is not None and report.source_x0[1] != report.serving:
                     text.append(f"; the source run's x = 0 ({fmt(report.source_x0[0])}) by {report.source_x0[1]}",
                                 style="yellow")
+            scope = rss_scope(report.training.metrics)
+            if scope is not None:
+                text.append(f"\n  peak RSS {report.training.metrics['peak_rss_mb']:.0f} MB: {SCOPE_LABELS[scope]}",
+                            style="dim")
             text.append("\n")
             for summary in signal_summaries(report.losses):
                 text.append(f"  {summary.line}", style="bold yellow" if summary.no_signal else "green")

@@ -40,7 +40,7 @@ class Lease:
     command: str
     acquired_at: str
     heartbeat_at: float  # unix time of the last renewal
-    kind: str = "run"  # run | training (run_id then holds the training's id: store.leases, training_leases)
+    kind: str = "run"  # run | training | aspire (run_id then holds the training's or ASPIRE run's id)
 
     def alive(self, now: Optional[float] = None, ttl: float = LEASE_TTL_S) -> bool:
         """Fresh heartbeat and, when the driver is on this host, its process still exists."""

@@ -27,9 +27,11 @@ class RunBusy(StoreError):
 _lease = lease_from_row  # the names the store's other modules use
 _SELECT = LEASE_SELECT
 # kind -> (lease table, its key column, the table of what is driven)
-_TABLES = {"run": ("leases", "run_id", "runs"), "training": ("training_leases", "training_id", "trainings")}
+_TABLES = {"run": ("leases", "run_id", "runs"), "training": ("training_leases", "training_id", "trainings"),
+           "aspire": ("aspire_leases", "aspire_id", "aspire_runs")}
 _SELECT_TRAINING = ("SELECT training_id, token, pid, host, command, acquired_at, heartbeat_at "
                     "FROM training_leases")
+_SELECT_ASPIRE = "SELECT aspire_id, token, pid, host, command, acquired_at, heartbeat_at FROM aspire_leases"
 
 
 class LeaseRecords(Connection):
@@ -76,6 +78,38 @@ class LeaseRecords(Connection):
                          (lease.run_id, lease.token, lease.pid, lease.host, lease.command,
                           lease.acquired_at, lease.heartbeat_at))
         return lease
+
+    def acquire_aspire_lease(self, aspire_id: str, command: str = "") -> Lease:
+        """Become the driver of an ASPIRE run (its controller), or raise RunBusy naming the live one."""
+        now = time.time()
+        lease = Lease(aspire_id, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80],
+                      utcnow(), now, kind="aspire")
+        with self._tx(f"take the lease of ASPIRE run {aspire_id!r}") as conn:
+            if not conn.execute("SELECT 1 FROM aspire_runs WHERE id = ?", (aspire_id,)).fetchone():
+                raise StoreError(f"no ASPIRE run {aspire_id!r}")
+            row = conn.execute(_SELECT_ASPIRE + " WHERE aspire_id = ?", (aspire_id,)).fetchone()
+            if row is not None and _lease(row, "aspire").alive(now) and not _lease(row, "aspire").mine:
+                held = _lease(row, "aspire")
+                raise RunBusy(f"ASPIRE run {aspire_id} is being driven by {held.describe()}; follow it in "
+                              f"the app, or stop that process first")
+            conn.execute("INSERT OR REPLACE INTO aspire_leases (aspire_id, token, pid, host, command, "
+                         "acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (lease.run_id, lease.token, lease.pid, lease.host, lease.command,
+                          lease.acquired_at, lease.heartbeat_at))
+        return lease
+
+    def aspire_lease(self, aspire_id: str) -> Optional[Lease]:
+        """The ASPIRE run's lease row (alive or not), or None."""
+        with self._reading("read an ASPIRE lease") as conn:
+            row = conn.execute(_SELECT_ASPIRE + " WHERE aspire_id = ?", (aspire_id,)).fetchone()
+        return None if row is None else _lease(row, "aspire")
+
+    def live_aspire_leases(self) -> dict[str, Lease]:
+        """ASPIRE run id -> lease, for every ASPIRE run driven right now."""
+        with self._reading("read ASPIRE leases") as conn:
+            rows = conn.execute(_SELECT_ASPIRE).fetchall()
+        now = time.time()
+        return {lease.run_id: lease for lease in (_lease(r, "aspire") for r in rows) if lease.alive(now)}
 
     def renew_lease(self, lease: Lease) -> bool:
         """Refresh the heartbeat; False if the lease was lost (taken over after expiring)."""

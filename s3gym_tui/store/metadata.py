@@ -147,6 +147,75 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "search_pending": ("Steps stored but not yet in the search index: queued by their insert trigger, indexed "
                        "when their episode ends or before a search (by any writable s3gym).", {
         "id": "the step's id"}),
+    "pi_extractions": ("TASPO privileged information: one analyzer call over a sibling group (episodes of one game, "
+                       "mode and seed) reading its successful trajectories (`s3gym credit`).", {
+        "id": "extraction id", "game": "the game", "mode": "explore or eval (training reads explore only)",
+        "seed": "the group's seed", "episode_ids": "JSON list of the sibling episodes read",
+        "successful_ids": "JSON list of those judged successful", "success_rule": "how success was judged (self: "
+        "the agent's own scores; oracle: the verifier, an ablation)", "purpose": "view (a person's reading) or "
+        "training", "source": "where the siblings came from (on-trajectory group or the off-trajectory ablation)",
+        "analyzer": "the litellm model that wrote the items", "created_at": "UTC time",
+        "prompt": "the analyzer's prompt, as sent", "reply": "its raw reply"}),
+    "pi_items": ("One PI item e = (g, c, Z): a requirement and the condition under which it applies.", {
+        "id": "item id", "extraction_id": "its extraction", "position": "its order in the reply",
+        "requirement": "g: a task requirement, ordering or progress rule", "condition": "c: when it applies",
+        "cues": "JSON list of words matched against a trajectory's pre-action history"}),
+    "pi_evidence": ("Z: the steps of successful siblings that support a PI item.", {
+        "item_id": "the item", "episode_id": "the sibling episode", "step_index": "its step"}),
+    "episode_credits": ("Computed TASPO credit of one episode: its outcome advantage and the settings used.", {
+        "id": "credit id", "episode_id": "the episode", "extraction_id": "the PI it aligned (empty: none)",
+        "advantage": "A_i = (R_i - group mean) / (group std + delta) (empty: undefined)",
+        "reward": "R_i, the outcome as judged by the success rule", "group_ids": "JSON list of the sibling group",
+        "analyzer": "the analyzer model", "scorer": "the model whose log-probabilities gave the shifts",
+        "credit": "uniform, token or action (aggregation)", "kappa": "shift filter threshold",
+        "tau": "tanh temperature", "eps_w": "weight half-range", "training_id": "the training that used it",
+        "note": "why something is undefined, if it is", "created_at": "UTC time"}),
+    "action_credits": ("Per action of a credited episode: its weight w (1 = uniform credit) and shift.", {
+        "credit_id": "the episode credit", "step_index": "the step", "weight": "w_it in [1-eps_w, 1+eps_w]",
+        "shift": "d_it: mean filtered log-probability shift with PI (empty: no aligned PI)",
+        "item_ids": "JSON list of the PI items aligned with this action"}),
+    "aspire_runs": ("ASPIRE: one agent's self-directed attempt at a vague goal under a protocol and a budget "
+                    "(`s3gym aspire`); the hidden suite is not stored.", {
+        "id": "ASPIRE run id", "goal_id": "the goal of the goal set", "goal_text": "the goal as the agent read it",
+        "explicit": "1: the explicit-goal control (suite's games and metric named)", "control_of": "the vague run "
+        "this control measures", "model": "the agent's litellm model", "operator": "model or scripted",
+        "protocol": "final (no score before the end) or adaptive (a few aggregate scores, score-gated retention)",
+        "budget": "JSON: model calls, tokens, dollars, wall time", "usage": "JSON: what was spent",
+        "settings": "JSON: other settings", "status": "created, running, finished, interrupted or failed",
+        "status_reason": "why it stopped", "base_candidate_id": "the starting candidate",
+        "final_candidate_id": "what the agent submitted", "retained_candidate_id": "what retention kept (adaptive)",
+        "created_at": "UTC time", "finished_at": "UTC end"}),
+    "aspire_decisions": ("Every tool call of an ASPIRE run, in order, with what it cost.", {
+        "aspire_run_id": "the ASPIRE run", "idx": "order", "tool": "look, practise, update, validate, evaluate, "
+        "submit, or the unknown name called", "arguments": "JSON arguments as given", "result": "what the agent "
+        "was told", "outcome": "ok, error, over_budget or refused", "category": "compute split: goal, practice, "
+        "update, validation", "reply": "the model's raw reply", "calls": "model calls", "tokens_in": "prompt tokens",
+        "tokens_out": "completion tokens", "cost": "dollars (empty: unknown)", "seconds": "wall time",
+        "created_at": "UTC time"}),
+    "aspire_candidates": ("A candidate of an ASPIRE run, with its lineage and what freezes it.", {
+        "id": "candidate id", "aspire_run_id": "the ASPIRE run", "parent_id": "the candidate it was made from",
+        "kind": "base, memory, sft or grpo", "model": "the model it plays as", "game": "its game (memories)",
+        "summary_id": "its summary memory", "training_id": "its training", "frozen_ref": "the adapter or model "
+        "reference evaluated", "status": "active, retained or rolled_back", "note": "why",
+        "decision_idx": "the decision that made it", "created_at": "UTC time"}),
+    "aspire_claims": ("What the agent claimed on submit.", {
+        "aspire_run_id": "the ASPIRE run", "candidate_id": "the submitted candidate", "text": "the claim",
+        "claimed_delta": "the improvement it claimed (empty: none given)", "decision_idx": "the submit call",
+        "created_at": "UTC time"}),
+    "aspire_scores": ("Hidden scores (controller side only): per candidate and purpose.", {
+        "aspire_run_id": "the ASPIRE run", "candidate_id": "the candidate", "purpose": "base, request, final or "
+        "retained", "score": "weighted aggregate over the hidden suite (empty: undefined)", "per_game": "JSON: "
+        "per game", "episodes": "evaluation episodes behind it", "run_ids": "JSON list of the evaluation runs",
+        "created_at": "UTC time"}),
+    "aspire_leases": ("The one process driving an ASPIRE run: a run whose status says running with no live "
+                      "lease was killed (shown as interrupted).", {
+        "aspire_id": "the driven ASPIRE run", "token": "the lease's identity", "pid": "the driving process",
+        "host": "its host", "command": "what it runs (s3gym aspire, resume)",
+        "acquired_at": "UTC time it took the run", "heartbeat_at": "last heartbeat (seconds since the epoch)"}),
+    "aspire_run_links": ("The ordinary s3gym runs an ASPIRE run made.", {
+        "aspire_run_id": "the ASPIRE run", "run_id": "the run", "role": "practice, validation, hidden (the controller's strict evaluation), "
+        "training (run_id is a training id) or memory (holds the summaries the agent wrote)",
+        "candidate_id": "the candidate it played"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
         "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
 }

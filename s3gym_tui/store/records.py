@@ -12,8 +12,8 @@ from s3gym_tui.models import Frozen, utcnow
 RowKind = Literal["kept", "corrected", "dropped"]
 ROW_KINDS: tuple[str, ...] = ("kept", "corrected", "dropped")
 
-TrainingMethod = Literal["sft", "grpo", "distill-off", "distill-on"]
-TRAINING_METHODS: tuple[str, ...] = ("sft", "grpo", "distill-off", "distill-on")
+TrainingMethod = Literal["sft", "grpo", "taspo", "distill-off", "distill-on"]
+TRAINING_METHODS: tuple[str, ...] = ("sft", "grpo", "taspo", "distill-off", "distill-on")
 # expert: one game, from a run; phase1/phase2: the two-phase student; the rest: its ablations
 TrainingRole = Literal["expert", "phase1", "phase2", "off-only", "on-only", "mixed-sft"]
 TRAINING_ROLES: tuple[str, ...] = ("expert", "phase1", "phase2", "off-only", "on-only", "mixed-sft")

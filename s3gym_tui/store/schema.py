@@ -207,6 +207,23 @@ def _v12_credit_per_action(db: Database) -> None:
     credit_tables(db.conn)
 
 
+def _v13_aspire(db: Database) -> None:
+    """Version 13 (ASPIRE, issue 25): self-directed improvement runs, their decisions (tool calls),
+    candidates with lineage, claims, hidden scores and the ordinary runs they made (schema_aspire.py)."""
+    from s3gym_tui.store.schema_aspire import migrate_aspire
+
+    migrate_aspire(db.conn)
+
+
+def _v14_aspire_leases(db: Database) -> None:
+    """Version 14 (ASPIRE runs as processes): the one process driving an ASPIRE run holds a lease like a
+    run's or a training's (`aspire_leases`, renewed by a heartbeat), so the app follows a run started
+    anywhere, tells a killed one (interrupted) from a live one, and a second driver is refused."""
+    db.execute("CREATE TABLE aspire_leases (aspire_id TEXT PRIMARY KEY REFERENCES aspire_runs(id) "
+               "ON DELETE CASCADE, token TEXT NOT NULL, pid INTEGER NOT NULL, host TEXT NOT NULL, "
+               "command TEXT NOT NULL, acquired_at TEXT NOT NULL, heartbeat_at FLOAT NOT NULL)")
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -217,7 +234,7 @@ def _v12_credit_per_action(db: Database) -> None:
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
                                 _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
                                 _v10_search_queue, _v11_cached_input_tokens,
-                                _v12_credit_per_action]
+                                _v12_credit_per_action, _v13_aspire, _v14_aspire_leases]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

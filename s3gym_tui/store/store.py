@@ -27,6 +27,7 @@ from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_P
 from s3gym_tui.store.trainings import TrainingStore
 from s3gym_tui.store.annotations import AnnotationStore
 from s3gym_tui.store.credit import CreditStore
+from s3gym_tui.store.aspire import AspireStore
 from s3gym_tui.store.search import SearchStore
 from s3gym_tui.store.search_schema import index_episode
 
@@ -44,7 +45,7 @@ __all__ = ["Store", "default_db_path"]
 
 
 class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, AnnotationStore, SearchStore,
-            CreditStore):
+            CreditStore, AspireStore):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.

@@ -13,89 +13,20 @@ import contextlib
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 from unittest import mock
 
-from s3gym_tui.store import LossPoint
 from s3gym_tui.training import require_extra
+# what a training is asked and what it gives back: their own module (hf.py needs them without this one)
+from s3gym_tui.training.train_types import TrainConfig, TrainEvent, TrainResult  # noqa: F401  (re-exported)
+from s3gym_tui.training.provenance import BASE_INFO, embedded_info, hub_id, resolve_hub, write_base_info
 
 DEFAULT_BASE = "default"
 DEFAULT_BASE_NAME = "smollm2-135m-instruct"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_ENV = "S3GYM_CACHE"
 _DONE_MARK = ".s3gym-complete"
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int = 2
-    learning_rate: float = 5e-4  # TRL's 2e-5 default is far too low for LoRA
-    lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0  # > 0 keeps a dropped-out copy of every adapted layer's input: more RAM
-    target_modules: Any = "all-linear"  # a list or "all-linear" (a plain string module name is refused)
-    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 2.2 GB in
-    # benchmarks/train.py (16 Trust examples, ~590 tokens; 7.6 GB at batch 2 without checkpointing,
-    # measured before the fused LM head was made compact on the CPU: see hf.compact_lm_head)
-    batch_size: int = 1
-    grad_accum: int = 4  # effective batch = batch_size * grad_accum
-    max_steps: int = -1  # > 0 caps the optimizer steps (HF semantics: it overrides epochs)
-    max_length: Optional[int] = None  # None: follow the data (nothing is truncated); see lengths.py
-    gradient_checkpointing: bool = True  # ~35% slower on CPU; off only if RAM allows
-    seed: int = 0
-    use_cpu: Optional[bool] = None  # None: the GPU when one is present, else the CPU
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-@dataclass(frozen=True)
-class TrainEvent:
-    """Progress: kind 'load' (base ready), 'step' (an optimizer step, with its loss), 'checkpoint'
-    (an adapter saved) or 'done'."""
-
-    kind: str
-    step: int = 0
-    max_steps: int = 0
-    epoch: float = 0.0
-    loss: Optional[float] = None
-    adapter_dir: Optional[Path] = None
-    x: int = 0  # checkpoint number of a 'checkpoint' event
-    metrics: dict[str, float] = field(default_factory=dict)
-    phase: str = "sft"
-    warning: Optional[str] = None  # a 'step' without learning signal: why (learning_signal.py)
-
-
-@dataclass
-class TrainResult:
-    base_dir: Path
-    out_dir: Path
-    adapters: dict[int, Path] = field(default_factory=dict)  # checkpoint x -> adapter directory
-    steps_at: dict[int, int] = field(default_factory=dict)  # checkpoint x -> optimizer steps behind it
-    losses: list[LossPoint] = field(default_factory=list)
-    examples: int = 0  # examples (or prompts) seen, repeats counted
-    tokens: int = 0  # tokens trained on (prompt + completion), repeats counted
-    steps: int = 0
-    seconds: float = 0.0
-    peak_rss_mb: float = 0.0
-    peak_gpu_mb: Optional[float] = None
-    resumed_from: Optional[str] = None
-    notes: dict[str, Any] = field(default_factory=dict)  # trainer-specific counts (e.g. rollout states)
-
-    @property
-    def examples_per_s(self) -> Optional[float]:
-        return self.examples / self.seconds if self.seconds > 0 else None
-
-    @property
-    def tokens_per_s(self) -> Optional[float]:
-        return self.tokens / self.seconds if self.seconds > 0 else None
-
-    def figures(self) -> dict[str, Any]:
-        return {"peak_rss_mb": round(self.peak_rss_mb, 1), "peak_gpu_mb": self.peak_gpu_mb,
-                "examples_per_s": self.examples_per_s, "tokens_per_s": self.tokens_per_s, "tokens": self.tokens,
-                "seconds": round(self.seconds, 2), "resumed_from": self.resumed_from, **self.notes}
 
 
 def cache_dir() -> Path:
@@ -130,23 +61,30 @@ def convert_embedded(target: Path) -> Path:
         target.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(target)
         tokenizer.save_pretrained(target)
+    write_base_info(target, embedded_info(gguf, target))
     (target / _DONE_MARK).write_text("converted from " + gguf.name, encoding="utf-8")
     return target
 
 
 def resolve_base(base: Optional[str] = None, cache: Optional[Path] = None) -> Path:
-    """The HF model directory to train: the embedded model (converted once) or a local directory."""
+    """The HF model directory to train: the embedded model (converted once), a local directory, or a
+    hub id (`owner/name[@revision]`, from huggingface_hub's cache or the hub; provenance.py)."""
     if base in (None, "", DEFAULT_BASE):
         target = (cache or cache_dir()) / "base" / DEFAULT_BASE_NAME
         if not (target / _DONE_MARK).exists():
             require_extra()
             convert_embedded(target)
+        elif not (target / BASE_INFO).exists():  # converted before the manifest said how: say it now
+            write_base_info(target, embedded_info(embedded_gguf(), target))
         return target
     path = Path(base).expanduser()
-    if not (path / "config.json").is_file():
-        raise FileNotFoundError(f"{path} is not a Hugging Face model directory (no config.json); "
-                                f"use --base default for the embedded SmolLM2-135M")
-    return path
+    if (path / "config.json").is_file():
+        return path
+    hub = None if path.exists() else hub_id(base)
+    if hub is not None:
+        return resolve_hub(*hub)
+    raise FileNotFoundError(f"{path} is not a Hugging Face model directory (no config.json); "
+                            f"use --base default for the embedded SmolLM2-135M, or a hub id (owner/name)")
 
 
 @contextlib.contextmanager
@@ -193,8 +131,11 @@ def start_training(base_dir: Path, out_dir: Path, use_cpu: Optional[bool]) -> tu
     base model and tokenizer on it. Returns (out_dir, device, model, tokenizer)."""
     import torch
 
-    from s3gym_tui.training.device import cpu_threads, pick_device
+    from s3gym_tui.training import stop
+    from s3gym_tui.training.device import cpu_threads, pick_device, start_phase_memory
 
+    stop.check()  # a stop requested meanwhile: no further phase loads
+    start_phase_memory()  # the phase's peak memory counts from here (its loading included)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     device = pick_device(use_cpu)
@@ -224,7 +165,7 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
     from trl import SFTConfig, SFTTrainer
 
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish,
-                                       lora_config, quiet_trainer, resume_point)
+                                       lora_config, quiet_trainer, resume_point, run_trainer)
 
     started = time.perf_counter()
     out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
@@ -240,7 +181,8 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         learning_rate=config.learning_rate, logging_steps=1, save_strategy="epoch", save_total_limit=1,
         report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
         activation_checkpointing=config.gradient_checkpointing, max_length=config.max_length, seed=config.seed,
-        disable_tqdm=True, dataloader_num_workers=0)
+        # data parallel (ranks.py): every LoRA weight takes part in the forward pass
+        disable_tqdm=True, dataloader_num_workers=0, ddp_find_unused_parameters=False)
     reporter = Reporter(result, progress, "sft", first_x=len(result.adapters) + 1)
     with quiet():
         trainer = quiet_trainer(SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(list(examples)),
@@ -250,7 +192,7 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
         started = time.perf_counter()  # throughput counts the training itself, not the loading
         with compact_lm_head():
-            trainer.train(resume_from_checkpoint=checkpoint)
+            run_trainer(trainer, checkpoint)
     epochs_done = float(trainer.state.epoch or 0.0)
     result.examples = round(len(lengths) * epochs_done)
     result.tokens = round(sum(lengths) * epochs_done)

@@ -5,7 +5,6 @@ commands' one progress mechanism, s3gym_tui.progress), and the final tables. The
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Optional
 
 from rich.console import Console
@@ -131,9 +130,12 @@ def _signal_figures(metrics: dict) -> str:
 
 def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None,
                   mode: Optional[ProgressMode] = None, bars: Optional[Bars] = None):
+    """Run a training coroutine with its bars, stoppable by Ctrl-C / SIGTERM (training/stop.py)."""
+    from s3gym_tui.training import stop
+
     bars = bars or Bars(console, epochs, mode)
     with bars.progress:
-        return asyncio.run(coroutine_factory(bars.hooks()))
+        return stop.run(lambda: coroutine_factory(bars.hooks()))
 
 
 # ----- tables ------------------------------------------------------------------------------------
@@ -165,6 +167,7 @@ def _share(part: Optional[int], whole: Optional[int]) -> str:
 
 
 def print_report(console: Console, report: TrainingReport) -> None:
+    from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
     from s3gym_tui.training.learning_signal import signal_summaries
 
     t = report.training
@@ -220,6 +223,9 @@ def print_report(console: Console, report: TrainingReport) -> None:
         metrics.add_row("R repaired", _fmt(r.avg), _fmt(r.max), _fmt(r.final_delta), _fmt(r.auc_plus), _fmt(r.naba),
                         "", "", "", "", "")
     console.print(metrics)
+    scope = rss_scope(m)
+    if scope is not None:
+        console.print(f"[dim]peak RSS MB: {SCOPE_LABELS[scope]}[/]", soft_wrap=True)
     if report.negative_transfer:
         console.print(f"[red]negative transfer[/] at checkpoint(s) {', '.join(map(str, report.negative_transfer))}: "
                       f"below the base model (x = 0)")

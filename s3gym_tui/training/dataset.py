@@ -313,6 +313,11 @@ def selection_quality(store, dataset_id: str) -> SelectionQuality:
 # ----- export ------------------------------------------------------------------------------------
 def training_examples(store, dataset_id: str) -> list[dict[str, list[dict[str, Any]]]]:
     """Kept and corrected rows as conversational prompt/completion examples (evaluation rows refused)."""
+    return [example for _, example in _examples_with_ids(store, dataset_id)]
+
+
+def _examples_with_ids(store, dataset_id: str) -> list[tuple[tuple[str, int], dict[str, list[dict[str, Any]]]]]:
+    """((episode id, step index), example) of every kept and corrected row, in the dataset's order."""
     rows = [r for r in store.dataset_rows(dataset_id) if r.kind in ("kept", "corrected")]
     for episode_id in {r.episode_id for r in rows}:
         episode = store.get_episode(episode_id)
@@ -323,20 +328,23 @@ def training_examples(store, dataset_id: str) -> list[dict[str, list[dict[str, A
         messages = [dict(m) for m in row.messages]
         if len(messages) < 2 or messages[-1].get("role") != "assistant":
             raise StoreError(f"dataset {dataset_id!r}: row {row.episode_id}#{row.step_index} has no reply")
-        examples.append({"prompt": messages[:-1], "completion": messages[-1:]})
+        examples.append(((row.episode_id, row.step_index), {"prompt": messages[:-1], "completion": messages[-1:]}))
     return examples
 
 
 def export_jsonl(store, dataset_id: str, directory: Path) -> Exported:
-    """Write the dataset twice: `<id>.prompt_completion.jsonl` for TRL (loss on the reply only) and
-    `<id>.messages.jsonl` for OpenAI-style fine-tuning (`{"messages": [...]}`)."""
+    """Write the dataset twice: `<id>.prompt_completion.jsonl` for TRL (loss on the reply only; each
+    line also names its `episode_id` and `step`, joining it back to the store) and `<id>.messages.jsonl`
+    for OpenAI-style fine-tuning (`{"messages": [...]}` and nothing else, as OpenAI's format asks;
+    line i of both files is the same example)."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    examples = training_examples(store, dataset_id)
+    examples = _examples_with_ids(store, dataset_id)
     pc_path = directory / f"{dataset_id}.prompt_completion.jsonl"
     msg_path = directory / f"{dataset_id}.messages.jsonl"
     with open(pc_path, "w", encoding="utf-8") as pc, open(msg_path, "w", encoding="utf-8") as msg:
-        for example in examples:
-            pc.write(json.dumps(example, ensure_ascii=False) + "\n")
+        for (episode_id, step), example in examples:
+            # the step it came from (steps.episode_id, steps.index): TRL keeps only prompt and completion
+            pc.write(json.dumps({**example, "episode_id": episode_id, "step": step}, ensure_ascii=False) + "\n")
             msg.write(json.dumps({"messages": example["prompt"] + example["completion"]}, ensure_ascii=False) + "\n")
     return Exported(pc_path, msg_path, len(examples))

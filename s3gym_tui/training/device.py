@@ -39,16 +39,67 @@ def pick_device(use_cpu: Optional[bool] = None) -> Device:
 
 
 def cpu_threads() -> int:
-    """Threads for CPU training: the cores this process may use (at most 8)."""
+    """Threads for CPU training: the cores this process may use (at most 8), shared with the other
+    processes a launcher (torchrun, accelerate launch) started on this machine (LOCAL_WORLD_SIZE)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - macOS
         cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    local = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
+    share = int(local) if local.isdigit() and int(local) > 0 else 1
+    return max(1, min(cores // share, 8))
+
+
+# What a training's "peak_rss_mb" figure is (stored next to it as "peak_rss_scope")
+PHASE_SCOPE = "phase"  # the high-water mark was reset when the phase started: this phase's own peak
+PROCESS_SCOPE = "process so far"  # could not be reset: the process's peak since it started
+SCOPE_LABELS = {PHASE_SCOPE: "peak RSS of this phase (resident memory held before it included)",
+                PROCESS_SCOPE: "peak RSS of the process so far (earlier phases included)"}
+_phase_reset = False
+
+
+def start_phase_memory() -> bool:
+    """Reset the process's resident-memory high-water mark (Linux: /proc/self/clear_refs "5") and the
+    GPU's peak counter, so that what is read when the phase ends is this phase's own peak. False where
+    the mark cannot be reset (then the figure is the process's peak so far, and says so)."""
+    global _phase_reset
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        _phase_reset = True
+    except OSError:
+        _phase_reset = False
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.reset_peak_memory_stats()
+    except ImportError:  # pragma: no cover
+        pass
+    return _phase_reset
+
+
+def rss_scope(metrics: dict) -> Optional[str]:
+    """The scope of a stored training's peak RSS figure (trainings stored before the scope was kept
+    measured the process's peak so far); None without a figure."""
+    if not isinstance(metrics.get("peak_rss_mb"), (int, float)):
+        return None
+    return metrics.get("peak_rss_scope") or PROCESS_SCOPE
+
+
+def phase_peak_rss() -> tuple[float, str]:
+    """(peak resident MB, its scope): the phase's own peak when start_phase_memory() could reset the
+    mark, else the process's peak so far."""
+    return peak_rss_mb(), PHASE_SCOPE if _phase_reset else PROCESS_SCOPE
+
+
+def phase_peak_gpu_mb() -> Optional[float]:
+    """The GPU's peak since start_phase_memory() (its counter is always reset), None without one."""
+    return peak_gpu_mb()
 
 
 def peak_rss_mb() -> float:
-    """The process's peak resident memory so far, in MB (a high-water mark: it never goes down)."""
+    """The process's peak resident memory in MB since it started, or since the mark was last reset."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 

@@ -32,6 +32,7 @@ from s3gym_tui.training.dataset import build_dataset, training_examples
 from s3gym_tui.training.experts import expert_adapter, resolve_experts
 from s3gym_tui.training.options import DistillOptions
 from s3gym_tui.training.pipeline import Hooks, TrainingError, mark_stopped, record_local, recording
+from s3gym_tui.training.ranks import together
 from s3gym_tui.training.runs import new_training_id, training_root
 from s3gym_tui.training.study_eval import evaluate_cells
 
@@ -187,8 +188,8 @@ class _Study:
                                               settings={"train": config.as_dict()})
         self.hooks.training_created(training)
         try:
-            result = train_lora(examples, self.base, Path(training.directory) / "adapters", config,
-                                recording(self.store, training.id, self.hooks.train_event), resume=resume)
+            result = together(train_lora, examples, self.base, Path(training.directory) / "adapters", config,
+                              progress=recording(self.store, training.id, self.hooks.train_event), resume=resume)
         except BaseException as exc:
             mark_stopped(self.store, training.id, f"{training.role} training", exc)
             raise
@@ -210,8 +211,8 @@ class _Study:
         self.hooks.training_created(training)
         experts = {e.game: expert_adapter(self.store, e) for e in self.study.experts}
         try:
-            result, routed = train_onpolicy(
-                rows, self.base, experts, Path(training.directory) / "adapters", updates=updates,
+            result, routed = together(
+                train_onpolicy, rows, self.base, experts, Path(training.directory) / "adapters", updates=updates,
                 batch=o.phase2_batch, learning_rate=o.phase2_learning_rate,
                 max_completion_length=o.max_completion_length, temperature=o.temperature, beta=o.beta,
                 save_every=o.save_every, lora=o.phase1, init_adapter=init,

@@ -1,26 +1,35 @@
-"""GRPO experts with TRL's GRPOTrainer: the game as its environment (environment_factory), states from
-on-policy rollouts on the run's exploration seeds (rollouts.py), one LoRA adapter saved every
-`save_every` updates (checkpoint x = 1, 2, ...), rewards from rewards.py (self-judged by default).
+"""GRPO experts with TRL's GRPOTrainer, at two levels, one LoRA adapter saved every `save_every`
+updates (checkpoint x = 1, 2, ...), rewards self-judged by default (rewards.py; oracle: the ablation).
 
-Design notes (TRL 1.16, read in its source): `environment_factory` instantiates one environment per
-sampled reply and calls `reset(**row)`, whose returned string completes the prompt; environment
-methods become tools for a tool-calling loop. Our protocol has no tools (one reply, one action) and
-the engine re-sends the whole current episode with every action, so the environment has none and
-multi-turn play happens across prompts: the rollout player walks each episode, and each state it
-reaches is a prompt whose G sampled replies form a GRPO group (the prompts are exactly the engine's).
+- step level (default): states from on-policy rollouts on the run's exploration seeds (rollouts.py);
+  the game is TRL's environment (`environment_factory`, environment.py) and each state's G sampled
+  replies form a group. Our protocol has no tools (one reply, one action) and the engine re-sends the
+  whole current episode with every action, so multi-turn play happens across prompts.
+- episode level (`level="episode"`): a group is G whole episodes on one exploration seed, played by
+  the policy through TRL's `rollout_func` (group_rollouts.py: the completion is the policy's replies
+  with the game's text masked out of the loss), each with its outcome (judged return; verifier's as
+  the oracle ablation). Every rollout episode goes to `on_episode` (the pipeline stores it).
+
+Replies are sampled by us at both levels (sampling.py: by default half of every group under the
+answer-line grammar, half free, with a format term in the reward), because the bundled model's free
+replies rarely parse. Advantages go through ONE overridable method,
+grpo_trainer.S3GymGRPOTrainer.token_advantages (per-token advantages [B, T]; default: A_i on every
+policy token of the trajectory); a method like TASPO subclasses the trainer and passes
+`trainer_class`.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, quiet, start_training
 from s3gym_tui.training.options import GrpoConfig
 from s3gym_tui.training.rollouts import OnRollout
 
 if TYPE_CHECKING:
+    from s3gym_tui.training.group_rollouts import Rollout
     from s3gym_tui.training.rollouts import StateStream
 
 
@@ -33,6 +42,26 @@ def _stream_rows(stream_key: int):
     yield from _STREAMS[stream_key].rows()
 
 
+def _episode_rows(game: str, seeds: str):
+    """Episode level: one row per episode to play, round robin over the exploration seeds (given as
+    text: `datasets` would read a list in gen_kwargs as shards, one seed each, and stay on the first)."""
+    import itertools
+
+    from s3gym_tui.training.group_rollouts import system_prompt_row
+
+    for seed in itertools.cycle(int(s) for s in seeds.split(",")):
+        yield system_prompt_row(game, seed)
+
+
+def episode_features():
+    from datasets import Features, List, Value
+
+    from s3gym_tui.training.group_rollouts import SEED_KEY
+
+    return Features({"prompt": List({"role": Value("string"), "content": Value("string"), SEED_KEY: Value("int64")}),
+                     "game": Value("string"), "seed": Value("int64")})
+
+
 def state_features():
     from datasets import Features, List, Value
 
@@ -41,24 +70,57 @@ def state_features():
                      "scores": List(Value("float64"))})
 
 
+def vllm_args(config: GrpoConfig) -> dict:
+    """TRL's own vLLM generation (`--vllm server|colocate`); nothing when it is off."""
+    if config.vllm is None:
+        return {}
+    args = {"use_vllm": True, "vllm_mode": config.vllm}
+    if config.vllm_url:
+        args["vllm_server_base_url"] = config.vllm_url
+    return args
+
+
+def per_rank_accumulation(config: GrpoConfig) -> int:
+    """Replies each process accumulates per update, so that an update compares `states_per_update`
+    groups of `num_generations` replies however many processes train (ranks.py): with N of them, each
+    takes 1/N of the replies."""
+    from s3gym_tui.training.ranks import world
+
+    replies, ranks = config.num_generations * config.states_per_update, world().size
+    if replies % ranks:
+        raise ValueError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) must be "
+                         f"a multiple of {ranks}")
+    return replies // ranks
+
+
 def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, config: GrpoConfig = GrpoConfig(),
                lora: TrainConfig = TrainConfig(), progress: Callable[[TrainEvent], None] = lambda e: None,
-               on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False) -> TrainResult:
-    """Train a LoRA expert for `game` with GRPO; returns the adapters (one per checkpoint) and figures."""
+               on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False,
+               on_episode: Callable[["Rollout"], None] = lambda rollout: None,
+               trainer_class: Any = None) -> TrainResult:
+    """Train a LoRA expert for `game` with GRPO; returns the adapters (one per checkpoint) and figures.
+    `trainer_class`: a subclass of grpo_trainer.S3GymGRPOTrainer (its `token_advantages`), or its
+    "module:Class" name (what reaches the other ranks of a data-parallel training)."""
     import os
 
     from datasets import IterableDataset
     from peft import get_peft_model
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     from s3gym_tui.training.environment import GameEnvironment, ensure_tool_template
+    from s3gym_tui.training.group_rollouts import GroupRollouts, episode_reward
+    from s3gym_tui.training.grpo_trainer import S3GymGRPOTrainer
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point)
+                                       quiet_trainer, resume_point, run_trainer)
     from s3gym_tui.training.lengths import context_window
     from s3gym_tui.training.rewards import FrozenJudge, make_reward
-    from s3gym_tui.training.rollouts import Sampler, StateStream
+    from s3gym_tui.training.rollouts import StateStream
+    from s3gym_tui.training.sampling import ReplySampler, constrained_slot
 
-    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is marked experimental
+    if config.level not in ("step", "episode"):
+        raise ValueError(f"unknown level {config.level!r}: step or episode")
+    constrained_slot(config.sampling, 0, config.num_generations)  # an unknown sampling fails here
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory / rollout_func are experimental
     out_dir, device, model, tokenizer = start_training(base_dir, out_dir, lora.use_cpu)
     tokenizer.padding_side = "left"
     ensure_tool_template(tokenizer)
@@ -70,8 +132,11 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     if checkpoint:
         result.adapters.update(existing_adapters(out_dir))
         result.resumed_from = checkpoint
-    sampler = Sampler(model, tokenizer, config.temperature, config.max_completion_length, seed=lora.seed)
+    sampler = ReplySampler(model, tokenizer, config.temperature, config.max_completion_length, seed=lora.seed)
     window = context_window(base_dir)
+    judge = FrozenJudge(model, tokenizer, config.judge_max_new_tokens) if config.reward == "self" else None
+    rollouts = GroupRollouts(game, config.level, sampler, config.num_generations, config.sampling, config.reward,
+                             judge, config.format_weight, config.rollout_step_cap, window, on_episode)
 
     def fits(messages: list) -> bool:
         if not window:
@@ -79,38 +144,68 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
         return len(ids) + max(config.max_completion_length, config.judge_max_new_tokens) <= window
 
-    stream = StateStream(game, seeds, sampler, config.rollout_step_cap, on_rollout, fits)
-    key = id(stream)
-    _STREAMS[key] = stream
-    dataset = IterableDataset.from_generator(_stream_rows, features=state_features(), gen_kwargs={"stream_key": key})
-    judge = FrozenJudge(model, tokenizer, config.judge_max_new_tokens) if config.reward == "self" else None
+    def player(messages: list, game_now: Any) -> str:
+        """The rollout player (step level): the policy, under the grammar unless sampling is free."""
+        pattern = rollouts.pattern if constrained_slot(config.sampling, 0, config.num_generations) else None
+        return sampler.text(sampler.sample(sampler.prompt_ids(messages), pattern))
+
+    key = None
+    stream = None
+    if config.level == "step":
+        stream = StateStream(game, seeds, player, config.rollout_step_cap, on_rollout, fits)
+        key = id(stream)
+        _STREAMS[key] = stream
+        dataset = IterableDataset.from_generator(_stream_rows, features=state_features(),
+                                                 gen_kwargs={"stream_key": key})
+        reward_funcs = [make_reward(config.reward, judge, config.format_weight)]
+        environment = GameEnvironment
+    else:
+        dataset = IterableDataset.from_generator(_episode_rows, features=episode_features(),
+                                                 gen_kwargs={"game": game, "seeds": ",".join(str(int(s)) for s in seeds)})
+        reward_funcs = [episode_reward]
+        environment = None
     args = GRPOConfig(
         # one sampled reply per forward/backward (the rest accumulated): RAM like SFT at batch 1
         output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates, per_device_train_batch_size=1,
-        gradient_accumulation_steps=config.num_generations * config.states_per_update,
+        gradient_accumulation_steps=per_rank_accumulation(config),
         num_generations=config.num_generations,
         max_completion_length=config.max_completion_length, temperature=config.temperature,
         learning_rate=config.learning_rate, beta=config.beta, logging_steps=1, save_strategy="steps",
         save_steps=config.save_every, save_total_limit=1, report_to="none", use_cpu=device.use_cpu,
         bf16=device.bf16, fp16=False, activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed,
-        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False)
+        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
+        ddp_find_unused_parameters=False, **vllm_args(config))
     reporter = Reporter(result, progress, "grpo", save_every=config.save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=config.updates, phase="grpo"))
+    cls = trainer_class or S3GymGRPOTrainer
+    if isinstance(cls, str):  # "module:Class": sent as is to the other ranks (ranks.together leaves classes out)
+        import importlib
+
+        module, _, name = cls.partition(":")
+        cls = getattr(importlib.import_module(module), name)
+    if not (isinstance(cls, type) and issubclass(cls, S3GymGRPOTrainer)):
+        raise TypeError("trainer_class must subclass grpo_trainer.S3GymGRPOTrainer")
     try:
         with quiet():
-            trainer = quiet_trainer(GRPOTrainer(model=model, reward_funcs=[make_reward(config.reward, judge)],
-                                                args=args, train_dataset=dataset, processing_class=tokenizer,
-                                                callbacks=[reporter], environment_factory=GameEnvironment))
+            trainer = quiet_trainer(cls(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
+                                        processing_class=tokenizer, callbacks=[reporter],
+                                        environment_factory=environment, rollout_func=rollouts))
+            trainer.group_rollouts = rollouts
             started = time.perf_counter()
             with compact_lm_head():
-                trainer.train(resume_from_checkpoint=checkpoint)
+                run_trainer(trainer, checkpoint)
     finally:
-        _STREAMS.pop(key, None)
+        if key is not None:
+            _STREAMS.pop(key, None)
     result.examples = trainer.state.global_step * config.states_per_update * config.num_generations
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)
-    result.notes["rollout_states"] = stream.states
-    result.notes["rollout_episodes_cut_by_the_window"] = stream.too_long
+    if stream is not None:
+        result.notes["rollout_states"] = stream.states
+        result.notes["rollout_episodes_cut_by_the_window"] = stream.too_long
+    else:
+        result.notes["rollout_episodes"] = rollouts.episodes
+        result.notes["rollout_episodes_cut_by_the_window"] = rollouts.cut
     progress(TrainEvent("done", result.steps, result.steps, phase="grpo"))
     del trainer, model
     return result

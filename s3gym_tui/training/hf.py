@@ -16,9 +16,11 @@ from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.trainer_utils import get_last_checkpoint
 
 from s3gym_tui.store import LossPoint
-from s3gym_tui.training.backend import TrainEvent, TrainResult
-from s3gym_tui.training.device import peak_gpu_mb, peak_rss_mb
+from s3gym_tui.training import stop
+from s3gym_tui.training.train_types import TrainEvent, TrainResult
+from s3gym_tui.training.device import phase_peak_gpu_mb, phase_peak_rss
 from s3gym_tui.training.learning_signal import NO_SIGNAL_KEY, WATCHED_PHASES, no_signal_reason, signal_metrics
+from s3gym_tui.training.provenance import portable_adapter
 
 TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
 
@@ -60,7 +62,7 @@ def compact_lm_head() -> Iterator[None]:
 
 
 LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
-          "parsed_replies", "frac_reward_zero_std")
+          "parsed_replies", "parsed_free_replies", "frac_reward_zero_std", "source_reward_std")
 
 
 class Reporter(TrainerCallback):
@@ -91,7 +93,11 @@ class Reporter(TrainerCallback):
 
     def _save(self, state, model) -> None:
         target = self.result.out_dir / f"checkpoint-{self.next_x}"
+        if not state.is_world_process_zero:  # data parallel (ranks.py): the weights are equal, rank 0 writes
+            self.next_x += 1
+            return
         model.save_pretrained(target)
+        portable_adapter(target, self.result.base_dir)  # its base named by hub id where there is one
         self.result.adapters[self.next_x] = target
         self.result.steps_at[self.next_x] = state.global_step
         self.progress(TrainEvent("checkpoint", state.global_step, state.max_steps, float(state.epoch or 0.0),
@@ -103,13 +109,67 @@ class Reporter(TrainerCallback):
             self._save(state, model)
 
     def on_epoch_end(self, args, state, control, model=None, **kwargs):
-        if not self.save_every:
+        # a requested stop inside an epoch saves no adapter: the resumed training saves it when the epoch ends
+        if not self.save_every and not (stopped_early(state) and not epoch_complete(state)):
             self._save(state, model)
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
-        # a run that stops between two saves (max_steps not a multiple) still ends on a checkpoint
+        # a run that stops between two saves (max_steps not a multiple) still ends on a checkpoint;
+        # one stopped on request does not (its resumed twin saves where the uninterrupted one does)
+        if stopped_early(state):
+            return
         if self.save_every and (not self.result.steps_at or max(self.result.steps_at.values()) < state.global_step):
             self._save(state, model)
+
+
+def stopped_early(state) -> bool:
+    """A stop was requested before the trainer reached its last step."""
+    return stop.requested() is not None and state.global_step < state.max_steps
+
+
+def epoch_complete(state) -> bool:
+    epoch = float(state.epoch or 0.0)
+    return epoch > 0 and abs(epoch - round(epoch)) < 1e-6
+
+
+class StopCallback(TrainerCallback):
+    """Reads the stop flag (training/stop.py) after every micro-batch and optimizer step (and its log): on a
+    requested stop the trainer ends the step in progress (a partly accumulated step is dropped: the
+    resumed training does it again from its start), saves its state (adapter, optimizer, scheduler,
+    RNG: what `s3gym resume` continues from) and stops. Public TrainerCallback hooks only."""
+
+    def _stop(self, args, state, control) -> None:
+        if stop.requested() is None or control.should_training_stop:
+            return
+        control.should_training_stop = True
+        # nothing to save before the first step (a resume then starts afresh), nor twice the same step
+        saved = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        control.should_save = state.global_step > 0 and not saved.is_dir()
+
+    def on_substep_end(self, args, state, control, **kwargs):
+        self._stop(args, state, control)
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self._stop(args, state, control)
+
+    def on_log(self, args, state, control, **kwargs):  # asked for while the update was being logged
+        self._stop(args, state, control)
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        if stop.requested() is not None:  # no next epoch; the save asked for above happens now, once
+            control.should_training_stop = True
+            saved = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            control.should_save = state.global_step > 0 and not saved.is_dir()
+
+
+def run_trainer(trainer: Any, checkpoint: Optional[str]) -> None:
+    """`trainer.train()` (from `checkpoint` when resuming) that honours a requested stop: none starts
+    once one is requested, and a trainer stopped by one raises TrainingStopped after saving its state."""
+    stop.check()
+    trainer.add_callback(StopCallback())
+    trainer.train(resume_from_checkpoint=checkpoint)
+    if stopped_early(trainer.state):
+        raise stop.TrainingStopped(stop.requested() or "stopped")
 
 
 def quiet_trainer(trainer: Any) -> Any:
@@ -128,8 +188,8 @@ def resume_point(trainer_dir: Path) -> Optional[str]:
 def finish(result: TrainResult, trainer: Any, started: float) -> TrainResult:
     result.steps = trainer.state.global_step
     result.seconds = time.perf_counter() - started
-    result.peak_rss_mb = peak_rss_mb()
-    result.peak_gpu_mb = peak_gpu_mb()
+    result.peak_rss_mb, result.peak_rss_scope = phase_peak_rss()
+    result.peak_gpu_mb = phase_peak_gpu_mb()
     return result
 
 

@@ -6,8 +6,10 @@ every loss point (training_losses.metrics), so the CLI, the Training screen and 
 - GRPO: `frac_reward_zero_std` (TRL: the share of groups, the G replies sampled at one state, whose
   rewards are all equal). Advantages are rewards minus the group mean, so a group without reward
   variance contributes nothing; an update where every group is such has no signal (with beta = 0, no
-  KL term either, its gradient is 0). Shown next to it: reward std, grad norm and the share of
-  replies that parsed (our reward function's `parsed_replies`).
+  KL term either, its gradient is 0). Shown next to it: reward std, grad norm, the share of
+  replies that parsed (our reward function's `parsed_replies`) and, when part of each group was
+  sampled free (sampling.py), the share of those free replies that parsed (`parsed_free_replies`:
+  whether the policy itself learns the answer line).
 - On-policy distillation: TRL's loss is the generalised JSD between student and teacher, at beta = 1
   the reverse KL (stored as `kl`). KL 0 means the student already is the teacher: nothing to learn.
 
@@ -24,9 +26,10 @@ from s3gym_tui.store import LossPoint
 ZERO = 1e-12
 NO_SIGNAL_KEY = "no_signal"  # 1.0 on an update without signal, 0.0 otherwise (stored with the loss point)
 # what each update's signal is read from, in the order shown
-SIGNAL_KEYS = ("frac_reward_zero_std", "reward_std", "parsed_replies", "grad_norm", "kl")
+SIGNAL_KEYS = ("frac_reward_zero_std", "reward_std", "parsed_replies", "parsed_free_replies", "grad_norm", "kl")
 SIGNAL_LABELS = {"frac_reward_zero_std": "zero-variance groups", "reward_std": "reward std",
-                 "parsed_replies": "parsed replies", "grad_norm": "grad norm", "kl": "KL"}
+                 "parsed_replies": "parsed replies",
+                 "parsed_free_replies": "parsed free replies", "grad_norm": "grad norm", "kl": "KL"}
 WATCHED_PHASES = ("grpo", "distill-on")
 
 
@@ -65,6 +68,7 @@ class SignalSummary:
     reward_std: Optional[float] = None  # mean reward std (GRPO)
     grad_norm: Optional[float] = None  # mean grad norm
     kl: Optional[float] = None  # mean KL (distillation)
+    free_parsed_share: Optional[float] = None  # mean share of parsed replies among the free-sampled ones
 
     @property
     def line(self) -> str:
@@ -78,7 +82,8 @@ class SignalSummary:
     def as_dict(self) -> dict:
         return {"phase": self.phase, "updates": self.updates, "no_signal": self.no_signal,
                 "zero_variance_share": self.zero_variance_share, "parsed_share": self.parsed_share,
-                "reward_std": self.reward_std, "grad_norm": self.grad_norm, "kl": self.kl}
+                "reward_std": self.reward_std, "grad_norm": self.grad_norm, "kl": self.kl,
+                "free_parsed_share": self.free_parsed_share}
 
 
 def _mean(values: list[float]) -> Optional[float]:
@@ -107,7 +112,8 @@ def signal_summaries(points: Iterable[LossPoint]) -> list[SignalSummary]:
             phase, len(pts), sum(1 for p in pts if point_without_signal(p) is not None),
             _mean(values("frac_reward_zero_std")), _mean(values("parsed_replies")), _mean(values("reward_std")),
             _mean(values("grad_norm")),
-            _mean(values("kl") or ([float(p.loss) for p in pts] if phase == "distill-on" else []))))
+            _mean(values("kl") or ([float(p.loss) for p in pts] if phase == "distill-on" else [])),
+            _mean(values("parsed_free_replies"))))
     return out
 
 

@@ -106,7 +106,7 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
     from peft import PeftModel, get_peft_model
 
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point)
+                                       quiet_trainer, resume_point, run_trainer)
 
     missing = sorted({r["game"] for r in rows} - set(experts))
     if missing:
@@ -143,7 +143,7 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
             processing_class=tokenizer, callbacks=[reporter]))
         started = time.perf_counter()
         with compact_lm_head():
-            trainer.train(resume_from_checkpoint=checkpoint)
+            run_trainer(trainer, checkpoint)
     result.examples = trainer.state.global_step * batch
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)

@@ -9,8 +9,10 @@ from typing import Any, Optional
 
 from s3gym_tui.training.backend import TrainConfig
 
-METHODS: tuple[str, ...] = ("sft", "grpo")
+METHODS: tuple[str, ...] = ("sft", "grpo", "taspo")  # taspo: episode-level GRPO with credit per action
 REWARDS: tuple[str, ...] = ("self", "stated", "oracle")
+LEVELS: tuple[str, ...] = ("step", "episode")
+SAMPLINGS: tuple[str, ...] = ("mixed", "constrained", "free")  # sampling.py (torch-free copy for the CLI)
 
 
 @dataclass(frozen=True)
@@ -30,9 +32,43 @@ class GrpoConfig:
     episodes: Optional[int] = None  # exploration seeds rolled out on (default: the run's exploration episodes)
     rollout_step_cap: Optional[int] = None  # steps per rollout episode (default: the game's cap)
     judge_max_new_tokens: int = 8
+    # step: a group is G replies at one state; episode: G whole episodes on one exploration seed
+    level: str = "step"
+    # how rollout replies are sampled (sampling.py): mixed (half of each group under the answer-line
+    # grammar, half free), constrained, free; `format_weight` is taken off per reply without an action
+    sampling: str = "mixed"
+    format_weight: float = 1.0
+    vllm: Optional[str] = None  # None: transformers generates; server | colocate: TRL's vLLM modes
+    vllm_url: Optional[str] = None  # server mode: the `trl vllm-serve` server (default: TRL's localhost:8000)
+    # TASPO (training/taspo.py; method taspo, episode level): per-token advantages A_i * w_it. credit:
+    # action | token | uniform (None: plain GRPO); pi_source: siblings | off-trajectory (the ablation);
+    # analyzer: the model that writes PI (None: the source run's model)
+    credit: Optional[str] = None
+    kappa: float = 0.05
+    tau: float = 1.0
+    eps_w: float = 0.5
+    pi_source: str = "siblings"
+    analyzer: Optional[str] = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+VLLM_MODES: tuple[str, ...] = ("server", "colocate")
+
+
+def vllm_problem(mode: Optional[str]) -> Optional[str]:
+    """Why `--vllm MODE` cannot be used here (one line), or None. Checked before anything is stored."""
+    if mode is None:
+        return None
+    if mode not in VLLM_MODES:
+        return f"unknown --vllm mode {mode!r}: server or colocate (TRL's vLLM modes)"
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        return (f"--vllm {mode} needs vLLM, which is not installed (pip install vllm, a version TRL supports, "
+                f"on a machine with a GPU); without --vllm, GRPO generates with transformers")
+    return None
 
 
 @dataclass(frozen=True)

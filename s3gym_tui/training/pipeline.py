@@ -5,8 +5,9 @@ Everything is recorded in the trainings tables; an interrupted training is resum
 `resume_training` (the trainer continues from its last checkpoint, the evaluation from its last
 finished episode).
 
-Training runs in the calling thread (not a worker thread), so Ctrl-C stops it at once; the training
-is then marked 'interrupted' and says how to continue.
+Training runs in the calling thread (not a worker thread). Ctrl-C or SIGTERM (training/stop.py) ends
+the optimizer step in progress, the trainer saves its state, and nothing further starts; the
+training is then marked 'interrupted' and says how to continue.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
-from s3gym_tui.training.options import METHODS, REWARDS, GrpoConfig, TrainOptions
+from s3gym_tui.training.options import LEVELS, METHODS, REWARDS, SAMPLINGS, GrpoConfig, TrainOptions, vllm_problem
+from s3gym_tui.training.ranks import together, world
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
 
@@ -67,10 +69,35 @@ def _check(source: Run, options: TrainOptions) -> None:
         raise TrainingError(f"unknown method {options.method!r}: {' or '.join(METHODS)}")
     if options.backend not in ("local", "remote"):
         raise TrainingError(f"unknown backend {options.backend!r}: local or remote")
-    if options.method == "grpo" and options.backend != "local":
+    if options.method in ("grpo", "taspo") and options.backend != "local":
         raise TrainingError("GRPO trains locally only (--backend local)")
+    if options.grpo.vllm is not None and options.method != "grpo":
+        raise TrainingError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
+    if vllm_problem(options.grpo.vllm):
+        raise TrainingError(vllm_problem(options.grpo.vllm))
+    if options.method in ("grpo", "taspo"):
+        replies, ranks = options.grpo.num_generations * options.grpo.states_per_update, world().size
+        if replies % ranks:
+            raise TrainingError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) "
+                                f"must be a multiple of {ranks}")
+    if options.method == "taspo":
+        from s3gym_tui.engine.credit_math import CREDIT_MODES
+
+        if options.grpo.level != "episode":
+            raise TrainingError("TASPO is episode-level GRPO: --level episode")
+        if world().size > 1:
+            raise TrainingError("TASPO trains in one process for now (its analyzer and scorer read the store, "
+                                "which only rank 0 opens): run it without torchrun / accelerate launch")
+        if options.grpo.credit not in CREDIT_MODES:
+            raise TrainingError(f"unknown credit {options.grpo.credit!r}: {', '.join(CREDIT_MODES)}")
+        if options.grpo.pi_source not in ("siblings", "off-trajectory"):
+            raise TrainingError(f"unknown PI source {options.grpo.pi_source!r}: siblings or off-trajectory")
     if options.grpo.reward not in REWARDS:
         raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
+    if options.grpo.level not in LEVELS:
+        raise TrainingError(f"unknown level {options.grpo.level!r}: {' or '.join(LEVELS)}")
+    if options.grpo.sampling not in SAMPLINGS:
+        raise TrainingError(f"unknown sampling {options.grpo.sampling!r}: {', '.join(SAMPLINGS)}")
     if options.backend == "local":
         require_extra()
     elif not options.remote_model:
@@ -133,10 +160,15 @@ def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -
 
 
 def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
-    """Record why a training stopped: interrupted (resumable) or failed (with the one-line error)."""
+    """Record why a training stopped: interrupted (resumable: Ctrl-C, SIGTERM, a requested stop) or
+    failed (with the one-line error). A study's training is resumed through its study."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "CancelledError":
+        from s3gym_tui.training import stop
+
+        reason = getattr(exc, "reason", None) or stop.requested() or "interrupted"
+        study = store.get_training(training_id).study_id
         store.update_training(training_id, status="interrupted",
-                              error=f"interrupted during {phase}: {resume_hint(training_id)}")
+                              error=f"{reason} during {phase}: {resume_hint(study or training_id)}")
     else:
         store.update_training(training_id, status="failed", error=f"{phase}: {one_line(exc)}"[:500])
 
@@ -188,8 +220,8 @@ def _train_sft_local(store, training: Training, options_train: TrainConfig, hook
 
     examples = training_examples(store, training.dataset_id)
     try:
-        result = train_lora(examples, Path(training.base), Path(training.directory) / "adapters", options_train,
-                            recording(store, training.id, hooks.train_event), resume=resume)
+        result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
+                          options_train, progress=recording(store, training.id, hooks.train_event), resume=resume)
     except BaseException as exc:
         mark_stopped(store, training.id, "training", exc)
         raise
@@ -259,36 +291,52 @@ async def _sft_from_run(store, source: Run, options: TrainOptions, hooks: Hooks)
 # ----- GRPO ----------------------------------------------------------------------------------------
 def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bool) -> Training:
     from s3gym_tui.training.grpo import train_grpo
+    from s3gym_tui.training.rollout_store import RolloutStore
 
     settings = training.settings
-    grpo = GrpoConfig(**settings["grpo"])
+    # a training stored before sampling/format were recorded sampled freely with no format term
+    grpo = GrpoConfig(**{"sampling": "free", "format_weight": 0.0, **settings["grpo"]})
     lora = TrainConfig(**settings["train"])
+    episodes = RolloutStore(store, training.id, source.config.game, settings["seeds"], grpo.rollout_step_cap,
+                            grpo.temperature)
 
     def on_rollout(game: str, seed: int, steps: int) -> None:
         store.add_training_sources(training.id, [TrainingSource(kind="rollout", game=game, seed=seed,
                                                                  mode="explore", n=steps)])
         hooks.rollout(game, seed, steps)
 
+    def on_episode(rollout) -> None:
+        rollout.episode_id = episodes(rollout).id  # TASPO records each rollout's credit with it
+        hooks.rollout(rollout.game, rollout.seed, len(rollout.steps))
+
+    trainer_class = None
+    if training.method == "taspo":
+        from s3gym_tui.training.taspo import taspo_trainer
+
+        trainer_class = taspo_trainer(grpo, analyzer=grpo.analyzer or source.config.model, store=store,
+                                      training_id=training.id)
     try:
-        result = train_grpo(source.config.game, settings["seeds"], Path(training.base),
-                            Path(training.directory) / "adapters", grpo, lora,
-                            recording(store, training.id, hooks.train_event), on_rollout,
-                            resume=resume)
+        result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
+                          Path(training.directory) / "adapters", grpo, lora,
+                          progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
+                          resume=resume, on_episode=on_episode, trainer_class=trainer_class)
     except BaseException as exc:
         mark_stopped(store, training.id, "GRPO training", exc)
         raise
+    finally:
+        episodes.close()
     gc.collect()
     return record_local(store, training, result)
 
 
 async def _grpo_from_run(store, source: Run, options: TrainOptions, hooks: Hooks) -> TrainingOutcome:
     grpo = options.grpo
-    training_id = new_training_id(f"{source.config.game}-grpo")
+    training_id = new_training_id(f"{source.config.game}-{options.method}")
     directory = Path(options.out_dir or training_root()) / training_id
     base_dir = _base_dir(options.base, options.cache_dir)
     seeds = exploration_seeds(source, grpo.episodes)
     training = store.add_training(Training(
-        id=training_id, method="grpo", games=(source.config.game,), source_run=source.id, base=str(base_dir),
+        id=training_id, method=options.method, games=(source.config.game,), source_run=source.id, base=str(base_dir),
         reward=grpo.reward, directory=str(directory), status="training",
         settings={"grpo": grpo.as_dict(), "train": options.train.as_dict(), "seeds": seeds,
                   "eval_episodes": options.eval_episodes, "step_cap": options.step_cap, "repair": options.repair}))
@@ -307,7 +355,7 @@ async def train_from_run(store, run_id: str, options: TrainOptions = TrainOption
     hooks = hooks or Hooks()
     source = store.get_run(run_id)
     _check(source, options)
-    if options.method == "grpo":
+    if options.method in ("grpo", "taspo"):
         return await _grpo_from_run(store, source, options, hooks)
     return await _sft_from_run(store, source, options, hooks)
 
@@ -341,7 +389,7 @@ async def _resume(store, training: Training, hooks: Hooks) -> TrainingOutcome:
             require_extra()
             training = store.update_training(training.id, status="training", error=None)
             hooks.training_created(training)
-            if training.method == "grpo":
+            if training.method in ("grpo", "taspo"):
                 training = _train_grpo(store, training, source, hooks, resume=True)
             else:
                 training = _train_sft_local(store, training, TrainConfig(**training.settings["train"]), hooks,

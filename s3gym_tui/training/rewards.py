@@ -8,6 +8,9 @@
   a policy rewarded by its own claim learns to claim more, so it is not the default.
 - oracle: the verifier's reward of the step (the recorded oracle ablation).
 
+A format term is taken off every reply without a parsable action (`format_weight`, see sampling.py),
+so a parsed reply beats prose in its group whatever the source.
+
 Whatever the source, the verifier's reward of every sampled reply is logged as a metric
 (`verifier_reward`, benchmark side only) so the curve shows whether self-judged RL helps.
 """
@@ -82,28 +85,43 @@ class FrozenJudge:
         return value
 
 
-def make_reward(source: str, judge: Optional[FrozenJudge] = None) -> Callable[..., list[float]]:
-    """The TRL reward function for a source ('self' needs the judge)."""
+def batch_std(values: list[float]) -> float:
+    """Population std of the source's rewards over a batch (0: the source told the replies apart not at all)."""
+    mean = sum(values) / len(values)
+    return (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+
+
+def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight: float = 0.0
+                ) -> Callable[..., list[float]]:
+    """The TRL reward function for a source ('self' needs the judge), minus `format_weight` for a
+    reply without a parsable action."""
     if source == "self" and judge is None:
         raise ValueError("the self-judged reward needs a judge")
     if source not in ("self", "stated", "oracle"):
         raise ValueError(f"unknown reward {source!r}: self, stated or oracle")
 
-    def reward(prompts=None, completions=None, environments=None, log_metric=None, **kwargs) -> list[float]:
-        values, verifier = [], []
+    def reward(prompts=None, completions=None, environments=None, log_metric=None, s3gym_constrained=None,
+               **kwargs) -> list[float]:
+        values, verifier, parsed, source_values = [], [], [], []
         for completion, env in zip(completions, environments):
             outcome = env._outcome(completion_text(completion))
             verifier.append(outcome.reward)
+            parsed.append(outcome.parsed)
             if source == "oracle":
-                values.append(_clip(outcome.reward))
+                value = _clip(outcome.reward)
             elif source == "stated":
-                values.append(_clip(outcome.self_score) if outcome.parsed else 0.0)
+                value = _clip(outcome.self_score) if outcome.parsed else 0.0
             else:
-                values.append(judge.score(env, outcome))
+                value = judge.score(env, outcome)
+            source_values.append(value)
+            values.append(value - (0.0 if outcome.parsed else format_weight))
         if log_metric is not None and verifier:
+            log_metric("source_reward_std", batch_std(source_values))
             log_metric("verifier_reward", sum(verifier) / len(verifier))
-            log_metric("parsed_replies", sum(1 for c in completions if "answer" in completion_text(c).lower())
-                       / len(completions))
+            log_metric("parsed_replies", sum(parsed) / len(parsed))
+            free = [p for p, c in zip(parsed, s3gym_constrained or [False] * len(parsed)) if not c]
+            if free:
+                log_metric("parsed_free_replies", sum(free) / len(free))
         return values
 
     reward.__name__ = f"{source}_reward"

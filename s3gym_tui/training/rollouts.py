@@ -69,31 +69,3 @@ class StateStream:
             scores.append(parsed.self_score)
         self.episodes += 1
         self.on_rollout(self.game, seed, len(actions))
-
-
-class Sampler:
-    """The rollout player: the policy model samples a reply (stopping after the answer line), with its
-    own random stream so TRL's sampling is left untouched."""
-
-    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0) -> None:
-        self.entry = {"model": model, "tokenizer": tokenizer, "pieces": None}
-        self.model, self.temperature, self.max_new_tokens = model, temperature, max_new_tokens
-        self.seed = seed
-        self.calls = 0
-
-    def __call__(self, messages: list, game: Any) -> str:
-        import torch
-
-        from s3gym_tui.training.decoding import Generator
-
-        self.calls += 1
-        training = self.model.training
-        self.model.eval()
-        try:
-            with torch.random.fork_rng(), torch.no_grad():
-                gen = Generator(self.entry, temperature=self.temperature, seed=self.seed * 100_003 + self.calls)
-                text, _ = gen.free(gen.prompt_ids(messages), self.max_new_tokens, stop_after_answer=True)
-        finally:
-            if training:
-                self.model.train()
-        return text

@@ -63,11 +63,16 @@ def training_root() -> Path:
 
 
 def write_manifest(directory: Path, training_id: str, base_dir: Path, adapters: dict[int, Path]) -> Path:
-    """The file the `trained` provider reads to serve `trained/<training_id>/<x>` in any process."""
+    """The file the `trained` provider reads to serve `trained/<training_id>/<x>` in any process, and
+    what another machine needs to know of the base (hub id, revision, how the local copy was made)."""
     path = Path(directory) / MANIFEST
     path.parent.mkdir(parents=True, exist_ok=True)
+    from s3gym_tui.training.provenance import base_info
+
     data = {"training_id": training_id, "base_dir": str(Path(base_dir).resolve()),
-            "adapters": {str(k): str(Path(v).resolve()) for k, v in sorted(adapters.items())}}
+            "adapters": {str(k): str(Path(v).resolve()) for k, v in sorted(adapters.items())},
+            # the original model (hub id, revision) and how the local base was made: provenance.py
+            "base": base_info(Path(base_dir))}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
     tmp.replace(path)

@@ -67,6 +67,13 @@ class ModelPicker(Horizontal):
         model: str
 
     @dataclass
+    class SettingsRequested(Message):
+        """The person asked for the settings of `model` (`⚙`); the app opens the dialog."""
+
+        model: str
+        suggested_api_base: Optional[str] = None
+
+    @dataclass
     class Changed(Message):
         picker: "ModelPicker"
         model: Optional[str]
@@ -184,27 +191,7 @@ class ModelPicker(Horizontal):
         if not model:
             self.notify("Choose or type a model first.", severity="warning")
             return
-        from s3gym_tui.screens.dialogs import ModelSettingsDialog
-
-        app = self.app
         found = self.found(model)
-
-        def done(result) -> None:
-            if result is None:
-                return
-            own, save = result
-            app.settings = app.settings.with_model_settings(model, own)
-            if save:
-                from s3gym_tui.config import ConfigError, save_model_settings
-
-                try:
-                    path = save_model_settings(model, own)
-                except ConfigError as exc:
-                    app.notify(str(exc), severity="error", title="Not saved")
-                    return
-                app.notify(f"Saved the settings of {model} to {path}.")
-            else:
-                app.notify(f"Settings of {model} set for this session.")
-
-        app.push_screen(ModelSettingsDialog(model, app.settings.model_settings(model),
-                                            suggested_api_base=found.api_base if found else None), done)
+        # the app opens the settings dialog (screens.dialogs.open_model_settings): a widget does not
+        # reach up into the screens
+        self.post_message(self.SettingsRequested(model, found.api_base if found else None))

@@ -14,7 +14,7 @@ from s3gym_tui.engine import discovery
 from s3gym_tui.engine.contract import ContractWatch, contract_warning
 from s3gym_tui.engine.estimate import estimate_run
 from s3gym_tui.models import RunConfig, Step
-from s3gym_tui.providers import model_game_problem
+from s3gym_tui.engine.preflight import model_game_problem
 
 
 # ----- estimate ------------------------------------------------------------------------------------

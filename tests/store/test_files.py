@@ -54,8 +54,10 @@ def test_plain_tables_for_datasette(store: Store):
     # meta, runs, episodes, steps, summaries, checkpoints, datasets, dataset_rows, texts, leases,
     # experience_states, summary_actions, sweeps, trainings, training_checkpoints, training_losses,
     # training_evals, training_sources, studies, annotations, search_pending, step_repairs, training_leases,
-    # pi_extractions, pi_items, pi_evidence, episode_credits, action_credits
-    assert len(sqls) == 28
+    # pi_extractions, pi_items, pi_evidence, episode_credits, action_credits,
+    # aspire_runs, aspire_decisions, aspire_candidates, aspire_claims, aspire_scores, aspire_run_links,
+    # aspire_leases
+    assert len(sqls) == 35
     assert not any("STRICT" in s.upper() or "WITHOUT ROWID" in s.upper() for s in sqls)
     types = {r[1]: r[2] for r in store.conn.execute("PRAGMA table_info(episodes)")}
     assert types["history_episode_ids"] == "TEXT"

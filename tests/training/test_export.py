@@ -44,12 +44,18 @@ async def test_both_files_hold_every_kept_and_corrected_row(store, exported):
     msgs = [json.loads(line) for line in files.messages.read_text(encoding="utf-8").splitlines()]
     assert len(pc) == len(msgs) == files.count
     for a, b in zip(pc, msgs):
-        assert set(a) == {"prompt", "completion"}
+        assert set(a) == {"prompt", "completion", "episode_id", "step"}
         assert a["prompt"] + a["completion"] == b["messages"]
         assert [m["role"] for m in a["completion"]] == ["assistant"]
         assert a["completion"][0]["content"].rsplit("\n", 1)[-1].startswith("Answer: ")
         check_openai_example(b)
-    assert pc == training_examples(store, build.dataset.id)
+    assert [{"prompt": a["prompt"], "completion": a["completion"]} for a in pc] == training_examples(
+        store, build.dataset.id)
+    # each line joins back to the step it came from: its prompt is the one stored with that step
+    for a in pc:
+        step = next(s for s in store.steps(a["episode_id"]) if s.index == a["step"])
+        assert a["prompt"] == json.loads(store.step_prompt(step.episode_id, step.index))
+    assert len({(a["episode_id"], a["step"]) for a in pc}) == len(pc)
 
 
 async def test_datasets_loads_them_and_trl_sees_conversational_data(exported):
@@ -58,7 +64,7 @@ async def test_datasets_loads_them_and_trl_sees_conversational_data(exported):
     _, files = exported
     pc = datasets.load_dataset("json", data_files=str(files.prompt_completion), split="train")
     msgs = datasets.load_dataset("json", data_files=str(files.messages), split="train")
-    assert pc.column_names == ["prompt", "completion"] and msgs.column_names == ["messages"]
+    assert pc.column_names == ["prompt", "completion", "episode_id", "step"] and msgs.column_names == ["messages"]
     assert len(pc) == len(msgs) == files.count
     assert all(trl_data.is_conversational(row) for row in pc)
     assert all(trl_data.is_conversational(row) for row in msgs)
@@ -114,6 +120,10 @@ def test_s3gym_dataset_writes_the_two_files_alone(tmp_path, capsys, tiny_base):
     lines = (out_dir / files[1]).read_text(encoding="utf-8").splitlines()
     assert len(lines) == 4 and "wrote 4 examples" in out.out  # self-score > 0: two per episode
     with Store(db) as store:
+        for line in map(json.loads, lines):  # `s3gym dataset` lines join back to their steps in the store
+            (step,) = [s for s in store.steps(line["episode_id"]) if s.index == line["step"]]
+            assert line["completion"][0]["content"] == step.reply and step.self_score > 0
+            assert store.get_episode(line["episode_id"]).run_id == run.id
         assert store.trainings() == [] and len(store.list_runs()) == 1  # no training, nothing else
         (dataset,) = store.datasets(run.id)
         kept = [r for r in store.dataset_rows(dataset.id) if r.kind == "kept"]

@@ -190,8 +190,8 @@ def test_grpo_trains_on_the_states_it_rolls_out(tiny_base, tmp_path, monkeypatch
     calls = []
     real = rewards.make_reward
 
-    def spying(source, judge=None):
-        fn = real(source, judge)
+    def spying(source, judge=None, format_weight=0.0):
+        fn = real(source, judge, format_weight)
 
         def wrapped(**kwargs):
             values = fn(**kwargs)
@@ -218,8 +218,9 @@ def test_grpo_trains_on_the_states_it_rolls_out(tiny_base, tmp_path, monkeypatch
         for state, text, value in zip(env_states, texts, values):
             env = GameEnvironment()
             env.reset(game=state[0], seed=state[1], actions=state[2])
-            if reward == "oracle":
-                assert value == env._outcome(text).reward
+            outcome = env._outcome(text)
+            if reward == "oracle":  # the verifier's reward, minus the format term (1 by default) without an action
+                assert value == outcome.reward - (0.0 if outcome.parsed else 1.0)
             else:
                 assert -100 <= value <= 100
     assert ("trust", 11, 2) in rollouts and ("trust", 12, 2) in rollouts
@@ -271,7 +272,7 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     from s3gym_tui.engine.runner import ProtocolRunner
     from s3gym_tui.training import rewards
 
-    def constant(source, judge=None):
+    def constant(source, judge=None, format_weight=0.0):
         def reward(prompts=None, completions=None, environments=None, log_metric=None, **kwargs):
             if log_metric is not None:
                 log_metric("parsed_replies", 0.0)
@@ -308,7 +309,8 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     code = main(["trainings", "--json", "--db", str(db)])
     (data,) = json.loads(capsys.readouterr().out)
     assert data["signal"] == [{"phase": "grpo", "updates": 2, "no_signal": 2, "zero_variance_share": 1.0,
-                               "parsed_share": 0.0, "reward_std": 0.0, "grad_norm": 0.0, "kl": None}]
+                               "parsed_share": 0.0, "reward_std": 0.0, "grad_norm": 0.0, "kl": None,
+                               "free_parsed_share": None}]
 
 
 def test_a_rollout_ends_where_the_next_prompt_would_not_fit():

@@ -123,3 +123,26 @@ def test_scripted_models_cannot_score_say_so_and_use_the_embedded_scorer(store, 
     shifted = [a for a in credit.actions if a.items]
     assert shifted and all(a.shift is not None and math.isfinite(a.shift) for a in shifted)
     assert any(a.shift != 0 for a in shifted)  # the real model reads the hint
+
+
+def test_facade_reports_progress_and_a_cancel_stores_no_credit(store, group, tiny_base):
+    from s3gym_tui.engine import credit as facade
+
+    run, good, good2, bad = group
+    heard = []
+
+    class Stop(Exception):
+        pass
+
+    def cancel_at_scoring(done, total, what):
+        heard.append((done, total, what))
+        if what.startswith("scoring"):
+            raise Stop
+
+    with pytest.raises(Stop):
+        facade.compute_credit(store, bad.id, scorer=str(tiny_base), progress=cancel_at_scoring)
+    assert heard[0][2] == "finding the siblings" and any("analyzer" in w for _, _, w in heard)
+    assert heard[-1][:2] == (0, 3) and episode_credit(store, bad.id) is None  # nothing half-stored
+    done = facade.compute_credit(store, bad.id, scorer=str(tiny_base), progress=lambda *a: heard.append(a),
+                                 kappa=0.0)
+    assert done.kappa == 0.0 and episode_credit(store, bad.id) == done

@@ -229,6 +229,20 @@ async def sweeps(pilot, app):
     return await check(pilot, "sweeps")
 
 
+async def aspire(pilot, app):
+    """The ASPIRE screen on a run whose every text is hostile: the timeline, the chosen decision whole, the
+    candidate tree, claimed vs measured; then the runs picker and the new-run dialog."""
+    app.open_aspire(app.ids["aspire"])
+    problems = await check(pilot, "aspire")
+    await pilot.press("c", "down")
+    problems += await check(pilot, "aspire, a candidate chosen")
+    await pilot.press("l")
+    problems += await check(pilot, "aspire, the runs picker")
+    await pilot.press("escape", "n")
+    problems += await check(pilot, "aspire, the new-run dialog", visible=False)
+    return problems
+
+
 async def search(pilot, app):
     """`/`, a word of the hostile corpus, the results (highlighted), the mark dialog and replay at a hit."""
     with Store(app.db_path) as store:
@@ -254,7 +268,7 @@ async def help_screen(pilot, app):
 
 SCENARIOS = {"home": home, "home forms": home_forms, "replay and fork": replay_and_fork, "live play": live_play,
              "protocol": protocol, "summaries": summaries, "compare": compare, "pairs": pairs, "report": report,
-             "training": training, "sweeps": sweeps, "search": search, "help": help_screen}
+             "training": training, "sweeps": sweeps, "aspire": aspire, "search": search, "help": help_screen}
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

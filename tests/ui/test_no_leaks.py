@@ -37,7 +37,7 @@ async def test_every_closed_screen_is_freed(demo_db):
                    lambda: app.open_play(game="trust", mode="explore", seed=3, model="scripted/trust"),
                    lambda: app.open_protocol(run), lambda: app.open_summaries(run),
                    lambda: app.open_report([ids["trust-history"], run]), app.open_pairs,
-                   lambda: app.open_training(run), app.open_sweeps, app.action_help)
+                   lambda: app.open_training(run), app.open_sweeps, app.open_aspire, app.action_help)
         for opener in openers:
             for attempt in range(3):
                 opener()

@@ -1,0 +1,89 @@
+"""How GRPO samples the policy's replies (needs torch): free, or constrained to the game's answer line.
+
+Why (measured on the bundled SmolLM2-135M, trust, explore seed 5, temperature 1): 1 of 6 free replies
+had a parsable `Answer:` line, the rest were prose; every reply of a group then earned the same reward
+(zero variance, no learning signal). Constrained replies (`Answer: <action>, Score: <n>` under the
+game's action grammar, decoding.RegexConstraint) always parse, so a group differs by its actions; but
+they alone cannot teach the free format the strict evaluation reads: the tokens every constrained reply
+shares ("Answer: ") get advantages summing to zero in each group. So the default is `mixed`: half of
+every group (the first ceil(G/2)) is sampled under the constraint and half free, and the reward carries
+a format term (`format_weight` per reply without an action), so parsed replies beat prose within the
+group and the free policy is pushed towards the answer line. `free` and `constrained` stay available
+(recorded on the training as `grpo.sampling`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+SAMPLINGS: tuple[str, ...] = ("mixed", "constrained", "free")
+
+
+def constrained_slot(sampling: str, k: int, group: int) -> bool:
+    """Whether the k-th reply (0-based) of a group of `group` is sampled under the answer-line grammar."""
+    if sampling == "constrained":
+        return True
+    if sampling == "free":
+        return False
+    if sampling == "mixed":
+        return k < (group + 1) // 2
+    raise ValueError(f"unknown sampling {sampling!r}: {', '.join(SAMPLINGS)}")
+
+
+class ReplySampler:
+    """Samples one reply (as token ids, ending with EOS when the model ended it) from the policy,
+    free (stopping after the answer line) or under the answer-line constraint; a random stream of its
+    own (forked), so TRL's sampling is left untouched."""
+
+    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
+        self.entry: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "pieces": None}
+        self.calls = 0
+
+    def prompt_ids(self, messages: list) -> list[int]:
+        return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False))
+
+    def sample(self, prompt_ids: list[int], pattern: Optional[str]) -> list[int]:
+        """Reply token ids for `prompt_ids`; `pattern`: the answer-line regex (None: free)."""
+        import torch
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        from s3gym_tui.training.decoding import AnswerLineStop, RegexConstraint, first_char_groups, token_pieces
+
+        self.calls += 1
+        eos = self.tokenizer.eos_token_id
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
+        device = getattr(self.model, "device", "cpu")
+        prompt = torch.tensor([prompt_ids], dtype=torch.long, device=device)
+        kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
+        if self.temperature > 0:
+            kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
+        if pattern is not None:
+            if self.entry["pieces"] is None:
+                self.entry["pieces"] = token_pieces(self.tokenizer)
+                self.entry["groups"] = first_char_groups(self.entry["pieces"])
+            kwargs["logits_processor"] = LogitsProcessorList([RegexConstraint(
+                pattern, self.entry["pieces"], self.entry["groups"], prompt.shape[1], eos)])
+        else:
+            kwargs["stopping_criteria"] = StoppingCriteriaList([AnswerLineStop(self.tokenizer, prompt.shape[1])])
+        training = self.model.training
+        self.model.eval()
+        try:
+            with torch.random.fork_rng(), torch.inference_mode():
+                torch.manual_seed(self.seed * 100_003 + self.calls)
+                out = self.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **kwargs)
+        finally:
+            if training:
+                self.model.train()
+        new = out[0, prompt.shape[1]:].tolist()
+        while len(new) > 1 and new[-1] == pad and new[-2] in (pad, eos):
+            new = new[:-1]  # padding after the end (a batch of one has none, kept for safety)
+        if pad != eos and new and new[-1] == pad:
+            new[-1] = eos
+        return new or [eos]
+
+    def text(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()

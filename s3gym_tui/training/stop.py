@@ -1,0 +1,134 @@
+"""A requested stop of a training (Ctrl-C, SIGTERM, or a caller): one flag for the whole process.
+
+Training runs synchronously inside the event loop of `asyncio.run`, so the loop's own signal handling
+(engine/interrupt.py, asyncio's SIGINT handler) would only act at the next await, after the trainer
+has finished. Here the first SIGINT / SIGTERM is caught by a plain `signal.signal` handler, which
+runs between two bytecodes of the training: it sets the flag (the trainer's StopCallback, hf.py, ends
+the optimizer step in progress, saves the trainer state and stops; no later phase, ablation or
+evaluation starts) and cancels the task that drives the training (an evaluation waiting on a model
+call stops at once, nothing half-done is stored). The handlers are then put back to the defaults:
+a second Ctrl-C raises KeyboardInterrupt wherever the process is, a second SIGTERM kills it.
+
+No torch here: the CLI imports this module before the train extra is known to be installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Any, Awaitable, Callable, Iterator, Optional, TypeVar
+
+from s3gym_tui.engine.interrupt import SIGNALS
+
+T = TypeVar("T")
+
+
+class TrainingStopped(KeyboardInterrupt):
+    """Raised once the trainer has saved its state after a requested stop (a KeyboardInterrupt, so every
+    handler that stores an interrupted training, study or run treats it as one)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_lock = threading.Lock()
+_reason: Optional[str] = None
+_task: Optional[asyncio.Task] = None
+
+
+def request(reason: str = "stopped") -> None:
+    """Ask the training in progress to stop (the first reason given is kept)."""
+    global _reason
+    with _lock:
+        if _reason is None:
+            _reason = reason
+        task = _task
+    if task is not None and not task.done():
+        loop = task.get_loop()
+        if loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:  # the loop's own thread (a signal handler, a trainer callback): as asyncio's
+            task.cancel()  # own SIGINT handler does, then wake the loop if it sleeps in select()
+            loop.call_soon_threadsafe(lambda: None)
+        else:
+            loop.call_soon_threadsafe(task.cancel)
+
+
+def requested() -> Optional[str]:
+    """The reason of the requested stop, or None."""
+    return _reason
+
+
+def clear() -> None:
+    """Forget a stop request (a new command, a new test)."""
+    global _reason
+    with _lock:
+        _reason = None
+
+
+def check() -> None:
+    """Raise TrainingStopped if a stop was requested (between two phases: nothing new starts)."""
+    reason = _reason
+    if reason is not None:
+        raise TrainingStopped(reason)
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """While inside: the first SIGINT / SIGTERM requests a stop; the second one acts as if this were not
+    installed (KeyboardInterrupt, or death by SIGTERM). Outside the main thread: nothing is installed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous: dict[int, Any] = {}
+
+    def handle(sig: int, frame: Any) -> None:
+        for other in list(previous):  # a second signal is not ours any more
+            signal.signal(other, signal.default_int_handler if other == signal.SIGINT else signal.SIG_DFL)
+        request(SIGNALS.get(sig, "stopped"))
+
+    for sig in SIGNALS:
+        previous[sig] = signal.signal(sig, handle)
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+async def _driven(factory: Callable[[], Awaitable[T]]) -> T:
+    global _task
+    task = asyncio.current_task()
+    with _lock:
+        _task = task
+    try:
+        return await factory()
+    except asyncio.CancelledError:
+        if _reason is not None:  # our own cancel: a requested stop, said as one
+            raise TrainingStopped(_reason) from None
+        raise
+    finally:
+        with _lock:
+            if _task is task:
+                _task = None
+
+
+def run(factory: Callable[[], Awaitable[T]]) -> T:
+    """`asyncio.run(factory())` as a stoppable training: signals request a stop (above), and the stop
+    ends it with TrainingStopped once what was done is stored. A stop request left over from an
+    earlier command in this process is forgotten first."""
+    clear()
+    with stop_on_signals():
+        try:
+            return asyncio.run(_driven(factory))
+        finally:
+            reason = _reason
+            if reason is not None:  # (a TrainingStopped carries it out)
+                clear()

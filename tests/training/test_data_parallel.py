@@ -1,0 +1,134 @@
+"""`s3gym train` under `torchrun --nproc_per_node 2` on the CPU (gloo), with the tiny base: rank 0
+alone writes the store (one training, one set of loss points, one evaluation per checkpoint), the
+other rank trains with it, and the losses and the adapter match the one-process run of the same
+global batch (4 examples: 2 per rank x 2 ranks vs 4 in one process)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from s3gym_tui.cli import main
+from s3gym_tui.engine.runner import ProtocolRunner
+from s3gym_tui.models import RunConfig
+from s3gym_tui.store import Store, audit
+
+pytest.importorskip("peft")
+pytest.importorskip("trl")
+
+# float sums in another order (gradients all-reduced across ranks): figures agree to about 1e-6 here
+LOSS_TOLERANCE = 1e-4
+WEIGHT_TOLERANCE = 1e-4
+COMMON = ["--epochs", "2", "--max-examples", "4", "--grad-accum", "1", "--lr", "1e-2", "--eval-episodes", "1",
+          "--step-cap", "1", "--no-gradient-checkpointing"]
+
+
+def _explored(db: Path) -> str:
+    async def go() -> str:
+        with Store(db) as store:
+            run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                             eval_every=1, eval_episodes=1))
+            return (await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
+
+    return asyncio.run(go())
+
+
+def _launch(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "OMP_NUM_THREADS": "1",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True", "S3GYM_TRAINING_DIR": str(tmp_path / "training")}
+    return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "s3gym_tui", *args], env=env, capture_output=True, text=True, timeout=600)
+
+
+def _lora_weights(adapter: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return load_file(str(adapter / "adapter_model.safetensors"))
+
+
+def test_two_processes_write_the_store_once_and_match_one_process(tmp_path, tiny_base):
+    db = tmp_path / "dp.db"
+    source = _explored(db)
+    launched = _launch(tmp_path, "train", source, "--base", str(tiny_base), "--batch-size", "2", *COMMON,
+                       "--progress", "plain", "--db", str(db))
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    # one process, the same global batch
+    assert main(["train", source, "--base", str(tiny_base), "--batch-size", "4", *COMMON, "--db", str(db)]) == 0
+    with Store(db) as store:
+        two, one = store.trainings(source_run=source)  # oldest first: nothing else was stored twice
+        assert len(store.datasets(source)) == 2 and two.examples == one.examples == 4
+        for training in (two, one):
+            assert training.status == "finished" and training.steps == 2  # 2 steps: rank 1 took half of each batch
+            assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
+            (evaluation,) = store.training_evals(training.id)
+            episodes = store.episodes(evaluation[1])
+            assert sorted(e.checkpoint for e in episodes) == [0, 1, 2]  # one evaluation episode per checkpoint
+        losses = {t.id: [(p.step, p.loss) for p in store.losses(t.id)] for t in (two, one)}
+        assert [s for s, _ in losses[two.id]] == [s for s, _ in losses[one.id]] == [1, 2]
+        for (_, a), (_, b) in zip(losses[two.id], losses[one.id]):
+            assert abs(a - b) <= LOSS_TOLERANCE * abs(b), (losses, LOSS_TOLERANCE)
+        adapters = {t.id: Path(store.training_checkpoints(t.id)[-1].adapter) for t in (two, one)}
+        assert audit(store).ok
+    base = _lora_weights(adapters[one.id])
+    other = _lora_weights(adapters[two.id])
+    assert base.keys() == other.keys() and base
+    moved = max(float(v.abs().max()) for k, v in base.items() if "lora_B" in k)
+    assert moved > 1e-3  # LoRA B starts at zero: the adapters were trained
+    for key, value in base.items():
+        assert float((value - other[key]).abs().max()) <= WEIGHT_TOLERANCE, key
+
+
+def test_grpo_in_two_processes_writes_the_store_once(tmp_path, tiny_base):
+    """GRPO under torchrun: one training, one loss point per update, one rollout row per state the
+    updates compared (each update still compares --states-per-update groups: the replies are split
+    across the ranks), one evaluation episode per checkpoint."""
+    db = tmp_path / "g.db"
+    source = _explored(db)
+    launched = _launch(tmp_path, "train", source, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base),
+                       "--updates", "2", "--generations", "2", "--states-per-update", "1", "--save-every", "1",
+                       "--rollout-step-cap", "1", "--completion-tokens", "6", "--eval-episodes", "1", "--step-cap",
+                       "1", "--progress", "plain", "--db", str(db))
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    with Store(db) as store:
+        (training,) = store.trainings()
+        assert training.status == "finished" and training.steps == 2
+        assert [p.step for p in store.losses(training.id)] == [1, 2]
+        assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
+        assert [s.kind for s in store.training_sources(training.id)] == ["rollout", "rollout"]
+        (evaluation,) = store.training_evals(training.id)
+        assert sorted(e.checkpoint for e in store.episodes(evaluation[1])) == [0, 1, 2]
+
+
+def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
+    """`--vllm server|colocate` maps to TRL's own vLLM generation; without vLLM installed it is one
+    line before anything is stored (vLLM is simulated absent, so this holds on any machine)."""
+    import importlib.util
+
+    from trl import GRPOConfig
+
+    from s3gym_tui.training.grpo import vllm_args
+    from s3gym_tui.training.options import GrpoConfig
+
+    args = vllm_args(GrpoConfig(vllm="server", vllm_url="http://gpu-box:8000"))
+    config = GRPOConfig(output_dir=str(tmp_path / "g"), use_cpu=True, report_to="none", **args)
+    assert (config.use_vllm, config.vllm_mode, config.vllm_server_base_url) == (True, "server", "http://gpu-box:8000")
+    assert vllm_args(GrpoConfig()) == {}
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else real(name, *a))
+    db = tmp_path / "v.db"
+    source = _explored(db)
+    for extra, needle in ((["--method", "grpo", "--vllm", "colocate"], "--vllm colocate needs vLLM, which is not "
+                                                                          "installed"),
+                          (["--method", "grpo", "--vllm", "gpu"], "unknown --vllm mode 'gpu'"),
+                          (["--vllm", "server"], "--vllm applies to GRPO"),
+                          (["--method", "grpo", "--vllm-url", "http://x"], "--vllm-url names the server")):
+        assert main(["train", source, *extra, "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+    with Store(db) as store:
+        assert store.trainings() == []
