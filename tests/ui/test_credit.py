@@ -298,10 +298,15 @@ async def test_hostile_pi_text_reaches_the_screen_gated(analysis_db, settings):
 
 
 # ----- the engine's own computation, from the view ---------------------------------------------------
-async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, settings, tiny_base):
+async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, settings, tiny_base, monkeypatch):
     """No fake: the scripted analyzer writes PI from the successful sibling, a tiny local Hugging Face
     model (chosen in the dialog) scores the shifts, and the view shows what the store then holds."""
     import sqlite3
+
+    heard = []
+    monkeypatch.setattr(CreditPanel, "show_progress",
+                        lambda self, done, total, what, _orig=CreditPanel.show_progress:
+                        (heard.append((done, total, what)), _orig(self, done, total, what)))
 
     from s3gym_tui.engine.credit import episode_credit
 
@@ -321,6 +326,9 @@ async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, 
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is screen and not screen.busy
+        assert any("analyzer" in what for *_, what in heard)  # each stage was shown as it came
+        scored = [(done, total) for done, total, what in heard if total]
+        assert scored and scored[-1][1] == len([w for *_, w in heard if "scoring step" in w])
         stored = episode_credit(Store(analysis_db), DIVERGING_HISTORY)
         assert stored is not None and stored.scorer == f"hf:{tiny_base}" and stored.advantage < 0
         aligned = [a for a in stored.actions if a.items]
