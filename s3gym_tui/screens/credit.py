@@ -343,6 +343,7 @@ class CreditScreen(AnalysisScreen):
             return
         panel.end_progress()
         self._load(message.episode_id)
+        self._move_to_step(panel, self.at_step)  # where the view was opened, as before computing
         if message.cancelled:
             self.notify("Credit computation cancelled: nothing was stored.")
         elif message.error:

@@ -335,6 +335,7 @@ async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, 
         assert aligned and all(a.shift is not None for a in aligned)
         panel = screen.query_one(CreditPanel)
         assert panel.credit == stored
+        assert panel.table.cursor_row == STEP_WITH_EVIDENCE  # still at the step the view was opened at
         for action in stored.actions:
             row = panel.table.full_row(f"s{action.step}")
             assert row[3].plain == fmt_metric(action.weight, 3)
