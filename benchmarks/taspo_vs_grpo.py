@@ -12,7 +12,8 @@ over seeds, and the mean change against the base. Figures are whatever they are.
 
     LITELLM_LOCAL_MODEL_COST_MAP=True nice -n 10 .venv/bin/python benchmarks/taspo_vs_grpo.py \
         [--game trust] [--seeds 0,1,2] [--updates 3] [--generations 4] [--rollout-step-cap 3] \
-        [--eval-episodes 2] [--step-cap 3] [--reward oracle|self] [--analyzer MODEL] [--tau 1] [--kappa 0.05]
+        [--eval-episodes 2] [--step-cap 3] [--reward oracle|self] [--analyzer MODEL] [--tau 1] [--kappa 0.05] \
+        [--base default|HF_DIR]
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def main() -> None:
     parser.add_argument("--tau", type=float, default=1.0)
     parser.add_argument("--eps-w", type=float, default=0.5)
     parser.add_argument("--methods", default="grpo,taspo")
+    parser.add_argument("--base", default="default", help="default: the bundled SmolLM2-135M; or an HF directory "
+                        "(a tiny random model checks the harness, its figures mean nothing)")
     args = parser.parse_args()
 
     from s3gym_tui.engine.runner import ProtocolRunner
@@ -106,7 +109,7 @@ def main() -> None:
                               f"{time.perf_counter() - t0:.0f} s", flush=True)
 
                 outcome = asyncio.run(train_from_run(store, source.id, TrainOptions(
-                    method=method, grpo=grpo, train=TrainConfig(seed=seed, learning_rate=args.lr),
+                    method=method, grpo=grpo, train=TrainConfig(seed=seed, learning_rate=args.lr), base=args.base,
                     eval_episodes=args.eval_episodes, step_cap=args.step_cap), Hooks(train_event=on_event)))
                 report = training_report(store, outcome.run)
                 rows = {row.epoch: row for row in report.rows}

@@ -82,7 +82,7 @@ def print_outcome(store, aspire_id: str) -> None:
     total = sum(v["seconds"] for v in split.values()) or None
     parts = ", ".join(f"{k} {v['decisions']} ({v['seconds'] / total:.0%} of time)" if total else f"{k} {v['decisions']}"
                       for k, v in sorted(split.items()))
-    console.print(f"  compute: {parts}", soft_wrap=True)
+    console.print(f"  compute: {parts or '— (no decisions)'}", soft_wrap=True)
 
 
 @cli.command()

@@ -116,8 +116,11 @@ def train(
         raise UserError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
     if vllm_url is not None and vllm != "server":
         raise UserError("--vllm-url names the server of --vllm server")
-    if vllm_problem(vllm):
-        raise UserError(vllm_problem(vllm))
+    from s3gym_tui.training.ranks import world
+
+    problem = vllm_problem(vllm, level, world().size)
+    if problem:
+        raise UserError(problem)
     store = _store(db, write=True)
     source = store.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, eval_episodes, step_cap)

@@ -83,6 +83,8 @@ class ComputeShare:
     cost: Optional[float]
     seconds: float
     share: Optional[float]  # of the model calls (None when no call was made yet)
+    token_share: Optional[float] = None  # of the tokens (None when none was counted yet)
+    time_share: Optional[float] = None  # of the decisions' wall time (None when none passed yet)
 
 
 @dataclass(frozen=True)
@@ -158,6 +160,8 @@ def _validations(candidate_id: str, decisions: Sequence) -> tuple[str, ...]:
 def compute_split(split: Mapping[str, Mapping[str, Any]]) -> tuple[ComputeShare, ...]:
     """store.compute_split() as shares of the model calls, in the issue's order."""
     total = sum(int(v.get("calls") or 0) for v in split.values())
+    tokens = sum(int(v.get("tokens") or 0) for v in split.values())
+    seconds = sum(float(v.get("seconds") or 0.0) for v in split.values())
     order = list(SPLIT_ORDER) + sorted(k for k in split if k not in SPLIT_ORDER)
     rows = []
     for cat in order:
@@ -167,7 +171,9 @@ def compute_split(split: Mapping[str, Mapping[str, Any]]) -> tuple[ComputeShare,
         calls = int(v.get("calls") or 0)
         rows.append(ComputeShare(cat, SPLIT_LABELS.get(cat, cat), int(v.get("decisions") or 0), calls,
                                  int(v.get("tokens") or 0), v.get("cost") if v else None,
-                                 float(v.get("seconds") or 0.0), calls / total if total else None))
+                                 float(v.get("seconds") or 0.0), calls / total if total else None,
+                                 int(v.get("tokens") or 0) / tokens if tokens else None,
+                                 float(v.get("seconds") or 0.0) / seconds if seconds else None))
     return tuple(rows)
 
 

@@ -40,7 +40,7 @@ class AspireRead(Message):
     records (decisions after `after` only: the timeline grows)."""
 
     runs: list
-    aspire_id: Optional[str]
+    aspire_id: Optional[str]  # the run read (the one asked for, or the newest when it is gone or none was)
     statuses: dict = field(default_factory=dict)  # run id -> status as a person reads it (store.leases)
     run: object = None
     decisions: list = field(default_factory=list)
@@ -48,6 +48,7 @@ class AspireRead(Message):
     view: object = None  # engine.aspire_view.AspireView
     driver: str = ""  # who drives the run now ('' when no live process does)
     error: Optional[str] = None
+    asked: Optional[str] = None  # the run this read was for
 
 
 class AspireScreen(LiveScreenMixin, AnalysisScreen):
@@ -172,7 +173,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
                 statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
                 chosen = aspire_id if any(r.id == aspire_id for r in runs) else (runs[0].id if runs else None)
                 if chosen is None:
-                    self.post_message(AspireRead(runs, None, statuses))
+                    self.post_message(AspireRead(runs, None, statuses, asked=aspire_id))
                     return
                 if chosen != aspire_id:
                     after = -1
@@ -184,9 +185,9 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
                 lease = leases.get(chosen)
                 driver = lease.describe() if lease is not None else ""
         except Exception as exc:  # noqa: BLE001 - a message, not a crash
-            self.post_message(AspireRead([], aspire_id, error=str(exc)))
+            self.post_message(AspireRead([], aspire_id, error=str(exc), asked=aspire_id))
             return
-        self.post_message(AspireRead(runs, chosen, statuses, run, decisions, after, view, driver))
+        self.post_message(AspireRead(runs, chosen, statuses, run, decisions, after, view, driver, asked=aspire_id))
 
     def on_aspire_read(self, message: AspireRead) -> None:
         self.reads += 1
@@ -197,6 +198,11 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
             return
         self.runs = message.runs
         self.statuses = message.statuses
+        if message.asked != self.aspire_id:
+            # a read for the run shown before the person (or a started process) chose another: only its list
+            self._render_runs()
+            self._follow_started()
+            return
         if message.aspire_id != self.aspire_id or message.after < 0:
             self.decisions = []
             self.query_one("#asp-timeline", FitTable).clear()
@@ -278,12 +284,13 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
             return
         self._shown_runs = shown
         table = self.query_one("#asp-runs", FitTable)
-        table.clear()
-        for r, (_, status) in zip(self.runs, shown):
-            table.add_row(r.id, Text(status, style=STATUS_STYLE.get(status.split(" ")[0], "")),
-                          f"{r.protocol}{' · explicit' if r.explicit else ''}", key=r.id)
-        if self.aspire_id is not None and any(r.id == self.aspire_id for r in self.runs):
-            table.move_cursor(row=table.get_row_index(self.aspire_id))
+        with table.prevent(FitTable.RowHighlighted):  # the rebuild is not a choice of the person's
+            table.clear()
+            for r, (_, status) in zip(self.runs, shown):
+                table.add_row(r.id, Text(status, style=STATUS_STYLE.get(status.split(" ")[0], "")),
+                              f"{r.protocol}{' · explicit' if r.explicit else ''}", key=r.id)
+            if self.aspire_id is not None and any(r.id == self.aspire_id for r in self.runs):
+                table.move_cursor(row=table.get_row_index(self.aspire_id))
         table.border_title = f"ASPIRE runs ({len(self.runs)})"
 
     def _add_decisions(self, fresh: list) -> None:
@@ -339,8 +346,15 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
 
     @on(FitTable.RowHighlighted, "#asp-runs")
     def _run_highlighted(self, event) -> None:
+        """The person moved to another run in the list. A highlight the list's own rebuild posted (the
+        row under the cursor before the rebuild) is not the person's choice: only the row under the
+        cursor now counts."""
+        table = self.query_one("#asp-runs", FitTable)
         chosen = event.row_key.value if event.row_key is not None else None
-        if chosen is not None and chosen != self.aspire_id:
+        if chosen is None or table.row_count == 0:
+            return
+        now = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        if chosen == now and chosen != self.aspire_id:
             self.show_run(chosen)
 
     def show_run(self, aspire_id: str) -> None:
@@ -356,8 +370,8 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
         if not self.runs:
             self.notify("No ASPIRE run yet: n starts one.")
             return
-        labels = [(r.id, f"{r.id} · {r.status} · {r.protocol}{' · explicit' if r.explicit else ''} · {r.model}")
-                  for r in self.runs]
+        labels = [(r.id, f"{r.id} · {self.statuses.get(r.id, r.status)} · {r.protocol}"
+                         f"{' · explicit' if r.explicit else ''} · {r.model}") for r in self.runs]
 
         def chosen(aspire_id: Optional[str]) -> None:
             if aspire_id:

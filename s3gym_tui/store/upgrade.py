@@ -135,24 +135,31 @@ def check_space(path: Path, backup: bool,
                              f"{human_bytes(free)} is free; the file is unchanged")
 
 
+# every lease table (by the schema that added it) and what its key names
+_LEASE_TABLES = (("leases", "run_id", "run"), ("training_leases", "training_id", "training"),
+                 ("aspire_leases", "aspire_id", "ASPIRE run"))
+
+
 def _lease_holder(conn: sqlite3.Connection) -> Optional[str]:
-    """Who drives a run right now, from the leases table (schema 3 and later), or None."""
+    """Who drives a run, a training or an ASPIRE run right now, from the lease tables the file has
+    (schema 3 and later), or None."""
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "leases" not in tables:
-        return None
-    try:
-        rows = conn.execute("SELECT run_id, token, pid, host, command, acquired_at, heartbeat_at "
-                            "FROM leases").fetchall()
-    except sqlite3.OperationalError:  # a leases table of another shape: not ours to judge
-        return None
     now = time.time()
-    for row in rows:
-        try:
-            lease = lease_from_row(row)
-        except (TypeError, ValueError):
+    for table, key, what in _LEASE_TABLES:
+        if table not in tables:
             continue
-        if lease.alive(now):
-            return f"run {lease.run_id} is being driven by {lease.describe()}"
+        try:
+            rows = conn.execute(f"SELECT {key}, token, pid, host, command, acquired_at, heartbeat_at "
+                                f"FROM {table}").fetchall()
+        except sqlite3.OperationalError:  # a lease table of another shape: not ours to judge
+            continue
+        for row in rows:
+            try:
+                lease = lease_from_row(row)
+            except (TypeError, ValueError):
+                continue
+            if lease.alive(now):
+                return f"{what} {lease.run_id} is being driven by {lease.describe()}"
     return None
 
 

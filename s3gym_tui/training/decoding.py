@@ -15,6 +15,11 @@ from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria,
 _ANSWER_DONE = re.compile(r"answer\s*:[^\n]*score\s*[:=]\s*[-+]?\d+(?:\.\d+)?[^\n]*\n", re.IGNORECASE)
 
 
+def answer_line_done(text: str) -> bool:
+    """Whether a free reply's text holds a complete answer line (what AnswerLineStop stops at)."""
+    return _ANSWER_DONE.search(text) is not None
+
+
 def token_pieces(tokenizer: Any) -> list[str]:
     """The text of every token id alone ('' for special tokens, which never enter a constrained line)."""
     size = max(len(tokenizer), getattr(tokenizer, "vocab_size", 0))

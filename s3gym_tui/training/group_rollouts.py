@@ -15,6 +15,12 @@
   prompt for turn t (which holds the same facts); the ratio TRL computes is consistent (both sides
   use the conversation), the sampling distribution differs slightly.
 
+Through vLLM: when the trainer runs with `use_vllm` (`--vllm server|colocate`), the same rollouts
+sample through TRL's own vLLM generation (vllm_sampling.VllmSampler: the constrained half under vLLM's
+structured outputs with the same regex, the free half cut after the answer line as here) and return
+vLLM's logprobs of the sampled tokens (0.0 on the game's masked text, as TRL's tool loop does); the
+step level asks for a batch's replies in one call per pattern. Without it, nothing changes.
+
 Every episode is handed to `on_episode` (the pipeline stores it as an exploration episode of the
 training's rollout run), and `last` keeps the batch's rollouts for the advantage hook
 (grpo_trainer.S3GymGRPOTrainer.token_advantages).
@@ -74,6 +80,7 @@ class Rollout:
     reward: Optional[float] = None  # what GRPO is given (episode level; step level: rewards.py)
     source_return: Optional[float] = None  # the reward source's return, before the format term
     cut: Optional[str] = None  # why the episode ended early (the window), None otherwise
+    logprobs: Optional[list] = None  # the sampler's logprob per completion token (vLLM only; None otherwise)
 
     @property
     def unparsed(self) -> int:
@@ -117,6 +124,8 @@ class GroupRollouts:
         self.sampling, self.reward, self.judge, self.format_weight = sampling, reward, judge, format_weight
         self.step_cap, self.window, self.on_episode = step_cap, window, on_episode
         self._slot = constrained_slot
+        self.active: Any = sampler  # what samples this batch: `sampler`, or vLLM's (vllm_sampling.py)
+        self._vllm: Any = None
         self.pattern = answer_line_pattern(games.make(self.game, MODE).action_grammar())
         self.last: list[Rollout] = []
         self.episodes = 0
@@ -124,12 +133,19 @@ class GroupRollouts:
 
     # ----- TRL's entry point ---------------------------------------------------------------------
     def __call__(self, prompts: list, trainer: Any = None) -> dict[str, Any]:
-        rollouts = [self.episode(p, i % self.G) if self.level == "episode" else self.reply(p, i % self.G)
-                    for i, p in enumerate(prompts)]
+        self.active = self._sampler_for(trainer)
+        if self.level == "episode":
+            rollouts = [self.episode(p, i % self.G) for i, p in enumerate(prompts)]
+        elif self.active is self.sampler:
+            rollouts = [self.reply(p, i % self.G) for i, p in enumerate(prompts)]
+        else:
+            rollouts = self.replies(prompts)
         self.last = rollouts
+        vllm = self.active is not self.sampler
         out: dict[str, Any] = {
             "prompt_ids": [r.prompt_ids for r in rollouts], "completion_ids": [r.completion_ids for r in rollouts],
-            "logprobs": None, "s3gym_constrained": [r.constrained for r in rollouts]}
+            "logprobs": [r.logprobs for r in rollouts] if vllm else None,
+            "s3gym_constrained": [r.constrained for r in rollouts]}
         if self.level == "episode":
             out["env_mask"] = [r.env_mask for r in rollouts]
             out["s3gym_reward"] = [float(r.reward) for r in rollouts]
@@ -142,12 +158,44 @@ class GroupRollouts:
     def _constrained(self, k: int) -> bool:
         return self._slot(self.sampling, k, self.G)
 
+    def _sampler_for(self, trainer: Any) -> Any:
+        """Our transformers sampler, or TRL's vLLM generation when the trainer uses it."""
+        if trainer is None or not getattr(trainer, "use_vllm", False):
+            return self.sampler
+        generation = trainer.vllm_generation
+        if self._vllm is None or self._vllm.generation is not generation:
+            from s3gym_tui.training.vllm_sampling import VllmSampler
+
+            self._vllm = VllmSampler(self.sampler, generation, getattr(trainer, "vllm_mode", "colocate"))
+        return self._vllm
+
+    def _draw(self, ids: list[int], pattern: Optional[str]) -> tuple[list[int], Optional[list]]:
+        """One reply (and its logprobs through vLLM, None otherwise)."""
+        if self.active is self.sampler:
+            return self.sampler.sample(ids, pattern), None
+        return self.active.sample_batch([ids], pattern)[0]
+
     # ----- step level ----------------------------------------------------------------------------
     def reply(self, prompt: list, k: int) -> Rollout:
         constrained = self._constrained(k)
         ids = self.sampler.prompt_ids(_plain(prompt))
         reply = self.sampler.sample(ids, self.pattern if constrained else None)
         return Rollout(self.game, -1, k, constrained, ids, reply, [1] * len(reply), [0] * len(reply))
+
+    def replies(self, prompts: list) -> list[Rollout]:
+        """Step level through vLLM: the batch's replies in one call per pattern the sampling uses (all
+        of them, in server mode, even for a rank that has none of a kind: the call is collective)."""
+        ids = [self.active.prompt_ids(_plain(p)) for p in prompts]
+        slots = [self._constrained(i % self.G) for i in range(len(prompts))]
+        rollouts: list[Optional[Rollout]] = [None] * len(prompts)
+        for constrained in sorted({self._constrained(k) for k in range(self.G)}, reverse=True):
+            mine = [i for i, c in enumerate(slots) if c == constrained]
+            drawn = self.active.sample_batch([ids[i] for i in mine], self.pattern if constrained else None)
+            for i, (reply, logprobs) in zip(mine, drawn):
+                rollouts[i] = Rollout(self.game, -1, i % self.G, constrained, ids[i], reply, [1] * len(reply),
+                                      [0] * len(reply), logprobs=logprobs)
+        assert all(r is not None for r in rollouts), "vLLM returned fewer replies than it was asked for"
+        return rollouts  # type: ignore[return-value]
 
     # ----- episode level -------------------------------------------------------------------------
     def _render(self, messages: list, generation: bool) -> str:
@@ -189,6 +237,8 @@ class GroupRollouts:
             ids = self.sampler.prompt_ids(messages)
             if rollout is None:
                 rollout = Rollout(self.game, seed, k, constrained, ids)
+                if self.active is not self.sampler:
+                    rollout.logprobs = []
                 conversation = list(messages)
             else:
                 between = self._between(conversation, rollout.completion_ids, messages[-1])
@@ -200,8 +250,12 @@ class GroupRollouts:
                 rollout.completion_ids += between
                 rollout.env_mask += [0] * len(between)
                 rollout.turn_of_token += [-1] * len(between)
+                if rollout.logprobs is not None:
+                    rollout.logprobs += [0.0] * len(between)  # the game's text, masked (TRL's tool tokens)
                 conversation.append(messages[-1])
-            reply_ids = self.sampler.sample(ids, self.pattern if constrained else None)
+            reply_ids, logprobs = self._draw(ids, self.pattern if constrained else None)
+            if rollout.logprobs is not None:
+                rollout.logprobs += list(logprobs or [None] * len(reply_ids))
             text = self.sampler.text(reply_ids)
             index = len(rollout.steps)
             rollout.completion_ids += reply_ids

@@ -94,6 +94,18 @@ def load_teacher(base_dir: Path, experts: dict[str, Path], device: Any) -> Any:
     return teacher
 
 
+def all_ranks(counts: dict[str, int]) -> dict[str, int]:
+    """Counts summed over every data-parallel process (ranks.py): each routed its own share of rows."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return counts
+    names = sorted(counts)
+    box = [None] * dist.get_world_size()
+    dist.all_gather_object(box, [counts[n] for n in names])
+    return {n: sum(int(part[i]) for part in box) for i, n in enumerate(names)}
+
+
 def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path], out_dir: Path, *,
                    updates: int, batch: int, learning_rate: float, max_completion_length: int, temperature: float,
                    beta: float = 1.0, save_every: int = 4, lora: TrainConfig = TrainConfig(),
@@ -148,6 +160,6 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)
     progress(TrainEvent("done", result.steps, result.steps, phase=phase))
-    routed = dict(trainer.routed_rows)
+    routed = all_ranks(dict(trainer.routed_rows))
     del trainer, student, teacher, model
     return result, routed

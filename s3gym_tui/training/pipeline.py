@@ -73,8 +73,9 @@ def _check(source: Run, options: TrainOptions) -> None:
         raise TrainingError("GRPO trains locally only (--backend local)")
     if options.grpo.vllm is not None and options.method != "grpo":
         raise TrainingError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
-    if vllm_problem(options.grpo.vllm):
-        raise TrainingError(vllm_problem(options.grpo.vllm))
+    problem = vllm_problem(options.grpo.vllm, options.grpo.level, world().size)
+    if problem:
+        raise TrainingError(problem)
     if options.method in ("grpo", "taspo"):
         replies, ranks = options.grpo.num_generations * options.grpo.states_per_update, world().size
         if replies % ranks:

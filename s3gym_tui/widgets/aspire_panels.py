@@ -117,15 +117,13 @@ def split_table(view: Optional[AspireView], bar: int = 8) -> Table | Text:
     table.add_column("tokens", justify="right", no_wrap=True)
     table.add_column("time", justify="right", no_wrap=True)
     table.add_column("$", justify="right", no_wrap=True)
-    total_tokens = sum(s.tokens for s in view.split)
-    total_seconds = sum(s.seconds for s in view.split)
     for s in view.split:
         style = CATEGORY_STYLE.get(s.category, "")
         filled = 0 if s.share is None else round(bar * s.share)
         cells = Text("█" * filled, style=style or "white")
         cells.append("░" * (bar - filled), style="dim")
-        tokens = f"{100 * s.tokens / total_tokens:.0f}%" if total_tokens else DASH
-        seconds = f"{100 * s.seconds / total_seconds:.0f}%" if total_seconds else DASH
+        tokens = DASH if s.token_share is None else f"{100 * s.token_share:.0f}%"
+        seconds = DASH if s.time_share is None else f"{100 * s.time_share:.0f}%"
         table.add_row(Text(CATEGORY_SHORT.get(s.category, s.category), style=style), cells,
                       DASH if s.share is None else f"{100 * s.share:.0f}%",
                       tokens, seconds, DASH if s.cost is None else f"{s.cost:.4f}")

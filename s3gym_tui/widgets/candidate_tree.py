@@ -51,6 +51,11 @@ class CandidateTree(Tree):
         if target is None and candidates:  # the final candidate, else the newest
             final = next((c.id for c in candidates if c.is_final), candidates[-1].id)
             target = nodes[final]
-        if target is not None:  # a node has its line once the tree has been laid out again
-            self.call_after_refresh(self.move_cursor, target)
+        if target is not None:
+            # Tree.clear() keeps the cursor's line and node (the old tree's): forget them without a watcher
+            # (set_reactive), lay the new lines out (last_line builds them: every node gets its line), then
+            # move, so that NodeHighlighted names the node now under the cursor
+            self.set_reactive(Tree.cursor_line, -1)
+            _ = self.last_line
+            self.move_cursor(target)
         return True

@@ -68,6 +68,9 @@ def test_the_compute_split_is_shares_of_the_model_calls_in_the_issues_order(stor
     calls = {s.category: s.calls for s in split}
     assert calls == {"interpretation": 2, "practice": 20, "update": 4, "validation": 28, "submit": 1, "other": 1}
     assert sum(s.share for s in split) == pytest.approx(1.0)
+    assert sum(s.token_share for s in split) == pytest.approx(1.0) and sum(s.time_share for s in split) == pytest.approx(1.0)
+    assert {s.category: s.token_share for s in split}["practice"] == pytest.approx(20 / 56)  # 960 tokens a call
     assert {s.category: s.cost for s in split}["practice"] is None  # one practice call was unpriced: not $0
     empty = aspire_view(store.get_aspire_run(LIVE), [], [], [], [], {})
-    assert all(s.share is None for s in empty.split) and empty.candidates == ()
+    assert all(s.share is None and s.token_share is None and s.time_share is None for s in empty.split)
+    assert empty.candidates == ()

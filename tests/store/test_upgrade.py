@@ -204,6 +204,40 @@ def test_a_live_lease_names_the_run_and_its_driver(tmp_path: Path):
         driver.wait()
 
 
+@pytest.mark.parametrize("table,key,parent,what", [
+    ("training_leases", "training_id", "INSERT INTO trainings (id, created_at) VALUES ('tr-1', '2026-01-01')", "training tr-1"),
+    ("aspire_leases", "aspire_id", "INSERT INTO aspire_runs (id, goal_id, goal_text, model, protocol, created_at) "
+     "VALUES ('asp-1', 'planning', 'plan', 'scripted', 'final', '2026-01-01')", "ASPIRE run asp-1"),
+])
+def test_a_live_training_or_aspire_lease_refuses_an_upgrade_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 table, key, parent, what):
+    path = tmp_path / "x.db"
+    with Store(path):
+        pass
+    driver = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        conn = sqlite3.connect(path)
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute(parent)
+        conn.execute(f"INSERT INTO {table} ({key}, token, pid, host, command, acquired_at, heartbeat_at) "
+                     f"VALUES (?, 't', ?, ?, 's3gym x', '2026-01-01T00:00:00+00:00', ?)",
+                     (what.rsplit(" ", 1)[-1], driver.pid, upgrade_host(), time.time()))
+        conn.commit()
+        conn.close()
+
+        def _v_next(db) -> None:
+            db.execute("CREATE TABLE later (x INTEGER)")
+
+        monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, _v_next])
+        before = _sha(path)
+        with pytest.raises(UpgradeRefused, match=rf"while {what} is being driven by PID {driver.pid}"):
+            Store(path)
+        assert _sha(path) == before
+    finally:
+        driver.kill()
+        driver.wait()
+
+
 def upgrade_host() -> str:
     from s3gym_tui.store.leases import HOST
 

@@ -104,6 +104,51 @@ def test_grpo_in_two_processes_writes_the_store_once(tmp_path, tiny_base):
         assert sorted(e.checkpoint for e in store.episodes(evaluation[1])) == [0, 1, 2]
 
 
+def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, monkeypatch):
+    """`s3gym distill` under torchrun: one study, phase 1 and phase 2 trained once each (their loss
+    points one per update), every student evaluated once per game; the experts' rollouts and the
+    datasets made once, by rank 0."""
+    from s3gym_tui.training.backend import TrainConfig
+    from s3gym_tui.training.options import TrainOptions
+    from s3gym_tui.training.pipeline import train_from_run
+
+    monkeypatch.setenv("S3GYM_TRAINING_DIR", str(tmp_path / "training"))
+    db = tmp_path / "d.db"
+    experts = []
+    with Store(db) as store:
+        for game in ("trust", "snake"):
+            run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
+                                             eval_every=1, eval_episodes=1, step_cap=3))
+            run = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
+            options = TrainOptions(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1,
+                                   train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2))
+            experts.append(asyncio.run(train_from_run(store, run.id, options)).training.id)
+        runs_before = len(store.list_runs())
+    launched = _launch(tmp_path, "distill", *experts, "--rollout-episodes", "1", "--rollout-step-cap", "2",
+                       "--updates", "2", "--batch", "2", "--completion-tokens", "6", "--eval-episodes", "1",
+                       "--step-cap", "1", "--progress", "plain", "--db", str(db))
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    with Store(db) as store:
+        students = [t for t in store.trainings() if t.study_id]
+        assert sorted(t.role for t in students) == ["phase1", "phase2"]
+        for student in students:
+            assert student.status == "finished" and len(store.losses(student.id)) == student.steps > 0
+            evaluations = store.training_evals(student.id)
+            assert sorted(game for game, _, _ in evaluations) == ["snake", "trust"]
+            assert all(len(store.episodes(run_id)) == 1 for _, run_id, _ in evaluations)
+        phase2 = next(t for t in students if t.role == "phase2")
+        # every rank's rows are counted: 2 updates x 2 prompts per process x 2 processes
+        assert sum(phase2.metrics["routed"].values()) == 2 * 2 * 2
+        study = store.get_study(students[0].study_id)
+        assert study.status == "finished" and len(study.settings["rollout_runs"]) == 2
+        assert len(study.settings["datasets"]) == 2
+        for expert in experts:  # the matrix: each expert also on the other game, once
+            assert len(store.training_evals(expert)) == 2
+        # two rollout runs, four student evaluations (two students x two games) and the experts' two
+        # evaluations on each other's game: nothing twice
+        assert len(store.list_runs()) == runs_before + 2 + 4 + 2
+
+
 def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
     """`--vllm server|colocate` maps to TRL's own vLLM generation; without vLLM installed it is one
     line before anything is stored (vLLM is simulated absent, so this holds on any machine)."""

@@ -127,16 +127,17 @@ async def test_an_empty_store_says_how_to_start_one(tmp_path, settings):
         assert isinstance(app.screen, AspireScreen)  # nothing to pick: said, no dialog
 
 
-async def test_n_starts_a_run_as_its_own_process_the_screen_follows_it_to_its_hidden_scores(tmp_path, settings):
+async def test_n_starts_a_run_as_its_own_process_the_screen_follows_it_to_its_hidden_scores(aspire_db, settings):
     """n, a goal, the scripted operator (offline), adaptive, a budget; ctrl+s starts `s3gym aspire` as a
-    child process that holds the run's lease; the screen switches to the new run and follows it live to
-    the end, when its hidden scores appear."""
+    child process that holds the run's lease; the screen switches from the run it showed to the new run
+    (reads of the old one still under way are not shown) and follows it live to the end, when its hidden
+    scores appear and its final candidate is chosen."""
     import os
     import signal
 
     from s3gym_tui.screens.aspire_dialog import AspireDialog
 
-    path = tmp_path / "new.db"
+    path = aspire_db
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -172,6 +173,10 @@ async def test_n_starts_a_run_as_its_own_process_the_screen_follows_it_to_its_hi
             assert len(screen.decisions) >= 3 and screen.decisions[-1].tool == "submit"
             assert "[finished]" in shown(screen, "#asp-status")
             assert "hidden until" not in shown(screen, "#asp-claims") and screen.view.base_score.value is not None
+            tree = screen.query_one(CandidateTree)
+            assert screen.chosen_candidate is not None and tree.chosen_id == screen.chosen_candidate
+            assert screen.chosen_candidate.startswith(child.run_id)  # a candidate of the new run, shown
+            assert screen.view.candidate(screen.chosen_candidate).label in shown(screen, "#asp-claims")
             with Store(path) as store:
                 assert store.aspire_lease(child.run_id) is None  # released at the end
         finally:
@@ -227,3 +232,24 @@ async def test_s_stops_the_run_it_stays_resumable_r_resumes_it_to_the_end(tmp_pa
                 if process.alive:
                     os.kill(process.pid, signal.SIGKILL)
                 process.process.wait(timeout=30)
+
+
+async def test_at_200_columns_the_runs_list_chooses_the_run_shown(aspire_db, settings):
+    """At 200x50 the ASPIRE runs are listed beside the timeline; moving in the list shows that run (and the
+    list's own rebuilds on every refresh do not move the person elsewhere)."""
+    app = S3GymApp(db_path=aspire_db, settings=settings)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await settle(pilot)
+        app.open_aspire()
+        await settle(pilot)
+        screen = app.screen
+        runs = screen.query_one("#asp-runs")
+        assert runs.display and runs.row_count == 2 and screen.aspire_id == LIVE
+        runs.focus()
+        await pilot.press("down")
+        await until(pilot, lambda: screen.run is not None and screen.run.id == FINISHED and len(screen.decisions) == 12)
+        with Store(aspire_db) as other:  # another process writes: the list is rebuilt, the choice stays
+            other.set_aspire_status(LIVE, "interrupted", "stopped")
+        await until(pilot, lambda: "interrupted" in str(runs.get_row(LIVE)), what="the list rebuilt")
+        await settle(pilot)
+        assert screen.aspire_id == FINISHED and screen.run.id == FINISHED
