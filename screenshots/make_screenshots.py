@@ -212,6 +212,49 @@ async def nav_search(pilot, ids) -> None:
     await press(pilot, "down")
 
 
+CREDIT_SOURCE, CREDIT_FORK_AT = "trust-summary-demo-c006-e0", 2
+
+
+def steered_fork(db: Path) -> str:
+    """A person forks an evaluation episode after two steps and collaborates to the end, stating no
+    self-score: a sibling of seed 1000000 whose self-judged return is below the others' (so they are
+    its successful siblings: the PI's sources). Returns its id."""
+    import s3gym_tui.engine.play as play
+    from s3gym_tui.engine.llm import CallSettings
+    from s3gym_tui.engine.play import fork_session
+    from s3gym_tui.store import Store
+
+    play.uuid = types.SimpleNamespace(uuid4=lambda: types.SimpleNamespace(hex="steered001"))  # not the demo fork's
+    with Store(db) as store:
+        session = fork_session(store, CREDIT_SOURCE, CREDIT_FORK_AT,
+                               CallSettings(model="scripted/trust", backoff_base_s=0))
+        while not session.done:
+            session.commit(None, action="collaborate", actor="human")
+        return session.episode.id
+
+
+async def computed_credit(pilot, episode_ids: list[str]) -> None:
+    """Open the credit view and compute it the way a person does: c, the offered open scorer (the
+    embedded model: the scripted player cannot score), enter; the scripted analyzer writes the PI."""
+    pilot.app.open_credit(episode_ids, at_step=CREDIT_FORK_AT)
+    await settle(pilot)
+    await press(pilot, "c")
+    await press(pilot, "enter")
+    await settle(pilot)
+
+
+async def nav_credit(pilot, ids) -> None:
+    await computed_credit(pilot, [steered_fork(pilot.app.db_path)])
+
+
+async def nav_credit_compare(pilot, ids) -> None:
+    fork = steered_fork(pilot.app.db_path)
+    pilot.app.open_compare(CREDIT_SOURCE, fork)
+    await settle(pilot)
+    await press(pilot, *["right"] * CREDIT_FORK_AT, "w", "c", "enter")
+    await settle(pilot)
+
+
 async def _with_aspire(pilot) -> None:
     """ASPIRE runs in this shot's copy only (the scripted operator's run makes ordinary runs too, which
     the other shots must not list): the fixture's runs and a whole scripted-operator run (tests/ui/aspire_data)."""
@@ -241,8 +284,8 @@ async def nav_aspire_marks(pilot, ids) -> None:
     await press(pilot, "c", "up")  # the sft candidate score-gated retention rolled back
 
 
-# name -> (screen module that must exist, navigation, settings overrides)
-SHOTS: dict[str, tuple[str, Navigate, dict]] = {
+# name -> (screen module that must exist, navigation, settings overrides[, terminal size])
+SHOTS: dict[str, tuple] = {
     "home": ("home", nav_home, {}),
     "play": ("play", nav_play, {}),
     "play_light": ("play", nav_play, {"theme": "light"}),
@@ -259,17 +302,21 @@ SHOTS: dict[str, tuple[str, Navigate, dict]] = {
     "search": ("search", nav_search, {}),
     "aspire": ("aspire", nav_aspire, {}),
     "aspire_marks": ("aspire", nav_aspire_marks, {}),
+    "credit-80x24": ("credit", nav_credit, {}, (80, 24)),
+    "credit-120x40": ("credit", nav_credit, {}, (120, 40)),
+    "credit-200x50": ("credit", nav_credit, {}, (200, 50)),
+    "credit_compare-120x40": ("credit", nav_credit_compare, {}, (120, 40)),
 }
 
 
-async def shoot(name: str, db: Path, ids: dict, navigate: Navigate, overrides: dict) -> Path:
+async def shoot(name: str, db: Path, ids: dict, navigate: Navigate, overrides: dict, size=SIZE) -> Path:
     from s3gym_tui.app import S3GymApp
     from s3gym_tui.config import Settings
 
     settings = Settings(default_model="scripted/trust", theme="dark", human_name="alice").model_copy(
         update=overrides)
     app = S3GymApp(db_path=db, settings=settings)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=size) as pilot:
         await settle(pilot)
         await navigate(pilot, ids)
         await settle(pilot)
@@ -315,7 +362,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ids = asyncio.run(build_db(args.db))
     made, skipped = [], []
     for name in wanted:
-        module, navigate, overrides = SHOTS[name]
+        module, navigate, overrides, *size = SHOTS[name]
         if importlib.util.find_spec(f"s3gym_tui.screens.{module}") is None:
             print(f"warning: s3gym_tui/screens/{module}.py does not exist yet; skipping {name}")
             skipped.append(name)
@@ -324,7 +371,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         shutil.copy(args.db, copy)
         make_deterministic(record_start=5000)  # the same ids and latencies whatever ran before
         try:
-            svg = asyncio.run(shoot(name, copy, ids, navigate, overrides))
+            svg = asyncio.run(shoot(name, copy, ids, navigate, overrides, *size))
         except Exception as exc:  # noqa: BLE001 - one broken screen must not stop the others
             print(f"warning: {name} failed: {type(exc).__name__}: {exc}")
             skipped.append(name)

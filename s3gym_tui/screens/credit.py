@@ -32,47 +32,14 @@ class CreditCancelled(Exception):
     """The person cancelled a credit computation (raised from its progress callback)."""
 
 
-class ReportingScorer:
-    """The scorer the person chose, built on its first use (a model load: only when some action has
-    aligned PI), that reports each scored action and stops when the computation is cancelled."""
-
-    def __init__(self, name: str, progress: Callable[..., None]) -> None:
-        self.name = name
-        self.progress = progress
-        self.calls = 0
-        self._scorer: Any = None
-
-    def logprobs(self, messages, completion: str) -> list[float]:
-        from s3gym_tui.engine.credit_score import scorer_for
-
-        # two calls per aligned action (with and without P_i): report each action once
-        if self.calls % 2 == 0:
-            self.progress(self.calls // 2, None, f"scoring aligned action {self.calls // 2 + 1} with {self.name}")
-        if self._scorer is None:
-            self._scorer = scorer_for(self.name)
-        self.calls += 1
-        return self._scorer.logprobs(messages, completion)
-
-
 def compute_episode_credit(store, episode_id: str, scorer: Optional[str],
                            progress: Callable[[Optional[int], Optional[int], str], None]) -> Any:
-    """The engine's computation of one episode's credit (engine.credit_compute: siblings, PI from the
-    successful ones, alignment, shifts, weights; stored), with progress reported before the analyzer's
-    call and per scored action; `progress` raises CreditCancelled to stop it between two of them."""
-    from s3gym_tui.engine.credit_compute import CreditSettings, call_model, compute_credit
+    """The engine's computation of one episode's credit (siblings, PI from the successful ones,
+    alignment, shifts, weights; stored). `progress` hears each stage and each scored step, and raises
+    CreditCancelled to stop it between two of them (nothing of the credit is stored then)."""
+    from s3gym_tui.engine.credit import compute_credit
 
-    episode = store.get_episode(episode_id)
-    chosen = scorer or episode.model
-
-    def analyze(model: str, messages: list, ctx: dict) -> str:
-        progress(None, None, f"the analyzer {model} reads the successful siblings for PI")
-        reply = call_model(model, messages, ctx)
-        progress(None, None, "PI stored; aligning it with each step's pre-action history")
-        return reply
-
-    progress(None, None, f"reading the siblings of {episode.game} {episode.mode} seed {episode.seed}")
-    return compute_credit(store, episode_id, CreditSettings(scorer=chosen), analyze=analyze,
-                          scorer=ReportingScorer(chosen, progress), say=lambda _line: None)
+    return compute_credit(store, episode_id, scorer=scorer, progress=progress)
 
 
 class CreditScreen(AnalysisScreen):
@@ -376,6 +343,7 @@ class CreditScreen(AnalysisScreen):
             return
         panel.end_progress()
         self._load(message.episode_id)
+        self._move_to_step(panel, self.at_step)  # where the view was opened, as before computing
         if message.cancelled:
             self.notify("Credit computation cancelled: nothing was stored.")
         elif message.error:

@@ -12,6 +12,7 @@ from rich.text import Text
 
 UNIFORM_MARK = "│"  # the uniform-credit line, at w = 1
 MORE, LESS = "█", "█"
+NUDGE_MORE, NUDGE_LESS = "▌", "▐"  # less than half a cell off 1: a half block against the line
 EMPTY = "·"
 UNDEFINED = "—"
 # neither colour says good or bad: with A < 0 more weight is more blame
@@ -20,15 +21,15 @@ MORE_STYLE, LESS_STYLE, LINE_STYLE, EMPTY_STYLE = "cyan", "magenta", "bold", "di
 
 def bar_cells(weight: Optional[float], eps_w: Optional[float], width: int) -> Optional[int]:
     """How many cells the bar of `weight` fills from the uniform line: positive to the right (w > 1),
-    negative to the left, within ±(width // 2). None when the weight or the bound is undefined.
-    A weight off 1 by any amount fills at least one cell (a small shift is not drawn as none)."""
+    negative to the left, within ±(width // 2); 0 also for an offset under half a cell (weight_bar
+    draws that as a half block). None when the weight or the bound is undefined."""
     if weight is None or eps_w is None or not math.isfinite(weight) or not math.isfinite(eps_w):
         return None
     half = max(1, width // 2)
     off = weight - 1.0
     if eps_w <= 0 or off == 0:
         return 0
-    cells = min(half, max(1, math.floor(abs(off) / eps_w * half + 0.5)))  # half up, not to even
+    cells = min(half, math.floor(abs(off) / eps_w * half + 0.5))  # half up, not to even
     return cells if off > 0 else -cells
 
 
@@ -40,9 +41,12 @@ def weight_bar(weight: Optional[float], eps_w: Optional[float], width: int = 11)
     cells = bar_cells(weight, eps_w, width)
     if cells is None:
         return Text(UNDEFINED.center(width), style=EMPTY_STYLE)
+    off = weight - 1.0
     text = Text()
     for i in range(-half, half + 1):
-        if i == 0:
+        if cells == 0 and off != 0 and i == (1 if off > 0 else -1):  # off 1, by less than half a cell
+            text.append(NUDGE_MORE if off > 0 else NUDGE_LESS, style=MORE_STYLE if off > 0 else LESS_STYLE)
+        elif i == 0:
             text.append(UNIFORM_MARK, style=LINE_STYLE)
         elif cells < 0 and cells <= i < 0:
             text.append(LESS, style=LESS_STYLE)

@@ -28,8 +28,9 @@ def credit_head(credit: Any) -> tuple[Text, Text]:
     main = Text()
     main.append("A ", style="bold")
     main.append(fmt_signed(credit.advantage), style="bold")
-    main.append(f" (reward {fmt_metric(credit.reward)})")
-    main.append(f" · group of {len(credit.group)}, {len(credit.successful)} successful ({credit.success_rule})")
+    judged = "self-judged" if credit.success_rule == "self" else credit.success_rule
+    main.append(f" · return {fmt_metric(credit.reward)} ({judged})")
+    main.append(f" · group of {len(credit.group)}, {len(credit.successful)} successful")
     more = Text(f"ε_w {credit.eps_w:g} · κ {credit.kappa:g} · τ {credit.tau:g} · {credit.credit}-level", style="dim")
     more.append(" · analyzer ", style="dim")
     more.append_text(safe_text(credit.analyzer or "—", one_line=True, max_chars=80))
@@ -41,7 +42,7 @@ def credit_head(credit: Any) -> tuple[Text, Text]:
     return main, more
 
 
-LEGEND = "│ w 1: uniform (GRPO) · right: more of A · left: less"
+LEGEND = "│ = w 1: uniform credit (GRPO) · right: more of A · left: less"
 
 
 class CreditPanel(Vertical):
@@ -109,7 +110,7 @@ class CreditPanel(Vertical):
             table.add_row(
                 str(action.step), action.action,
                 weight_bar(action.weight, credit.eps_w, width),
-                Text(fmt_metric(action.weight), style="bold" if action.weight not in (None, 1.0) else "dim"),
+                Text(fmt_metric(action.weight, 3), style="bold" if action.weight not in (None, 1.0) else "dim"),
                 Text(fmt_signed(action.shift, 3) if action.shift is not None else "—",
                      style="" if action.shift is not None else "dim"),
                 fmt_signed(action.advantage(credit.advantage)),

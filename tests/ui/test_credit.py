@@ -56,7 +56,8 @@ def test_the_bar_is_centred_on_the_uniform_line_and_reaches_the_bounds():
     assert weight_bar(1.5, 0.5, width).plain == "·····│█████"
     assert weight_bar(0.5, 0.5, width).plain == "█████│·····"
     assert bar_cells(1.25, 0.5, width) == 3 and bar_cells(0.75, 0.5, width) == -3
-    assert bar_cells(1.001, 0.5, width) == 1  # a small shift is drawn, not rounded to none
+    assert bar_cells(1.001, 0.5, width) == 0  # under half a cell: a half block against the line
+    assert weight_bar(1.001, 0.5, width).plain == "·····│▌····" and weight_bar(0.999, 0.5, width).plain == "····▐│·····"
     assert weight_bar(None, 0.5, width).plain.strip() == "—"  # undefined: never a bar at 1 or at 0
     assert UNIFORM_MARK not in weight_bar(None, 0.5, width).plain
 
@@ -84,11 +85,11 @@ async def test_w_in_a_replay_shows_the_weights_and_an_evidence_link_opens_the_si
             cells = table.full_row(f"s{step.index}")
             assert cells[0].plain == str(step.index) and cells[1].plain == step.action
             assert cells[2].plain == weight_bar(w, EPS_W, len(cells[2].plain)).plain  # the bar of that weight
-            assert cells[3].plain == fmt_metric(w)
+            assert cells[3].plain == fmt_metric(w, 3)
             assert cells[6].plain == fmt_signed(panel.credit.advantage)  # the uniform line: A for every step
         # weights move credit between the steps only: they average 1, and steps without PI keep 1
         assert abs(sum(weights[DIVERGING_HISTORY]) / len(stored) - 1) < 1e-9
-        assert table.full_row("s1")[3].plain == "1.00" and table.full_row("s1")[4].plain == "—"  # no aligned PI
+        assert table.full_row("s1")[3].plain == "1.000" and table.full_row("s1")[4].plain == "—"  # no aligned PI
         # opened at the step in view; its aligned item and both evidence links below
         assert table.cursor_row == STEP_WITH_EVIDENCE
         lines = detail_lines(screen)
@@ -160,7 +161,7 @@ async def test_compare_shows_both_sides_credit(credit_db, settings):
         assert "B · credit of " + DIVERGING_SUMMARY in str(b.border_title)
         for panel, episode in ((a, DIVERGING_HISTORY), (b, DIVERGING_SUMMARY)):
             assert [panel.table.full_row(f"s{i}")[3].plain for i in range(len(weights[episode]))] == \
-                [fmt_metric(w) for w in weights[episode]]
+                [fmt_metric(w, 3) for w in weights[episode]]
             assert panel.table.cursor_row == 2
         # B's side: its step 2 had the same item, with B itself among the evidence
         b.table.focus()
@@ -297,10 +298,15 @@ async def test_hostile_pi_text_reaches_the_screen_gated(analysis_db, settings):
 
 
 # ----- the engine's own computation, from the view ---------------------------------------------------
-async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, settings, tiny_base):
+async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, settings, tiny_base, monkeypatch):
     """No fake: the scripted analyzer writes PI from the successful sibling, a tiny local Hugging Face
     model (chosen in the dialog) scores the shifts, and the view shows what the store then holds."""
     import sqlite3
+
+    heard = []
+    monkeypatch.setattr(CreditPanel, "show_progress",
+                        lambda self, done, total, what, _orig=CreditPanel.show_progress:
+                        (heard.append((done, total, what)), _orig(self, done, total, what)))
 
     from s3gym_tui.engine.credit import episode_credit
 
@@ -320,15 +326,19 @@ async def test_c_computes_with_the_engine_and_a_chosen_open_scorer(analysis_db, 
         await pilot.press("enter")
         await settle(pilot)
         assert app.screen is screen and not screen.busy
+        assert any("analyzer" in what for *_, what in heard)  # each stage was shown as it came
+        scored = [(done, total) for done, total, what in heard if total]
+        assert scored and scored[-1][1] == len([w for *_, w in heard if "scoring step" in w])
         stored = episode_credit(Store(analysis_db), DIVERGING_HISTORY)
         assert stored is not None and stored.scorer == f"hf:{tiny_base}" and stored.advantage < 0
         aligned = [a for a in stored.actions if a.items]
         assert aligned and all(a.shift is not None for a in aligned)
         panel = screen.query_one(CreditPanel)
         assert panel.credit == stored
+        assert panel.table.cursor_row == STEP_WITH_EVIDENCE  # still at the step the view was opened at
         for action in stored.actions:
             row = panel.table.full_row(f"s{action.step}")
-            assert row[3].plain == fmt_metric(action.weight)
+            assert row[3].plain == fmt_metric(action.weight, 3)
             assert row[2].plain == weight_bar(action.weight, stored.eps_w, len(row[2].plain)).plain
         assert abs(sum(a.weight for a in stored.actions) / len(stored.actions) - 1) < 1e-9
         first = aligned[0]
