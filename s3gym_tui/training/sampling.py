@@ -39,7 +39,8 @@ class ReplySampler:
         self.model, self.tokenizer = model, tokenizer
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
         self.entry: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "pieces": None}
-        self.calls = 0
+        self.calls = 0  # draws seeded by their count (the rollout player)
+        self.drawn = 0  # every reply drawn here
 
     def prompt_ids(self, messages: list) -> list[int]:
         return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False))
@@ -61,6 +62,7 @@ class ReplySampler:
         from s3gym_tui.training.decoding import AnswerLineStop, RegexConstraint, first_char_groups, token_pieces
 
         seed = self._seed(key)
+        self.drawn += 1
         eos = self.tokenizer.eos_token_id
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else eos
         device = getattr(self.model, "device", "cpu")

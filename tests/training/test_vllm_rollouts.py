@@ -93,7 +93,7 @@ def test_step_level_replies_are_asked_of_vllm_with_the_regex_for_the_constrained
                for c in fake.calls)
     # the call's fields were put back as they were
     assert (fake.structured_outputs_regex, fake.temperature, fake.max_completion_length) == ("ORIGINAL", 0.5, 99)
-    assert sampler.calls == 0  # the transformers sampler generated nothing
+    assert sampler.drawn == 0  # the transformers sampler generated nothing
     assert out["prompt_ids"] == ids
     assert out["s3gym_constrained"] == [True, True, False, False] * 2
     constrained = tok(CONSTRAINED_TEXT, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
@@ -117,9 +117,9 @@ def test_without_vllm_the_transformers_sampler_generates_and_no_logprobs_are_ret
     rollouts = GroupRollouts("trust", "step", sampler, 2, "mixed", "oracle")
     fake = FakeGeneration(sampler.tokenizer)
     for trainer in (None, _trainer(fake, use_vllm=False)):
-        before = sampler.calls
+        before = sampler.drawn
         out = rollouts([_state(3)] * 2, trainer)
-        assert sampler.calls == before + 2 and out["logprobs"] is None
+        assert sampler.drawn == before + 2 and out["logprobs"] is None
         assert parse_reply(sampler.text(out["completion_ids"][0])).action in ("collaborate", "cheat")
     assert fake.calls == []
 
