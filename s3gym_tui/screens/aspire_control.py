@@ -4,11 +4,9 @@ through the store and stops it the way the command line honours (Ctrl-C to its p
 
 from __future__ import annotations
 
-import os
-import signal
 from typing import Callable, Optional
 
-from s3gym_tui.screens.run_control import children
+from s3gym_tui.screens.run_control import ask_to_stop_driver, children
 
 ASPIRE_KIND = "aspire"
 
@@ -89,9 +87,6 @@ def resume_aspire(app, run, started: Optional[Callable[[object], None]] = None) 
 def stop_aspire(app, aspire_id: str) -> None:
     """Ctrl-C to the process driving it (it stores the stop and stays resumable). A process this app
     started is stopped at once; another one after a confirmation."""
-    from s3gym_tui.screens.dialogs import ConfirmDialog
-    from s3gym_tui.store.leases import HOST
-
     mine = aspire_child(app, aspire_id)
     try:
         lease = app.store.aspire_lease(aspire_id)
@@ -105,19 +100,5 @@ def stop_aspire(app, aspire_id: str) -> None:
     if lease is None:
         app.notify(f"{aspire_id} is not running.")
         return
-    if lease.host != HOST:
-        app.notify(f"{aspire_id} is driven by {lease.describe()} on another machine: stop it there.",
-                   severity="warning")
-        return
-
-    def confirmed(yes: Optional[bool]) -> None:
-        if yes:
-            try:
-                os.kill(lease.pid, signal.SIGINT)
-                app.notify(f"Sent Ctrl-C to PID {lease.pid}: it stops cleanly, resumable.")
-            except OSError as exc:
-                app.notify(f"Cannot stop PID {lease.pid}: {exc}", severity="error")
-
-    app.push_screen(ConfirmDialog(f"ASPIRE run {aspire_id} is driven by {lease.describe()}.\nSend that "
-                                  f"process Ctrl-C? It stays resumable.", yes="Stop it", no="Keep running"),
-                    confirmed)
+    ask_to_stop_driver(app, aspire_id, lease, f"ASPIRE run {aspire_id} is driven by {lease.describe()}.\nSend "
+                       f"that process Ctrl-C? It stays resumable.")

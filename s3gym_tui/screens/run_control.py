@@ -91,10 +91,6 @@ def stop_run(app, run_id: str) -> None:
     """Stop a running run: Ctrl-C to the process holding its lease (it stores 'stopped' with the
     reason and stays resumable). A process this app started is stopped at once; another one (a
     terminal's `s3gym run`, a sweep driving several runs) after a confirmation."""
-    import signal
-
-    from s3gym_tui.store.leases import HOST
-
     lease = live_lease(app, run_id)
     starting = children(app).of_run(run_id)
     if lease is None and starting is None:
@@ -105,9 +101,19 @@ def stop_run(app, run_id: str) -> None:
         app.notify(f"Stopping {run_id} (Ctrl-C to PID {starting.pid}): it stops cleanly and stays "
                    f"resumable (r).")
         return
+    ask_to_stop_driver(app, run_id, lease, f"Run {run_id} is driven by {lease.describe()}.\nSend that process "
+                       f"Ctrl-C? It stops every run it drives; they stay resumable.")
+
+
+def ask_to_stop_driver(app, what: str, lease, question: str) -> None:
+    """Ctrl-C, after a confirmation, to a live process of this machine that drives `what` (its lease);
+    a driver on another machine cannot be signalled from here: one line says so."""
+    import signal
+
+    from s3gym_tui.store.leases import HOST
+
     if lease.host != HOST:
-        app.notify(f"{run_id} is driven by {lease.describe()} on another machine: stop it there.",
-                   severity="warning")
+        app.notify(f"{what} is driven by {lease.describe()} on another machine: stop it there.", severity="warning")
         return
 
     def confirmed(yes: Optional[bool]) -> None:
@@ -118,9 +124,7 @@ def stop_run(app, run_id: str) -> None:
             except OSError as exc:
                 app.notify(f"Cannot stop PID {lease.pid}: {exc}", severity="error")
 
-    app.push_screen(ConfirmDialog(
-        f"Run {run_id} is driven by {lease.describe()}.\nSend that process Ctrl-C? It stops every run "
-        f"it drives; they stay resumable.", yes="Stop it", no="Keep running"), confirmed)
+    app.push_screen(ConfirmDialog(question, yes="Stop it", no="Keep running"), confirmed)
 
 
 def offer_resume(app, run_id: str, started: Optional[Callable[[object], None]] = None) -> None:

@@ -62,40 +62,32 @@ class LeaseRecords(Connection):
 
     def acquire_training_lease(self, training_id: str, command: str = "") -> Lease:
         """Become the driver of a training (its trainer and its evaluation), or raise RunBusy."""
-        now = time.time()
-        lease = Lease(training_id, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80],
-                      utcnow(), now, kind="training")
-        with self._tx(f"take the lease of training {training_id!r}") as conn:
-            if not conn.execute("SELECT 1 FROM trainings WHERE id = ?", (training_id,)).fetchone():
-                raise StoreError(f"no training {training_id!r}")
-            row = conn.execute(_SELECT_TRAINING + " WHERE training_id = ?", (training_id,)).fetchone()
-            if row is not None and _lease(row, "training").alive(now) and not _lease(row, "training").mine:
-                held = _lease(row, "training")
-                raise RunBusy(f"training {training_id} is being driven by {held.describe()}; stop that "
-                              f"process first")
-            conn.execute("INSERT OR REPLACE INTO training_leases (training_id, token, pid, host, command, "
-                         "acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (lease.run_id, lease.token, lease.pid, lease.host, lease.command,
-                          lease.acquired_at, lease.heartbeat_at))
-        return lease
+        return self._acquire_kind("training", "training", training_id, command, "stop that process first")
 
     def acquire_aspire_lease(self, aspire_id: str, command: str = "") -> Lease:
         """Become the driver of an ASPIRE run (its controller), or raise RunBusy naming the live one."""
+        return self._acquire_kind("aspire", "ASPIRE run", aspire_id, command,
+                                  "follow it in the app, or stop that process first")
+
+    def _acquire_kind(self, kind: str, what: str, key: str, command: str, busy_hint: str) -> Lease:
+        """Take the lease of a training or an ASPIRE run (`kind` in _TABLES): refused while another live
+        process holds it."""
+        table, column, parent = _TABLES[kind]
         now = time.time()
-        lease = Lease(aspire_id, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80],
-                      utcnow(), now, kind="aspire")
-        with self._tx(f"take the lease of ASPIRE run {aspire_id!r}") as conn:
-            if not conn.execute("SELECT 1 FROM aspire_runs WHERE id = ?", (aspire_id,)).fetchone():
-                raise StoreError(f"no ASPIRE run {aspire_id!r}")
-            row = conn.execute(_SELECT_ASPIRE + " WHERE aspire_id = ?", (aspire_id,)).fetchone()
-            if row is not None and _lease(row, "aspire").alive(now) and not _lease(row, "aspire").mine:
-                held = _lease(row, "aspire")
-                raise RunBusy(f"ASPIRE run {aspire_id} is being driven by {held.describe()}; follow it in "
-                              f"the app, or stop that process first")
-            conn.execute("INSERT OR REPLACE INTO aspire_leases (aspire_id, token, pid, host, command, "
-                         "acquired_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                         (lease.run_id, lease.token, lease.pid, lease.host, lease.command,
-                          lease.acquired_at, lease.heartbeat_at))
+        lease = Lease(key, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80], utcnow(), now,
+                      kind=kind)
+        with self._tx(f"take the lease of {what} {key!r}") as conn:
+            if not conn.execute(f"SELECT 1 FROM {parent} WHERE id = ?", (key,)).fetchone():
+                raise StoreError(f"no {what} {key!r}")
+            row = conn.execute(f"SELECT {column}, token, pid, host, command, acquired_at, heartbeat_at "
+                               f"FROM {table} WHERE {column} = ?", (key,)).fetchone()
+            held = None if row is None else _lease(row, kind)
+            if held is not None and held.alive(now) and not held.mine:
+                raise RunBusy(f"{what} {key} is being driven by {held.describe()}; {busy_hint}")
+            conn.execute(f"INSERT OR REPLACE INTO {table} ({column}, token, pid, host, command, acquired_at, "
+                         f"heartbeat_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (lease.run_id, lease.token, lease.pid, lease.host, lease.command, lease.acquired_at,
+                          lease.heartbeat_at))
         return lease
 
     def aspire_lease(self, aspire_id: str) -> Optional[Lease]:
