@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from s3gym_tui.engine.aspire.budget import Budget
 from s3gym_tui.engine.aspire.controller import Controller, Settings
 from s3gym_tui.engine.aspire.goals import Goal, HiddenSuite, SuiteGame
@@ -18,31 +20,39 @@ GOALS = (Goal("g", "Become better at working with a partner.",
 
 
 class Plan:
+    def __init__(self, method: str = "sft") -> None:
+        self.method = method
+
     async def next_turn(self, briefing, decisions):
         ok = [d for d in decisions if d.outcome == "ok"]
         if not ok:
             return AgentTurn("practise", {"game": "trust", "episodes": 1, "seed": 0})
         if len(ok) == 1:
             run = json.loads(ok[0].result)["run"]
-            return AgentTurn("update", {"action": "sft", "run": run, "threshold": -100})
+            return AgentTurn("update", {"action": self.method, "run": run, "threshold": -100})
         cand = json.loads(ok[1].result)["candidate"]
         return AgentTurn("submit", {"candidate": cand, "claim": "trained on my practice", "claimed_delta": 0.05})
 
 
-def test_sft_candidate_through_the_training_pathway(tmp_path, tiny_base):
+@pytest.mark.parametrize("method", ["sft", "grpo"])
+def test_a_trained_candidate_through_the_training_pathway(tmp_path, tiny_base, method):
     with Store(tmp_path / "a.db") as store:
         aid = store.create_aspire_run(goal_id="g", goal_text=GOALS[0].text, model="scripted", protocol="final",
                                       budget=Budget().as_dict(),
                                       settings=Settings(player="scripted", step_cap=2, train_base=str(tiny_base)).__dict__).id
-        final = asyncio.run(Controller(store, aid, Plan(), GOALS).run_all())
+        final = asyncio.run(Controller(store, aid, Plan(method), GOALS).run_all())
         decisions = store.aspire_decisions(aid)
         cands = store.aspire_candidates(aid)
         scores = {s.purpose: s for s in store.hidden_scores(aid)}
         trainings = store.aspire_links(aid, "training")
+        training = store.get_training(trainings[0].run_id) if trainings else None
     assert [(d.tool, d.outcome) for d in decisions] == [("practise", "ok"), ("update", "ok"), ("submit", "ok")], \
         [d.result for d in decisions]
     sft = cands[1]
-    assert sft.kind == "sft" and sft.parent_id == cands[0].id and sft.model.startswith("trained/")
+    assert training is not None and training.method == method
+    if method == "grpo":  # the agent's own judgement is the reward, never the verifier's
+        assert training.settings["grpo"]["reward"] == "self"
+    assert sft.kind == method and sft.parent_id == cands[0].id and sft.model.startswith("trained/")
     assert sft.frozen_ref == sft.model and trainings[0].run_id == sft.training_id
     assert final.final_candidate_id == sft.id and scores["final"].candidate_id == sft.id
     assert scores["final"].episodes == 1  # the trained model played the held-out seed
