@@ -179,9 +179,14 @@ class ScriptedOperator:
                 plan.append(("evaluate", {"candidate": made[1]}))
             before = practised and json.loads(practised[0].result)["episodes"][0]["your_mean_self_score"]
             after = judged[0] if judged else None
-            delta = round(after - before, 3) if isinstance(after, (int, float)) and isinstance(before, (int, float)) else None
+            # the claim on the 0..1 scale the submit tool asks for: the relative change of its own mean
+            # self-score from practice to validation (what the plan can know; the hidden score it cannot)
+            known = isinstance(after, (int, float)) and isinstance(before, (int, float))
+            delta = round((after - before) / max(abs(before), abs(after), 1.0), 3) if known else None
             final = next((c for c in reversed(made) if c not in rolled), briefing["base"])
-            plan.append(("submit", {"candidate": final, "claim": f"better at {game} with a memory of what worked",
+            claim = (f"{game} with a memory of what worked: my own mean self-score went from {before} in practice "
+                     f"to {after} in validation" if known else f"{game} with a memory of what worked")
+            plan.append(("submit", {"candidate": final, "claim": claim,
                                     "claimed_delta": delta}))
         step = len(mine)
         tool, args = plan[min(step, len(plan) - 1)]
