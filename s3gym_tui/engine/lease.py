@@ -57,6 +57,22 @@ class LeaseKeeper:
             self._thread.join(timeout=30)
 
 
+@contextlib.contextmanager
+def holding(store, lease) -> Iterator[None]:
+    """Keep an acquired lease (run, training or ASPIRE run) renewed by a LeaseKeeper while the block runs,
+    then release it, unless it was lost meanwhile."""
+    keeper = LeaseKeeper(store, lease, lambda: None).start()
+    try:
+        yield
+    finally:
+        keeper.stop()
+        if not keeper.lost:
+            try:
+                store.release_lease(lease)
+            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
+                pass
+
+
 _HELD_TRAININGS: dict[str, int] = {}  # training id -> nesting depth, in this process
 
 
@@ -72,19 +88,12 @@ def driving_training(store, training_id: str, command: str = "s3gym train") -> I
         finally:
             _HELD_TRAININGS[training_id] -= 1
         return
-    lease = store.acquire_training_lease(training_id, command)
-    keeper = LeaseKeeper(store, lease, lambda: None).start()
-    _HELD_TRAININGS[training_id] = 1
-    try:
-        yield
-    finally:
-        _HELD_TRAININGS.pop(training_id, None)
-        keeper.stop()
-        if not keeper.lost:
-            try:
-                store.release_lease(lease)
-            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
-                pass
+    with holding(store, store.acquire_training_lease(training_id, command)):
+        _HELD_TRAININGS[training_id] = 1
+        try:
+            yield
+        finally:
+            _HELD_TRAININGS.pop(training_id, None)
 
 
 @contextlib.contextmanager
@@ -92,14 +101,5 @@ def driving_aspire(store, aspire_id: str, command: str = "s3gym aspire") -> Iter
     """Hold an ASPIRE run's lease (renewed by a LeaseKeeper) while this process drives its controller,
     so the app follows it as running and a killed process reads as interrupted. RunBusy when another
     live process drives it (a second `s3gym aspire --resume` of the same run is refused)."""
-    lease = store.acquire_aspire_lease(aspire_id, command)
-    keeper = LeaseKeeper(store, lease, lambda: None).start()
-    try:
+    with holding(store, store.acquire_aspire_lease(aspire_id, command)):
         yield
-    finally:
-        keeper.stop()
-        if not keeper.lost:
-            try:
-                store.release_lease(lease)
-            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
-                pass

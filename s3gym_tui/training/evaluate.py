@@ -75,20 +75,12 @@ async def evaluate_training(store, run: Run, on_event: EventSink = ignore,
                             backoff_base_s: float = 0.5) -> list[Checkpoint]:
     """Play every checkpoint's evaluation episodes (resumable: finished ones are kept) and store them,
     holding the run's lease like any run (`s3gym runs` and Home show who drives it)."""
-    from s3gym_tui.engine.lease import LeaseKeeper
+    from s3gym_tui.engine.lease import holding
 
     models = played_checkpoints(store, run)
-    lease = store.acquire_lease(run.id, "s3gym train (evaluation)")  # RunBusy if another process drives it
-    keeper = LeaseKeeper(store, lease, lambda: None).start()
-    try:
+    # RunBusy if another process drives it
+    with holding(store, store.acquire_lease(run.id, "s3gym train (evaluation)")):
         return await _evaluate(store, run, models, on_event, backoff_base_s)
-    finally:
-        keeper.stop()
-        if not keeper.lost:
-            try:
-                store.release_lease(lease)
-            except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
-                pass
 
 
 async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink,
