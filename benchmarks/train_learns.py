@@ -14,7 +14,7 @@ Goal (issue 27): parsed replies >= 90% and a score above the base's on the evalu
 
     LITELLM_LOCAL_MODEL_COST_MAP=True nice -n 10 .venv/bin/python benchmarks/train_learns.py \
         [--game trust] [--updates 4] [--save-every 2] [--generations 4] [--eval-episodes 2] [--step-cap 3] \
-        [--lr 5e-4] [--only step-oracle,episode-oracle,step-self,episode-self]
+        [--lr 5e-4] [--warm-start 0] [--warm-start-epochs 2] [--only step-oracle,episode-oracle,step-self,episode-self]
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=2)
     parser.add_argument("--step-cap", type=int, default=3)
     parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--warm-start", type=int, default=0, help="format warm-start examples before GRPO")
+    parser.add_argument("--warm-start-epochs", type=int, default=2)
     parser.add_argument("--only", default=",".join(CONFIGS))
     args = parser.parse_args()
 
@@ -78,10 +80,14 @@ def main() -> None:
             grpo = GrpoConfig(reward=reward, updates=args.updates, num_generations=args.generations,
                               states_per_update=1, save_every=args.save_every,
                               max_completion_length=args.completion_tokens, rollout_step_cap=args.rollout_step_cap,
-                              learning_rate=args.lr, level=level)
+                              learning_rate=args.lr, level=level, warm_start=args.warm_start,
+                              warm_start_epochs=args.warm_start_epochs)
 
             def on_event(event, name=name) -> None:
-                if event.kind == "step":
+                if event.kind == "step" and event.phase == "warm-start":
+                    print(f"  [{name}] warm start step {event.step}: loss {event.loss:.3f}, "
+                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+                elif event.kind == "step":
                     m = event.metrics
                     print(f"  [{name}] update {event.step}: parsed {pct(m.get('parsed_replies'))}, parsed free "
                           f"{pct(m.get('parsed_free_replies'))}, zero-variance groups "

@@ -73,6 +73,12 @@ def train(
                                  "group under the answer-line grammar, half free) | constrained | free."),
     format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
                                         "without a parsable action."),
+    warm_start: int = typer.Option(0, "--warm-start", min=0, max=10_000, help="GRPO: before the first update, "
+                                   "fine-tune on this many of the base's own replies written under the answer-line "
+                                   "grammar at states it reaches on the exploration seeds (teaches the answer line; "
+                                   "no reward is read). 0: none."),
+    warm_start_epochs: int = typer.Option(2, "--warm-start-epochs", min=1, max=100,
+                                          help="GRPO: passes over the --warm-start examples."),
     vllm: Optional[str] = typer.Option(None, "--vllm", help="GRPO: sample replies with vLLM (TRL's modes): server "
                                        "(a `trl vllm-serve --model BASE` server) | colocate (in the training "
                                        "processes). Needs vLLM installed (a GPU in practice)."),
@@ -112,6 +118,8 @@ def train(
         raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
     from s3gym_tui.training.options import vllm_problem
 
+    if warm_start and method == "sft":
+        raise UserError("--warm-start applies to GRPO and TASPO (--method grpo|taspo): SFT is already a fine-tune")
     if vllm is not None and method != "grpo":
         raise UserError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
     if vllm_url is not None and vllm != "server":
@@ -144,7 +152,8 @@ def train(
         grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
                         save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
                         max_completion_length=completion_tokens, learning_rate=lr, level=level, sampling=sampling,
-                        format_weight=format_weight, vllm=vllm, vllm_url=vllm_url,
+                        format_weight=format_weight, warm_start=warm_start, warm_start_epochs=warm_start_epochs,
+                        vllm=vllm, vllm_url=vllm_url,
                         **({"credit": credit, "kappa": kappa, "tau": tau, "eps_w": eps_w, "pi_source": pi_source,
                             "analyzer": analyzer} if method == "taspo" else {})))
     bars = Bars(console, epochs if method == "sft" else None, progress)

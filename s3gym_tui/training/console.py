@@ -16,7 +16,7 @@ from s3gym_tui.textgate import safe_markup
 from s3gym_tui.training.evaluate import TrainingReport
 from s3gym_tui.training.pipeline import Hooks, TrainingOutcome
 
-PHASE_LABEL = {"sft": "SFT updates", "grpo": "GRPO updates", "distill-off": "phase 1 updates",
+PHASE_LABEL = {"sft": "SFT updates", "grpo": "GRPO updates", "warm-start": "format warm start", "distill-off": "phase 1 updates",
                "distill-on": "phase 2 updates"}
 
 

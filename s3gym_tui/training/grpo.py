@@ -93,6 +93,35 @@ def per_rank_accumulation(config: GrpoConfig) -> int:
     return replies // ranks
 
 
+def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, pattern: str, fits: Callable,
+                out_dir: Path, config: GrpoConfig, lora: TrainConfig, device: Any, result: TrainResult,
+                progress: Callable[[TrainEvent], None], resume: bool) -> dict:
+    """The format warm start (warm_start.py): the base's own grammar-constrained replies at the states it
+    reaches on the exploration seeds, one short SFT pass; its examples are kept beside the adapters."""
+    import json
+
+    from s3gym_tui.training.sampling import ReplySampler
+    from s3gym_tui.training.warm_start import (EXAMPLES_FILE, WARM_DIR, collect_examples, run_warm_start,
+                                               write_examples)
+
+    directory = Path(out_dir) / WARM_DIR
+    stored = directory / EXAMPLES_FILE
+    if resume and stored.is_file():
+        examples = [json.loads(line) for line in stored.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        # a stream of its own (seeded apart from the rollouts'), keyed by the example's index: the same
+        # examples however often the training is resumed
+        drafts = ReplySampler(model, tokenizer, config.temperature, config.max_completion_length,
+                              seed=lora.seed + 7_919)
+        examples = collect_examples(
+            game, seeds, lambda messages, k: drafts.text(drafts.sample(drafts.prompt_ids(messages), pattern, key=k)),
+            config.warm_start, config.rollout_step_cap, fits)
+        write_examples(directory, examples)
+    return run_warm_start(model, tokenizer, examples, out_dir, epochs=config.warm_start_epochs,
+                          learning_rate=config.learning_rate, lora=lora, device=device, result=result,
+                          progress=progress, resume=resume)
+
+
 def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, config: GrpoConfig = GrpoConfig(),
                lora: TrainConfig = TrainConfig(), progress: Callable[[TrainEvent], None] = lambda e: None,
                on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False,
@@ -143,6 +172,10 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
             return True
         ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
         return len(ids) + max(config.max_completion_length, config.judge_max_new_tokens) <= window
+
+    if config.warm_start and not checkpoint:  # a GRPO checkpoint already holds the warmed weights
+        result.notes.update(_warm_start(game, seeds, model, tokenizer, rollouts.pattern, fits, out_dir, config, lora,
+                                        device, result, progress, resume))
 
     def player(messages: list, game_now: Any) -> str:
         """The rollout player (step level): the policy, under the grammar unless sampling is free."""

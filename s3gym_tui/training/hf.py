@@ -70,8 +70,9 @@ class Reporter(TrainerCallback):
     `save_every` steps (checkpoint x = 1, 2, ...), and reports both to `progress`."""
 
     def __init__(self, result: TrainResult, progress: Callable[[TrainEvent], None], phase: str,
-                 save_every: int = 0, first_x: int = 1) -> None:
+                 save_every: int = 0, first_x: int = 1, saves: bool = True) -> None:
         self.result, self.progress, self.phase = result, progress, phase
+        self.saves = saves  # False: a preparatory phase (GRPO's format warm start) saves no checkpoint
         self.save_every = save_every
         self.next_x = first_x
         self.started = time.perf_counter()
@@ -92,6 +93,8 @@ class Reporter(TrainerCallback):
                                      metrics=metrics, phase=self.phase, warning=reason))
 
     def _save(self, state, model) -> None:
+        if not self.saves:
+            return
         target = self.result.out_dir / f"checkpoint-{self.next_x}"
         if not state.is_world_process_zero:  # data parallel (ranks.py): the weights are equal, rank 0 writes
             self.next_x += 1

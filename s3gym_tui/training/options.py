@@ -38,6 +38,11 @@ class GrpoConfig:
     # grammar, half free), constrained, free; `format_weight` is taken off per reply without an action
     sampling: str = "mixed"
     format_weight: float = 1.0
+    # a format warm start before the first update (warm_start.py): SFT on this many of the base's own
+    # grammar-constrained replies at states it reaches on the exploration seeds (0: none), for
+    # `warm_start_epochs` passes at `learning_rate`; no reward is read
+    warm_start: int = 0
+    warm_start_epochs: int = 2
     vllm: Optional[str] = None  # None: transformers generates; server | colocate: TRL's vLLM modes
     vllm_url: Optional[str] = None  # server mode: the `trl vllm-serve` server (default: TRL's localhost:8000)
     # TASPO (training/taspo.py; method taspo, episode level): per-token advantages A_i * w_it. credit:

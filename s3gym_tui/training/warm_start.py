@@ -1,0 +1,105 @@
+"""A format warm start before GRPO (`--warm-start N`): N states the base reaches on the run's exploration
+seeds, each answered by the base itself under the game's answer-line grammar (the same constrained
+sampling GRPO's mixed groups use), then one short SFT pass on those replies, before the first update.
+
+Why (benchmarks/train_learns.py, bundled SmolLM2-135M, trust): with mixed sampling and the format term
+alone, 4 GRPO updates moved free replies that parse from 0/6 to 2/6 at evaluation; a reply the policy
+never writes freely gets its signal only through the constrained half, whose shared tokens cancel in
+the group. The warm start teaches the answer line directly; GRPO then has parsed free replies to
+compare. It uses no reward at all (neither the verifier's nor the judge's): the replies are the
+base's own actions, only their form is taught, so the self-judged main setting stays self-judged and
+nothing from an evaluation seed is read (StateStream refuses them).
+
+The examples are written to `<training>/warm-start/examples.jsonl` with their seed and step; the SFT
+pass is TRL's SFTTrainer on the same LoRA model (its losses stored as phase "warm-start"), stopped by
+the stop flag like every other phase; a resumed training skips it once GRPO has a checkpoint (the
+checkpoint holds the warmed weights) and otherwise continues it from its own checkpoint.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from s3gym_tui.training.train_types import TrainEvent, TrainResult
+
+WARM_DIR = "warm-start"
+PHASE = "warm-start"
+EXAMPLES_FILE = "examples.jsonl"
+
+
+def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, int], str], count: int,
+                     step_cap: Optional[int] = None,
+                     fits: Callable[[list], bool] = lambda messages: True) -> list[dict[str, Any]]:
+    """`count` conversational prompt/completion examples: the states a player reaches on `seeds`
+    (exploration seeds only), answered by `reply(messages, k)` (k: the example's index, its sampling
+    key). The player goes on with that reply's action, so the states are the ones it reaches."""
+    from s3gym_tui.training.rollouts import StateStream
+
+    examples: list[dict[str, Any]] = []
+    if count <= 0:
+        return examples
+    where: dict[str, int] = {}
+
+    def player(messages: list, env: Any) -> str:
+        text = reply(messages, len(examples))
+        examples.append({"prompt": [dict(m) for m in messages], "completion": [{"role": "assistant", "content": text}],
+                         "seed": where["seed"], "step": where["step"]})
+        return text
+
+    stream = StateStream(game, seeds, player, step_cap, fits=fits)
+    for row in stream.rows():
+        if len(examples) >= count:
+            break
+        where["seed"], where["step"] = int(row["seed"]), len(row.get("actions") or ())
+    return examples[:count]
+
+
+def write_examples(directory: Path, examples: Sequence[dict]) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / EXAMPLES_FILE
+    with open(path, "w", encoding="utf-8") as out:
+        for example in examples:
+            out.write(json.dumps(example, ensure_ascii=False) + "\n")
+    return path
+
+
+def run_warm_start(model: Any, tokenizer: Any, examples: Sequence[dict], out_dir: Path, *, epochs: int,
+                   learning_rate: float, lora: Any, device: Any, result: TrainResult,
+                   progress: Callable[[TrainEvent], None], resume: bool) -> dict[str, Any]:
+    """One SFT pass (`epochs` over the examples, batch 1) on `model` (already a PEFT model) in place;
+    returns the figures kept in the training's notes."""
+    import time
+
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from s3gym_tui.training.backend import check_tokenized, quiet
+    from s3gym_tui.training.hf import Reporter, compact_lm_head, quiet_trainer, resume_point, run_trainer
+
+    directory = Path(out_dir) / WARM_DIR
+    checkpoint = resume_point(directory / "trainer") if resume else None
+    rows = [{"prompt": e["prompt"], "completion": e["completion"]} for e in examples]
+    args = SFTConfig(
+        output_dir=str(directory / "trainer"), num_train_epochs=epochs, per_device_train_batch_size=1,
+        gradient_accumulation_steps=1, learning_rate=learning_rate, logging_steps=1, save_strategy="epoch",
+        save_total_limit=1, report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
+        activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed, disable_tqdm=True,
+        dataloader_num_workers=0, ddp_find_unused_parameters=False)
+    reporter = Reporter(result, progress, PHASE, saves=False)
+    started = time.perf_counter()
+    with quiet():
+        trainer = quiet_trainer(SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(rows),
+                                           processing_class=tokenizer, callbacks=[reporter]))
+        check_tokenized(trainer.train_dataset, None)
+        progress(TrainEvent("load", max_steps=trainer.state.max_steps or len(rows) * epochs, phase=PHASE))
+        with compact_lm_head():
+            run_trainer(trainer, checkpoint)
+    losses = [p.loss for p in result.losses if p.phase == PHASE]
+    figures = {"warm_start_examples": len(rows), "warm_start_steps": int(trainer.state.global_step),
+               "warm_start_seconds": round(time.perf_counter() - started, 1),
+               "warm_start_first_loss": losses[0] if losses else None,
+               "warm_start_last_loss": losses[-1] if losses else None}
+    del trainer
+    return figures
