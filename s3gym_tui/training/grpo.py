@@ -111,11 +111,18 @@ def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, pat
     else:
         # a stream of its own (seeded apart from the rollouts'), keyed by the example's index: the same
         # examples however often the training is resumed
-        drafts = ReplySampler(model, tokenizer, config.temperature, config.max_completion_length,
+        # (room for the whole answer line: a reply cut before its score is played but not taught)
+        drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 48),
                               seed=lora.seed + 7_919)
-        examples = collect_examples(
-            game, seeds, lambda messages, k: drafts.text(drafts.sample(drafts.prompt_ids(messages), pattern, key=k)),
-            config.warm_start, config.rollout_step_cap, fits)
+
+        def reply(messages: list, k: int) -> tuple[str, bool]:
+            ids = drafts.sample(drafts.prompt_ids(messages), pattern, key=k)
+            return drafts.text(ids), ids[-1] == tokenizer.eos_token_id
+
+        examples = collect_examples(game, seeds, reply, config.warm_start, config.rollout_step_cap, fits)
+        if not examples:
+            raise ValueError(f"the format warm start found no complete answer line in {4 * config.warm_start} "
+                             f"replies of the base (try --completion-tokens higher, or --warm-start 0)")
         write_examples(directory, examples)
     return run_warm_start(model, tokenizer, examples, out_dir, epochs=config.warm_start_epochs,
                           learning_rate=config.learning_rate, lora=lora, device=device, result=result,

@@ -29,28 +29,34 @@ PHASE = "warm-start"
 EXAMPLES_FILE = "examples.jsonl"
 
 
-def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, int], str], count: int,
+def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, int], tuple[str, bool]], count: int,
                      step_cap: Optional[int] = None,
                      fits: Callable[[list], bool] = lambda messages: True) -> list[dict[str, Any]]:
-    """`count` conversational prompt/completion examples: the states a player reaches on `seeds`
-    (exploration seeds only), answered by `reply(messages, k)` (k: the example's index, its sampling
-    key). The player goes on with that reply's action, so the states are the ones it reaches."""
+    """Up to `count` conversational prompt/completion examples: the states a player reaches on `seeds`
+    (exploration seeds only), answered by `reply(messages, k)` -> (text, keep) (k: the draw's index, its
+    sampling key; keep False: a reply cut before its answer line was complete, played but not kept).
+    The player goes on with that reply's action, so the states are the ones it reaches. At most
+    4 x `count` states are visited: fewer examples come back when too many replies were cut."""
     from s3gym_tui.training.rollouts import StateStream
 
     examples: list[dict[str, Any]] = []
     if count <= 0:
         return examples
     where: dict[str, int] = {}
+    drawn = [0]
 
     def player(messages: list, env: Any) -> str:
-        text = reply(messages, len(examples))
-        examples.append({"prompt": [dict(m) for m in messages], "completion": [{"role": "assistant", "content": text}],
-                         "seed": where["seed"], "step": where["step"]})
+        text, keep = reply(messages, drawn[0])
+        drawn[0] += 1
+        if keep:
+            examples.append({"prompt": [dict(m) for m in messages],
+                             "completion": [{"role": "assistant", "content": text}],
+                             "seed": where["seed"], "step": where["step"]})
         return text
 
     stream = StateStream(game, seeds, player, step_cap, fits=fits)
     for row in stream.rows():
-        if len(examples) >= count:
+        if len(examples) >= count or drawn[0] >= 4 * count:
             break
         where["seed"], where["step"] = int(row["seed"]), len(row.get("actions") or ())
     return examples[:count]

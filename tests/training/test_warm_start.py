@@ -43,7 +43,8 @@ def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds
     pattern = answer_line_pattern(games.make("trust", "explore").action_grammar())
 
     def reply(messages, k):
-        return sampler.text(sampler.sample(sampler.prompt_ids(messages), pattern, key=k))
+        ids = sampler.sample(sampler.prompt_ids(messages), pattern, key=k)
+        return sampler.text(ids), True
 
     examples = collect_examples("trust", [11, 12], reply, 5, step_cap=2)
     assert len(examples) == 5
@@ -58,6 +59,11 @@ def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds
     assert [e["completion"] for e in again] == [e["completion"] for e in examples]  # keyed by index
     with pytest.raises(ValueError):
         collect_examples("trust", [EVAL_SEED_BASE + 1], reply, 2)
+    # a reply cut short is played (the episode goes on with its action) but not kept; the visits are bounded
+    cut = collect_examples("trust", [11, 12], lambda m, k: (reply(m, k)[0], k % 2 == 1), 3, step_cap=2)
+    assert [(e["seed"], e["step"]) for e in cut] == [(11, 1), (12, 1), (11, 1)]
+    assert [e["completion"] for e in cut] == [examples[i]["completion"] for i in (1, 3)] + [cut[2]["completion"]]
+    assert collect_examples("trust", [11], lambda m, k: (reply(m, k)[0], False), 3, step_cap=2) == []
 
 
 def _source(store, episodes=2):
