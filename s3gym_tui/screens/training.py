@@ -243,6 +243,11 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             if report.negative_transfer:
                 text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
                             style="bold red")
+            from s3gym_tui.training.view import grpo_recipe
+
+            recipe = grpo_recipe(report.training)
+            if recipe:
+                text.append(f"\n  {recipe}", style="dim")
             if report.serving:
                 text.append(f"\n  served by {report.serving}", style="dim")
                 if report.source_x0 is not None and report.source_x0[1] != report.serving:

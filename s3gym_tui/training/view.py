@@ -100,3 +100,26 @@ def training_view(store, run_id: str) -> TrainingView:
     statuses = {t.id: shown_training_status(t.status, leases.get(t.id)) for t in trainings}
     return TrainingView(run, source, datasets, tuple(_reports(store, trainings)), losses,
                         tuple(study_matrix(store, s) for s in dict.fromkeys(studies)), statuses)
+
+
+def grpo_recipe(training: Training) -> Optional[str]:
+    """How a GRPO (or TASPO) training sampled and started, in one line: its level, sampling, format term
+    and format warm start (examples, first and last loss), from its stored settings and figures; None
+    for other methods."""
+    grpo = (training.settings or {}).get("grpo")
+    if training.method not in ("grpo", "taspo") or not isinstance(grpo, dict):
+        return None
+    parts = [f"{grpo.get('level', 'step')} level", f"sampling {grpo.get('sampling', 'free')}",
+             f"format weight {grpo.get('format_weight', 0):g}"]
+    asked = grpo.get("warm_start") or 0
+    metrics = training.metrics or {}
+    if not asked:
+        parts.append("no warm start")
+    elif "warm_start_examples" in metrics:
+        first, last = metrics.get("warm_start_first_loss"), metrics.get("warm_start_last_loss")
+        loss = "" if first is None or last is None else f", loss {first:.2f} → {last:.2f}"
+        parts.append(f"warm start {metrics['warm_start_examples']} examples x {grpo.get('warm_start_epochs', 1)}"
+                     f"{loss}")
+    else:
+        parts.append(f"warm start {asked} examples (not finished)")
+    return " · ".join(parts)

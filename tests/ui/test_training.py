@@ -131,7 +131,11 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
         build = await build_dataset(store, ids["trust-summary"])
         run = stored_training(store, ids["trust-summary"], build.dataset.id)
         tid = run.id
-        store.update_training(tid, method="grpo", status="evaluating")
+        store.update_training(tid, method="grpo", status="evaluating",
+                              settings={"grpo": {"level": "episode", "sampling": "mixed", "format_weight": 1.0,
+                                                 "warm_start": 16, "warm_start_epochs": 2}},
+                              metrics={"warm_start_examples": 15, "warm_start_first_loss": 1.618,
+                                       "warm_start_last_loss": 0.239})
         flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "grad_norm": 0.0, "parsed_replies": 0.0,
                 "no_signal": 1.0}
         store.add_losses(tid, [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in (1, 2)]
@@ -142,6 +146,8 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
         screen = await open_training(app, pilot, tid)
         flags = str(screen.query_one("#training-flags", Static).render())
         assert "2 of 3 grpo updates had no signal" in flags
+        assert ("episode level · sampling mixed · format weight 1 · warm start 15 examples x 2, loss 1.62 → 0.24"
+                in flags)  # how it sampled and started: the examples it found, not the 16 asked
         assert f"{tid}: interrupted ·" in flags  # nobody drives it: not 'evaluating' forever
     with Store(path) as store:
         lease = store.acquire_training_lease(tid, "test")
