@@ -260,8 +260,8 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             text.append("\n")
             for summary in signal_summaries(report.losses):
                 text.append(f"  {summary.line}", style="bold yellow" if summary.no_signal else "green")
-                if summary.none_learnt:
-                    text.append(": nothing was learnt, its checkpoints are the base model", style="bold yellow")
+                if summary.verdict:
+                    text.append(f": {summary.verdict}", style="bold yellow")
                 text.append("\n")
         flags.update(safe_text(text) if reports else Text("no training run from this run yet", style="italic"))
 

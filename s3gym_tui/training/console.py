@@ -241,8 +241,8 @@ def print_signal(console: Console, summary) -> None:
         if value is not None]
     style = "yellow" if summary.no_signal else "green"
     text = f"[{style}]{summary.line}[/]" + (f" (means: {', '.join(figures)})" if figures else "")
-    if summary.none_learnt:
-        text += ": [yellow]nothing was learnt, its checkpoints are the base model[/]"
+    if summary.verdict:
+        text += f": [yellow]{summary.verdict}[/]"
     console.print(text, soft_wrap=True)
 
 

@@ -31,6 +31,8 @@ SIGNAL_LABELS = {"frac_reward_zero_std": "zero-variance groups", "reward_std": "
                  "parsed_replies": "parsed replies",
                  "parsed_free_replies": "parsed free replies", "grad_norm": "grad norm", "kl": "KL"}
 WATCHED_PHASES = ("grpo", "distill-on")
+# phases that train a watched phase's starting point inside the same training, named for the verdict
+PRIOR_PHASES = {"warm-start": "format warm-started"}
 
 
 def signal_metrics(phase: str, logs: Mapping[str, object]) -> dict[str, float]:
@@ -69,6 +71,9 @@ class SignalSummary:
     grad_norm: Optional[float] = None  # mean grad norm
     kl: Optional[float] = None  # mean KL (distillation)
     free_parsed_share: Optional[float] = None  # mean share of parsed replies among the free-sampled ones
+    # a phase of the same training that trained before these updates (GRPO's format warm start): the
+    # adapter then starts from that model, not from the base
+    prior: Optional[str] = None
 
     @property
     def line(self) -> str:
@@ -76,14 +81,24 @@ class SignalSummary:
 
     @property
     def none_learnt(self) -> bool:
-        """Every update was without signal: the adapter is the base model (LoRA starts at zero)."""
+        """Every update was without signal: the adapter is what it started from (LoRA starts at zero: the
+        base model, unless a prior phase trained it)."""
         return self.updates > 0 and self.no_signal == self.updates
+
+    @property
+    def verdict(self) -> Optional[str]:
+        """What a training none of whose updates had a signal is, in words; None when some update had one."""
+        if not self.none_learnt:
+            return None
+        if self.prior:
+            return f"its {self.phase} updates learnt nothing, its checkpoints are the {self.prior} model"
+        return "nothing was learnt, its checkpoints are the base model"
 
     def as_dict(self) -> dict:
         return {"phase": self.phase, "updates": self.updates, "no_signal": self.no_signal,
                 "zero_variance_share": self.zero_variance_share, "parsed_share": self.parsed_share,
                 "reward_std": self.reward_std, "grad_norm": self.grad_norm, "kl": self.kl,
-                "free_parsed_share": self.free_parsed_share}
+                "free_parsed_share": self.free_parsed_share, "prior": self.prior}
 
 
 def _mean(values: list[float]) -> Optional[float]:
@@ -100,9 +115,12 @@ def point_without_signal(point: LossPoint) -> Optional[str]:
 def signal_summaries(points: Iterable[LossPoint]) -> list[SignalSummary]:
     """One summary per watched phase (GRPO, on-policy distillation) among the training's loss points."""
     by_phase: dict[str, list[LossPoint]] = {}
+    prior: Optional[str] = None
     for p in points:
         if p.phase in WATCHED_PHASES:
             by_phase.setdefault(p.phase, []).append(p)
+        elif p.phase in PRIOR_PHASES:
+            prior = PRIOR_PHASES[p.phase]
     out = []
     for phase, pts in by_phase.items():
         def values(key: str) -> list[float]:
@@ -113,14 +131,15 @@ def signal_summaries(points: Iterable[LossPoint]) -> list[SignalSummary]:
             _mean(values("frac_reward_zero_std")), _mean(values("parsed_replies")), _mean(values("reward_std")),
             _mean(values("grad_norm")),
             _mean(values("kl") or ([float(p.loss) for p in pts] if phase == "distill-on" else [])),
-            _mean(values("parsed_free_replies"))))
+            _mean(values("parsed_free_replies")), prior))
     return out
 
 
 def learnt_nothing(points: Iterable[LossPoint]) -> Optional[SignalSummary]:
     """The summary of a training none of whose watched updates had a signal (its adapter equals the
-    base model), or None (it learnt, or it has no GRPO / on-policy update at all: SFT always has one)."""
+    base model), or None (it learnt, a prior phase such as the format warm start trained it, or it has
+    no GRPO / on-policy update at all: SFT always has one)."""
     summaries = signal_summaries(points)
-    if summaries and all(s.none_learnt for s in summaries):
+    if summaries and all(s.none_learnt and not s.prior for s in summaries):
         return summaries[0]
     return None

@@ -7,8 +7,11 @@ alone, 4 GRPO updates moved free replies that parse from 0/6 to 2/6 at evaluatio
 never writes freely gets its signal only through the constrained half, whose shared tokens cancel in
 the group. The warm start teaches the answer line directly; GRPO then has parsed free replies to
 compare. It uses no reward at all (neither the verifier's nor the judge's): the replies are the
-base's own actions, only their form is taught, so the self-judged main setting stays self-judged and
-nothing from an evaluation seed is read (StateStream refuses them).
+base's own, so besides the form it only reinforces the base's own preferences among actions (and its
+stated scores), which GRPO then has to move; the self-judged main setting stays self-judged and
+nothing from an evaluation seed is read (StateStream refuses them). Measured (trust, 16 examples x 2):
+free replies that parse 0% -> 100%; but the base picks one action in ~15 of 16 constrained replies, so
+groups of 4 then mostly agree (zero reward variance: the no-signal verdict says so per update).
 
 The examples are written to `<training>/warm-start/examples.jsonl` with their seed and step; the SFT
 pass is TRL's SFTTrainer on the same LoRA model (its losses stored as phase "warm-start"), stopped by

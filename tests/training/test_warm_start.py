@@ -146,3 +146,20 @@ def test_the_cli_refuses_a_warm_start_for_sft(tmp_path, capsys):
     code = main(["train", "run-1", "--method", "sft", "--warm-start", "4", "--db", str(tmp_path / "x.db")])
     assert code == 2
     assert "--warm-start applies to GRPO" in capsys.readouterr().err
+
+
+def test_updates_without_signal_after_a_warm_start_are_not_called_the_base_model():
+    from s3gym_tui.store import LossPoint
+    from s3gym_tui.training.learning_signal import learnt_nothing, signal_summaries
+
+    flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0}
+    grpo = [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in (1, 2)]
+    (cold,) = signal_summaries(grpo)
+    assert cold.verdict == "nothing was learnt, its checkpoints are the base model" and learnt_nothing(grpo)
+    warmed = [LossPoint(step=1, loss=1.2, phase="warm-start")] + grpo
+    (summary,) = signal_summaries(warmed)
+    assert summary.none_learnt and summary.prior == "format warm-started"
+    assert summary.verdict == "its grpo updates learnt nothing, its checkpoints are the format warm-started model"
+    assert learnt_nothing(warmed) is None  # distillation may use it: it is not the base
+    mixed = warmed + [LossPoint(step=3, loss=0.1, phase="grpo", metrics={**flat, "frac_reward_zero_std": 0.5})]
+    assert signal_summaries(mixed)[0].verdict is None
