@@ -163,3 +163,24 @@ def test_updates_without_signal_after_a_warm_start_are_not_called_the_base_model
     assert learnt_nothing(warmed) is None  # distillation may use it: it is not the base
     mixed = warmed + [LossPoint(step=3, loss=0.1, phase="grpo", metrics={**flat, "frac_reward_zero_std": 0.5})]
     assert signal_summaries(mixed)[0].verdict is None
+
+
+def test_s3gym_train_grpo_warm_start_through_the_cli(tmp_path, tiny_base, capsys, monkeypatch):
+    from s3gym_tui.store import Store
+
+    monkeypatch.setenv("S3GYM_TRAINING_DIR", str(tmp_path / "training"))
+    db = tmp_path / "w.db"
+    with Store(db) as store:
+        source = _source(store)
+    code = main(["train", source.id, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base),
+                 "--updates", "1", "--generations", "2", "--states-per-update", "1", "--save-every", "1",
+                 "--rollout-step-cap", "1", "--completion-tokens", "6", "--warm-start", "2", "--warm-start-epochs", "1",
+                 "--eval-episodes", "1", "--step-cap", "1", "--progress", "plain", "--db", str(db)])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert "format warm start" in out.out  # its own progress line
+    with Store(db) as store:
+        (training,) = store.trainings(source_run=source.id)
+        assert training.settings["grpo"]["warm_start"] == 2 and training.settings["grpo"]["warm_start_epochs"] == 1
+        assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("warm-start", 2),
+                                                                          ("grpo", 1)]
