@@ -24,11 +24,17 @@ from s3gym_tui.engine.session import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
 
 MODE = "explore"
+# the state's action grammar (games' `action_grammar()`, which depends on the state: snake's reverse move,
+# chess's cells...), a field of a step-level row's system message: what its constrained replies follow
+GRAMMAR_KEY = "s3gym_grammar"
 
 
-def prompt_row(game: str, seed: int, actions: Sequence[str], scores: Sequence[Optional[float]]) -> dict[str, Any]:
-    """A dataset row for one state: the system prompt and an empty user turn the environment fills."""
-    return {"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": ""}],
+def prompt_row(game: str, seed: int, actions: Sequence[str], scores: Sequence[Optional[float]],
+               grammar: Optional[str] = None) -> dict[str, Any]:
+    """A dataset row for one state: the system prompt (carrying the state's action grammar) and an empty
+    user turn the environment fills."""
+    return {"prompt": [{"role": "system", "content": SYSTEM_PROMPT, GRAMMAR_KEY: grammar},
+                       {"role": "user", "content": "", GRAMMAR_KEY: None}],
             "game": game, "seed": int(seed), "actions": list(actions),
             "scores": [None if s is None else float(s) for s in scores]}
 

@@ -36,7 +36,7 @@ from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
-from s3gym_tui.training.environment import MODE, GameEnvironment
+from s3gym_tui.training.environment import GRAMMAR_KEY, MODE, GameEnvironment
 from s3gym_tui.training.grammar import answer_line_pattern
 
 SEED_KEY = "s3gym_seed"  # the seed of an episode-level prompt (a field of its system message)
@@ -126,7 +126,6 @@ class GroupRollouts:
         self._slot = constrained_slot
         self.active: Any = sampler  # what samples this batch: `sampler`, or vLLM's (vllm_sampling.py)
         self._vllm: Any = None
-        self.pattern = answer_line_pattern(games.make(self.game, MODE).action_grammar())
         self.last: list[Rollout] = []
         self.episodes = 0
         self.cut = 0  # episodes ended early because the next turn would not fit the window
@@ -184,6 +183,14 @@ class GroupRollouts:
     def _constrained(self, k: int) -> bool:
         return self._slot(self.sampling, k, self.G)
 
+    def _pattern(self, prompt: list) -> str:
+        """The answer-line pattern of a step-level prompt's state (its row carries the state's grammar:
+        games' grammars depend on the state, so none is known before the state is)."""
+        grammar = prompt[0].get(GRAMMAR_KEY) if prompt and isinstance(prompt[0], dict) else None
+        if grammar is None:
+            raise ValueError("a step-level GRPO prompt without its state's action grammar (environment.prompt_row)")
+        return answer_line_pattern(grammar)
+
     def _sampler_for(self, trainer: Any) -> Any:
         """Our transformers sampler, or TRL's vLLM generation when the trainer uses it."""
         if trainer is None or not getattr(trainer, "use_vllm", False):
@@ -206,21 +213,32 @@ class GroupRollouts:
     def reply(self, prompt: list, k: int, key: Optional[int] = None) -> Rollout:
         constrained = self._constrained(k)
         ids = self.sampler.prompt_ids(_plain(prompt))
-        reply = self.sampler.sample(ids, self.pattern if constrained else None, key)
+        reply = self.sampler.sample(ids, self._pattern(prompt) if constrained else None, key)
         return Rollout(self.game, -1, k, constrained, ids, reply, [1] * len(reply), [0] * len(reply))
 
     def replies(self, prompts: list, places: Optional[list[int]] = None) -> list[Rollout]:
-        """Step level through vLLM: the batch's replies in one call per pattern the sampling uses (all
-        of them, in server mode, even for a rank that has none of a kind: the call is collective)."""
+        """Step level through vLLM: the batch's replies, one call per distinct state grammar among its
+        constrained replies and one for its free ones. A kind the sampling uses is asked for even when
+        this batch has none of it (VllmSampler skips an empty call in colocate mode; a server's call is
+        collective). Several processes on one server are refused (options.vllm_problem): TRL's server
+        call takes one regex for every rank's prompts, and the grammars differ by state."""
         ids = [self.active.prompt_ids(_plain(p)) for p in prompts]
         places = places if places is not None else self.slots(prompts)
         slots = [self._constrained(k) for k in places]
+        calls: list[tuple[Optional[str], list[int]]] = []
+        if any(self._constrained(k) for k in range(self.G)):
+            grouped: dict[str, list[int]] = {}
+            for i, prompt in enumerate(prompts):
+                if slots[i]:
+                    grouped.setdefault(self._pattern(prompt), []).append(i)
+            calls += list(grouped.items()) or [(None, [])]
+        if any(not self._constrained(k) for k in range(self.G)):
+            calls.append((None, [i for i, c in enumerate(slots) if not c]))
         rollouts: list[Optional[Rollout]] = [None] * len(prompts)
-        for constrained in sorted({self._constrained(k) for k in range(self.G)}, reverse=True):
-            mine = [i for i, c in enumerate(slots) if c == constrained]
-            drawn = self.active.sample_batch([ids[i] for i in mine], self.pattern if constrained else None)
+        for pattern, mine in calls:
+            drawn = self.active.sample_batch([ids[i] for i in mine], pattern)
             for i, (reply, logprobs) in zip(mine, drawn):
-                rollouts[i] = Rollout(self.game, -1, places[i], constrained, ids[i], reply, [1] * len(reply),
+                rollouts[i] = Rollout(self.game, -1, places[i], slots[i], ids[i], reply, [1] * len(reply),
                                       [0] * len(reply), logprobs=logprobs)
         assert all(r is not None for r in rollouts), "vLLM returned fewer replies than it was asked for"
         return rollouts  # type: ignore[return-value]
@@ -282,7 +300,8 @@ class GroupRollouts:
                     rollout.logprobs += [0.0] * len(between)  # the game's text, masked (TRL's tool tokens)
                 conversation.append(messages[-1])
             turn_key = None if key is None else key + len(rollout.steps)
-            reply_ids, logprobs = self._draw(ids, self.pattern if constrained else None, turn_key)
+            pattern = answer_line_pattern(env.action_grammar()) if constrained else None  # this state's
+            reply_ids, logprobs = self._draw(ids, pattern, turn_key)
             if rollout.logprobs is not None:
                 rollout.logprobs += list(logprobs or [None] * len(reply_ids))
             text = self.sampler.text(reply_ids)

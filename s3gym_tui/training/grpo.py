@@ -65,7 +65,10 @@ def episode_features():
 def state_features():
     from datasets import Features, List, Value
 
-    return Features({"prompt": List({"role": Value("string"), "content": Value("string")}),
+    from s3gym_tui.training.environment import GRAMMAR_KEY
+
+    return Features({"prompt": List({"role": Value("string"), "content": Value("string"),
+                                     GRAMMAR_KEY: Value("string")}),
                      "game": Value("string"), "seed": Value("int64"), "actions": List(Value("string")),
                      "scores": List(Value("float64"))})
 
@@ -93,13 +96,14 @@ def per_rank_accumulation(config: GrpoConfig) -> int:
     return replies // ranks
 
 
-def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, pattern: str, fits: Callable,
+def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fits: Callable,
                 out_dir: Path, config: GrpoConfig, lora: TrainConfig, device: Any, result: TrainResult,
                 progress: Callable[[TrainEvent], None], resume: bool) -> dict:
     """The format warm start (warm_start.py): the base's own grammar-constrained replies at the states it
     reaches on the exploration seeds, one short SFT pass; its examples are kept beside the adapters."""
     import json
 
+    from s3gym_tui.training.grammar import answer_line_pattern
     from s3gym_tui.training.sampling import ReplySampler
     from s3gym_tui.training.warm_start import (EXAMPLES_FILE, WARM_DIR, collect_examples, run_warm_start,
                                                write_examples)
@@ -115,8 +119,8 @@ def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, pat
         drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 48),
                               seed=lora.seed + 7_919)
 
-        def reply(messages: list, k: int) -> tuple[str, bool]:
-            ids = drafts.sample(drafts.prompt_ids(messages), pattern, key=k)
+        def reply(messages: list, env: Any, k: int) -> tuple[str, bool]:
+            ids = drafts.sample(drafts.prompt_ids(messages), answer_line_pattern(env.action_grammar()), key=k)
             return drafts.text(ids), ids[-1] == tokenizer.eos_token_id
 
         examples = collect_examples(game, seeds, reply, config.warm_start, config.rollout_step_cap, fits)
@@ -151,6 +155,7 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     from s3gym_tui.training.lengths import context_window
     from s3gym_tui.training.rewards import FrozenJudge, make_reward
     from s3gym_tui.training.rollouts import StateStream
+    from s3gym_tui.training.grammar import answer_line_pattern
     from s3gym_tui.training.sampling import ReplySampler, constrained_slot
 
     if config.level not in ("step", "episode"):
@@ -181,12 +186,13 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         return len(ids) + max(config.max_completion_length, config.judge_max_new_tokens) <= window
 
     if config.warm_start and not checkpoint:  # a GRPO checkpoint already holds the warmed weights
-        result.notes.update(_warm_start(game, seeds, model, tokenizer, rollouts.pattern, fits, out_dir, config, lora,
-                                        device, result, progress, resume))
+        result.notes.update(_warm_start(game, seeds, model, tokenizer, fits, out_dir, config, lora, device, result,
+                                        progress, resume))
 
     def player(messages: list, game_now: Any) -> str:
         """The rollout player (step level): the policy, under the grammar unless sampling is free."""
-        pattern = rollouts.pattern if constrained_slot(config.sampling, 0, config.num_generations) else None
+        pattern = (answer_line_pattern(game_now.action_grammar())
+                   if constrained_slot(config.sampling, 0, config.num_generations) else None)
         return sampler.text(sampler.sample(sampler.prompt_ids(messages), pattern))
 
     key = None

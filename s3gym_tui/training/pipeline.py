@@ -141,7 +141,9 @@ def record_local(store, training: Training, result: TrainResult) -> Training:
     serve.HANDLER.add_training(training.id, result.base_dir, result.adapters)
     serve.register()
     metrics = {**training.metrics, **{k: v for k, v in result.figures().items() if v is not None}}
-    return store.update_training(training.id, epochs=len(result.adapters), steps=result.steps,
+    # a training without a dataset (GRPO, TASPO) counts the replies its updates sampled
+    examples = training.examples or result.examples
+    return store.update_training(training.id, epochs=len(result.adapters), steps=result.steps, examples=examples,
                                  train_seconds=training.train_seconds + result.seconds, metrics=metrics,
                                  status="evaluating")
 

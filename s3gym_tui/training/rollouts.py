@@ -57,7 +57,7 @@ class StateStream:
                 self.too_long += 1
                 break
             self.states += 1
-            yield prompt_row(self.game, seed, actions, scores)
+            yield prompt_row(self.game, seed, actions, scores, env.action_grammar())
             reply = self.policy(messages, env)
             parsed = parse_reply(reply)
             action = parsed.action if parsed.action is not None else NO_ANSWER

@@ -32,12 +32,12 @@ PHASE = "warm-start"
 EXAMPLES_FILE = "examples.jsonl"
 
 
-def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, int], tuple[str, bool]], count: int,
+def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, Any, int], tuple[str, bool]], count: int,
                      step_cap: Optional[int] = None,
                      fits: Callable[[list], bool] = lambda messages: True) -> list[dict[str, Any]]:
     """Up to `count` conversational prompt/completion examples: the states a player reaches on `seeds`
-    (exploration seeds only), answered by `reply(messages, k)` -> (text, keep) (k: the draw's index, its
-    sampling key; keep False: a reply cut before its answer line was complete, played but not kept).
+    (exploration seeds only), answered by `reply(messages, game, k)` -> (text, keep) (game: the state, whose
+    action grammar the reply follows; k: the draw's index, its sampling key; keep False: a reply cut before its answer line was complete, played but not kept).
     The player goes on with that reply's action, so the states are the ones it reaches. At most
     4 x `count` states are visited: fewer examples come back when too many replies were cut."""
     from s3gym_tui.training.rollouts import StateStream
@@ -49,7 +49,7 @@ def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, int
     drawn = [0]
 
     def player(messages: list, env: Any) -> str:
-        text, keep = reply(messages, drawn[0])
+        text, keep = reply(messages, env, drawn[0])
         drawn[0] += 1
         if keep:
             examples.append({"prompt": [dict(m) for m in messages],

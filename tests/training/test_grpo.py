@@ -310,7 +310,7 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     (data,) = json.loads(capsys.readouterr().out)
     assert data["signal"] == [{"phase": "grpo", "updates": 2, "no_signal": 2, "zero_variance_share": 1.0,
                                "parsed_share": 0.0, "reward_std": 0.0, "grad_norm": 0.0, "kl": None,
-                               "free_parsed_share": None}]
+                               "free_parsed_share": None, "prior": None}]
 
 
 def test_a_rollout_ends_where_the_next_prompt_would_not_fit():

@@ -24,13 +24,13 @@ pytest.importorskip("trl")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _sampler(tiny_base, temperature=1.0):
+def _sampler(tiny_base, temperature=1.0, max_new_tokens=24):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from s3gym_tui.training.sampling import ReplySampler
 
     return ReplySampler(AutoModelForCausalLM.from_pretrained(tiny_base), AutoTokenizer.from_pretrained(tiny_base),
-                        temperature, 24, seed=1)
+                        temperature, max_new_tokens, seed=1)
 
 
 def test_replies_under_the_answer_line_grammar_parse_and_free_ones_of_a_random_model_do_not(tiny_base):
@@ -240,3 +240,42 @@ def test_a_group_split_across_processes_keeps_its_mix_of_constrained_and_free(mo
         places += one.slots([prompt] * 2)  # each rank holds two of the group's four copies
     assert sorted(places) == [0, 1, 2, 3]
     assert sum(one._constrained(k) for k in places) == 2  # half under the grammar, as in one process
+
+
+@pytest.mark.parametrize("game", games.names())
+def test_constrained_replies_follow_the_grammar_of_their_own_state_in_every_game(tiny_base, game):
+    """The games' grammars depend on the state (none exists before a reset: snake's reverse move, chess's
+    cells, tetris's columns...): a step-level row carries its state's grammar, and constrained replies at
+    both levels are legal for the state they answer."""
+    import random
+
+    from s3gym_tui.training.environment import GRAMMAR_KEY, GameEnvironment
+    from s3gym_tui.training.grammar import action_is_wellformed
+    from s3gym_tui.training.group_rollouts import GroupRollouts, episode_prompt
+    from s3gym_tui.training.rollouts import StateStream
+
+    rng = random.Random(0)
+    stream = StateStream(game, [11], lambda messages, env: f"Answer: {env.sample_action(rng)}, Score: 0", step_cap=2)
+    rows = []
+    for row in stream.rows():
+        rows.append(row)
+        if len(rows) == 2:
+            break
+    step = GroupRollouts(game, "step", _sampler(tiny_base, max_new_tokens=160), 2, "constrained", "oracle")
+    for i, row in enumerate(rows):
+        env = GameEnvironment()
+        observation = env.reset(**row)
+        grammar = env.game.action_grammar()
+        assert row["prompt"][0][GRAMMAR_KEY] == grammar
+        prompt = row["prompt"][:-1] + [{**row["prompt"][-1], "content": observation}]  # as TRL fills it
+        reply = step.sampler.text(step.reply(prompt, 0, key=i).completion_ids)
+        action = parse_reply(reply).action
+        assert action is not None and action_is_wellformed(action, grammar), (reply, grammar[:200])
+        assert action.upper() != "END"  # no pattern holds END: a reply that says it followed another grammar
+    episode = GroupRollouts(game, "episode", _sampler(tiny_base, max_new_tokens=160), 2, "constrained", "oracle",
+                            step_cap=2)
+    rollout = episode.episode(episode_prompt(game, 11), 0, key=7)
+    for i, s in enumerate(rollout.steps):
+        state = games.game_class(game).replay("explore", 11, [t.action for t in rollout.steps[:i]])
+        assert s.parsed and action_is_wellformed(s.action, state.action_grammar()), (s.reply, s.action)
+        assert s.action.upper() != "END"

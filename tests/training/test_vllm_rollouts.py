@@ -64,10 +64,16 @@ def _sampler(tiny_base, temperature=0.9, max_new_tokens=40):
                         temperature, max_new_tokens, seed=1)
 
 
-def _state(seed: int) -> list:
-    game = games.make("trust", "explore")
+def _state(seed: int, game_name: str = "trust", actions=()) -> list:
+    """A step-level prompt as TRL hands it over: the engine's messages, the state's grammar on the first."""
+    from s3gym_tui.training.environment import GRAMMAR_KEY
+
+    game = games.make(game_name, "explore")
     game.reset(seed)
-    return build_messages(game, None, [], "")
+    for action in actions:
+        game.step(action)
+    messages = build_messages(game, None, [], "")
+    return [{**messages[0], GRAMMAR_KEY: game.action_grammar()}] + [{**m, GRAMMAR_KEY: None} for m in messages[1:]]
 
 
 def _trainer(generation, mode="colocate", use_vllm=True):
@@ -216,4 +222,21 @@ def test_episode_level_through_a_server_is_refused_across_processes():
     assert "trains in one process" in vllm_problem("server", "episode", 2)
     assert "trains in one process" not in (vllm_problem("colocate", "episode", 2) or "")
     assert "trains in one process" not in (vllm_problem("server", "episode", 1) or "")
-    assert "trains in one process" not in (vllm_problem("server", "step", 2) or "")
+    assert "each state has its own grammar" in vllm_problem("server", "step", 2)
+    assert "trains in one process" not in (vllm_problem("server", "step", 1) or "")
+    assert "trains in one process" not in (vllm_problem("colocate", "step", 2) or "")
+
+
+def test_constrained_replies_of_different_states_are_asked_for_under_each_states_grammar(tiny_base):
+    from s3gym_tui.training.environment import GRAMMAR_KEY
+    from s3gym_tui.training.grammar import answer_line_pattern
+    from s3gym_tui.training.group_rollouts import GroupRollouts
+
+    sampler = _sampler(tiny_base)
+    fake = FakeGeneration(sampler.tokenizer)
+    first, second = _state(3, "chess"), _state(4, "chess")
+    assert first[0][GRAMMAR_KEY] != second[0][GRAMMAR_KEY]  # chess's cells differ by state
+    GroupRollouts("chess", "step", sampler, 2, "constrained", "oracle")([first] * 2 + [second] * 2, _trainer(fake))
+    assert [c["regex"] for c in fake.calls] == [answer_line_pattern(first[0][GRAMMAR_KEY]),
+                                                answer_line_pattern(second[0][GRAMMAR_KEY])]
+    assert [len(c["prompts"]) for c in fake.calls] == [2, 2]

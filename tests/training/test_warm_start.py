@@ -40,14 +40,15 @@ def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds
 
     sampler = ReplySampler(AutoModelForCausalLM.from_pretrained(tiny_base), AutoTokenizer.from_pretrained(tiny_base),
                            1.0, 24, seed=3)
-    pattern = answer_line_pattern(games.make("trust", "explore").action_grammar())
+    grammars = []
 
-    def reply(messages, k):
-        ids = sampler.sample(sampler.prompt_ids(messages), pattern, key=k)
+    def reply(messages, env, k):
+        grammars.append(env.action_grammar())
+        ids = sampler.sample(sampler.prompt_ids(messages), answer_line_pattern(env.action_grammar()), key=k)
         return sampler.text(ids), True
 
     examples = collect_examples("trust", [11, 12], reply, 5, step_cap=2)
-    assert len(examples) == 5
+    assert len(examples) == 5 and grammars[0] == games.make("trust", "explore").action_grammar()
     assert [(e["seed"], e["step"]) for e in examples] == [(11, 0), (11, 1), (12, 0), (12, 1), (11, 0)]
     for e in examples:
         assert parse_reply(e["completion"][0]["content"]).action is not None  # every reply parses
@@ -60,10 +61,10 @@ def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds
     with pytest.raises(ValueError):
         collect_examples("trust", [EVAL_SEED_BASE + 1], reply, 2)
     # a reply cut short is played (the episode goes on with its action) but not kept; the visits are bounded
-    cut = collect_examples("trust", [11, 12], lambda m, k: (reply(m, k)[0], k % 2 == 1), 3, step_cap=2)
+    cut = collect_examples("trust", [11, 12], lambda m, e, k: (reply(m, e, k)[0], k % 2 == 1), 3, step_cap=2)
     assert [(e["seed"], e["step"]) for e in cut] == [(11, 1), (12, 1), (11, 1)]
     assert [e["completion"] for e in cut] == [examples[i]["completion"] for i in (1, 3)] + [cut[2]["completion"]]
-    assert collect_examples("trust", [11], lambda m, k: (reply(m, k)[0], False), 3, step_cap=2) == []
+    assert collect_examples("trust", [11], lambda m, e, k: (reply(m, e, k)[0], False), 3, step_cap=2) == []
 
 
 def _source(store, episodes=2):
@@ -99,6 +100,7 @@ def test_the_warm_start_is_stored_as_its_own_phase_and_changes_what_grpo_starts_
     assert _phases(store, cold.id) == [("grpo", 1), ("grpo", 2)]
     assert warmed.settings["grpo"]["warm_start"] == 3 and cold.settings["grpo"]["warm_start"] == 0
     assert warmed.metrics["warm_start_examples"] == 3 and warmed.metrics["warm_start_steps"] == 6
+    assert warmed.examples == cold.examples == 4  # no dataset: the replies its 2 updates sampled (1 state x G = 2)
     warm = store.losses(warmed.id, "warm-start")
     assert warm[-1].loss < warm[0].loss  # it learns the replies (lr 1e-2, 2 passes)
     lines = (Path(warmed.directory) / "adapters" / "warm-start" / "examples.jsonl").read_text().splitlines()
