@@ -248,6 +248,9 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             recipe = grpo_recipe(report.training)
             if recipe:
                 text.append(f"\n  {recipe}", style="dim")
+            short = (report.training.metrics or {}).get("completion_tokens_short")
+            if short:
+                text.append(f"\n  {short}", style="bold yellow")
             if report.serving:
                 text.append(f"\n  served by {report.serving}", style="dim")
                 if report.source_x0 is not None and report.source_x0[1] != report.serving:

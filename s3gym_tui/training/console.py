@@ -61,6 +61,8 @@ class Bars:
     def on_train(self, event) -> None:
         label = PHASE_LABEL.get(event.phase, "updates")
         if event.kind == "load":
+            if event.warning:  # a setting that will not work as meant (said once, before the updates)
+                self.progress.note(f"[yellow]warning[/]: {safe_markup(event.warning)}")
             self.info("loading base", "ready", total=1, completed=1)
             if event.max_steps:
                 self.task(label, event.max_steps)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, quiet, start_training
 from s3gym_tui.training.options import GrpoConfig
@@ -133,6 +133,24 @@ def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fit
                           progress=progress, resume=resume)
 
 
+def short_completion(game: str, seed: int, tokenizer: Any, max_tokens: int) -> Optional[str]:
+    """Why `max_tokens` cannot hold a whole answer line of `game` (a sampled legal action at the first
+    state of `seed`, with a score), or None. A constrained reply cut short never parses."""
+    import random
+
+    import games as games_pkg
+    from s3gym_tui.training.environment import MODE
+
+    env = games_pkg.make(games_pkg.canonical(game), MODE)
+    env.reset(seed)
+    line = f"Answer: {env.sample_action(random.Random(0))}, Score: 10.5"
+    needed = len(tokenizer(line, add_special_tokens=False)["input_ids"]) + 1  # and the end of the reply
+    if needed <= max_tokens:
+        return None
+    return (f"--completion-tokens {max_tokens} cannot hold a whole {game} answer line ({needed} tokens at the first "
+            f"state): constrained replies will be cut and not parse; use --completion-tokens {needed + 8} or more")
+
+
 def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, config: GrpoConfig = GrpoConfig(),
                lora: TrainConfig = TrainConfig(), progress: Callable[[TrainEvent], None] = lambda e: None,
                on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False,
@@ -185,6 +203,11 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False)
         return len(ids) + max(config.max_completion_length, config.judge_max_new_tokens) <= window
 
+    if config.sampling != "free" and seeds:
+        short = short_completion(game, seeds[0], tokenizer, config.max_completion_length)
+        if short:
+            result.notes["completion_tokens_short"] = short
+            progress(TrainEvent("load", phase="grpo", warning=short))
     if config.warm_start and not checkpoint:  # a GRPO checkpoint already holds the warmed weights
         result.notes.update(_warm_start(game, seeds, model, tokenizer, fits, out_dir, config, lora, device, result,
                                         progress, resume))

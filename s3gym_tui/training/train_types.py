@@ -48,7 +48,8 @@ class TrainEvent:
     x: int = 0  # checkpoint number of a 'checkpoint' event
     metrics: dict[str, float] = field(default_factory=dict)
     phase: str = "sft"
-    warning: Optional[str] = None  # a 'step' without learning signal: why (learning_signal.py)
+    # a 'step' without learning signal: why (learning_signal.py); a 'load': a setting that will not work as meant
+    warning: Optional[str] = None
 
 
 @dataclass

@@ -181,8 +181,22 @@ def test_s3gym_train_grpo_warm_start_through_the_cli(tmp_path, tiny_base, capsys
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "format warm start" in out.out  # its own progress line
+    assert "--completion-tokens 6 cannot hold a whole trust answer line" in " ".join(out.out.split())  # said once
     with Store(db) as store:
         (training,) = store.trainings(source_run=source.id)
         assert training.settings["grpo"]["warm_start"] == 2 and training.settings["grpo"]["warm_start_epochs"] == 1
         assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("warm-start", 2),
                                                                           ("grpo", 1)]
+
+
+def test_a_completion_budget_too_short_for_the_games_answer_line_is_said(tiny_base):
+    from transformers import AutoTokenizer
+
+    from s3gym_tui.training.grpo import short_completion
+
+    tok = AutoTokenizer.from_pretrained(tiny_base)
+    assert short_completion("trust", 0, tok, 32) is None
+    said = short_completion("chess", 0, tok, 32)
+    assert said.startswith("--completion-tokens 32 cannot hold a whole chess answer line")
+    needed = int(said.split("(")[1].split(" tokens")[0])
+    assert needed > 32 and short_completion("chess", 0, tok, needed) is None
