@@ -14,6 +14,10 @@ from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, 
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
+# GRPO's format warm start by default (training/warm_start.py): measured on the bundled SmolLM2-135M
+# (benchmarks/train_learns.py), free replies that parse 0-33% without it, 100% with 16 examples x 2
+DEFAULT_WARM_START = 16
+
 OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "
                                              "data dir, where any process finds trained/<id>/<x>).")
 
@@ -73,10 +77,12 @@ def train(
                                  "group under the answer-line grammar, half free) | constrained | free."),
     format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
                                         "without a parsable action."),
-    warm_start: int = typer.Option(0, "--warm-start", min=0, max=10_000, help="GRPO: before the first update, "
-                                   "fine-tune on this many of the base's own replies written under the answer-line "
-                                   "grammar at states it reaches on the exploration seeds (teaches the answer line; "
-                                   "no reward is read). 0: none."),
+    warm_start: Optional[int] = typer.Option(None, "--warm-start", min=0, max=10_000, help="GRPO: before the "
+                                             "first update, fine-tune on this many of the base's own replies written "
+                                             "under the answer-line grammar at states it reaches on the exploration "
+                                             "seeds (teaches the answer line; no reward is read). 0: none. Default: "
+                                             f"{DEFAULT_WARM_START} for GRPO and TASPO (on the bundled model, free "
+                                             "replies that parse went from 0-33% to 100%)."),
     warm_start_epochs: int = typer.Option(2, "--warm-start-epochs", min=1, max=100,
                                           help="GRPO: passes over the --warm-start examples."),
     vllm: Optional[str] = typer.Option(None, "--vllm", help="GRPO: sample replies with vLLM (TRL's modes): server "
@@ -118,6 +124,8 @@ def train(
         raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
     from s3gym_tui.training.options import vllm_problem
 
+    if warm_start is None:
+        warm_start = 0 if method == "sft" else DEFAULT_WARM_START
     if warm_start and method == "sft":
         raise UserError("--warm-start applies to GRPO and TASPO (--method grpo|taspo): SFT is already a fine-tune")
     if vllm is not None and method != "grpo":

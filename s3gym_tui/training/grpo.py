@@ -115,8 +115,9 @@ def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fit
     else:
         # a stream of its own (seeded apart from the rollouts'), keyed by the example's index: the same
         # examples however often the training is resumed
-        # (room for the whole answer line: a reply cut before its score is played but not taught)
-        drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 48),
+        # (room for the whole answer line, chess's ~73 tokens too: the constraint ends a reply once its line is
+        # complete; one cut before its score is played but not taught)
+        drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 160),
                               seed=lora.seed + 7_919)
 
         def reply(messages: list, env: Any, k: int) -> tuple[str, bool]:

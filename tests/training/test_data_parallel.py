@@ -92,12 +92,13 @@ def test_grpo_in_two_processes_writes_the_store_once(tmp_path, tiny_base):
     launched = _launch(tmp_path, "train", source, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base),
                        "--updates", "2", "--generations", "2", "--states-per-update", "1", "--save-every", "1",
                        "--rollout-step-cap", "1", "--completion-tokens", "6", "--eval-episodes", "1", "--step-cap",
-                       "1", "--progress", "plain", "--db", str(db))
+                       "1", "--warm-start", "2", "--warm-start-epochs", "1", "--progress", "plain", "--db", str(db))
     assert launched.returncode == 0, launched.stderr[-3000:]
     with Store(db) as store:
         (training,) = store.trainings()
         assert training.status == "finished" and training.steps == 2
-        assert [p.step for p in store.losses(training.id)] == [1, 2]
+        # the warm start too is trained data parallel (2 examples, one per process: one step), stored once
+        assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("grpo", 1), ("grpo", 2)]
         assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
         assert [s.kind for s in store.training_sources(training.id)] == ["rollout", "rollout"]
         (evaluation,) = store.training_evals(training.id)

@@ -251,6 +251,8 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
         training = store.trainings(source_run=run.id)[0]
         assert (training.method, training.reward, training.status) == ("grpo", "oracle", "finished")
         assert training.settings["seeds"] == [0, 1] and training.steps == 2
+        assert training.settings["grpo"]["warm_start"] == 16  # the command's default: a format warm start
+        assert {p.phase for p in store.losses(training.id)} == {"warm-start", "grpo"}
         sources = store.training_sources(training.id, "rollout")
         assert sources and all(s.mode == "explore" and s.seed in (0, 1) and s.n == 1 for s in sources)
         assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
@@ -290,7 +292,7 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     code = main(["train", run.id, "--method", "grpo", "--reward", "stated", "--base", str(tiny_base), "--updates", "2",
                  "--generations", "2", "--states-per-update", "1", "--save-every", "2", "--rollout-step-cap", "1",
                  "--completion-tokens", "4", "--eval-episodes", "1", "--step-cap", "1", "--progress", "plain",
-                 "--db", str(db)])
+                 "--warm-start", "0", "--db", str(db)])  # no warm start: its checkpoints are the base model
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "update 1 had no signal" in out.out and "update 2 had no signal" in out.out  # live, per update

@@ -171,7 +171,7 @@ def test_step_level_records_the_parsed_shares_and_the_format_term(tiny_base, tmp
     assert m["source_reward_std"] >= 0.0  # the oracle's own spread, before the format term (0: the finding to show)
 
 
-EPISODE_CLI = ["--method", "grpo", "--level", "episode", "--reward", "oracle", "--updates", "2", "--generations", "2",
+EPISODE_CLI = ["--warm-start", "0", "--method", "grpo", "--level", "episode", "--reward", "oracle", "--updates", "2", "--generations", "2",
                "--states-per-update", "1", "--save-every", "2", "--rollout-step-cap", "2", "--completion-tokens", "8",
                "--eval-episodes", "1", "--step-cap", "1", "--progress", "plain"]
 

@@ -222,7 +222,7 @@ def test_s3gym_train_grpo_stops_on_a_signal_and_resumes(tiny_base, tmp_path, sig
     db = tmp_path / "s.db"
     with Store(db) as store:
         source = _source(store, episodes=2)
-    child = _spawn(["train", source.id, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base),
+    child = _spawn(["train", source.id, "--method", "grpo", "--warm-start", "0", "--reward", "oracle", "--base", str(tiny_base),
                     "--updates", "40", "--generations", "2", "--states-per-update", "1", "--save-every", "20",
                     "--rollout-step-cap", "1", "--completion-tokens", "6", "--eval-episodes", "1", "--step-cap", "1",
                     "--progress", "plain"], db, tmp_path)
