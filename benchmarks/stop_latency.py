@@ -99,9 +99,11 @@ def main() -> None:
                                          db, env, sig)))
         if "grpo" in wanted:
             run = _source(db, "trust")
-            rows.append(("grpo", _command(["train", run, "--method", "grpo", "--updates", "20", "--generations", "2",
-                                           "--states-per-update", "1", "--completion-tokens", "16",
-                                           "--rollout-step-cap", "2", *common], db, env, sig)))
+            grpo = ["train", run, "--method", "grpo", "--updates", "20", "--generations", "2", "--states-per-update",
+                    "1", "--completion-tokens", "20", "--rollout-step-cap", "2", *common]
+            # the signal comes at the first stored loss: a GRPO update without the warm start, a warm-start step with it
+            rows.append(("grpo (update)", _command([*grpo, "--warm-start", "0"], db, env, sig)))
+            rows.append(("grpo (warm start)", _command(grpo, db, env, sig)))
         if "distill" in wanted:
             experts = _experts(db, args.base, env)
             rows.append(("distill (phase 1)", _command(["distill", *experts, "--rollout-episodes", "1",
