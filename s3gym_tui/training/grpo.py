@@ -96,44 +96,6 @@ def per_rank_accumulation(config: GrpoConfig) -> int:
     return replies // ranks
 
 
-def _warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fits: Callable,
-                out_dir: Path, config: GrpoConfig, lora: TrainConfig, device: Any, result: TrainResult,
-                progress: Callable[[TrainEvent], None], resume: bool) -> dict:
-    """The format warm start (warm_start.py): the base's own grammar-constrained replies at the states it
-    reaches on the exploration seeds, one short SFT pass; its examples are kept beside the adapters."""
-    import json
-
-    from s3gym_tui.training.grammar import answer_line_pattern
-    from s3gym_tui.training.sampling import ReplySampler
-    from s3gym_tui.training.warm_start import (EXAMPLES_FILE, WARM_DIR, collect_examples, run_warm_start,
-                                               write_examples)
-
-    directory = Path(out_dir) / WARM_DIR
-    stored = directory / EXAMPLES_FILE
-    if resume and stored.is_file():
-        examples = [json.loads(line) for line in stored.read_text(encoding="utf-8").splitlines() if line.strip()]
-    else:
-        # a stream of its own (seeded apart from the rollouts'), keyed by the example's index: the same
-        # examples however often the training is resumed
-        # (room for the whole answer line, chess's ~73 tokens too: the constraint ends a reply once its line is
-        # complete; one cut before its score is played but not taught)
-        drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 160),
-                              seed=lora.seed + 7_919)
-
-        def reply(messages: list, env: Any, k: int) -> tuple[str, bool]:
-            ids = drafts.sample(drafts.prompt_ids(messages), answer_line_pattern(env.action_grammar()), key=k)
-            return drafts.text(ids), ids[-1] == tokenizer.eos_token_id
-
-        examples = collect_examples(game, seeds, reply, config.warm_start, config.rollout_step_cap, fits)
-        if not examples:
-            raise ValueError(f"the format warm start found no complete answer line in {4 * config.warm_start} "
-                             f"replies of the base (try --completion-tokens higher, or --warm-start 0)")
-        write_examples(directory, examples)
-    return run_warm_start(model, tokenizer, examples, out_dir, epochs=config.warm_start_epochs,
-                          learning_rate=config.learning_rate, lora=lora, device=device, result=result,
-                          progress=progress, resume=resume)
-
-
 def short_completion(game: str, seed: int, tokenizer: Any, max_tokens: int) -> Optional[str]:
     """Why `max_tokens` cannot hold a whole answer line of `game` (a sampled legal action at the first
     state of `seed`, with a score), or None. A constrained reply cut short never parses."""
@@ -210,8 +172,10 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
             result.notes["completion_tokens_short"] = short
             progress(TrainEvent("load", phase="grpo", warning=short))
     if config.warm_start and not checkpoint:  # a GRPO checkpoint already holds the warmed weights
-        result.notes.update(_warm_start(game, seeds, model, tokenizer, fits, out_dir, config, lora, device, result,
-                                        progress, resume))
+        from s3gym_tui.training.warm_start import warm_start
+
+        result.notes.update(warm_start(game, seeds, model, tokenizer, fits, out_dir, config, lora, device, result,
+                                       progress, resume))
 
     def player(messages: list, game_now: Any) -> str:
         """The rollout player (step level): the policy, under the grammar unless sampling is free."""

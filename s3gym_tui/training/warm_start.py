@@ -13,7 +13,7 @@ nothing from an evaluation seed is read (StateStream refuses them). Measured (tr
 free replies that parse 0% -> 100%; but the base picks one action in ~15 of 16 constrained replies, so
 groups of 4 then mostly agree (zero reward variance: the no-signal verdict says so per update).
 
-The examples are written to `<training>/warm-start/examples.jsonl` with their seed and step; the SFT
+The examples are written to `<training>/adapters/warm-start/examples.jsonl` with their seed and step; the SFT
 pass is TRL's SFTTrainer on the same LoRA model (its losses stored as phase "warm-start"), stopped by
 the stop flag like every other phase; a resumed training skips it once GRPO has a checkpoint (the
 checkpoint holds the warmed weights) and otherwise continues it from its own checkpoint.
@@ -72,6 +72,46 @@ def write_examples(directory: Path, examples: Sequence[dict]) -> Path:
         for example in examples:
             out.write(json.dumps(example, ensure_ascii=False) + "\n")
     return path
+
+
+def read_examples(directory: Path) -> Optional[list[dict[str, Any]]]:
+    """The examples `write_examples` kept in `directory`, or None when there are none."""
+    path = directory / EXAMPLES_FILE
+    if not path.is_file():
+        return None
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fits: Callable[[list], bool],
+               out_dir: Path, config: Any, lora: Any, device: Any, result: TrainResult,
+               progress: Callable[[TrainEvent], None], resume: bool) -> dict[str, Any]:
+    """The whole warm start of a GRPO training (`config`: its GrpoConfig): the base's own grammar-constrained
+    replies at the states it reaches on the exploration seeds (read back on a resume), then the SFT pass;
+    returns the figures kept in the training's notes."""
+    from s3gym_tui.training.grammar import answer_line_pattern
+    from s3gym_tui.training.sampling import ReplySampler
+
+    directory = Path(out_dir) / WARM_DIR
+    examples = read_examples(directory) if resume else None
+    if examples is None:
+        # a stream of its own (seeded apart from the rollouts'), keyed by the draw's index: the same examples
+        # however often the training is resumed; room for the whole answer line, chess's ~73 tokens too (the
+        # constraint ends a reply once its line is complete; one cut before its score is played, not taught)
+        drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 160),
+                              seed=lora.seed + 7_919)
+
+        def reply(messages: list, env: Any, k: int) -> tuple[str, bool]:
+            ids = drafts.sample(drafts.prompt_ids(messages), answer_line_pattern(env.action_grammar()), key=k)
+            return drafts.text(ids), ids[-1] == tokenizer.eos_token_id
+
+        examples = collect_examples(game, seeds, reply, config.warm_start, config.rollout_step_cap, fits)
+        if not examples:
+            raise ValueError(f"the format warm start found no complete answer line in {4 * config.warm_start} "
+                             f"replies of the base (try --completion-tokens higher, or --warm-start 0)")
+        write_examples(directory, examples)
+    return run_warm_start(model, tokenizer, examples, out_dir, epochs=config.warm_start_epochs,
+                          learning_rate=config.learning_rate, lora=lora, device=device, result=result,
+                          progress=progress, resume=resume)
 
 
 def run_warm_start(model: Any, tokenizer: Any, examples: Sequence[dict], out_dir: Path, *, epochs: int,
