@@ -284,6 +284,43 @@ async def nav_aspire_marks(pilot, ids) -> None:
     await press(pilot, "c", "up")  # the sft candidate score-gated retention rolled back
 
 
+async def nav_training(pilot, ids) -> None:
+    """The Trust History run's dataset and a GRPO training from it with a format warm start, its rows
+    written directly (checkpoints, losses, evaluation episodes: no model needed), in this shot's copy only."""
+    from s3gym_tui.models import Checkpoint, Episode
+    from s3gym_tui.store import LossPoint, Store, Training, TrainingCheckpoint
+    from s3gym_tui.training.dataset import build_dataset
+    from s3gym_tui.training.evaluate import create_eval_run
+
+    source_id, tid = "trust-history-demo", "trust-grpo-demo"
+    means = {0: 0.0, 1: 3.0, 2: 3.0}  # the bundled model's figures in benchmarks/train_learns.py
+    with Store(pilot.app.db_path) as store:
+        await build_dataset(store, source_id, threshold=1.5, correction="reference")
+        source = store.get_run(source_id)
+        training = store.add_training(Training(
+            id=tid, method="grpo", reward="oracle", games=("trust",), source_run=source_id, base="smollm2-135m",
+            epochs=2, steps=4, examples=16, status="finished",
+            settings={"grpo": {"level": "step", "sampling": "mixed", "format_weight": 1.0, "warm_start": 16,
+                               "warm_start_epochs": 2}},
+            metrics={"warm_start_examples": 16, "warm_start_first_loss": 2.59, "warm_start_last_loss": 0.21}))
+        for x in means:
+            store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
+        flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "parsed_replies": 1.0, "no_signal": 1.0}
+        store.add_losses(tid, [LossPoint(step=i, loss=2.6 - 0.075 * i, phase="warm-start") for i in range(1, 33)]
+                         + [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in range(1, 5)])
+        run = create_eval_run(store, training, source.config, list(means), eval_episodes=1, run_id=tid)
+        for x, mean in means.items():
+            episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game="trust", mode="eval", phase="eval",
+                              seed=run.config.eval_seed(0), index=0, checkpoint=x, model=f"trained/{tid}/{x}",
+                              pathway="trained")
+            store.add_episode(episode)
+            store.finish_episode(episode.id, mean)
+            store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
+        store.set_run_status(run.id, "finished")
+    pilot.app.open_training(source_id)
+    await settle(pilot)
+
+
 # name -> (screen module that must exist, navigation, settings overrides[, terminal size])
 SHOTS: dict[str, tuple] = {
     "home": ("home", nav_home, {}),
@@ -302,6 +339,9 @@ SHOTS: dict[str, tuple] = {
     "search": ("search", nav_search, {}),
     "aspire": ("aspire", nav_aspire, {}),
     "aspire_marks": ("aspire", nav_aspire_marks, {}),
+    "training-80x24": ("training", nav_training, {}, (80, 24)),
+    "training-120x40": ("training", nav_training, {}, (120, 40)),
+    "training-200x50": ("training", nav_training, {}, (200, 50)),
     "credit-80x24": ("credit", nav_credit, {}, (80, 24)),
     "credit-120x40": ("credit", nav_credit, {}, (120, 40)),
     "credit-200x50": ("credit", nav_credit, {}, (200, 50)),
