@@ -249,7 +249,7 @@ class Checkpoint(Frozen):
 
 
 SWEEP_PATHWAYS: tuple[str, ...] = ("none", "history", "summary")
-MODEL_FAMILIES: tuple[str, ...] = ("scripted", "fault")  # `scripted` means scripted/<game> per game
+MODEL_FAMILIES: tuple[str, ...] = ("scripted", "fault", "learner")  # `scripted` means scripted/<game> per game
 
 
 class SweepConfig(Frozen):

@@ -17,7 +17,7 @@ from s3gym_tui.textgate import safe_markup
 
 GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
 MODELS_HELP = ("Comma-separated litellm model strings; the family `scripted` means scripted/<game> for each "
-               "game (`fault` likewise). Default: the config's default_model ($S3GYM_MODEL).")
+               "game (`fault` and `learner` likewise). Default: the config's default_model ($S3GYM_MODEL).")
 API_BASE_HELP = ("An api base: URL (every model), or MODEL=URL1,URL2 for a model's replicas (vLLM, SGLang, "
                  "llama.cpp servers), spread by litellm's Router. Repeat for several models.")
 

@@ -24,14 +24,14 @@ def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] 
     name a provider litellm knows, and that provider's API key variables must be set (unless an
     api base is given: a local OpenAI-compatible server usually needs no key)."""
     from s3gym_tui import plugins
-    from s3gym_tui.providers import LOCAL_MODELS, split_model
+    from s3gym_tui.providers import GAME_PROVIDERS, LOCAL_MODELS, split_model
 
     model = str(model or "").strip()
     if not model:
         raise ModelRefused("no model given: name a built-in model (`s3gym models`) or a litellm "
                            "model string such as openai/gpt-4.1")
     provider, name = split_model(model)
-    if provider in ("scripted", "fault"):
+    if provider in GAME_PROVIDERS:
         try:
             plays = games.canonical(name)
         except games.GameError:

@@ -18,7 +18,8 @@ from s3gym_tui import plugins
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 DEFAULT_MODEL = "local/smollm2-135m"
-CORE_PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault")
+CORE_PROVIDERS: tuple[str, ...] = ("local", "scripted", "fault", "learner")
+GAME_PROVIDERS: tuple[str, ...] = ("scripted", "fault", "learner")  # `<provider>/<game>`: one game each
 PROVIDERS: tuple[str, ...] = CORE_PROVIDERS + tuple(p.name for p in plugins.provider_plugins()
                                                     if p.name not in CORE_PROVIDERS)
 LOCAL_MODELS = {"smollm2-135m": "SmolLM2-135M-Instruct (Q4_1 GGUF, llama.cpp), embedded; the default"}
@@ -29,6 +30,8 @@ def _builtin_models() -> list[tuple[str, str]]:
     models = [(f"local/{name}", text) for name, text in LOCAL_MODELS.items()]
     models += [(f"scripted/{g}", f"the {g} reference policy (deterministic, instant)") for g in games.names()]
     models += [(f"fault/{g}", f"the {g} reference policy with injected faults (for tests)") for g in games.names()]
+    models += [(f"learner/{g}", f"a glass-box in-context learner of {g}: acts on its prompt alone (instant)")
+               for g in games.names()]
     return models
 
 
@@ -42,12 +45,12 @@ def split_model(model: str) -> tuple[str, str]:
 
 
 def is_builtin(model: str) -> bool:
-    """True for `local/<known>`, `scripted/<game>`, `fault/<game>` (game aliases accepted) and a
+    """True for `local/<known>`, `scripted/<game>`, `fault/<game>`, `learner/<game>` (game aliases accepted) and a
     plugin's models (`trained/<training_id>/<checkpoint>`)."""
     provider, name = split_model(model)
     if provider == "local":
         return name in LOCAL_MODELS
-    if provider in ("scripted", "fault"):
+    if provider in GAME_PROVIDERS:
         try:
             games.canonical(name)
         except games.GameError:
@@ -73,13 +76,14 @@ def register() -> None:
     import litellm
 
     from s3gym_tui.providers.fault import FaultLLM
+    from s3gym_tui.providers.learner.handler import LearnerLLM
     from s3gym_tui.providers.local import HANDLER as local_handler
     from s3gym_tui.providers.scripted import ScriptedLLM
 
-    global _scripted, _fault, _models_registered
+    global _scripted, _fault, _learner, _models_registered
     if _scripted is None:
-        _scripted, _fault = ScriptedLLM(), FaultLLM()
-    ours = {"local": local_handler, "scripted": _scripted, "fault": _fault}
+        _scripted, _fault, _learner = ScriptedLLM(), FaultLLM(), LearnerLLM()
+    ours = {"local": local_handler, "scripted": _scripted, "fault": _fault, "learner": _learner}
     for plugin in plugins.provider_plugins():  # e.g. the trained models: only litellm is needed to register
         if plugin.name in ours:
             continue
@@ -108,15 +112,16 @@ def register() -> None:
 _models_registered = False
 _scripted: Any = None
 _fault: Any = None
+_learner: Any = None
 
 
 def context_window(model: str) -> int | None:
-    """Input tokens the model accepts: local -> its n_ctx; scripted/fault -> None (unlimited);
+    """Input tokens the model accepts: local -> its n_ctx; scripted/fault/learner -> None (unlimited);
     others -> litellm's model info when known, else None."""
     provider, name = split_model(model)
     if provider == "local":
         return LOCAL_CONTEXT_WINDOW if name in LOCAL_MODELS else None
-    if provider in ("scripted", "fault"):
+    if provider in GAME_PROVIDERS:
         return None
     import litellm
 
@@ -129,14 +134,14 @@ def context_window(model: str) -> int | None:
 
 
 def count_tokens(model: str, text: str) -> int:
-    """Tokens of `text` for `model`: the embedded tokenizer for local, 4 chars a token for scripted/fault
+    """Tokens of `text` for `model`: the embedded tokenizer for local, 4 chars a token for scripted/fault/learner
     (what their usage reports), litellm's token_counter otherwise."""
     provider, _ = split_model(model)
     if provider == "local":
         from s3gym_tui.providers.local import count_tokens as local_count
 
         return local_count(text)
-    if provider in ("scripted", "fault"):
+    if provider in GAME_PROVIDERS:
         from s3gym_tui.providers._common import estimate_tokens
 
         return estimate_tokens(text)
@@ -164,5 +169,5 @@ def make_context(task: str, game: str, mode: str, seed: int, actions: Any = (), 
     return ctx
 
 
-__all__ = ["BUILTIN_MODELS", "DEFAULT_MODEL", "PROVIDERS", "context_window", "count_tokens", "is_builtin",
+__all__ = ["BUILTIN_MODELS", "DEFAULT_MODEL", "GAME_PROVIDERS", "PROVIDERS", "context_window", "count_tokens", "is_builtin",
            "make_context", "register", "s3gym_context", "split_model"]
