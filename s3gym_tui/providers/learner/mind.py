@@ -27,7 +27,7 @@ from s3gym_tui.providers.learner.readers.base import Decision, Option, Reader
 RULES_PER_SECTION = 12  # a summary a person can read; the lossy part of Summary Memory
 MIN_SUPPORT = 2  # a rule seen once is not written into a summary
 UNSEEN = 99  # the level of an option without evidence
-SHRINK = 1.0  # how many observations' weight a coarser description lends a finer one
+SHRINK = 3.0  # how many observations' weight a coarser description lends a finer one
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def history_evidence(reader: Reader, episodes) -> Evidence:
     return evidence
 
 
-_CACHE: "OrderedDict[tuple[str, str], Experience]" = OrderedDict()
+_CACHE: "OrderedDict[tuple[str, str], Experience]" = OrderedDict()  # (game, hint text) -> its evidence
 _CACHE_SIZE = 64
 
 
@@ -96,7 +96,7 @@ def experience(reader: Reader, hint: Optional[str]) -> Experience:
     block, the same table; within an episode every step carries the same block)."""
     if not hint:
         return Experience(Evidence(), "none", 0, 0)
-    key = (reader.game, hashlib.blake2b(hint.encode("utf-8", "replace"), digest_size=16).hexdigest())
+    key = (reader.game, hint)
     found = _CACHE.get(key)
     if found is not None:
         _CACHE.move_to_end(key)
@@ -178,9 +178,22 @@ def choose(reader: Reader, decision: Decision, evidence: Evidence, step_text: st
     if reader.predictive:
         return _predict(decision, evidence)
     typical = baseline(decision, evidence)
-    values = [_value(reader, decision, option, evidence, typical) for option in decision.options]
-    return max(values, key=lambda c: (round(c.value, 9), -(c.level if c.level is not None else UNSEEN),
-                                      c.total, _tiebreak(step_text, c.option.action)))
+    worth: dict[tuple[str, tuple[str, ...]], Choice] = {}  # options described alike are worth alike
+    values = []
+    for option in decision.options:
+        same = worth.get((option.label, option.keys))
+        if same is None:
+            same = worth[(option.label, option.keys)] = _value(reader, decision, option, evidence, typical)
+            values.append(same)
+        else:
+            values.append(replace(same, option=option))
+
+    def rank(c: Choice) -> tuple:
+        return round(c.value, 9), -(c.level if c.level is not None else UNSEEN), c.total
+
+    best = max(map(rank, values))
+    tied = [c for c in values if rank(c) == best]
+    return tied[0] if len(tied) == 1 else max(tied, key=lambda c: _tiebreak(step_text, c.option.action))
 
 
 # ----- the reply -------------------------------------------------------------------------------------

@@ -49,10 +49,14 @@ class Episode:
 class ActPrompt:
     rules: str
     hint: Optional[str]
-    current: tuple[Turn, ...]
+    current_text: str  # the current episode so far, as shown (`current` reads it into turns)
     feedback: str
     observation: str
     step_text: str  # everything after the Hint Messages: what the prior's hash reads
+
+    @property
+    def current(self) -> tuple[Turn, ...]:
+        return parse_turns(self.current_text)
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,7 @@ def parse(messages: list) -> ActPrompt | SummaryPrompt:
             hint, step_from = body.rstrip("\n"), rules_at
     elif head.startswith(CURRENT):
         current_text = head[len(CURRENT):]
-    return ActPrompt(rules, hint, parse_turns(current_text), feedback, observation, text[step_from:])
+    return ActPrompt(rules, hint, current_text, feedback, observation, text[step_from:])
 
 
 def _parse_summary(text: str) -> SummaryPrompt:

@@ -20,19 +20,26 @@ def boards(observation: str) -> list[dict[str, tuple[int, int]]]:
     """Each shown board (oldest first) as piece -> (row, col)."""
     out: list[dict[str, tuple[int, int]]] = []
     current: Optional[dict[str, tuple[int, int]]] = None
+    header = True
     for line in observation.split("\n"):
-        if _LABEL.match(line.strip()):
-            current = {}
+        head = line[:4].strip()
+        if head[:1] == "t" and line.endswith(":"):
+            current, header = {}, True
             out.append(current)
             continue
         if current is None:
             continue
-        m = _BOARD_ROW.match(line)
-        if m and not line.lstrip().startswith("0  1"):
-            r = int(m.group(1))
-            for c, ch in enumerate(m.group(2).split()):
-                if ch != ".":
-                    current[ch] = (r, c)
+        if header:  # the column numbers under the label
+            header = False
+            continue
+        cells = line.split()
+        if not cells or not cells[0].isdigit():
+            current = None
+            continue
+        r = int(cells[0])
+        for c, ch in enumerate(cells[1:]):
+            if ch != ".":
+                current[ch] = (r, c)
     return out
 
 
@@ -57,10 +64,11 @@ def _text(d: tuple[int, int]) -> str:
 
 def keys(moves: list[tuple[int, int]], at: tuple[int, int], n: int) -> tuple[str, ...]:
     """Finest first: all moves seen and the walls near, the last four, the last two, the last one."""
+    texts = [f"({a},{b})" for a, b in moves]
     out = []
     for k in (len(moves), 4, 2, 1):
         if len(moves) >= k:
-            text = " ".join(_text(d) for d in moves[-k:])
+            text = " ".join(texts[-k:])
             out.append(f"moved {text} near {_walls(at, n)}" if k == len(moves) and k > 4 else f"moved {text}")
     return tuple(dict.fromkeys(out))
 

@@ -24,8 +24,17 @@ def rows_after(text: str, header: re.Pattern, row: re.Pattern = _ROW) -> list[st
 
 def neighbours(grid: list[list[str]], r: int, c: int, outside: str = "#") -> str:
     """The 8 neighbours of (r, c), clockwise from the top-left ('#' off the board)."""
-    out = []
-    for dr, dc in ((-1, -1), (-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -1)):
-        rr, cc = r + dr, c + dc
-        out.append(grid[rr][cc] if 0 <= rr < len(grid) and 0 <= cc < len(grid[rr]) else outside)
-    return "".join(out)
+    return ring(padded(grid, outside), r, c)
+
+
+def padded(grid: list[list[str]], outside: str = "#") -> list[str]:
+    """The grid as strings with a border of `outside` around it (so neighbours need no bounds checks)."""
+    width = max((len(row) for row in grid), default=0)
+    edge = outside * (width + 2)
+    return [edge] + [outside + "".join(row).ljust(width, outside) + outside for row in grid] + [edge]
+
+
+def ring(pad: list[str], r: int, c: int) -> str:
+    """The 8 neighbours of grid cell (r, c) read from its padded grid, clockwise from the top-left."""
+    up, mid, down = pad[r], pad[r + 1], pad[r + 2]
+    return up[c:c + 3] + mid[c + 2] + down[c + 2] + down[c + 1] + down[c] + mid[c]

@@ -9,7 +9,7 @@ from typing import Optional
 
 from s3gym_tui.providers.learner.evidence import Item
 from s3gym_tui.providers.learner.readers.base import Decision, Judged, Option, Reader, invalid
-from s3gym_tui.providers.learner.readers.grid import neighbours
+from s3gym_tui.providers.learner.readers.grid import neighbours, padded, ring
 
 _HEADER = re.compile(r"Mines: (\d+)\s+Flags: (\d+)\s+Lives: (\d+)")
 _ROW = re.compile(r"^(\d+)  ((?:[?F0-8X] ?)+)$")
@@ -38,15 +38,21 @@ class MinesweeperReader(Reader):
         grid = _grid(observation)
         header = _HEADER.search(observation)
         can_flag = header is None or int(header.group(2)) < int(header.group(1))
+        pad = padded(grid)
+        shares = _shares(grid, pad)
         options = []
+        described: dict[tuple[str, str], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         for r, row in enumerate(grid):
             for c, ch in enumerate(row):
                 if ch != "?":
                     continue
-                seen = _around(grid, r, c)
-                options.append(Option("uncover", _keys("uncover", *seen), f"uncover ({r},{c})"))
+                seen = _around(grid, r, c, shares, pad)
+                keys = described.get(seen)
+                if keys is None:
+                    keys = described[seen] = (_keys("uncover", *seen), _keys("flag", *seen))
+                options.append(Option("uncover", keys[0], f"uncover ({r},{c})"))
                 if can_flag:
-                    options.append(Option("flag", _keys("flag", *seen), f"flag ({r},{c})"))
+                    options.append(Option("flag", keys[1], f"flag ({r},{c})"))
         return [Decision(options=tuple(options))]
 
     def option_of(self, observation: str, action: str) -> Optional[Option]:
@@ -93,24 +99,36 @@ class MinesweeperReader(Reader):
         return []
 
 
-def _around(grid: list[list[str]], r: int, c: int) -> tuple[str, str]:
-    """(the 8 neighbours as shown, how sure the numbers around are that the cell is a mine): for each
-    number next to the cell, its mines not yet accounted for (flags and X around it) per hidden cell
-    around it; the largest and smallest of those, in quarters."""
-    around = neighbours(grid, r, c)
-    shares = []
-    for dr in (-1, 0, 1):
-        for dc in (-1, 0, 1):
-            rr, cc = r + dr, c + dc
-            if (dr or dc) and 0 <= rr < len(grid) and 0 <= cc < len(grid[rr]) and grid[rr][cc].isdigit():
-                ring = neighbours(grid, rr, cc)
-                hidden = ring.count("?")
-                left = int(grid[rr][cc]) - ring.count("F") - ring.count("X")
+def _shares(grid: list[list[str]], pad: Optional[list[str]] = None) -> dict[tuple[int, int], float]:
+    """For each number on the board: its mines not yet accounted for (flags and X around it) per hidden
+    cell around it (numbers with no hidden cell around are left out)."""
+    pad = pad or padded(grid)
+    shares = {}
+    for r, row in enumerate(grid):
+        for c, ch in enumerate(row):
+            if ch.isdigit():
+                around = ring(pad, r, c)
+                hidden = around.count("?")
                 if hidden:
-                    shares.append(max(0.0, min(1.0, left / hidden)))
-    if not shares:
+                    left = int(ch) - around.count("F") - around.count("X")
+                    shares[(r, c)] = max(0.0, min(1.0, left / hidden))
+    return shares
+
+
+def _around(grid: list[list[str]], r: int, c: int, shares: Optional[dict[tuple[int, int], float]] = None,
+            pad: Optional[list[str]] = None) -> tuple[str, str]:
+    """(the 8 neighbours as shown, how sure the numbers around are that the cell is a mine: the smallest
+    and largest share of the numbers next to it, in quarters)."""
+    pad = pad or padded(grid)
+    if shares is None:
+        shares = _shares(grid, pad)
+    around = ring(pad, r, c)
+    if around.strip("?#") == "":
         return around, "no number around"
-    return around, f"numbers say {_quarter(min(shares))}-{_quarter(max(shares))} mine"
+    near = [shares[(r + dr, c + dc)] for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (r + dr, c + dc) in shares]
+    if not near:
+        return around, "no number around"
+    return around, f"numbers say {_quarter(min(near))}-{_quarter(max(near))} mine"
 
 
 def _quarter(x: float) -> str:

@@ -1,5 +1,6 @@
-"""Nullify as the learner reads it: what kinds of units a pair combines (and whether two numbers cancel);
-a step judged by what it removed from the board."""
+"""Nullify as the learner reads it: what kinds of units a pair combines and what the rules' arithmetic says
+the combination would leave (a cancellation, a number whose opposite is on the board, nothing useful, or
+something the rules forbid); a step judged by what it removed from the board."""
 
 from __future__ import annotations
 
@@ -35,14 +36,50 @@ def kind(unit: str) -> str:
     return f"{sign} {'integer' if value.denominator == 1 else 'fraction'}"
 
 
-def _relation(a: str, b: str) -> str:
+def _apply(op: str, x: Fraction) -> Optional[Fraction]:
+    """The rules' arithmetic: an operator applied to a number (None where the rules forbid it)."""
+    try:
+        if op[:1] in "*/":
+            k = Fraction(op[1:])
+            return x * k if op[0] == "*" else (x / k if k else None)
+        if op == "square":
+            return x * x
+        if op == "reciprocal":
+            return 1 / x if x else None
+        if op == "floor":
+            return Fraction(x.numerator // x.denominator)
+        if op == "ceil":
+            return Fraction(-((-x.numerator) // x.denominator))
+        if op == "sqrt":
+            if x < 0:
+                return None
+            root = [Fraction(int(round(v ** 0.5))) for v in (x.numerator, x.denominator)]
+            return root[0] / root[1] if root[0] ** 2 == x.numerator and root[1] ** 2 == x.denominator else None
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return None
+
+
+def _relation(a: str, b: str, rest: list[str]) -> str:
+    """What combining two units would do, by the rules' arithmetic: cancel, leave a number whose opposite
+    is on the board (`rest`: the other units), or neither; an operator pair or a forbidden operation
+    is 'not allowed'."""
     x, y = _number(a), _number(b)
-    if x is not None and y is not None:
-        return "cancel" if x + y == 0 else "no cancel"
     if x is None and y is None:
-        return "two operators"
-    value = x if x is not None else y
-    return "on zero" if value == 0 else ("on negative" if value < 0 else "on positive")
+        return "not allowed"
+    if x is not None and y is not None:
+        result: Optional[Fraction] = x + y
+        if result == 0:
+            return "cancel"
+    else:
+        value, op = (x, b) if x is not None else (y, a)
+        result = _apply(op, value)
+        if result is None:
+            return "not allowed"
+    if result == 0:
+        return "makes zero"
+    others = {_number(u) for u in rest}
+    return "makes an opposite" if -result in others else "no match"
 
 
 class NullifyReader(Reader):
@@ -58,9 +95,9 @@ class NullifyReader(Reader):
             for j in range(i + 1, len(board)):
                 a, b = sorted((board[i], board[j]))
                 ka, kb = sorted((kind(a), kind(b)))
-                coarse = sorted("number" if _number(u) is not None else "operator" for u in (a, b))
-                options.append(Option("combine", (f"{a} with {b}", f"{ka} with {kb}, {_relation(a, b)}",
-                                                  f"{coarse[0]} with {coarse[1]}"), f"{i} {j}"))
+                relation = _relation(a, b, board[:i] + board[i + 1:j] + board[j + 1:])
+                options.append(Option("combine", (f"{a} with {b}", f"{ka} with {kb}, {relation}", relation),
+                                      f"{i} {j}"))
         return [Decision(options=tuple(options))]
 
     def option_of(self, observation: str, action: str) -> Optional[Option]:

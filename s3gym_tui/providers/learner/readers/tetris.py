@@ -1,5 +1,6 @@
-"""Tetris as the learner reads it: the piece, its rotation and the shape of the surface it lands on; a drop
-judged by the rows it cleared and the holes it left (both visible in the feedback and the next board)."""
+"""Tetris as the learner reads it: the piece, its rotation and the shape of the surface under it (whether its
+bottom fits the surface, how high up it lands); a drop judged by the rows it cleared and the holes and height
+it left (the feedback and the next board show both)."""
 
 from __future__ import annotations
 
@@ -94,10 +95,10 @@ class TetrisReader(Reader):
                 wall = ("left wall" if col == 1 else "") + ("right wall" if col + len(profile) - 1 == len(h) else "")
                 rise = min(h[col - 1:col - 1 + len(profile)] or [0]) - min(h or [0])
                 level = "at the bottom" if rise == 0 else ("a little up" if rise <= 2 else "high up")
-                options.append(Option(f"{letter} {rot}", (
-                    f"{letter} {rot} on {contour} {wall or 'open'} {level}", f"{letter} {rot} on {contour} {level}",
-                    f"{letter} {rot} on {'flat' if set(contour) == {'0'} else 'uneven'}", f"{letter} {rot}"),
-                    f"{col} {rot}"))
+                fits = "fits the surface" if set(contour) == {"0"} else "leaves gaps"
+                options.append(Option("drop", (
+                    f"{letter} {rot} on {contour} {wall or 'open'} {level}", f"{letter} {rot} on {contour}",
+                    f"{fits}, {level}", "any drop"), f"{col} {rot}"))
         return [Decision(options=tuple(options))]
 
     def judge(self, before: str, action: str, feedback: str, after: Optional[str]) -> Optional[Judged]:
