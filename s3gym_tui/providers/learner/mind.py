@@ -218,7 +218,7 @@ def _evidence_line(choice: Choice, kind: str, predictive: bool) -> str:
 def act(reader: Reader, prompt: ActPrompt) -> tuple[str, str, float]:
     """(reply text, action, self-score) for one action request."""
     exp = experience(reader, prompt.hint)
-    decisions = reader.decisions(prompt.observation)
+    decisions = [d for d in reader.decisions(prompt.observation) if d.options or reader.predictive]
     if not decisions:
         return "Nothing to decide in this state.\nAnswer: END, Score: 0", "END", 0.0
     choices = [choose(reader, d, exp.evidence, prompt.step_text) for d in decisions]

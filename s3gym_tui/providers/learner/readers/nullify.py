@@ -96,6 +96,8 @@ class NullifyReader(Reader):
                 a, b = sorted((board[i], board[j]))
                 ka, kb = sorted((kind(a), kind(b)))
                 relation = _relation(a, b, board[:i] + board[i + 1:j] + board[j + 1:])
+                if relation == "not allowed":
+                    continue  # the rules forbid it: not a legal move
                 options.append(Option("combine", (f"{a} with {b}", f"{ka} with {kb}, {relation}", relation),
                                       f"{i} {j}"))
         return [Decision(options=tuple(options))]

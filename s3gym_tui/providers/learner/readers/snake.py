@@ -38,9 +38,9 @@ class SnakeReader(Reader):
         options = []
         for move, (dr, dc) in MOVES.items():
             r, c = head[0] + dr, head[1] + dc
-            ahead = _cell(grid, r, c)
             if facing and OPPOSITE[facing.group(1)] == move:
-                ahead = "back"
+                continue  # reversing is not a legal move (the rules say so)
+            ahead = _cell(grid, r, c)
             beyond = _cell(grid, r + dr, c + dc)
             near = _nearer(head, (r, c), apples)
             into = NAMES.get(ahead, ahead)
