@@ -78,7 +78,7 @@ import litellm
 from s3gym_tui import providers
 providers.register()
 names = sorted(e["provider"] for e in litellm.custom_provider_map)
-assert names == ["fault", "local", "scripted"], names
+assert names == ["fault", "learner", "local", "scripted"], names
 assert not any(m.startswith("s3gym_tui.training") for m in sys.modules)
 print("ok")
 """

@@ -21,13 +21,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_builtin_models_list_every_game_and_the_default_first():
     names = [m for m, _ in BUILTIN_MODELS]
     assert names[0] == DEFAULT_MODEL == "local/smollm2-135m"
-    assert names[1:] == [f"scripted/{g}" for g in games.names()] + [f"fault/{g}" for g in games.names()]
+    assert names[1:] == ([f"scripted/{g}" for g in games.names()] + [f"fault/{g}" for g in games.names()]
+                         + [f"learner/{g}" for g in games.names()])
     assert all(text and "\n" not in text for _, text in BUILTIN_MODELS)
     assert all(is_builtin(m) for m in names)
 
 
 @pytest.mark.parametrize("model, expected", [
-    ("local/smollm2-135m", True), ("scripted/trust", True), ("fault/trust", True),
+    ("local/smollm2-135m", True), ("scripted/trust", True), ("fault/trust", True), ("learner/chess", True),
+    ("learner/go", False), ("learner", False),
     ("scripted/plants-vs-zombies", True), ("local/llama-70b", False), ("scripted/go", False),
     ("openai/gpt-4.1", False), ("trained/run-1", False), ("trained/run-1/2", True), ("smollm2-135m", False),
     ("", False),
@@ -46,7 +48,7 @@ def test_register_is_idempotent_and_keeps_other_providers(litellm_mod, monkeypat
     providers.register()
     entries = litellm_mod.custom_provider_map
     assert entries[0] is other
-    assert sorted(e["provider"] for e in entries) == ["elsewhere", "fault", "local", "scripted", "trained"]
+    assert sorted(e["provider"] for e in entries) == ["elsewhere", "fault", "learner", "local", "scripted", "trained"]
 
 
 def test_register_replaces_a_foreign_handler_for_our_provider_names(litellm_mod, monkeypatch):
@@ -58,7 +60,7 @@ def test_register_replaces_a_foreign_handler_for_our_provider_names(litellm_mod,
     providers.register()
     handlers = {e["provider"]: e["custom_handler"] for e in litellm_mod.custom_provider_map}
     assert type(handlers["scripted"]).__name__ == "ScriptedLLM"
-    assert len(litellm_mod.custom_provider_map) == len(providers.PROVIDERS) == 4
+    assert len(litellm_mod.custom_provider_map) == len(providers.PROVIDERS) == 5
 
 
 def test_context_windows(litellm_mod):
