@@ -33,6 +33,10 @@ METRICS: dict[str, str] = {
     "NMAE": f"mean |norm(s) − norm(r)|, 0 = s tracks r exactly; {NMAE_SCALE}",
     "over": "over-confidence: share of steps with s > 0 but r <= 0",
     "under": "under-confidence: share of steps with s <= 0 but r > 0",
+    "out of range": "steps whose self-score s lies outside what one step of the game can pay (its step "
+                    "range, named under the table): s states the step's immediate reward, so it cannot be "
+                    "right; such steps still count in the rates",
+    "out %": "share of the judged steps (n) whose self-score is out of range",
     "blocks": "exploration blocks between two checkpoints",
     "used": "blocks with agreement, NMAE and the next checkpoint's gain all defined",
     "corr(A, g)": "correlation of a block's agreement A_t with the gain g_t at the next checkpoint "
@@ -84,7 +88,7 @@ UNDEFINED = (f"{DASH} = not defined (never 0, and left out of every mean and cou
 TABLE_METRICS: dict[str, tuple[str, ...]] = {
     "curve": ("y0", "Avg", "Max", "AUC+", "NABA"),
     "delta": ("ΔNABA", "pairs", "skipped"),
-    "judging": ("n", "missing", "agreement", "NMAE", "over", "under"),
+    "judging": ("n", "missing", "agreement", "NMAE", "over", "under", "out of range", "out %"),
     "coupling": ("blocks", "used", "corr(A, g)", "corr(−E, g)"),
     "usage": ("calls", "tok in", "cached", "cost $"),
 }
