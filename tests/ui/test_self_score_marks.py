@@ -179,3 +179,16 @@ def test_a_row_of_an_unknown_game_is_shown_unmarked():
 
     assert outside("trust", "eval", 20.1) and not outside("go", "eval", 20.1) and not outside(None, None, 20.1)
     assert range_note("go", "explore", 20.1) is None and range_note("trust", "eval", 20.1) == NOTE
+
+
+async def test_protocol_marks_the_last_steps_self_score(tmp_path):
+    path = tmp_path / "p.db"
+    with Store(path) as store:  # whichever episode the screen shows, its last step states 20.1
+        run = hand_run(store, "trust-protocol", [[(2, 2), (20.1, 2)]], {0: [[(2, 2), (20.1, 2)]]}, {0: [4.0]},
+                       explore_episodes=1)
+    app = app_for(path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_protocol(run.id)
+        await settle(pilot)
+        shown = str(app.screen.query_one("#proto-step").content)
+        assert f"Self-score 20.1{OUT_OF_RANGE_MARK}" in shown and NOTE in shown
