@@ -214,6 +214,12 @@ class Game(ABC, Generic[ConfigT]):
     def score_range(cls, mode: str) -> tuple[float, float]:
         """The (min, max) score an episode can reach in this mode."""
 
+    @classmethod
+    @abstractmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """The (min, max) verifier reward one step can pay in this mode, from the rules: the range of
+        the immediate reward a self-score states (an invalid action and END pay 0, inside it)."""
+
 
 class Policy(ABC):
     """A scripted player. It sees only `game.view()` (agent-visible state) and returns a Move."""

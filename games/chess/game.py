@@ -698,3 +698,8 @@ class ChessGame(Game[ChessConfig]):
     @classmethod
     def score_range(cls, mode: str) -> tuple[float, float]:
         return (0.0, 1.0)
+
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """The fraction of pieces predicted right: none (or an invalid answer) 0, all of them 1."""
+        return (0.0, 1.0)

@@ -378,3 +378,9 @@ class MinesweeperGame(Game[MinesweeperConfig]):
     @classmethod
     def score_range(cls, mode: str) -> tuple[float, float]:
         return (0.0, 1.0)
+
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """A step's reward is the change of score: at worst a correct flag removed, -1/m with the fewest
+        mines m; at best the winning uncover, which lifts the score from 0 (no correct flag) to 1.0."""
+        return (-1.0 / cls.CONFIGS[mode].min_mines, 1.0)

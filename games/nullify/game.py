@@ -354,6 +354,11 @@ class NullifyGame(Game[NullifyConfig]):
     def score_range(cls, mode: str) -> tuple[float, float]:
         return (0.0, 1.0)
 
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """1 on the step that empties the board, else 0."""
+        return (0.0, 1.0)
+
 
 # ----- backward construction ---------------------------------------------------------------
 

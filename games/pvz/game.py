@@ -503,3 +503,8 @@ class PvzGame(Game[PvzConfig]):
     @classmethod
     def score_range(cls, mode: str) -> tuple[float, float]:
         return (0.0, float(min(cls.CONFIGS[mode].max_steps, 64)))
+
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """+1 for a turn survived, 0 for the turn a zombie breaks through."""
+        return (0.0, 1.0)

@@ -316,3 +316,8 @@ class SnakeGame(Game[SnakeConfig]):
     @classmethod
     def score_range(cls, mode: str) -> tuple[float, float]:
         return (0.0, float(min(cls.CONFIGS[mode].max_steps, 64)))
+
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """+1 for the apple a move eats (one cell a step: one apple at most), else 0."""
+        return (0.0, 1.0)

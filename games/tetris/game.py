@@ -369,3 +369,10 @@ class TetrisGame(Game[TetrisConfig]):
         config = cls.CONFIGS[mode]
         pieces = min(config.max_steps, 64)
         return (0.0, float(pieces * 4 // config.width))
+
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """The rows one drop clears: at most the tallest piece's height (the I on end: 4) on a board at
+        least that tall."""
+        tallest = max(shape.height for shapes in SHAPES.values() for shape in shapes)
+        return (0.0, float(min(tallest, cls.CONFIGS[mode].height)))

@@ -168,3 +168,8 @@ class TrustGame(Game[TrustConfig]):
     def score_range(cls, mode: str) -> tuple[float, float]:
         rounds = cls.CONFIGS[mode].max_steps
         return (-1.0 * rounds, 3.0 * rounds)
+
+    @classmethod
+    def step_reward_range(cls, mode: str) -> tuple[float, float]:
+        """One round's payoff: from -1 (collaborating while cheated) to 3 (cheating a collaborator)."""
+        return (float(min(PAYOFF.values())), float(max(PAYOFF.values())))

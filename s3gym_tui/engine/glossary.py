@@ -33,6 +33,10 @@ METRICS: dict[str, str] = {
     "NMAE": f"mean |norm(s) − norm(r)|, 0 = s tracks r exactly; {NMAE_SCALE}",
     "over": "over-confidence: share of steps with s > 0 but r <= 0",
     "under": "under-confidence: share of steps with s <= 0 but r > 0",
+    "out of range": "steps whose self-score s lies outside what one step of the game can pay (each game's "
+                    "range is listed with the report and in help): s states the step's immediate reward, so "
+                    "it cannot be right; such steps still count in the rates",
+    "out %": "share of the judged steps (n) whose self-score is out of range",
     "blocks": "exploration blocks between two checkpoints",
     "used": "blocks with agreement, NMAE and the next checkpoint's gain all defined",
     "corr(A, g)": "correlation of a block's agreement A_t with the gain g_t at the next checkpoint "
@@ -84,7 +88,7 @@ UNDEFINED = (f"{DASH} = not defined (never 0, and left out of every mean and cou
 TABLE_METRICS: dict[str, tuple[str, ...]] = {
     "curve": ("y0", "Avg", "Max", "AUC+", "NABA"),
     "delta": ("ΔNABA", "pairs", "skipped"),
-    "judging": ("n", "missing", "agreement", "NMAE", "over", "under"),
+    "judging": ("n", "missing", "agreement", "NMAE", "over", "under", "out of range", "out %"),
     "coupling": ("blocks", "used", "corr(A, g)", "corr(−E, g)"),
     "usage": ("calls", "tok in", "cached", "cost $"),
 }
@@ -135,6 +139,13 @@ VERDICT_MEANINGS: dict[str, str] = {
     "under": "under-confidence: s <= 0 but r > 0",
     "missing": "the reply had no usable self-score (missing, not 0)",
 }
+
+
+# A self-score outside what one step of its game can pay (engine.judging.out_of_range): this mark after
+# the value, wherever a self-score is shown, and the game's range beside it (engine.judging.out_of_range_note).
+OUT_OF_RANGE_MARK = "!"
+OUT_OF_RANGE_MEANING = ("the self-score is outside what one step of the game can pay (it states the step's "
+                        "immediate reward, so it cannot be right)")
 
 
 def reasons(table: str) -> list[tuple[str, str]]:

@@ -18,6 +18,10 @@ reply had no usable self-score. Such steps are excluded from every rate below an
 * Every rate is None when n == 0 ("no steps").
 * One step's verdict (`verdict`): 'agree', 'over', 'under', or 'missing' without a self-score;
   the rates above are the shares of these verdicts, so a table's marks and the report agree.
+* Out of range (`out_of_range`): the self-score states the step's immediate reward, so one outside
+  what one step of the game can pay in its mode (the game's `step_reward_range`, e.g. trust -1..3)
+  cannot be right. The one decision the screens' marks and the tables' counts use; a missing
+  self-score is not out of range. A report counts them (`out_of_range`, and its share of n).
 
 Judgement-improvement coupling (`coupling`): exploration steps are split into blocks between
 checkpoints, block t holding the steps of exploration episodes with index in [x_t, x_{t+1});
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Optional, Sequence, Union
 
 from s3gym_tui.engine.glossary import FEW_BLOCKS, NO_STEPS, NO_VARIANCE, R_CONSTANT, S_CONSTANT
@@ -46,7 +51,8 @@ Bounds = tuple[float, float]
 RATES = ("agreement", "nmae", "over", "under")
 
 __all__ = [
-    "JudgePair", "Verdict", "VERDICTS", "verdict", "JudgingReport", "BlockStat", "CouplingReport", "Scale",
+    "JudgePair", "Verdict", "VERDICTS", "verdict", "JudgingReport", "RANGE_TOLERANCE", "step_range",
+    "out_of_range", "range_text", "out_of_range_note", "count_out_of_range", "BlockStat", "CouplingReport", "Scale",
     "judged", "agreement", "over_confidence", "under_confidence", "nmae", "nmae_why", "judging_report",
     "scale_of", "row_pair", "group_reports", "reports_by_game", "reports_by_run",
     "pearson", "pearson_why", "correlations", "split_blocks", "coupling", "game_range_width",
@@ -61,6 +67,8 @@ class JudgingReport(Frozen):
     over: Optional[float]
     under: Optional[float]
     why: dict[str, str] = {}  # rate key -> why it is None (engine.glossary.REASONS)
+    out_of_range: Optional[int] = None  # self-scores outside what one step can pay (None: not checked)
+    out_of_range_share: Optional[float] = None  # out_of_range / n
 
 
 class Scale(Frozen):
@@ -106,6 +114,47 @@ def verdict(s: Optional[float], r: float) -> Verdict:
     if said == got:
         return "agree"
     return "over" if said else "under"
+
+
+RANGE_TOLERANCE = 1e-9  # float noise allowed beyond the ends of a step's range
+
+
+@lru_cache(maxsize=None)
+def step_range(game: str, mode: str) -> Bounds:
+    """The (min, max) verifier reward one step of `game` can pay in `mode` (the game's rules)."""
+    from games import game_class
+
+    lo, hi = game_class(game).step_reward_range(mode)
+    return float(lo), float(hi)
+
+
+def out_of_range(game: str, mode: str, s: Optional[float]) -> bool:
+    """True when a stated self-score lies outside what one step of `game` can pay in `mode`: it states
+    the step's immediate reward, so it cannot be right. A missing self-score is not out of range."""
+    if _missing(s):
+        return False
+    lo, hi = step_range(game, mode)
+    return not lo - RANGE_TOLERANCE <= float(s) <= hi + RANGE_TOLERANCE
+
+
+def range_text(game: str, mode: Optional[str] = None) -> str:
+    """The step range as shown: '-1..3'. Without a mode: both modes' ranges, one when they agree."""
+    from games import MODES
+
+    texts = {m: "{:g}..{:g}".format(*step_range(game, m)) for m in ((mode,) if mode else MODES)}
+    if len(set(texts.values())) == 1:
+        return next(iter(texts.values()))
+    return ", ".join(f"{m} {text}" for m, text in texts.items())
+
+
+def out_of_range_note(game: str, mode: Optional[str] = None) -> str:
+    """What the out-of-range mark means, for one game: 'outside what one step of trust can pay: -1..3'."""
+    return f"outside what one step of {game} can pay: {range_text(game, mode)}"
+
+
+def count_out_of_range(game: str, mode: str, pairs: Iterable[JudgePair]) -> int:
+    """How many of the steps `pairs` (all played in `mode`) state a self-score out of range."""
+    return sum(out_of_range(game, mode, s) for s, _ in pairs)
 
 
 def judged(pairs: Iterable[JudgePair]) -> tuple[list[tuple[float, float]], int]:
@@ -184,10 +233,13 @@ def nmae(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None,
 
 
 def judging_report(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None,
-                   r_bounds: Optional[Bounds] = None, scale: Optional[Scale] = None) -> JudgingReport:
+                   r_bounds: Optional[Bounds] = None, scale: Optional[Scale] = None,
+                   out_of_range: Optional[int] = None) -> JudgingReport:
     """n, missing, agreement, NMAE, over- and under-confidence of a set of (s, r) steps.
 
-    NMAE uses `scale` (the game's, in a report) or the explicit bounds, else the steps' own."""
+    NMAE uses `scale` (the game's, in a report) or the explicit bounds, else the steps' own.
+    `out_of_range`: how many of these steps stated a self-score out of range (`count_out_of_range`
+    per mode: a set may hold both phases); its share of n is reported beside it."""
     pairs = list(pairs)
     kept, missing = judged(pairs)
     if scale is not None:
@@ -196,6 +248,8 @@ def judging_report(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None
     why = dict.fromkeys(RATES, NO_STEPS) if not kept else {}
     if error_why is not None:
         why["nmae"] = error_why
+    if out_of_range is not None and not kept:
+        why["out_of_range_share"] = NO_STEPS
     return JudgingReport(
         n=len(kept), missing=missing,
         agreement=_share(kept, "agree"),
@@ -203,6 +257,8 @@ def judging_report(pairs: Iterable[JudgePair], s_bounds: Optional[Bounds] = None
         over=_share(kept, "over"),
         under=_share(kept, "under"),
         why=why,
+        out_of_range=out_of_range,
+        out_of_range_share=out_of_range / len(kept) if out_of_range is not None and kept else None,
     )
 
 

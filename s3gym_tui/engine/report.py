@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
-from s3gym_tui.engine.judging import (CouplingReport, JudgingReport, Scale, coupling, game_range_width,
-                                      judging_report, scale_of)
+from s3gym_tui.engine.judging import (CouplingReport, JudgingReport, Scale, count_out_of_range, coupling,
+                                      game_range_width, judging_report, scale_of)
 from s3gym_tui.engine.metrics import CurveMetrics, DeltaNabaRow, delta_naba_table, game_curve_metrics
 from s3gym_tui.models import Run
 
@@ -80,13 +80,23 @@ class RunReport:
     def judged_on(self, scale: Scale) -> "RunReport":
         """This report with every NMAE (and the coupling) normalised by `scale`."""
         explore = [(s, r) for _, s, r in self.explore_pairs]
-        evaluation = list(self.eval_pairs)
+        every, exploration, evaluation = phase_judging(self.run.config.game, explore, self.eval_pairs, scale)
         width = game_range_width(self.run.config.game, "eval")
-        return replace(self, scale=scale,
-                       judging=judging_report(explore, scale=scale),
-                       judging_eval=judging_report(evaluation, scale=scale),
-                       judging_all=judging_report(explore + evaluation, scale=scale),
+        return replace(self, scale=scale, judging=exploration, judging_eval=evaluation, judging_all=every,
                        coupling=coupling(self.points, self.explore_pairs, width, scale=scale))
+
+
+def phase_judging(game: str, explore: Sequence[StepPair], evaluation: Sequence[StepPair],
+                  scale: Optional[Scale]) -> tuple[JudgingReport, JudgingReport, JudgingReport]:
+    """The judging of all of a game's steps, of its exploration steps and of its evaluation steps, on
+    one NMAE scale; each self-score checked against what a step of its phase's mode can pay (an
+    episode's mode is its phase)."""
+    outside_explore = count_out_of_range(game, "explore", explore)
+    outside_eval = count_out_of_range(game, "eval", evaluation)
+    return (judging_report(list(explore) + list(evaluation), scale=scale,
+                           out_of_range=outside_explore + outside_eval),
+            judging_report(explore, scale=scale, out_of_range=outside_explore),
+            judging_report(evaluation, scale=scale, out_of_range=outside_eval))
 
 
 def game_scales(reports: Sequence[RunReport]) -> dict[str, Scale]:
@@ -137,11 +147,9 @@ def run_report(store, run: Run) -> RunReport:
     width = game_range_width(config.game, "eval")
     couple = coupling([(x, y) for x, y in points], explore_steps, width, scale=scale)
     total = config.explore_episodes + len(config.checkpoints()) * config.eval_episodes
-    return RunReport(run, points, curve, judging_report(explore_pairs, scale=scale),
-                     judging_report(eval_pairs, scale=scale), couple,
-                     tuple(explore_scores), judging_report(explore_pairs + eval_pairs, scale=scale),
-                     tuple(explore_steps), tuple(eval_pairs),
-                     usage, done, total, scale, replicas)
+    every, exploration, evaluation = phase_judging(config.game, explore_pairs, eval_pairs, scale)
+    return RunReport(run, points, curve, exploration, evaluation, couple, tuple(explore_scores), every,
+                     tuple(explore_steps), tuple(eval_pairs), usage, done, total, scale, replicas)
 
 
 def summary_vs_history(reports: Sequence[RunReport]) -> list[DeltaNabaRow]:

@@ -12,9 +12,9 @@ from typing import Any, Optional, Sequence
 
 from s3gym_tui.engine.glossary import (NMAE_SCALE, NO_STEPS, NONE_DEFINED, NOT_REPORTED, NOT_SCORED, R_CONSTANT,
                                       S_CONSTANT, why_text)
-from s3gym_tui.engine.judging import correlations, judging_report
+from s3gym_tui.engine.judging import correlations, out_of_range_note
 from s3gym_tui.engine.paper import PAPER_MODELS, paper_agreement, paper_delta_naba
-from s3gym_tui.engine.report import RunReport, game_scales, on_game_scales, summary_vs_history
+from s3gym_tui.engine.report import RunReport, game_scales, on_game_scales, phase_judging, summary_vs_history
 
 ID, TEXT, INT, NUM, SIGNED, USD, NOTE, PCT = "id", "text", "int", "num", "signed", "usd", "note", "pct"
 
@@ -157,14 +157,24 @@ def delta_table(reports: Sequence[RunReport]) -> ReportTable:
 
 _JUDGING_COLS = (Column("steps", "steps", INT), Column("missing", "missing", INT, 3),
                  Column("agreement", "agree"), Column("nmae", "NMAE"), Column("over", "over", NUM, 1),
-                 Column("under", "under", NUM, 2))
+                 Column("under", "under", NUM, 2), Column("out_of_range", "out of range", INT),
+                 Column("out_of_range_share", "out %", PCT, 4))
 
 
-_JUDGING_NAMES = {"agreement": "agree", "nmae": "NMAE", "over": "over", "under": "under"}
+_JUDGING_NAMES = {"agreement": "agree", "nmae": "NMAE", "over": "over", "under": "under",
+                  "out_of_range_share": "out %"}
 
 
 def _judging_values(rep) -> tuple:
-    return (rep.n, rep.missing, rep.agreement, rep.nmae, rep.over, rep.under)
+    return (rep.n, rep.missing, rep.agreement, rep.nmae, rep.over, rep.under, rep.out_of_range,
+            rep.out_of_range_share)
+
+
+def _range_note(reports: Sequence[RunReport]) -> str:
+    """What `out of range` counts, with the step range of each game in the table."""
+    notes = [out_of_range_note(game) for game in sorted({_cfg(r).game for r in reports})]
+    return ("out of range = self-scored steps whose s (the step's immediate reward, as the model states it) "
+            "is " + ("; ".join(notes) or "outside what one step of the game can pay") + "; out % = its share of steps")
 
 
 def _judging_why(rep) -> Optional[str]:
@@ -183,14 +193,14 @@ def judging_by_game_table(reports: Sequence[RunReport]) -> ReportTable:
     rows = []
     for game in sorted(by_game):
         explore, evaluation = by_game[game]
-        for phase, pairs in (("all", explore + evaluation), ("explore", explore), ("eval", evaluation)):
-            rep = judging_report(pairs, scale=scales[game])  # every phase on the game's one scale
+        reps = phase_judging(game, explore, evaluation, scales[game])  # every phase on the game's one scale
+        for phase, rep in zip(("all", "explore", "eval"), reps):
             values = _judging_values(rep)
             rows.append((game, phase, *values[:3], paper_agreement(game) if phase == "all" else None,
                          *values[3:], _judging_why(rep)))
     return ReportTable("judging_by_game", "self-judging by game: all steps of its runs, then split by phase",
                        cols, tuple(rows), note="paper: agreement over all steps (arXiv 2608.31100); over = "
-                       f"P(s>0, r<=0), under = P(s<=0, r>0); NMAE: {NMAE_SCALE}")
+                       f"P(s>0, r<=0), under = P(s<=0, r>0); NMAE: {NMAE_SCALE}; {_range_note(reports)}")
 
 
 def judging_by_run_table(reports: Sequence[RunReport]) -> ReportTable:
@@ -202,7 +212,7 @@ def judging_by_run_table(reports: Sequence[RunReport]) -> ReportTable:
             if rep is not None:
                 rows.append((r.run.id, _cfg(r).game, phase, *_judging_values(rep), _judging_why(rep)))
     return ReportTable("judging_by_run", "self-judging by run: all steps, exploration, evaluation (NMAE on "
-                       "its game's scale, table nmae_scale)", cols, tuple(rows))
+                       "its game's scale, table nmae_scale)", cols, tuple(rows), note=_range_note(reports))
 
 
 def nmae_scale_table(reports: Sequence[RunReport]) -> ReportTable:

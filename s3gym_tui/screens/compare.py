@@ -26,7 +26,8 @@ from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
-from s3gym_tui.widgets.verdicts import judged_value, judgement_text, legend, mark_text
+from s3gym_tui.widgets.verdicts import (judged_value, judgement_text, legend, mark_text, outside, range_note,
+                                        range_note_text, self_score_value)
 
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"
@@ -93,7 +94,6 @@ class CompareScreen(AnalysisScreen):
                            ("B action", "b"), ("B s", "sb"), ("B r", "rb"), ("", "jb"), ("≠", "eq")):
             # a long action (chess: seven pieces' moves) is cut in the middle; the side shows it whole
             table.add_column(label, key=key, shorten=12 if key in ("a", "b") else 0)
-        table.border_subtitle = legend(self.app)
         follow(self, self.app.theme_changed_signal, lambda _theme: self._restyle())
         self.query_one("#cmp-curves").border_title = "Cumulative reward (A vs B)"
         store = self.app.store
@@ -109,6 +109,7 @@ class CompareScreen(AnalysisScreen):
         self.steps = (loaded[0][1], loaded[1][1])
         self.rows = align(*self.steps)
         self.divergence = first_divergence(*self.steps)
+        table.border_subtitle = self._legend()
         self._fill_table()
         self._draw_curves()
         self.fit_to_size()
@@ -176,18 +177,30 @@ class CompareScreen(AnalysisScreen):
 
     def _restyle(self) -> None:
         """The theme changed: the verdict colours are the theme's, so redraw the cells and sides."""
-        self.query_one("#cmp-table", DataTable).border_subtitle = legend(self.app)
+        self.query_one("#cmp-table", DataTable).border_subtitle = self._legend()
         self._fill_table()
         self.go(self.position)
 
-    def _judged(self, action: Optional[str], self_score: Optional[float],
+    def _outside(self, side: int, self_score: Optional[float]) -> bool:
+        """The engine's decision: is this self-score of side A (0) or B (1) out of its game's step range?"""
+        episode = self.episodes[side]
+        return episode is not None and outside(episode.game, episode.mode, self_score)
+
+    def _legend(self) -> Text:
+        """The verdict legend; with a self-score out of range on either side, what its mark means."""
+        marked = [(e.game, e.mode) for side, (e, steps) in enumerate(zip(self.episodes, self.steps))
+                  if e is not None and any(self._outside(side, s.self_score) for s in steps)]
+        return legend(self.app, marked)
+
+    def _judged(self, side: int, action: Optional[str], self_score: Optional[float],
                 reward: Optional[float]) -> tuple[Text | str, Text | str, Text | str]:
-        """(s, r, mark) cells of one side: both values in the colour of the step's verdict."""
+        """(s, r, mark) cells of one side: both values in the colour of the step's verdict, s with the
+        out-of-range mark when it is."""
         if action is None:
             return "", "", ""
         kind = verdict(self_score, reward)
-        return (judged_value(self.app, self_score, kind), judged_value(self.app, reward, kind),
-                mark_text(self.app, kind))
+        return (self_score_value(self.app, self_score, kind, self._outside(side, self_score)),
+                judged_value(self.app, reward, kind), mark_text(self.app, kind))
 
     def _fill_table(self) -> None:
         table = self.query_one("#cmp-table", DataTable)
@@ -203,9 +216,9 @@ class CompareScreen(AnalysisScreen):
             table.add_row(
                 cell(str(row.index + 1)),
                 cell(row.action_a if row.action_a is not None else "—"),
-                *self._judged(row.action_a, row.self_a, row.reward_a),
+                *self._judged(0, row.action_a, row.self_a, row.reward_a),
                 cell(row.action_b if row.action_b is not None else "—"),
-                *self._judged(row.action_b, row.self_b, row.reward_b),
+                *self._judged(1, row.action_b, row.self_b, row.reward_b),
                 cell(mark, "yellow"),
                 key=f"s{row.index}")
         scores = [e.score if e else None for e in self.episodes]
@@ -302,12 +315,16 @@ class CompareScreen(AnalysisScreen):
                 step_text.append(f"Step {k + 1}: ", style="bold")
                 step_text.append(step.action, style=DIVERGENCE_STYLE if k == self.divergence else "bold")
                 kind = verdict(step.self_score, step.reward)
+                note = range_note(episode.game, episode.mode, step.self_score)
                 step_text.append("   self ")
-                step_text.append_text(judged_value(self.app, step.self_score, kind))
+                step_text.append_text(self_score_value(self.app, step.self_score, kind, note is not None))
                 step_text.append("  reward ")
                 step_text.append_text(judged_value(self.app, step.reward, kind))
                 step_text.append("  ")
                 step_text.append_text(judgement_text(self.app, step.self_score, step.reward))
+                if note is not None:
+                    step_text.append("  ")
+                    step_text.append_text(range_note_text(self.app, note))
                 if step.actor != "model":
                     step_text.append(f"  ({step.actor})", style="magenta")
                 marks = self._marks(episode.id).get(step.index, [])

@@ -30,6 +30,7 @@ from s3gym_tui.widgets.proposal_bar import ProposalBar
 from s3gym_tui.widgets.score_strip import ScoreStrip
 from s3gym_tui.widgets.status_bar import StatusBar
 from s3gym_tui.widgets.steps_table import StepsTable
+from s3gym_tui.widgets.verdicts import range_note
 from s3gym_tui.widgets.take_over import TakeOverBox
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.screens.runtime import SteadyLayout
@@ -325,13 +326,13 @@ class PlayScreen(SteadyLayout, Screen):
                  step_index=index, done=done)
 
     def _show_all(self) -> None:
-        self.query_one(StepsTable).set_steps(self.steps, self.original)
+        self.query_one(StepsTable).set_steps(self.steps, self.original, self.episode.game, self.episode.mode)
         agent = self.query_one(AgentPanel)
         agent.empty_hint = ("Start of the episode: the board before step 0 (→ shows step 0)." if self.readonly
                             else "No step yet: press n to step, t to type an action.")
         agent.show_context(self.episode, self._summary_label(), self._context_label())
         agent.show_totals(self.steps)
-        self.query_one(ScoreStrip).show_steps(self.steps)
+        self.query_one(ScoreStrip).show_steps(self.steps, self.episode.game, self.episode.mode)
         self._show_contract_warning()
         self.show_position(len(self.steps) if self.following else self.position)
         self._fit_board()
@@ -390,7 +391,8 @@ class PlayScreen(SteadyLayout, Screen):
                                                                                              step.index)
         except Exception as exc:  # noqa: BLE001
             prompt = f"(cannot read the prompt: {exc})"
-        self.query_one(AgentPanel).show_view(StepView.of_step(step, prompt))
+        episode = self.episode
+        self.query_one(AgentPanel).show_view(StepView.of_step(step, prompt, episode.game, episode.mode))
 
     def _show_contract_warning(self) -> None:
         from s3gym_tui.engine.contract import contract_warning
@@ -405,7 +407,7 @@ class PlayScreen(SteadyLayout, Screen):
         self.steps.append(step)
         follow = self.following
         self.query_one(StepsTable).append_step(step, follow=follow)
-        self.query_one(ScoreStrip).show_steps(self.steps)
+        self.query_one(ScoreStrip).show_steps(self.steps, self.episode.game, self.episode.mode)
         agent = self.query_one(AgentPanel)
         agent.show_totals(self.steps)
         self._show_contract_warning()
@@ -421,7 +423,8 @@ class PlayScreen(SteadyLayout, Screen):
             title=f"proposal for step {len(self.steps)} (not executed)", prompt=messages_json(proposal.messages),
             reply=proposal.call.reply, action=proposal.parsed.action, self_score=proposal.parsed.self_score,
             fault=proposal.parsed.problem, tokens_in=proposal.call.tokens_in, tokens_out=proposal.call.tokens_out,
-            latency_ms=proposal.call.latency_ms, cost=proposal.call.cost, tokens_cached=proposal.call.tokens_cached))
+            latency_ms=proposal.call.latency_ms, cost=proposal.call.cost, tokens_cached=proposal.call.tokens_cached,
+            range_note=range_note(self.episode.game, self.episode.mode, proposal.parsed.self_score)))
         self.refresh_chrome()
 
     def show_latest(self) -> None:

@@ -14,7 +14,7 @@ from s3gym_tui.engine.compare import state_at
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.models import Episode, Run, Step, Summary
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
-from s3gym_tui.widgets.verdicts import judged_value, judgement_text
+from s3gym_tui.widgets.verdicts import judged_value, judgement_text, range_note, range_note_text, self_score_value
 from s3gym_tui.screens.live import LiveScreenMixin
 from s3gym_tui.widgets.board import BoardPanel
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
@@ -341,12 +341,16 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             text.append("Last action: ", style="bold")
             text.append(f"{last.action}\n")
             kind = verdict(last.self_score, last.reward)
+            note = range_note(episode.game, episode.mode, last.self_score)
             text.append("Self-score ", style="bold")
-            text.append_text(judged_value(self.app, last.self_score, kind))
+            text.append_text(self_score_value(self.app, last.self_score, kind, note is not None))
             text.append("  vs reward ", style="bold")
             text.append_text(judged_value(self.app, last.reward, kind))
             text.append("  ")
             text.append_text(judgement_text(self.app, last.self_score, last.reward))
+            if note is not None:  # on the same line: the live screen's layout does not move
+                text.append("  ")
+                text.append_text(range_note_text(self.app, note))
         else:
             text.append("no step yet", style="italic")
         if episode.status != "running":

@@ -13,8 +13,9 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Label, SelectionList, Static
 from textual.widgets.selection_list import Selection
 
-from s3gym_tui.engine.glossary import (DASH, NMAE_SCALE, UNDEFINED, definitions, fmt_metric, fmt_share, fmt_signed,
-                                      reasons, why_text)
+from s3gym_tui.engine.glossary import (DASH, NMAE_SCALE, OUT_OF_RANGE_MARK, UNDEFINED, definitions, fmt_metric,
+                                      fmt_share, fmt_signed, reasons, why_text)
+from s3gym_tui.engine.judging import range_text
 from s3gym_tui.engine.report import RunReport, on_game_scales, run_report, summary_vs_history
 from s3gym_tui.engine.report_tables import cache_why
 from s3gym_tui.messages import ReportBuilt
@@ -26,6 +27,7 @@ from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.verdicts import mark_colour
 
 RUN_LIST_LIMIT = 500
 
@@ -74,7 +76,8 @@ TABLES = (
     ("delta", (("game", 0, 0), ("pairs", 3, 0), ("wins", 0, 0), ("losses", 0, 0), ("ties", 0, 0),
                ("mean ΔNABA", 0, 0), ("skipped", 2, 0), ("why —", 9, 0))),
     ("judging", (("run", 0, 0), ("phase", 0, 0), ("n", 3, 0), ("missing", 4, 0), ("agreement", 0, 0),
-                 ("NMAE", 0, 0), ("over", 2, 0), ("under", 2, 0), ("why —", 9, 0))),
+                 ("NMAE", 0, 0), ("over", 2, 0), ("under", 2, 0), ("out of range", 0, 0), ("out %", 5, 0),
+                 ("why —", 9, 0))),
     ("coupling", (("run", 0, 0), ("blocks", 3, 0), ("used", 2, 0), ("corr(A, g)", 0, 0), ("corr(−E, g)", 0, 0),
                   ("why —", 9, 0))),
     ("usage", (("run", 0, 0), ("calls", 4, 0), ("tok in", 3, 0), ("tok out", 3, 0), ("cached tok", 5, 0),
@@ -87,7 +90,8 @@ TITLES = {"curve": "Curve metrics (per run)", "delta": "Summary vs History: Delt
 NO_PAIR = "no Summary/History pair of the same model and game among these runs"
 
 CURVE_NAMES = {"y0": "y0", "avg": "Avg", "max": "Max", "auc_plus": "AUC+", "naba": "NABA"}
-JUDGING_NAMES = {"agreement": "agreement", "nmae": "NMAE", "over": "over", "under": "under"}
+JUDGING_NAMES = {"agreement": "agreement", "nmae": "NMAE", "over": "over", "under": "under",
+                 "out_of_range_share": "out %"}
 COUPLING_NAMES = {"corr_agreement": "corr(A, g)", "corr_neg_nmae": "corr(−E, g)"}
 
 
@@ -304,8 +308,9 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         for r in self.reports:
             for phase, j in (("explore", r.judging), ("eval", r.judging_eval)):
                 table.add_row(r.run.id, phase, str(j.n), str(j.missing), num(j.agreement), num(j.nmae),
-                              num(j.over), num(j.under), why(why_text(j.why, JUDGING_NAMES, JUDGING_NAMES)),
-                              key=f"{r.run.id}:{phase}")
+                              num(j.over), num(j.under), self._out_of_range_cell(j.out_of_range),
+                              Text(fmt_share(j.out_of_range_share), justify="right"),
+                              why(why_text(j.why, JUDGING_NAMES, JUDGING_NAMES)), key=f"{r.run.id}:{phase}")
         self.query_one("#report-scale", Static).update(self._scale_text())
 
         table = self.query_one("#report-coupling-table", FitTable)
@@ -342,8 +347,15 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             text.append(f" · {table.note()} (a wider terminal, or s3gym report)", style="not bold italic")
         self.query_one(f"#report-{name}-title", Label).update(text)
 
+    def _out_of_range_cell(self, count) -> Text:
+        """How many self-scores were out of range: bold in the mark's colour when any was."""
+        if count is None:
+            return Text(DASH, justify="right")
+        return Text(f"{count:,}", justify="right", style=f"bold {mark_colour(self.app)}" if count else "")
+
     def _scale_text(self) -> Text:
-        """The NMAE scale of each game shown (the engine's, carried by every report)."""
+        """The NMAE scale of each game shown (the engine's, carried by every report), and what one step of
+        each can pay (the self-scores outside it are the table's `out of range`)."""
         text = Text()
         text.append("NMAE scale", style="bold")
         text.append(f": {NMAE_SCALE}.")
@@ -353,4 +365,11 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
                       f"r {fmt_metric(scale.r[0])}..{fmt_metric(scale.r[1])} over {scale.n} steps"
                       if scale.s is not None else "no self-scored step")
             text.append(f"\n  {game}: {bounds}")
+        games_ = sorted({r.run.config.game for r in self.reports})
+        if games_:
+            text.append("\nOut of range", style="bold")
+            text.append(": the self-score states the step's immediate reward, so one outside what one step of the "
+                        f"game can pay cannot be right (marked {OUT_OF_RANGE_MARK} on Play and Compare). One step pays:")
+            for game in games_:
+                text.append(f"\n  {game}: {range_text(game)}")
         return text

@@ -13,12 +13,13 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from s3gym_tui.engine.judging import verdict
-from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
+from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import TextView
-from s3gym_tui.widgets.verdicts import judged_value, judgement_text
+from s3gym_tui.widgets.verdicts import (judged_value, judgement_text, range_note, range_note_text,
+                                        self_score_value)
 
 CUT_PATTERN = re.compile(re.escape(HISTORY_CUT_MARK).replace(re.escape("{n}"), r"\d+"))
 HINT_END = ("\n\nCurrent episode so far:", "\n\nGame rules:")
@@ -45,14 +46,17 @@ class StepView:
     latency_ms: float = 0.0
     cost: Optional[float] = None
     tokens_cached: Optional[int] = None  # of tokens_in, read from the provider's prompt cache (None: not said)
+    range_note: Optional[str] = None  # the self-score is out of its game's step range: what one step can pay
 
     @classmethod
-    def of_step(cls, step: Step, prompt: str) -> "StepView":
+    def of_step(cls, step: Step, prompt: str, game: Optional[str] = None, mode: Optional[str] = None) -> "StepView":
+        """A stored step; with its episode's `game` and `mode`, an out-of-range self-score is noted."""
         return cls(title=f"step {step.index}", prompt=prompt, reply=step.reply, action=step.action,
                    actor=step.actor, proposed_action=step.proposed_action, self_score=step.self_score,
                    reward=step.reward, valid=step.valid, feedback=step.feedback, fault=step.fault,
                    tokens_in=step.tokens_in, tokens_out=step.tokens_out, latency_ms=step.latency_ms,
-                   cost=step.cost, tokens_cached=step.tokens_cached)
+                   cost=step.cost, tokens_cached=step.tokens_cached,
+                   range_note=range_note(game, mode, step.self_score))
 
 
 def _theme(app) -> dict[str, str]:
@@ -339,16 +343,21 @@ class AgentPanel(Vertical):
         line.append(f"  by {view.actor}")
         if view.proposed_action is not None:
             line.append(f" (model proposed {view.proposed_action})")
+        outside = view.range_note is not None
         if view.reward is None:  # a proposal: nothing to judge against yet
-            line.append(f" · self-score {format_score(view.self_score)}")
+            line.append(" · self-score ")
+            line.append_text(self_score_value(self.app, view.self_score, None, outside))
         else:
             kind = verdict(view.self_score, view.reward)
             line.append(" · self-score ")
-            line.append_text(judged_value(self.app, view.self_score, kind))
+            line.append_text(self_score_value(self.app, view.self_score, kind, outside))
             line.append(" · reward ")
             line.append_text(judged_value(self.app, view.reward, kind))
             line.append(" ")
             line.append_text(judgement_text(self.app, view.self_score, view.reward, short=True))
+        if outside:
+            line.append(" · ")
+            line.append_text(range_note_text(self.app, view.range_note))
         if view.valid is False:
             line.append(" · invalid action", style="bold")
         if view.fault:

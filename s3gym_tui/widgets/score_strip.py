@@ -9,10 +9,10 @@ from typing import Optional, Sequence
 from rich.text import Text
 from textual.widgets import Static
 
-from s3gym_tui.engine.judging import judging_report, verdict
+from s3gym_tui.engine.judging import judging_report, range_text, verdict
 from s3gym_tui.models import Step
 from s3gym_tui.widgets.signals import follow, release
-from s3gym_tui.widgets.verdicts import verdict_colours
+from s3gym_tui.widgets.verdicts import outside, verdict_colours
 
 BARS = "▁▂▃▄▅▆▇█"
 LABEL_WIDTH = 8
@@ -50,6 +50,8 @@ class ScoreStrip(Static):
     def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
         super().__init__("", id=id, classes=classes)
         self._steps: list[Step] = []
+        self._game: Optional[str] = None  # the episode's game and mode (its self-scores' step range)
+        self._mode: Optional[str] = None
         self._drawn: Optional[tuple[int, Text]] = None  # (width, text) last built
 
     def on_mount(self) -> None:
@@ -59,8 +61,10 @@ class ScoreStrip(Static):
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this widget alive
 
-    def show_steps(self, steps: Sequence[Step]) -> None:
+    def show_steps(self, steps: Sequence[Step], game: Optional[str] = None, mode: Optional[str] = None) -> None:
+        """The episode's steps; with its `game` and `mode`, the self-scores out of range are counted."""
         self._steps = list(steps)
+        self._game, self._mode = game, mode
         self._redraw()
 
     def _redraw(self) -> None:
@@ -87,11 +91,15 @@ class ScoreStrip(Static):
         text.append("reward".ljust(LABEL_WIDTH), style="bold")
         _append_runs(text, [(bar(s.reward, lo, hi), primary) for s in shown])
         text.append("\n")
-        report = judging_report([(s.self_score, s.reward) for s in self._steps])
+        pairs = [(s.self_score, s.reward) for s in self._steps]
+        report = judging_report(pairs)
         line = (f"agree {_pct(report.agreement)} · over {_pct(report.over)} · under {_pct(report.under)}"
                 f" · n={report.n}")
         if report.missing:
             line += f" · {report.missing} without s"
+        marked = sum(outside(self._game, self._mode, s) for s, _ in pairs)
+        if marked:
+            line += f" · {marked} s outside {range_text(self._game, self._mode)}"
         if self._steps:
             line += f" · scale {lo:g}..{hi:g}"
         text.append(line, style="dim")

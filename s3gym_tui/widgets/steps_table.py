@@ -1,5 +1,6 @@
 """Per-step table: action, self-judged score next to the verifier reward, coloured by the step's
-verdict (engine.judging.verdict) with its mark beside them."""
+verdict (engine.judging.verdict) with its mark beside them; a self-score out of the game's step range
+(engine.judging.out_of_range) carries the out-of-range mark, and the legend says what it means."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from s3gym_tui.engine.glossary import VERDICT_LABELS, VERDICT_MARKS
+from s3gym_tui.engine.glossary import OUT_OF_RANGE_MARK, VERDICT_LABELS, VERDICT_MARKS
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import format_score
 from s3gym_tui.models import Step
@@ -24,7 +25,7 @@ from s3gym_tui.textgate import safe
 from s3gym_tui.widgets.scrollbars import QuietScrollBars
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import set_virtual_size
-from s3gym_tui.widgets.verdicts import legend, verdict_colours
+from s3gym_tui.widgets.verdicts import legend, outside, verdict_colours
 
 ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
 START_LABEL = "start"
@@ -46,7 +47,8 @@ class Column:
     right: bool = False
 
 
-BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", 5, True), Column("r", "r", 5, True),
+S_WIDTH = 5  # the self-score column
+BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", S_WIDTH, True), Column("r", "r", 5, True),
                 Column("mark", "", 1), Column("verdict", "judged", 6), Column("action", "action", 0),
                 Column("actor", "by", 5))
 ORIGINAL = Column("original", "original", 16)
@@ -97,16 +99,26 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self.cursor_row = 0
         self._cache: dict[tuple, Strip] = {}
         self._cache_width = -1
+        self._game: Optional[str] = None  # the episode's game and mode: the range its self-scores are checked against
+        self._mode: Optional[str] = None
+        self._outside = False  # some step's self-score is out of range: the legend says what the mark means
 
     def on_mount(self) -> None:
         self.border_title = "Steps: self-judged s vs verifier r"
-        self.border_subtitle = legend(self.app)
+        self._show_legend()
         follow(self, self.app.theme_changed_signal, lambda _theme: self._on_theme())
         self._update_virtual_size()
 
     def _on_theme(self) -> None:
-        self.border_subtitle = legend(self.app)
+        self._show_legend()
         self._repaint_all()
+
+    def _out_of_range(self, step: Step) -> bool:
+        return outside(self._game, self._mode, step.self_score)
+
+    def _show_legend(self) -> None:
+        if self.is_mounted:
+            self.border_subtitle = legend(self.app, [(self._game, self._mode)] if self._outside else ())
 
     def on_unmount(self) -> None:
         release(self)  # a signal subscription would keep this widget alive
@@ -125,9 +137,14 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         """Rows including the start row."""
         return len(self._steps) + 1
 
-    def set_steps(self, steps: Sequence[Step], original: Optional[Sequence[Step]] = None) -> None:
+    def set_steps(self, steps: Sequence[Step], original: Optional[Sequence[Step]] = None,
+                  game: Optional[str] = None, mode: Optional[str] = None) -> None:
+        """The episode's steps; with its `game` and `mode`, self-scores out of range are marked."""
         self._steps = list(steps)
         self._original = list(original) if original is not None else None
+        self._game, self._mode = (game, mode) if game is not None and mode is not None else (None, None)
+        self._outside = any(self._out_of_range(s) for s in self._steps)
+        self._show_legend()
         self.cursor_row = min(self.cursor_row, len(self._steps))
         self._repaint_all()
         self._update_virtual_size()
@@ -136,6 +153,9 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         """Add a row; with `follow` the cursor moves to it (repainting only the rows involved, or
         the view when it has to scroll to keep the new row in sight)."""
         self._steps.append(step)
+        if not self._outside and self._out_of_range(step):
+            self._outside = True
+            self._show_legend()
         self._update_virtual_size()
         if follow:
             self.move_cursor(len(self._steps))
@@ -244,7 +264,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         style = colours[kind]
         action = Text(" ".join(step.action.split()) + ("" if step.valid else " ✗"),
                       style="" if step.valid else "italic")
-        cells = {"index": Text(str(step.index)), "s": Text(format_score(step.self_score), style=style),
+        cells = {"index": Text(str(step.index)), "s": self._self_score_cell(step, style),
                  "r": Text(f"{step.reward:g}", style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
                  "verdict": Text(VERDICT_LABELS[kind], style=f"bold {style}"), "action": action,
                  "actor": Text(ACTOR_LABELS.get(step.actor, step.actor))}
@@ -257,6 +277,17 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
             else:
                 cells["original"] = Text("–", style="dim")
         return cells
+
+    def _self_score_cell(self, step: Step, style: str) -> Text:
+        """s in the verdict's colour; out of range, bold with the mark after it (the number is cut, never
+        the mark, when both do not fit the column)."""
+        text = format_score(step.self_score)
+        if not self._out_of_range(step):
+            return Text(text, style=style)
+        room = S_WIDTH - len(OUT_OF_RANGE_MARK)
+        if len(text) > room:
+            text = text[: room - 1] + "…"
+        return Text(text + OUT_OF_RANGE_MARK, style=f"bold {style}")
 
     def _line(self, cells: dict[str, Text], width: int, base: Style, cursor: bool = False) -> Strip:
         """One row: each cell in its own style over the row's (plain, odd or cursor) style.

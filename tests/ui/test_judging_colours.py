@@ -29,7 +29,8 @@ FIXED_TIME = "2026-01-02T03:04:05.000+00:00"
 SEED = 2  # Trust, explore: rewards -1, 3, 2, -1, 0, -1, 2 for these actions
 ACTIONS = ("collaborate", "cheat", "collaborate", "collaborate", "cheat", "collaborate", "collaborate")
 SCORES = (1.5, 3.0, 0.0, -1.0, None, 2.0, -0.5)  # over, agree, under, agree, missing, over, under
-OTHER_SCORES = (-1.0, 0.0, 2.0, None, 1.0, -2.0, 2.0)  # the second episode: every verdict differs
+OTHER_SCORES = (-1.0, 0.0, 2.0, None, 1.0, -1.0, 2.0)  # the second episode: every verdict differs
+# (all inside what a round pays, -1..3: an out-of-range mark is test_self_score_marks.py's subject)
 EPISODES = ("judged-a", "judged-b")
 THEME_VARIABLE = {"agree": "text-success", "over": "text-error", "under": "text-warning"}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import DataTable, SelectionList
 
 from s3gym_tui.app import S3GymApp
-from s3gym_tui.engine.glossary import REASONS
+from s3gym_tui.engine.glossary import REASONS, fmt_share
 from s3gym_tui.engine.report import on_game_scales, run_report, summary_vs_history
 from s3gym_tui.screens.analysis_common import fmt, fmt_signed
 from s3gym_tui.screens.report import ReportScreen
@@ -55,8 +55,9 @@ async def test_report_shows_the_engine_values_for_the_demo_runs(demo_db, setting
         judging = rows(screen, "#report-judging-table")
         for run_id, report in reports.items():
             for phase, j in (("explore", report.judging), ("eval", report.judging_eval)):
-                assert judging[f"{run_id}:{phase}"][2:8] == [str(j.n), str(j.missing), fmt(j.agreement),
-                                                              fmt(j.nmae), fmt(j.over), fmt(j.under)]
+                assert judging[f"{run_id}:{phase}"][2:10] == [str(j.n), str(j.missing), fmt(j.agreement),
+                                                               fmt(j.nmae), fmt(j.over), fmt(j.under),
+                                                               str(j.out_of_range), fmt_share(j.out_of_range_share)]
             assert j.n > 0
         coupling = rows(screen, "#report-coupling-table")
         for run_id, report in reports.items():
@@ -126,14 +127,16 @@ async def test_report_numbers_have_one_format_and_every_metric_is_explained(demo
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_report(app, pilot, [ids["trust-history"], ids["trust-summary"]])
         cells = []
-        for table_id, first in (("#report-curve-table", 5), ("#report-judging-table", 4),
-                                ("#report-coupling-table", 3)):
+        for table_id, first, last in (("#report-curve-table", 5, -1), ("#report-judging-table", 4, -3),
+                                      ("#report-coupling-table", 3, -1)):
             for row in rows(screen, table_id).values():
-                cells += row[first:-1]  # the last column says why a figure is undefined
+                cells += row[first:last]  # the last column says why a figure is undefined
         assert cells and all(re.fullmatch(r"-?\d+\.\d{2}|—", c) for c in cells), cells
+        for row in rows(screen, "#report-judging-table").values():  # out of range: a count and its share
+            assert re.fullmatch(r"\d+", row[-3]) and re.fullmatch(r"\d+\.\d%|—", row[-2]), row
         notes = " ".join(str(w.content) for w in screen.query(".report-note"))
         for name in ("y0", "Avg", "Max", "AUC+", "NABA", "ΔNABA", "skipped", "agreement", "NMAE", "over",
-                     "under", "corr(A, g)", "corr(−E, g)"):
+                     "under", "out of range", "out %", "corr(A, g)", "corr(−E, g)"):
             assert name in notes and METRICS[name] in notes
         assert "— = not defined" in notes
 
