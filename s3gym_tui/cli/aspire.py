@@ -172,8 +172,10 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
 
 
 def make_operator(model: str, api_base: Optional[str] = None):
+    """The agent; an api base started by the app comes without its credentials (in the environment)."""
     from s3gym_tui.engine.aspire.operators import ModelOperator, ScriptedOperator
+    from s3gym_tui.secrets import with_credentials
 
     if model == "scripted":
         return ScriptedOperator()
-    return ModelOperator(model, api_base=api_base)
+    return ModelOperator(model, api_base=with_credentials(api_base))
