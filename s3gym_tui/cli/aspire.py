@@ -128,15 +128,20 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
             return
         from s3gym_tui.engine.aspire.audit import audit_aspire
 
-        problems = audit_aspire(store, target)
+        found = audit_aspire(store, target)
         if as_json:
-            sys.stdout.write(json.dumps({"aspire_run": target, "problems": problems}) + "\n")
-        for p in problems if not as_json else ():
+            sys.stdout.write(json.dumps({"aspire_run": target, "problems": found.leaks, "own": found.own}) + "\n")
+        for p in found.leaks if not as_json else ():
             console.print(f"[red]leak:[/] {safe_markup(p, one_line=True)}", soft_wrap=True)
-        if problems:
+        if not found.ok:
             raise typer.Exit(EXIT_CHECK_FAILED)
         if not as_json:
-            console.print(f"ASPIRE run {safe_markup(target)}: no hidden seed or suite name reached the agent")
+            console.print(f"ASPIRE run {safe_markup(target)}: no hidden seed or suite name reached the agent",
+                          soft_wrap=True)
+            if found.own:
+                console.print("the agent's own guesses (refused, or its own words shown back to it), not leaks:")
+            for line in found.own:
+                console.print(f"  {safe_markup(line, one_line=True)}", soft_wrap=True, highlight=False)
         return
     if resume:
         store = _store(db, write=True)

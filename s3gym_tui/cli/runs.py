@@ -359,12 +359,16 @@ def audit(db: Optional[Path] = DbOption) -> None:
     store = _store(db)
     result = run_audit(store)
     # ASPIRE runs: no hidden seed or suite name reached the agent (engine/aspire/audit.py)
-    hidden = [f"ASPIRE run {run.id}: {p}" for run in store.list_aspire_runs(limit=100_000)
-              for p in audit_aspire(store, run.id)]
+    audits = {run.id: audit_aspire(store, run.id) for run in store.list_aspire_runs(limit=100_000)}
+    hidden = [f"ASPIRE run {aid}: {p}" for aid, found in audits.items() for p in found.leaks]
+    guessed = {aid: len(found.own) for aid, found in audits.items() if found.own}
     if result.ok and not hidden:
         console.print("[green]audit clean[/]: no evaluation step feeds history, summaries, datasets or "
                       "trainings (rollouts, prompts); no seed crosses phases; no hidden ASPIRE seed or suite "
                       "reached an agent")
+        for aid, n in guessed.items():
+            console.print(f"ASPIRE run {safe_markup(aid)}: {n} own guess(es) of the agent, not leaks "
+                          f"(s3gym aspire --audit {safe_markup(aid)})", soft_wrap=True, highlight=False)
         return
     for problem in [*map(str, result.problems), *hidden]:
         console.print(f"[red]leak[/] {safe_markup(problem)}")

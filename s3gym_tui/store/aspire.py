@@ -24,6 +24,7 @@ OUTCOMES = ("ok", "error", "over_budget", "refused")
 CATEGORIES = ("interpretation", "practice", "update", "validation", "submit", "other")
 SCORE_PURPOSES = ("base", "request", "final", "retained", "candidate")
 LINK_ROLES = ("practice", "validation", "hidden", "training", "memory")
+SUITES = ("drawn", "fixed")  # a run's hidden suite: seeds drawn from the store's secret, or the source's
 
 
 def _loads(text: Any, default: Any) -> Any:
@@ -53,6 +54,7 @@ class AspireRun:
     retained_candidate_id: Optional[str]
     created_at: str
     finished_at: Optional[str]
+    suite: str = "drawn"  # see SUITES
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,8 @@ def _run(row: Mapping[str, Any]) -> AspireRun:
                      status=row["status"], status_reason=row["status_reason"],
                      base_candidate_id=row["base_candidate_id"], final_candidate_id=row["final_candidate_id"],
                      retained_candidate_id=row["retained_candidate_id"], created_at=row["created_at"],
-                     finished_at=row["finished_at"])
+                     finished_at=row["finished_at"], suite=row["suite"])
+
 
 
 def _decision(row: Mapping[str, Any]) -> Decision:
@@ -178,6 +181,15 @@ class AspireStore(Connection):
         if run is None:
             raise StoreError(f"no ASPIRE run {aspire_id!r}")
         return run
+
+    def aspire_suite_secret(self) -> str:
+        """The store's secret the hidden suites of its ASPIRE runs are drawn from (controller side: no
+        tool of the agent reads this table)."""
+        with self._reading("read the hidden suites' secret") as conn:
+            row = conn.execute("SELECT secret FROM aspire_suite_secret WHERE id = 1").fetchone()
+        if row is None or not row[0]:
+            raise StoreError("this store has no secret for hidden suites (schema 15 makes it): upgrade it")
+        return row[0]
 
     def list_aspire_runs(self, limit: int = 100) -> list[AspireRun]:
         """Newest first."""
@@ -350,4 +362,4 @@ class AspireStore(Connection):
 
 
 __all__ = ["AspireRun", "AspireStore", "Candidate", "Claim", "Decision", "HiddenScore", "RunLink",
-           "PROTOCOLS", "CANDIDATE_KINDS", "CATEGORIES", "OUTCOMES", "SCORE_PURPOSES"]
+           "PROTOCOLS", "CANDIDATE_KINDS", "CATEGORIES", "OUTCOMES", "SCORE_PURPOSES", "SUITES"]

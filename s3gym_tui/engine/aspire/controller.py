@@ -18,8 +18,8 @@ from typing import Any, Callable, Optional
 import games
 from s3gym_tui.engine.aspire.budget import Budget, Usage
 from s3gym_tui.engine.aspire.episodes import memories, play_run, player_model, run_usage
-from s3gym_tui.engine.aspire.goals import GOALS, Goal, goal_by_id
-from s3gym_tui.engine.aspire.hidden import hidden_score, known_score
+from s3gym_tui.engine.aspire.goals import GOALS, Goal
+from s3gym_tui.engine.aspire.hidden import hidden_score, known_score, suite_of
 from s3gym_tui.engine.aspire.operators import AgentTurn, Operator
 from s3gym_tui.engine.aspire.tools import (CATEGORY, MAX_EPISODES_PER_CALL, SUMMARY_FIELD_CHARS, TOOL_NAMES,
                                            Refused, ToolError, ToolResult, check_allowed, game_arg, need,
@@ -56,7 +56,7 @@ class Controller:
         self.on_decision = on_decision
         self.run: AspireRun = store.get_aspire_run(aspire_id)
         self.id = aspire_id
-        self.goal = goal_by_id(self.run.goal_id, goals)  # the suite: never leaves this object
+        self.suite = suite_of(store, self.run, goals)  # the hidden suite: never leaves this object
         self.operator = operator
         self.budget = Budget.from_dict(self.run.budget)
         self.usage = Usage.from_dict(self.run.usage)
@@ -346,11 +346,11 @@ class Controller:
 
     async def _gate(self, cand: Candidate) -> Optional[bool]:
         """Score-gated retention: True (kept), False (rolled back: does not beat its parent), None (base)."""
-        score = await hidden_score(self.store, self.id, cand, self.goal.suite, self.settings.step_cap, "request")
+        score = await hidden_score(self.store, self.id, cand, self.suite, self.settings.step_cap, "request")
         if cand.parent_id is None:
             return None
         parent = self.store.get_aspire_candidate(cand.parent_id)
-        pscore = await hidden_score(self.store, self.id, parent, self.goal.suite, self.settings.step_cap,
+        pscore = await hidden_score(self.store, self.id, parent, self.suite, self.settings.step_cap,
                                     "base" if parent.kind == "base" else "candidate")
         beats = score.score is not None and pscore.score is not None and score.score > pscore.score
         if not beats:
@@ -373,7 +373,7 @@ class Controller:
         run = self.store.get_aspire_run(self.id)
         final = self.store.get_aspire_candidate(run.final_candidate_id) if run.final_candidate_id else self._newest()
         self.store.set_aspire_candidates(self.id, final=final.id)
-        suite, cap = self.goal.suite, self.settings.step_cap
+        suite, cap = self.suite, self.settings.step_cap
         await hidden_score(self.store, self.id, base, suite, cap, "base")
         if self.settings.score_all:
             for cand in self.store.aspire_candidates(self.id):
@@ -392,7 +392,7 @@ class Controller:
         Final-only: the final candidate if it beats the base, else the base."""
         if self.run.protocol == "final":
             base = self.store.get_aspire_candidate(f"{self.id}-base")
-            f = await hidden_score(self.store, self.id, final, self.goal.suite, self.settings.step_cap, "final")
+            f = await hidden_score(self.store, self.id, final, self.suite, self.settings.step_cap, "final")
             b = known_score(self.store, self.id, base.id)
             return final if (f.score is not None and b is not None and b.score is not None
                              and f.score > b.score) else base
