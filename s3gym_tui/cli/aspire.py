@@ -23,9 +23,11 @@ def decision_line(d) -> str:
     args = json.dumps(d.arguments, sort_keys=True) if d.arguments else "{}"
     mark = {"ok": "", "error": " [red]error[/]", "over_budget": " [yellow]over budget[/]",
             "refused": " [red]refused[/]"}[d.outcome]
-    return (f"{d.idx:>3} {safe_markup(d.tool, one_line=True)} {safe_markup(args, one_line=True, max_chars=160)}"
+    cut = f" [yellow]{safe_markup(d.fault, one_line=True)}[/]" if d.fault else ""
+    return (f"{d.idx:>3} {safe_markup(d.tool, one_line=True, max_chars=60)} "
+            f"{safe_markup(args, one_line=True, max_chars=160)}"
             f"{mark} -> {safe_markup(d.result, one_line=True, max_chars=160)} [dim]({d.category}, {d.calls} calls, "
-            f"{d.seconds:.1f}s)[/]")
+            f"{d.seconds:.1f}s)[/]{cut}")
 
 
 def goals_table() -> None:

@@ -55,7 +55,8 @@ class ListOperator:
 
     async def next_turn(self, briefing, decisions):
         self.seen.append(system_prompt(briefing))
-        self.seen.extend(m["content"] for m in history_messages(briefing, decisions, result_chars=10**9))
+        self.seen.extend(m["content"] for m in history_messages(briefing, decisions, result_chars=10**9,
+                                                                max_chars=10**12))
         if self.turns:
             return self.turns.pop(0)
         return await self.fallback.next_turn(briefing, decisions)

@@ -1,18 +1,20 @@
 """ASPIRE's hidden suite against an agent that guesses (issue 36): a refused guess of a hidden seed is the
 agent's own, not a leak, and no refusal repeats it; a hidden value the system gives the agent is still a
 leak (a leaky controller as the test double); hidden suites come from the store's secret, not from the
-source (old stores keep the suites their runs were judged on)."""
+source (old stores keep the suites their runs were judged on); decisions are stored and sent back to
+the model within bounds, a cut recorded as a step's is."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from dataclasses import replace
 
 from s3gym_tui.engine.aspire.audit import audit_aspire
 from s3gym_tui.engine.aspire.controller import Controller, Settings
 from s3gym_tui.engine.aspire.goals import GOALS, SUITE_SEED_BASE, HiddenSuite, SuiteGame, goal_by_id
-from s3gym_tui.engine.aspire.operators import AgentTurn, ScriptedOperator
+from s3gym_tui.engine.aspire.operators import AgentTurn, ScriptedOperator, history_messages
 from s3gym_tui.engine.aspire.tools import Refused, check_allowed
 from s3gym_tui.models import EVAL_SEED_BASE
 from s3gym_tui.store import Store
@@ -177,3 +179,35 @@ def test_an_existing_store_keeps_the_suites_its_runs_were_judged_on(tmp_path, mo
         assert Controller(store, new.id, ScriptedOperator()).suite == GOAL.suite.drawn(
             store.aspire_suite_secret(), GOAL.id)
 
+
+def test_decisions_are_stored_and_sent_back_within_bounds(tmp_path, capsys):
+    """A 3,000,059-character reply, a megabyte of arguments and of tool name: stored cut (start and end
+    kept), the cut said in the decision's fault; what goes back to the model stays small."""
+    from s3gym_tui.engine.session import MAX_REPLY_CHARS
+
+    huge = "a" * 3_000_000 + "THE END" + "b" * 52
+    turns = [AgentTurn(tool="look", arguments={"what": "games"}, reply=huge),
+             AgentTurn(tool="look", arguments=json.dumps({"what": "games", "note": "x" * 1_000_000})),
+             AgentTurn(tool="t" * 1_000_000, arguments={})]
+    db = str(tmp_path / "a.db")
+    with Store(db) as store:
+        run = new_run(store)
+        asyncio.run(Controller(store, run.id, ListOperator(turns)).run_all())
+        d0, d1, d2, *rest = store.aspire_decisions(run.id)
+    assert len(huge) == 3_000_059
+    assert d0.reply.startswith("aaa") and d0.reply.endswith("THE END" + "b" * 52)
+    assert len(d0.reply) < MAX_REPLY_CHARS + 100 and d0.fault == "reply cut to 100,000 characters (was 3,000,059)"
+    assert len(d1.arguments["raw"]) < 30_000 and d1.fault.startswith("arguments cut to")
+    assert d1.outcome == "ok"  # the call itself was whole
+    assert len(d2.tool) < 1_000 and d2.fault.startswith("tool name cut to")
+    assert d2.outcome == "error"
+    assert rest and all(d.fault is None for d in rest)
+    code, out, _ = run_cli(capsys, "aspire", "--show", run.id, "--db", db)
+    assert code == 0 and "reply cut to 100,000 characters (was 3,000,059)" in out
+    briefing = {"goal": "g", "protocol": "final", "budget": {}, "base": "b", "requests": 0}
+    sent = history_messages(briefing, [d0, d1, d2])
+    assert max(len(m["content"]) for m in sent) < 2_500 and sum(len(m["content"]) for m in sent) < 10_000
+    many = [replace(d0, idx=i, reply="r" * 5_000, result="x" * 5_000) for i in range(500)]
+    sent = history_messages(briefing, many)
+    assert sum(len(m["content"]) for m in sent) <= 48_000
+    assert "earlier turn(s) are not repeated" in sent[1]["content"] and len(sent) > 10

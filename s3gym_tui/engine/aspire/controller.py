@@ -24,12 +24,19 @@ from s3gym_tui.engine.aspire.operators import AgentTurn, Operator
 from s3gym_tui.engine.aspire.tools import (CATEGORY, MAX_EPISODES_PER_CALL, SUMMARY_FIELD_CHARS, TOOL_NAMES,
                                            Refused, ToolError, ToolResult, check_allowed, game_arg, need,
                                            parse_arguments)
+from s3gym_tui.engine.session import MAX_REPLY_CHARS, cut_text
 from s3gym_tui.models import EVAL_SEED_BASE
 from s3gym_tui.store.aspire import AspireRun, Candidate, Decision
 from s3gym_tui.store.errors import StoreError
 
 DEFAULT_STEP_CAP = 16
 DEFAULT_REQUESTS = 3  # adaptive protocol: evaluation requests
+# What a decision stores is bounded like a step's reply (engine.session): the agent's reply, the
+# arguments it sent and the result it got keep their start and end, the middle marked as cut, and the
+# decision's fault says what was cut (a 3 MB reply was stored whole, and sent back every turn).
+MAX_TOOL_CHARS = 200  # the tool name as the agent wrote it (an unknown one)
+MAX_ARGUMENTS_CHARS = 20_000
+MAX_RESULT_CHARS = MAX_REPLY_CHARS
 
 
 @dataclass
@@ -43,6 +50,20 @@ class Settings:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Settings":
         return cls(**{k: data[k] for k in ("player", "step_cap", "requests", "score_all", "train_base") if k in data})
+
+
+def bounded(turn: AgentTurn, result: str) -> dict[str, Any]:
+    """A decision's texts as stored (tool, arguments, reply, result), each within its bound, and the
+    fault naming every cut (None: nothing was cut)."""
+    arguments: Any = turn.arguments if turn.arguments is not None else ""
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, default=str)
+    tool, cut_tool = cut_text(turn.tool or "(none)", MAX_TOOL_CHARS, "tool name")
+    kept, cut_arguments = cut_text(text, MAX_ARGUMENTS_CHARS, "arguments")
+    reply, cut_reply = cut_text(turn.reply or "", MAX_REPLY_CHARS, "reply")
+    result, cut_result = cut_text(result, MAX_RESULT_CHARS, "result")
+    faults = [f for f in (cut_tool, cut_arguments, cut_reply, cut_result) if f]
+    return {"tool": tool, "arguments": kept if cut_arguments else arguments, "reply": reply, "result": result,
+            "fault": "; ".join(faults) or None}
 
 
 def _digest(args: Any) -> str:
@@ -83,8 +104,7 @@ class Controller:
             calls = turn.calls + result.calls
             cost = None if turn.cost is None or result.cost is None else turn.cost + result.cost
             decision = self.store.add_aspire_decision(
-                self.id, tool=turn.tool or "(none)", arguments=turn.arguments if turn.arguments is not None else "",
-                result=result.text, outcome=outcome, category=result.category, reply=turn.reply, calls=calls,
+                self.id, **bounded(turn, result.text), outcome=outcome, category=result.category, calls=calls,
                 tokens_in=turn.tokens_in, tokens_out=turn.tokens_out + result.tokens, cost=cost, seconds=seconds)
             self.usage.charge(calls, turn.tokens_in + turn.tokens_out + result.tokens, cost, seconds)
             self.store.set_aspire_usage(self.id, self.usage.as_dict())
