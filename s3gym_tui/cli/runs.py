@@ -367,8 +367,8 @@ def audit(db: Optional[Path] = DbOption) -> None:
                       "trainings (rollouts, prompts); no seed crosses phases; no hidden ASPIRE seed or suite "
                       "reached an agent")
         for aid, n in guessed.items():
-            console.print(f"ASPIRE run {safe_markup(aid)}: {n} own guess(es) of the agent, not leaks "
-                          f"(s3gym aspire --audit {safe_markup(aid)})", soft_wrap=True, highlight=False)
+            console.print(f"ASPIRE run {safe_markup(aid)}: the agent's own guesses of hidden values, not leaks "
+                          f"({n} line(s): s3gym aspire --audit {safe_markup(aid)})", soft_wrap=True, highlight=False)
         return
     for problem in [*map(str, result.problems), *hidden]:
         console.print(f"[red]leak[/] {safe_markup(problem)}")
