@@ -1,8 +1,11 @@
 """Keeping credentials out of everything stored, exported or shown: the values of the secret
-environment variables that are set (API keys, tokens), and credentials inside URLs."""
+environment variables that are set (API keys, tokens), and credentials inside URLs; and out of the
+command lines of the processes s3gym starts (any local user can read those), which get them through
+their environment instead (readable by their own user only)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -12,6 +15,9 @@ REDACTED = "[redacted]"
 SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)$|API_?KEY|^AWS_",
                          re.IGNORECASE)
 MIN_SECRET_CHARS = 8  # shorter values are not credentials and would redact ordinary words
+# What a parent s3gym passes its child processes: a JSON list of the URLs (api bases) whose credentials
+# were taken off the child's command line (see split_url_credentials, with_credentials).
+CREDENTIALS_ENV = "S3GYM_API_CREDENTIALS"
 _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credential", re.IGNORECASE)
 
 
@@ -52,3 +58,37 @@ def strip_url_credentials(url: str | None) -> str | None:
         query = urlencode([(k, REDACTED if _SECRET_QUERY.search(k) else v) for k, v in pairs],
                           safe="[]")
     return redact_values(urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment)))
+
+
+def split_url_credentials(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`argv` with every URL in it credential-free (strip_url_credentials), and the URLs that had
+    credentials, as they were (to pass in the environment: credentials_env)."""
+    shown, taken = [], []
+    for arg in argv:
+        clean = strip_url_credentials(arg) if "://" in arg else arg
+        if clean != arg:
+            taken.append(arg)
+        shown.append(clean)
+    return shown, taken
+
+
+def credentials_env(urls) -> dict[str, str]:
+    """The environment entry that hands `urls` (with their credentials) to a child process."""
+    urls = sorted(set(urls))
+    return {CREDENTIALS_ENV: json.dumps(urls)} if urls else {}
+
+
+def with_credentials(url: str | None) -> str | None:
+    """`url` with the credentials a parent process passed in $S3GYM_API_CREDENTIALS: the URL there
+    whose credential-free form is `url`; else `url` as it is."""
+    raw = os.environ.get(CREDENTIALS_ENV)
+    if not url or not raw:
+        return url
+    try:
+        known = json.loads(raw)
+    except ValueError:
+        return url
+    for full in known if isinstance(known, list) else ():
+        if isinstance(full, str) and full != url and strip_url_credentials(full) == url:
+            return full
+    return url

@@ -23,9 +23,11 @@ def decision_line(d) -> str:
     args = json.dumps(d.arguments, sort_keys=True) if d.arguments else "{}"
     mark = {"ok": "", "error": " [red]error[/]", "over_budget": " [yellow]over budget[/]",
             "refused": " [red]refused[/]"}[d.outcome]
-    return (f"{d.idx:>3} {safe_markup(d.tool, one_line=True)} {safe_markup(args, one_line=True, max_chars=160)}"
+    cut = f" [yellow]{safe_markup(d.fault, one_line=True)}[/]" if d.fault else ""
+    return (f"{d.idx:>3} {safe_markup(d.tool, one_line=True, max_chars=60)} "
+            f"{safe_markup(args, one_line=True, max_chars=160)}"
             f"{mark} -> {safe_markup(d.result, one_line=True, max_chars=160)} [dim]({d.category}, {d.calls} calls, "
-            f"{d.seconds:.1f}s)[/]")
+            f"{d.seconds:.1f}s)[/]{cut}")
 
 
 def goals_table() -> None:
@@ -128,15 +130,20 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
             return
         from s3gym_tui.engine.aspire.audit import audit_aspire
 
-        problems = audit_aspire(store, target)
+        found = audit_aspire(store, target)
         if as_json:
-            sys.stdout.write(json.dumps({"aspire_run": target, "problems": problems}) + "\n")
-        for p in problems if not as_json else ():
+            sys.stdout.write(json.dumps({"aspire_run": target, "problems": found.leaks, "own": found.own}) + "\n")
+        for p in found.leaks if not as_json else ():
             console.print(f"[red]leak:[/] {safe_markup(p, one_line=True)}", soft_wrap=True)
-        if problems:
+        if not found.ok:
             raise typer.Exit(EXIT_CHECK_FAILED)
         if not as_json:
-            console.print(f"ASPIRE run {safe_markup(target)}: no hidden seed or suite name reached the agent")
+            console.print(f"ASPIRE run {safe_markup(target)}: no hidden seed or suite name reached the agent",
+                          soft_wrap=True)
+            if found.own:
+                console.print("the agent's own guesses (refused, or its own words shown back to it), not leaks:")
+            for line in found.own:
+                console.print(f"  {safe_markup(line, one_line=True)}", soft_wrap=True, highlight=False)
         return
     if resume:
         store = _store(db, write=True)
@@ -172,8 +179,10 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
 
 
 def make_operator(model: str, api_base: Optional[str] = None):
+    """The agent; an api base started by the app comes without its credentials (in the environment)."""
     from s3gym_tui.engine.aspire.operators import ModelOperator, ScriptedOperator
+    from s3gym_tui.secrets import with_credentials
 
     if model == "scripted":
         return ScriptedOperator()
-    return ModelOperator(model, api_base=api_base)
+    return ModelOperator(model, api_base=with_credentials(api_base))

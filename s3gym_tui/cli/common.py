@@ -67,6 +67,8 @@ ENV_VARS = (
     ("S3GYM_CACHE", "cache of the base model for training"),
     ("LITELLM_LOCAL_MODEL_COST_MAP", "True by default (litellm's bundled prices, offline)"),
     ("OPENAI_API_KEY, ANTHROPIC_API_KEY, ...", "provider keys, read by litellm (never stored)"),
+    ("S3GYM_API_CREDENTIALS", "JSON list of api bases with credentials (http://user:KEY@host/v1): an --api-base "
+     "equal to one without them uses it (how the app keeps keys off its runs' command lines)"),
     ("OMP_WAIT_POLICY", "PASSIVE by default for the embedded model"),
     ("USER", "the name recorded as human:<name> on summary edits, vetoes and pins (config: human_name)"),
     ("S3GYM_TEXTGATE_STRICT", "tests: text printed without passing the gate is an error, not gated"),

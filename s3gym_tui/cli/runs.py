@@ -58,13 +58,15 @@ def run(
     from s3gym_tui.config import load_settings
     from s3gym_tui.engine.estimate import estimate_run
     from s3gym_tui.models import RunConfig
+    from s3gym_tui.secrets import with_credentials
 
     if pathway == "trained":
         raise UserError("the trained pathway is started with `s3gym train`, not `s3gym run`")
     settings = load_settings()
     model = model or settings.default_model  # the config file's, or $S3GYM_MODEL
     own = settings.model_settings(model)  # the model's api base, max tokens, timeout
-    bases = [b.strip() for value in api_base for b in value.split(",") if b.strip()]
+    # a base started by the app comes without its credentials, which are in the environment
+    bases = [with_credentials(b.strip()) for value in api_base for b in value.split(",") if b.strip()]
     if not bases and own.api_base:
         bases = [own.api_base]
     chosen = {"max_tokens": max_tokens if max_tokens is not None else own.max_tokens,
@@ -161,21 +163,35 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
         return
     if target.status == "finished":
         raise UserError(f"run {run_id} is finished: nothing left to run")
-    target = _own_args_again(target)
+    target = _secrets_again(target, with_base=api_base is None)
     _preflight(target.config)
     _follow(store, target, verb="resume", progress_mode=progress)
 
 
-def _own_args_again(run):
-    """The run with the config file's model arguments it lacks (secrets are not stored with a run)."""
+def _secrets_again(run, with_base: bool = True):
+    """The run with the secrets that were not stored with it: the config file's model arguments it
+    lacks, and (`with_base`) its api bases' credentials, from the environment the app that started
+    this process passed (secrets.with_credentials), else the config file's api base for the model
+    when it is the stored one once its credentials are removed."""
     from s3gym_tui.config import load_settings
+    from s3gym_tui.secrets import strip_url_credentials, with_credentials
 
-    own = load_settings().model_settings(run.config.model).model_args
-    missing = {k: v for k, v in own.items() if k not in run.config.model_args}
-    if not missing:
-        return run
-    return run.model_copy(update={"config": run.config.model_copy(
-        update={"model_args": {**run.config.model_args, **missing}})})
+    own = load_settings().model_settings(run.config.model)
+    config = run.config
+    missing = {k: v for k, v in own.model_args.items() if k not in config.model_args}
+    update: dict = {"model_args": {**config.model_args, **missing}} if missing else {}
+
+    def full(base):
+        found = with_credentials(base)
+        if found == base and own.api_base and strip_url_credentials(own.api_base) == base:
+            found = own.api_base
+        return found
+
+    if with_base and config.api_base:
+        update["api_base"] = full(config.api_base)
+    if with_base and config.api_bases:
+        update["api_bases"] = tuple(full(b) for b in config.api_bases)
+    return run.model_copy(update={"config": config.model_copy(update=update)}) if update else run
 
 
 def _fit_to_server(config):
@@ -343,12 +359,16 @@ def audit(db: Optional[Path] = DbOption) -> None:
     store = _store(db)
     result = run_audit(store)
     # ASPIRE runs: no hidden seed or suite name reached the agent (engine/aspire/audit.py)
-    hidden = [f"ASPIRE run {run.id}: {p}" for run in store.list_aspire_runs(limit=100_000)
-              for p in audit_aspire(store, run.id)]
+    audits = {run.id: audit_aspire(store, run.id) for run in store.list_aspire_runs(limit=100_000)}
+    hidden = [f"ASPIRE run {aid}: {p}" for aid, found in audits.items() for p in found.leaks]
+    guessed = {aid: len(found.own) for aid, found in audits.items() if found.own}
     if result.ok and not hidden:
         console.print("[green]audit clean[/]: no evaluation step feeds history, summaries, datasets or "
                       "trainings (rollouts, prompts); no seed crosses phases; no hidden ASPIRE seed or suite "
                       "reached an agent")
+        for aid, n in guessed.items():
+            console.print(f"ASPIRE run {safe_markup(aid)}: the agent's own guesses of hidden values, not leaks "
+                          f"({n} line(s): s3gym aspire --audit {safe_markup(aid)})", soft_wrap=True, highlight=False)
         return
     for problem in [*map(str, result.problems), *hidden]:
         console.print(f"[red]leak[/] {safe_markup(problem)}")

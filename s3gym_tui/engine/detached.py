@@ -192,14 +192,24 @@ class ChildRuns:
     def __init__(self, db: Path) -> None:
         self.db = Path(db)
         self.children: list[ChildRun] = []
+        self.credentialed: set[str] = set()  # api bases with credentials this app started children with
 
     def start(self, argv: list[str], name: str, kind: str = "run") -> ChildRun:
         """Start `argv` detached: its own session (a terminal's Ctrl-C or the app's exit never
-        reaches it), no stdin, stdout and stderr into `<log_dir>/<name>-<time>.log`."""
+        reaches it), no stdin, stdout and stderr into `<log_dir>/<name>-<time>.log`. Credentials in
+        URLs (`--api-base http://user:KEY@…`) never go on its command line, which any local user can
+        read (`ps`): the command gets the URLs without them, and the child the URLs with them in its
+        environment (readable by this user only; secrets.with_credentials), with those of every
+        earlier child, so a `resume` of a run this app started gets them back too."""
+        from s3gym_tui.secrets import credentials_env, split_url_credentials
+
+        argv, credentialed = split_url_credentials(argv)
+        self.credentialed.update(credentialed)
         folder = log_dir(self.db)
         folder.mkdir(parents=True, exist_ok=True)
         log = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{len(self.children)}.log"
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # its lines reach the log as they are printed
+        env = {**os.environ, "PYTHONUNBUFFERED": "1",  # its lines reach the log as they are printed
+               **credentials_env(self.credentialed)}
         with open(log, "ab") as out:
             out.write(f"$ {logged(argv)}\n".encode())
             out.flush()

@@ -27,13 +27,19 @@ MAX_ACTION_CHARS = 2_000
 MAX_REPLY_CHARS = 100_000
 
 
+def cut_text(text: str, limit: int, what: str) -> tuple[str, str | None]:
+    """`text` kept to `limit` characters (its start and its end, the middle marked as cut), and the
+    fault that says so (None when it fits)."""
+    if len(text) <= limit:
+        return text, None
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return (text[:half] + f"\n[... {cut:,} characters cut ...]\n" + text[-half:],
+            f"{what} cut to {limit:,} characters (was {len(text):,})")
+
+
 def _cut_reply(reply: str) -> tuple[str, str | None]:
-    if len(reply) <= MAX_REPLY_CHARS:
-        return reply, None
-    half = MAX_REPLY_CHARS // 2
-    cut = len(reply) - 2 * half
-    return (reply[:half] + f"\n[... {cut:,} characters cut ...]\n" + reply[-half:],
-            f"reply cut to {MAX_REPLY_CHARS:,} characters (was {len(reply):,})")
+    return cut_text(reply, MAX_REPLY_CHARS, "reply")
 
 
 @dataclass(frozen=True)

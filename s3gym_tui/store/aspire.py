@@ -24,6 +24,7 @@ OUTCOMES = ("ok", "error", "over_budget", "refused")
 CATEGORIES = ("interpretation", "practice", "update", "validation", "submit", "other")
 SCORE_PURPOSES = ("base", "request", "final", "retained", "candidate")
 LINK_ROLES = ("practice", "validation", "hidden", "training", "memory")
+SUITES = ("drawn", "fixed")  # a run's hidden suite: seeds drawn from the store's secret, or the source's
 
 
 def _loads(text: Any, default: Any) -> Any:
@@ -53,6 +54,7 @@ class AspireRun:
     retained_candidate_id: Optional[str]
     created_at: str
     finished_at: Optional[str]
+    suite: str = "drawn"  # see SUITES
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Decision:
     aspire_run_id: str
     idx: int
     tool: str
-    arguments: dict[str, Any]  # as the agent sent them (a malformed call keeps its raw text in 'raw')
+    arguments: dict[str, Any]  # as the agent sent them (a call that is no JSON object keeps its text in 'raw')
     result: str
     outcome: str  # ok / error / over_budget / refused
     category: str  # interpretation / practice / update / validation / submit / other
@@ -71,6 +73,7 @@ class Decision:
     cost: Optional[float]  # None: not priced (unknown, never 0)
     seconds: float
     created_at: str
+    fault: Optional[str] = None  # what was cut of its reply, arguments or result (None: nothing)
 
 
 @dataclass(frozen=True)
@@ -128,15 +131,23 @@ def _run(row: Mapping[str, Any]) -> AspireRun:
                      status=row["status"], status_reason=row["status_reason"],
                      base_candidate_id=row["base_candidate_id"], final_candidate_id=row["final_candidate_id"],
                      retained_candidate_id=row["retained_candidate_id"], created_at=row["created_at"],
-                     finished_at=row["finished_at"])
+                     finished_at=row["finished_at"], suite=row["suite"])
+
+
+def _arguments(text: Any) -> dict[str, Any]:
+    """A decision's arguments: the JSON object the agent sent, else its text as {'raw': text}."""
+    value = _loads(text, None)
+    if isinstance(value, dict):
+        return value
+    return {} if text in (None, "") else {"raw": text}
 
 
 def _decision(row: Mapping[str, Any]) -> Decision:
     return Decision(aspire_run_id=row["aspire_run_id"], idx=row["idx"], tool=row["tool"],
-                    arguments=_loads(row["arguments"], {}), result=row["result"], outcome=row["outcome"],
+                    arguments=_arguments(row["arguments"]), result=row["result"], outcome=row["outcome"],
                     category=row["category"], reply=row["reply"], calls=row["calls"],
                     tokens_in=row["tokens_in"], tokens_out=row["tokens_out"], cost=row["cost"],
-                    seconds=row["seconds"], created_at=row["created_at"])
+                    seconds=row["seconds"], created_at=row["created_at"], fault=row["fault"])
 
 
 def _score(row: Mapping[str, Any]) -> HiddenScore:
@@ -179,6 +190,15 @@ class AspireStore(Connection):
             raise StoreError(f"no ASPIRE run {aspire_id!r}")
         return run
 
+    def aspire_suite_secret(self) -> str:
+        """The store's secret the hidden suites of its ASPIRE runs are drawn from (controller side: no
+        tool of the agent reads this table)."""
+        with self._reading("read the hidden suites' secret") as conn:
+            row = conn.execute("SELECT secret FROM aspire_suite_secret WHERE id = 1").fetchone()
+        if row is None or not row[0]:
+            raise StoreError("this store has no secret for hidden suites (schema 15 makes it): upgrade it")
+        return row[0]
+
     def list_aspire_runs(self, limit: int = 100) -> list[AspireRun]:
         """Newest first."""
         with self._reading("list ASPIRE runs") as conn:
@@ -214,7 +234,7 @@ class AspireStore(Connection):
     def add_aspire_decision(self, aspire_id: str, *, tool: str, arguments: Mapping[str, Any] | str,
                             result: str, outcome: str, category: str, reply: str = "", calls: int = 0,
                             tokens_in: int = 0, tokens_out: int = 0, cost: Optional[float] = None,
-                            seconds: float = 0.0) -> Decision:
+                            seconds: float = 0.0, fault: Optional[str] = None) -> Decision:
         if outcome not in OUTCOMES:
             raise StoreError(f"bad decision outcome {outcome!r}: one of {', '.join(OUTCOMES)}")
         if category not in CATEGORIES:
@@ -225,11 +245,11 @@ class AspireStore(Connection):
                                (aspire_id,)).fetchone()[0]
             conn.execute(
                 "INSERT INTO aspire_decisions (aspire_run_id, idx, tool, arguments, result, outcome, category, "
-                "reply, calls, tokens_in, tokens_out, cost, seconds, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "reply, calls, tokens_in, tokens_out, cost, seconds, created_at, fault) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (aspire_id, idx, tool, redact_values(args), redact_values(result), outcome, category,
                  redact_values(reply), int(calls), int(tokens_in), int(tokens_out), cost, float(seconds),
-                 utcnow()))
+                 utcnow(), fault))
         return self.aspire_decisions(aspire_id, after=idx - 1)[0]
 
     def aspire_decisions(self, aspire_id: str, after: int = -1) -> list[Decision]:
@@ -350,4 +370,4 @@ class AspireStore(Connection):
 
 
 __all__ = ["AspireRun", "AspireStore", "Candidate", "Claim", "Decision", "HiddenScore", "RunLink",
-           "PROTOCOLS", "CANDIDATE_KINDS", "CATEGORIES", "OUTCOMES", "SCORE_PURPOSES"]
+           "PROTOCOLS", "CANDIDATE_KINDS", "CATEGORIES", "OUTCOMES", "SCORE_PURPOSES", "SUITES"]

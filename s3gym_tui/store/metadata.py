@@ -184,14 +184,19 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "settings": "JSON: other settings", "status": "created, running, finished, interrupted or failed",
         "status_reason": "why it stopped", "base_candidate_id": "the starting candidate",
         "final_candidate_id": "what the agent submitted", "retained_candidate_id": "what retention kept (adaptive)",
-        "created_at": "UTC time", "finished_at": "UTC end"}),
+        "created_at": "UTC time", "finished_at": "UTC end",
+        "suite": "drawn (its hidden suite's seeds drawn from the store's secret) or fixed (stored before schema 15: "
+                 "the seeds named in the source)"}),
+    "aspire_suite_secret": ("The store's secret that the hidden suites of its ASPIRE runs draw their seeds from "
+                            "(made once, with the store or its upgrade to schema 15; no agent's tool reads it).", {
+        "id": "1 (one row)", "secret": "random, 64 hex digits"}),
     "aspire_decisions": ("Every tool call of an ASPIRE run, in order, with what it cost.", {
         "aspire_run_id": "the ASPIRE run", "idx": "order", "tool": "look, practise, update, validate, evaluate, "
         "submit, or the unknown name called", "arguments": "JSON arguments as given", "result": "what the agent "
         "was told", "outcome": "ok, error, over_budget or refused", "category": "compute split: goal, practice, "
         "update, validation", "reply": "the model's raw reply", "calls": "model calls", "tokens_in": "prompt tokens",
         "tokens_out": "completion tokens", "cost": "dollars (empty: unknown)", "seconds": "wall time",
-        "created_at": "UTC time"}),
+        "created_at": "UTC time", "fault": "what was cut of its reply, arguments or result (empty: nothing)"}),
     "aspire_candidates": ("A candidate of an ASPIRE run, with its lineage and what freezes it.", {
         "id": "candidate id", "aspire_run_id": "the ASPIRE run", "parent_id": "the candidate it was made from",
         "kind": "base, memory, sft or grpo", "model": "the model it plays as", "game": "its game (memories)",
@@ -256,6 +261,8 @@ def datasette_metadata(conn: sqlite3.Connection, database: str) -> dict[str, Any
             entry["sort"] = "id"
         if name in FTS and FTS[name][0] in present:
             entry["fts_table"], entry["fts_pk"] = FTS[name]
+        if name == "aspire_suite_secret":  # not in Datasette's table lists (hidden suites stay hidden)
+            entry["hidden"] = True
         tables[name] = entry
     for name in present:  # FTS5's own storage tables: hidden, described as such
         owner = next((t for t in TABLES if t.startswith("search_") and name.startswith(t)

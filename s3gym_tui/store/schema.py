@@ -224,6 +224,22 @@ def _v14_aspire_leases(db: Database) -> None:
                "command TEXT NOT NULL, acquired_at TEXT NOT NULL, heartbeat_at FLOAT NOT NULL)")
 
 
+def _v15_aspire_suite_secret(db: Database) -> None:
+    """Version 15 (issue 36): hidden suites no source names, decisions that say what was cut.
+    `aspire_suite_secret` holds the store's secret (one row, random, made here once: a new store gets
+    it at creation, an existing one on this upgrade) that new ASPIRE runs draw their hidden suite's
+    seeds from (`aspire_runs.suite` = 'drawn'); the runs stored before keep the fixed seeds of the
+    source they were judged on ('fixed'). `aspire_decisions.fault` names what was cut of a
+    decision's text (its reply, arguments, result), as steps.fault does. Plain SQL, self-contained."""
+    import secrets
+
+    db.execute("ALTER TABLE aspire_runs ADD COLUMN suite TEXT NOT NULL DEFAULT 'drawn'")
+    db.execute("UPDATE aspire_runs SET suite = 'fixed'")
+    db.execute("ALTER TABLE aspire_decisions ADD COLUMN fault TEXT")
+    db.execute("CREATE TABLE aspire_suite_secret (id INTEGER PRIMARY KEY CHECK (id = 1), secret TEXT NOT NULL)")
+    db.execute("INSERT INTO aspire_suite_secret (id, secret) VALUES (1, ?)", (secrets.token_hex(32),))
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -234,7 +250,8 @@ def _v14_aspire_leases(db: Database) -> None:
 MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_trainings,
                                 _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
                                 _v10_search_queue, _v11_cached_input_tokens,
-                                _v12_credit_per_action, _v13_aspire, _v14_aspire_leases]
+                                _v12_credit_per_action, _v13_aspire, _v14_aspire_leases,
+                                _v15_aspire_suite_secret]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

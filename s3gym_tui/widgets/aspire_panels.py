@@ -71,6 +71,8 @@ def decision_text(decision, max_chars: int = 6000) -> Text:
     dollars = "unpriced" if decision.cost is None else f"${decision.cost:.4f}"
     text.append(f"\ncost: {decision.calls} call(s) · {tokens:,} tokens · {dollars} · {decision.seconds:.1f}s\n",
                 style="dim")
+    if decision.fault:
+        text.append(f"cut: {decision.fault}\n", style="yellow")
     text.append("arguments: ", style="bold")
     text.append(json.dumps(decision.arguments, ensure_ascii=False, sort_keys=True)
                 if isinstance(decision.arguments, Mapping) else str(decision.arguments))

@@ -11,10 +11,11 @@ import pytest
 
 from s3gym_tui.cli import main
 from s3gym_tui.engine.aspire import controller as controller_mod
-from s3gym_tui.engine.aspire.audit import audit_aspire
+from s3gym_tui.engine.aspire.audit import AspireAudit, audit_aspire
 from s3gym_tui.engine.aspire.budget import Budget
 from s3gym_tui.engine.aspire.controller import Controller, Settings
 from s3gym_tui.engine.aspire.goals import Goal, HiddenSuite, SuiteGame
+from s3gym_tui.engine.aspire.hidden import suite_of
 from s3gym_tui.engine.aspire.operators import AgentTurn, ScriptedOperator, history_messages, system_prompt
 from s3gym_tui.models import EVAL_SEED_BASE
 from s3gym_tui.store import Store
@@ -54,7 +55,8 @@ class ListOperator:
 
     async def next_turn(self, briefing, decisions):
         self.seen.append(system_prompt(briefing))
-        self.seen.extend(m["content"] for m in history_messages(briefing, decisions, result_chars=10**9))
+        self.seen.extend(m["content"] for m in history_messages(briefing, decisions, result_chars=10**9,
+                                                                max_chars=10**12))
         if self.turns:
             return self.turns.pop(0)
         return await self.fallback.next_turn(briefing, decisions)
@@ -94,13 +96,17 @@ def test_full_run_per_protocol_through_the_cli(tmp_path, capsys, protocol):
     code, out, _ = run_cli(capsys, "audit", "--db", db)
     assert code == 0 and "audit clean" in out
     from s3gym_tui.engine.aspire.goals import goal_by_id
+    from s3gym_tui.engine.aspire.hidden import suite_of
 
-    seed = goal_by_id("cooperation").suite.seeds()[0]
     with Store(db) as store:
+        seed = suite_of(store, store.get_aspire_run(aid)).seeds()[0]  # drawn from the store's secret
+        assert seed not in goal_by_id("cooperation").suite.seeds()  # not the seeds the source names
+        assert {e.seed for r in hidden_runs for e in store.episodes(r.id)} == set(suite_of(
+            store, store.get_aspire_run(aid)).seeds())
         store.add_aspire_decision(aid, tool="look", arguments={}, result=f"[{seed}]", outcome="ok",
                                   category="interpretation")
     code, out, _ = run_cli(capsys, "audit", "--db", db)
-    assert code == 1 and f"ASPIRE run {aid}: hidden seed {seed} in decision" in out
+    assert code == 1 and f"ASPIRE run {aid}: hidden seed #1 in decision" in out and str(seed) not in out
 
 
 def test_lineage_and_score_gated_rollback(tmp_path, monkeypatch):
@@ -194,15 +200,17 @@ def test_hidden_suite_never_reaches_the_agent(tmp_path):
         hidden_seeds = {e.seed for r in hidden for e in store.episodes(r.id)}
         seen = "\n".join(op.seen + [d.result + json.dumps(d.arguments) + d.reply
                                     for d in store.aspire_decisions(run.id)])
-        assert hidden_seeds == {CANARY_SEED, CANARY_SEED + 1}  # the canaries were really played
+        canaries = suite_of(store, store.get_aspire_run(run.id), CANARY_GOALS).seeds()  # drawn for this store
+        assert hidden_seeds == set(canaries) and len(canaries) == 2  # the canaries were really played
+        assert CANARY_SEED not in canaries  # the source's seed is not played
         assert any(d.tool == "evaluate" and d.outcome == "ok" for d in store.aspire_decisions(run.id))
-        for needle in (str(CANARY_SEED), str(CANARY_SEED + 1), CANARY_NAME):
+        for needle in (*map(str, canaries), CANARY_NAME):
             assert needle not in seen
-        assert audit_aspire(store, run.id, CANARY_GOALS) == []
-        leak = store.add_aspire_decision(run.id, tool="look", arguments={}, result=f"seed {CANARY_SEED + 1}",
+        assert audit_aspire(store, run.id, CANARY_GOALS) == AspireAudit([], [])
+        leak = store.add_aspire_decision(run.id, tool="look", arguments={}, result=f"seed {canaries[1]}",
                                          outcome="ok", category="interpretation")
-        problems = audit_aspire(store, run.id, CANARY_GOALS)
-    assert problems == [f"hidden seed {CANARY_SEED + 1} in decision {leak.idx} (look) result"]
+        found = audit_aspire(store, run.id, CANARY_GOALS)
+    assert found.leaks == [f"hidden seed #2 in decision {leak.idx} (look) result"] and not found.own
 
 
 def test_resume_after_ctrl_c(tmp_path, capsys, monkeypatch):

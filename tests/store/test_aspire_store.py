@@ -19,7 +19,7 @@ def test_aspire_run_decisions_candidates_claims_scores_round_trip(tmp_path):
                                        tokens_out=3, cost=None)
         d1 = store.add_aspire_decision(run.id, tool="practise", arguments="{not json", result="error: x",
                                        outcome="error", category="practice", calls=1, cost=0.5, seconds=2.0)
-        assert (d0.idx, d1.idx) == (0, 1) and d1.arguments == {}  # raw text kept, not JSON
+        assert (d0.idx, d1.idx) == (0, 1) and d1.arguments == {"raw": "{not json"}  # raw text kept, not JSON
         assert [d.idx for d in store.aspire_decisions(run.id, after=0)] == [1]
         split = store.compute_split(run.id)
         assert split["interpretation"]["cost"] is None  # an unpriced call: unknown, not 0

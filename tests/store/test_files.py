@@ -56,8 +56,8 @@ def test_plain_tables_for_datasette(store: Store):
     # training_evals, training_sources, studies, annotations, search_pending, step_repairs, training_leases,
     # pi_extractions, pi_items, pi_evidence, episode_credits, action_credits,
     # aspire_runs, aspire_decisions, aspire_candidates, aspire_claims, aspire_scores, aspire_run_links,
-    # aspire_leases
-    assert len(sqls) == 35
+    # aspire_leases, aspire_suite_secret
+    assert len(sqls) == 36
     assert not any("STRICT" in s.upper() or "WITHOUT ROWID" in s.upper() for s in sqls)
     types = {r[1]: r[2] for r in store.conn.execute("PRAGMA table_info(episodes)")}
     assert types["history_episode_ids"] == "TEXT"

@@ -18,18 +18,25 @@ from typing import Any, Callable, Optional
 import games
 from s3gym_tui.engine.aspire.budget import Budget, Usage
 from s3gym_tui.engine.aspire.episodes import memories, play_run, player_model, run_usage
-from s3gym_tui.engine.aspire.goals import GOALS, Goal, goal_by_id
-from s3gym_tui.engine.aspire.hidden import hidden_score, known_score
+from s3gym_tui.engine.aspire.goals import GOALS, Goal
+from s3gym_tui.engine.aspire.hidden import hidden_score, known_score, suite_of
 from s3gym_tui.engine.aspire.operators import AgentTurn, Operator
 from s3gym_tui.engine.aspire.tools import (CATEGORY, MAX_EPISODES_PER_CALL, SUMMARY_FIELD_CHARS, TOOL_NAMES,
                                            Refused, ToolError, ToolResult, check_allowed, game_arg, need,
                                            parse_arguments)
+from s3gym_tui.engine.session import MAX_REPLY_CHARS, cut_text
 from s3gym_tui.models import EVAL_SEED_BASE
 from s3gym_tui.store.aspire import AspireRun, Candidate, Decision
 from s3gym_tui.store.errors import StoreError
 
 DEFAULT_STEP_CAP = 16
 DEFAULT_REQUESTS = 3  # adaptive protocol: evaluation requests
+# What a decision stores is bounded like a step's reply (engine.session): the agent's reply, the
+# arguments it sent and the result it got keep their start and end, the middle marked as cut, and the
+# decision's fault says what was cut (a 3 MB reply was stored whole, and sent back every turn).
+MAX_TOOL_CHARS = 200  # the tool name as the agent wrote it (an unknown one)
+MAX_ARGUMENTS_CHARS = 20_000
+MAX_RESULT_CHARS = MAX_REPLY_CHARS
 
 
 @dataclass
@@ -45,6 +52,20 @@ class Settings:
         return cls(**{k: data[k] for k in ("player", "step_cap", "requests", "score_all", "train_base") if k in data})
 
 
+def bounded(turn: AgentTurn, result: str) -> dict[str, Any]:
+    """A decision's texts as stored (tool, arguments, reply, result), each within its bound, and the
+    fault naming every cut (None: nothing was cut)."""
+    arguments: Any = turn.arguments if turn.arguments is not None else ""
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments, sort_keys=True, default=str)
+    tool, cut_tool = cut_text(turn.tool or "(none)", MAX_TOOL_CHARS, "tool name")
+    kept, cut_arguments = cut_text(text, MAX_ARGUMENTS_CHARS, "arguments")
+    reply, cut_reply = cut_text(turn.reply or "", MAX_REPLY_CHARS, "reply")
+    result, cut_result = cut_text(result, MAX_RESULT_CHARS, "result")
+    faults = [f for f in (cut_tool, cut_arguments, cut_reply, cut_result) if f]
+    return {"tool": tool, "arguments": kept if cut_arguments else arguments, "reply": reply, "result": result,
+            "fault": "; ".join(faults) or None}
+
+
 def _digest(args: Any) -> str:
     return hashlib.sha1(json.dumps(args, sort_keys=True, default=str).encode()).hexdigest()[:6]
 
@@ -56,7 +77,7 @@ class Controller:
         self.on_decision = on_decision
         self.run: AspireRun = store.get_aspire_run(aspire_id)
         self.id = aspire_id
-        self.goal = goal_by_id(self.run.goal_id, goals)  # the suite: never leaves this object
+        self.suite = suite_of(store, self.run, goals)  # the hidden suite: never leaves this object
         self.operator = operator
         self.budget = Budget.from_dict(self.run.budget)
         self.usage = Usage.from_dict(self.run.usage)
@@ -83,8 +104,7 @@ class Controller:
             calls = turn.calls + result.calls
             cost = None if turn.cost is None or result.cost is None else turn.cost + result.cost
             decision = self.store.add_aspire_decision(
-                self.id, tool=turn.tool or "(none)", arguments=turn.arguments if turn.arguments is not None else "",
-                result=result.text, outcome=outcome, category=result.category, reply=turn.reply, calls=calls,
+                self.id, **bounded(turn, result.text), outcome=outcome, category=result.category, calls=calls,
                 tokens_in=turn.tokens_in, tokens_out=turn.tokens_out + result.tokens, cost=cost, seconds=seconds)
             self.usage.charge(calls, turn.tokens_in + turn.tokens_out + result.tokens, cost, seconds)
             self.store.set_aspire_usage(self.id, self.usage.as_dict())
@@ -346,11 +366,11 @@ class Controller:
 
     async def _gate(self, cand: Candidate) -> Optional[bool]:
         """Score-gated retention: True (kept), False (rolled back: does not beat its parent), None (base)."""
-        score = await hidden_score(self.store, self.id, cand, self.goal.suite, self.settings.step_cap, "request")
+        score = await hidden_score(self.store, self.id, cand, self.suite, self.settings.step_cap, "request")
         if cand.parent_id is None:
             return None
         parent = self.store.get_aspire_candidate(cand.parent_id)
-        pscore = await hidden_score(self.store, self.id, parent, self.goal.suite, self.settings.step_cap,
+        pscore = await hidden_score(self.store, self.id, parent, self.suite, self.settings.step_cap,
                                     "base" if parent.kind == "base" else "candidate")
         beats = score.score is not None and pscore.score is not None and score.score > pscore.score
         if not beats:
@@ -373,7 +393,7 @@ class Controller:
         run = self.store.get_aspire_run(self.id)
         final = self.store.get_aspire_candidate(run.final_candidate_id) if run.final_candidate_id else self._newest()
         self.store.set_aspire_candidates(self.id, final=final.id)
-        suite, cap = self.goal.suite, self.settings.step_cap
+        suite, cap = self.suite, self.settings.step_cap
         await hidden_score(self.store, self.id, base, suite, cap, "base")
         if self.settings.score_all:
             for cand in self.store.aspire_candidates(self.id):
@@ -392,7 +412,7 @@ class Controller:
         Final-only: the final candidate if it beats the base, else the base."""
         if self.run.protocol == "final":
             base = self.store.get_aspire_candidate(f"{self.id}-base")
-            f = await hidden_score(self.store, self.id, final, self.goal.suite, self.settings.step_cap, "final")
+            f = await hidden_score(self.store, self.id, final, self.suite, self.settings.step_cap, "final")
             b = known_score(self.store, self.id, base.id)
             return final if (f.score is not None and b is not None and b.score is not None
                              and f.score > b.score) else base

@@ -1,19 +1,26 @@
 """The goal set: vague capability goals, each with a hidden suite (games, held-out seeds, weights).
 
 The suite is the controller's alone: no prompt, tool result or stored decision names it (audit.py
-checks that). The explicit-goal control names the suite's games and metric instead of the vague text
-(the same budget), which measures what vagueness costs.
+checks that), and the source does not either: a run's suite plays its goal's games on seeds drawn
+from its store's secret (HiddenSuite.drawn; the fixed seeds below are those of the runs stored before
+stores had one). The explicit-goal control names the suite's games and metric instead of the vague
+text (the same budget), which measures what vagueness costs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import hmac
+from dataclasses import dataclass, replace
 
 from s3gym_tui.models import EVAL_SEED_BASE
 
 # Held-out evaluation seeds of the hidden suites: far above the seeds s3gym's own runs evaluate on
 # (EVAL_SEED_BASE + small j), so an agent that saw ordinary runs has not seen these.
 SUITE_SEED_BASE = EVAL_SEED_BASE + 424_000
+SEED_SLOT = 10  # a drawn suite game's seeds: seed_base .. seed_base + episodes - 1, in a slot of its own
+SEED_SLOTS = 10 ** 8  # drawn seed bases: SUITE_SEED_BASE + SEED_SLOT * k, k < SEED_SLOTS (all < 2 ** 31)
+FIXED_SLOTS = 1_000  # the slots k of the fixed seeds below (offset * 10 + i): never drawn
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,27 @@ class HiddenSuite:
     def seeds(self) -> list[int]:
         return [g.seed_base + j for g in self.games for j in range(g.episodes)]
 
+    def drawn(self, secret: str, key: str) -> "HiddenSuite":
+        """The same games, episodes and weights on held-out seeds drawn from `secret` (a store's) and
+        `key` (the goal's id: each goal its own seeds): derivable only with the secret. Every game
+        gets a slot of its own (a collision draws again), so no seed serves two games, and none is a
+        seed the source names."""
+        taken: set[int] = set()
+        parts = []
+        for i, part in enumerate(self.games):
+            if part.episodes > SEED_SLOT:
+                raise ValueError(f"a suite game plays at most {SEED_SLOT} episodes")
+            attempt = 0
+            while True:
+                digest = hmac.new(secret.encode(), f"{key}/{i}/{attempt}".encode(), hashlib.sha256).digest()
+                slot = FIXED_SLOTS + int.from_bytes(digest[:8], "big") % (SEED_SLOTS - FIXED_SLOTS)
+                if slot not in taken:
+                    break
+                attempt += 1
+            taken.add(slot)
+            parts.append(replace(part, seed_base=SUITE_SEED_BASE + SEED_SLOT * slot))
+        return HiddenSuite(self.name, tuple(parts))
+
 
 @dataclass(frozen=True)
 class Goal:
@@ -48,6 +76,8 @@ class Goal:
 
 
 def _suite(name: str, offset: int, *games: tuple[str, int, float]) -> HiddenSuite:
+    """A suite on fixed seeds: what ASPIRE runs stored before schema 15 were judged on (and still are:
+    aspire_runs.suite = 'fixed'); every later run plays its games on seeds drawn from its store's secret."""
     return HiddenSuite(name, tuple(SuiteGame(g, SUITE_SEED_BASE + offset * 100 + i * 10, n, w)
                                    for i, (g, n, w) in enumerate(games)))
 

@@ -11,8 +11,16 @@ from typing import Optional
 
 import games
 from s3gym_tui.engine.aspire.episodes import play_run
-from s3gym_tui.engine.aspire.goals import HiddenSuite
-from s3gym_tui.store.aspire import Candidate, HiddenScore
+from s3gym_tui.engine.aspire.goals import GOALS, Goal, HiddenSuite, goal_by_id
+from s3gym_tui.store.aspire import AspireRun, Candidate, HiddenScore
+
+
+def suite_of(store, run: AspireRun, goals: tuple[Goal, ...] = GOALS) -> HiddenSuite:
+    """The hidden suite `run` is judged on: its goal's games on seeds drawn from the store's secret, or
+    for a run stored before stores had one (suite 'fixed') the seeds of the source it was judged on.
+    KeyError when its goal is not in `goals`."""
+    suite = goal_by_id(run.goal_id, goals).suite
+    return suite if run.suite == "fixed" else suite.drawn(store.aspire_suite_secret(), run.goal_id)
 
 
 def scaled(game: str, score: Optional[float]) -> Optional[float]:

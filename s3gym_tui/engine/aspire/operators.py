@@ -48,18 +48,49 @@ def system_prompt(briefing: dict[str, Any]) -> str:
             f'reply with one JSON object: {{"tool": "look", "arguments": {{"what": "games"}}}}.')
 
 
-def history_messages(briefing: dict[str, Any], decisions: Sequence[Decision], result_chars: int = 1500) -> list[dict]:
-    """The conversation so far, rebuilt from the stored decisions (text form: works with any model)."""
-    messages = [{"role": "system", "content": system_prompt(briefing)},
-                {"role": "user", "content": "Begin: call one tool (or reply with one JSON object, as above)."}]
+# What is sent back to the model each turn is bounded: each earlier turn's reply, arguments and result
+# (start and end kept, the middle marked as cut), and the whole conversation (the newest turns that fit).
+REPLY_CHARS = 2_000
+ARGUMENTS_CHARS = 2_000
+RESULT_CHARS = 1_500
+HISTORY_CHARS = 48_000
+
+
+def history_messages(briefing: dict[str, Any], decisions: Sequence[Decision], result_chars: int = RESULT_CHARS,
+                     reply_chars: int = REPLY_CHARS, arguments_chars: int = ARGUMENTS_CHARS,
+                     max_chars: int = HISTORY_CHARS) -> list[dict]:
+    """The conversation so far, rebuilt from the stored decisions (text form: works with any model):
+    each turn within its bounds, and the newest turns whose text fits in `max_chars`; the first user
+    message says how many earlier turns are not repeated."""
+    from s3gym_tui.engine.session import cut_text
+
+    turns: list[tuple[dict, dict]] = []
     for d in decisions:
+        reply = cut_text(d.reply or "", reply_chars, "reply")[0]
         if d.tool == "(none)" or '"tool"' in d.reply:  # the reply as written: no made-up call to copy, and
-            content = d.reply  # a call in the JSON text form is not repeated
+            content = reply  # a call in the JSON text form is not repeated
         else:
-            content = (d.reply + "\n" if d.reply else "") + json.dumps({"tool": d.tool, "arguments": d.arguments})
-        messages.append({"role": "assistant", "content": content})
-        messages.append({"role": "user", "content": f"Result ({d.outcome}): {d.result[:result_chars]}"})
-    return messages
+            call = cut_text(json.dumps({"tool": d.tool, "arguments": d.arguments}), arguments_chars, "arguments")[0]
+            content = (reply + "\n" if reply else "") + call
+        result = cut_text(d.result, result_chars, "result")[0]
+        turns.append(({"role": "assistant", "content": content},
+                      {"role": "user", "content": f"Result ({d.outcome}): {result}"}))
+    system = {"role": "system", "content": system_prompt(briefing)}
+    begin = "Begin: call one tool (or reply with one JSON object, as above)."
+    note = ("\n({} earlier turn(s) are not repeated here, to keep this conversation short: look candidates, runs "
+            "and summaries show what you made.)")
+    room = max_chars - len(system["content"]) - len(begin) - len(note.format(len(turns)))
+    kept: list[tuple[dict, dict]] = []
+    for turn in reversed(turns):
+        size = len(turn[0]["content"]) + len(turn[1]["content"])
+        if kept and size > room:  # the newest turn is always sent (itself within its bounds)
+            break
+        kept.insert(0, turn)
+        room -= size
+    left_out = len(turns) - len(kept)
+    if left_out:
+        begin += note.format(left_out)
+    return [system, {"role": "user", "content": begin}, *(m for turn in kept for m in turn)]
 
 
 def parse_text_call(text: str) -> tuple[Optional[str], Any, Optional[str]]:

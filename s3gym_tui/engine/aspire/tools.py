@@ -112,23 +112,25 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
 
 
 def check_allowed(tool: str, args: dict[str, Any]) -> None:
-    """Refused: evaluation seeds, eval mode, the verifier's reward or score, the hidden suite."""
+    """Refused: evaluation seeds, eval mode, the verifier's reward or score, the hidden suite. A
+    refusal's text is fixed: it never repeats what was asked for (a seed the agent guessed, a mode),
+    so it is the same whether or not the guess was a hidden value and tells nothing about it."""
     for key, value in args.items():
         if str(key).lower() in _FORBIDDEN_KEYS and value not in (None, False, "", "self", "none"):
-            raise Refused(f"refused: {key!r} is not available to you (the verifier's reward, the evaluation "
-                          f"seeds and the hidden evaluation stay with the controller)")
+            raise Refused(f"refused: {str(key).lower()!r} is not available to you (the verifier's reward, the "
+                          f"evaluation seeds and the hidden evaluation stay with the controller)")
     mode = args.get("mode")
     if mode is not None and str(mode).lower() != "explore":
-        raise Refused(f"refused: mode {mode!r}; you play in explore mode only")
+        raise Refused("refused: a mode other than explore; you play in explore mode only")
     seeds = list(args.get("seeds") or []) if isinstance(args.get("seeds"), list) else []
     if "seed" in args:
         seeds.append(args["seed"])
     for seed in seeds:
         if isinstance(seed, (int, float)) and seed >= EVAL_SEED_BASE:
-            raise Refused(f"refused: seed {int(seed)} is an evaluation seed (>= {EVAL_SEED_BASE:,}); "
-                          f"pick exploration seeds below it")
+            raise Refused(f"refused: seeds from {EVAL_SEED_BASE:,} up are evaluation seeds; pick exploration "
+                          f"seeds below {EVAL_SEED_BASE:,}")
     if tool == "look" and str(args.get("what", "")).lower() in _FORBIDDEN_LOOK:
-        raise Refused(f"refused: look {args.get('what')!r}; scores and evaluation are not yours to read")
+        raise Refused("refused: scores and evaluation are not yours to read")
     if tool == "update" and str(args.get("reward", "self")).lower() == "oracle":
         raise Refused("refused: an oracle (verifier) reward for training")
 
