@@ -34,7 +34,8 @@ METRICS: dict[str, str] = {
     "over": "over-confidence: share of steps with s > 0 but r <= 0",
     "under": "under-confidence: share of steps with s <= 0 but r > 0",
     "blocks": "exploration blocks between two checkpoints",
-    "used": "blocks with agreement, NMAE and the next checkpoint's gain all defined",
+    "used": "blocks with agreement and the next checkpoint's gain defined (corr(−E, g) also needs the "
+            "block's NMAE)",
     "corr(A, g)": "correlation of a block's agreement A_t with the gain g_t at the next checkpoint "
                   "(normalised by the game's score range)",
     "corr(−E, g)": "correlation of −NMAE_t with the gain g_t: positive = better judging came with "
