@@ -38,7 +38,8 @@ METRICS: dict[str, str] = {
                     "it cannot be right; such steps still count in the rates",
     "out %": "share of the judged steps (n) whose self-score is out of range",
     "blocks": "exploration blocks between two checkpoints",
-    "used": "blocks with agreement, NMAE and the next checkpoint's gain all defined",
+    "used": "blocks with agreement and the next checkpoint's gain defined (corr(−E, g) also needs the "
+            "block's NMAE)",
     "corr(A, g)": "correlation of a block's agreement A_t with the gain g_t at the next checkpoint "
                   "(normalised by the game's score range)",
     "corr(−E, g)": "correlation of −NMAE_t with the gain g_t: positive = better judging came with "

@@ -27,9 +27,10 @@ Judgement-improvement coupling (`coupling`): exploration steps are split into bl
 checkpoints, block t holding the steps of exploration episodes with index in [x_t, x_{t+1});
 per block A_t (agreement) and E_t (NMAE) are computed, and g_t = (y_{t+1} - y_t) / width of the
 game's score range. E_t uses the game's scale when given (else the bounds of all self-scored steps
-of all blocks), so blocks are on one scale. The report gives Pearson corr(A, g) and corr(-E, g)
-over the usable blocks (A_t, E_t and g_t all defined); a correlation is None with fewer than 3
-usable blocks ("< 3 blocks") or when either series has zero variance ("no variance").
+of all blocks), so blocks are on one scale. The report gives Pearson corr(A, g) over the blocks with
+A_t and g_t defined and corr(-E, g) over those with E_t and g_t defined (a game whose self-scores
+never vary has no E_t, yet its corr(A, g) stands); a correlation is None with fewer than 3 usable
+blocks ("< 3 blocks") or when either series has zero variance ("no variance").
 
 Every None of a report carries its reason in ``why`` (key -> a reason of engine.glossary.REASONS).
 """
@@ -94,7 +95,7 @@ class BlockStat(Frozen):
 
 class CouplingReport(Frozen):
     blocks: tuple[BlockStat, ...]
-    n_used: int  # blocks with agreement, nmae and gain all defined
+    n_used: int  # blocks with agreement and gain defined (corr(A, g)'s; corr(-E, g) also needs NMAE)
     corr_agreement: Optional[float]  # Pearson corr(A_t, g_t)
     corr_neg_nmae: Optional[float]  # Pearson corr(-E_t, g_t)
     why: dict[str, str] = {}  # "corr_agreement" / "corr_neg_nmae" -> why it is None
@@ -334,11 +335,13 @@ def pearson(xs: Sequence[float], ys: Sequence[float]) -> Optional[float]:
 
 
 def correlations(blocks: Sequence[BlockStat]) -> tuple[Optional[float], Optional[float], dict[str, str]]:
-    """corr(A, g), corr(-E, g) over the usable blocks of `blocks`, and why either is None."""
-    used = [b for b in blocks if b.agreement is not None and b.nmae is not None and b.gain is not None]
-    gains = [b.gain for b in used]
-    corr_a, why_a = pearson_why([b.agreement for b in used], gains)
-    corr_e, why_e = pearson_why([-b.nmae for b in used], gains)
+    """corr(A, g) over the blocks with A_t and g_t, corr(-E, g) over those with E_t and g_t, and why either
+    is None. Each needs only its own series: an NMAE that cannot be normalised (s constant) leaves
+    corr(A, g) defined."""
+    with_a = [b for b in blocks if b.agreement is not None and b.gain is not None]
+    with_e = [b for b in blocks if b.nmae is not None and b.gain is not None]
+    corr_a, why_a = pearson_why([b.agreement for b in with_a], [b.gain for b in with_a])
+    corr_e, why_e = pearson_why([-b.nmae for b in with_e], [b.gain for b in with_e])
     why = {k: v for k, v in (("corr_agreement", why_a), ("corr_neg_nmae", why_e)) if v is not None}
     return corr_a, corr_e, why
 
@@ -401,7 +404,7 @@ def coupling(checkpoints: Iterable[tuple[float, Optional[float]]],
     corr_a, corr_e, why = correlations(stats)
     return CouplingReport(
         blocks=tuple(stats),
-        n_used=sum(b.agreement is not None and b.nmae is not None and b.gain is not None for b in stats),
+        n_used=sum(b.agreement is not None and b.gain is not None for b in stats),
         corr_agreement=corr_a,
         corr_neg_nmae=corr_e,
         why=why,

@@ -255,7 +255,7 @@ def coupling_by_game_table(reports: Sequence[RunReport]) -> ReportTable:
     for r in reports:
         counts[_cfg(r).game] = counts.get(_cfg(r).game, 0) + 1
         by_game.setdefault(_cfg(r).game, []).extend(
-            b for b in r.coupling.blocks if b.agreement is not None and b.nmae is not None and b.gain is not None)
+            b for b in r.coupling.blocks if b.agreement is not None and b.gain is not None)
     rows = []
     for game, blocks in sorted(by_game.items()):
         corr_a, corr_e, why = correlations(blocks)

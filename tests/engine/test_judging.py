@@ -172,11 +172,13 @@ def test_an_undefined_correlation_says_why():
     assert rep.why == {"corr_agreement": NO_VARIANCE, "corr_neg_nmae": NO_VARIANCE}
     rep = coupling([(0, 0.0), (3, 1.0), (6, 3.0), (9, 6.0), (12, 10.0)], steps, 40.0)
     assert rep.why == {} and rep.corr_agreement == pytest.approx(1.0)
-    # on a scale where s never varies, no block has an NMAE: corr(-E, g) cannot be computed
+    # on a scale where s never varies, no block has an NMAE: corr(-E, g) cannot be computed, while
+    # corr(A, g) needs only A_t and g_t and stands (it was — once, for want of the NMAE it does not use)
     flat = Scale(s=(1.0, 1.0), r=(-1.0, 1.0), n=16)
     rep = coupling([(0, 0.0), (3, 1.0), (6, 3.0), (9, 6.0), (12, 10.0)], steps, 40.0, scale=flat)
-    assert all(b.nmae is None for b in rep.blocks) and rep.n_used == 0
-    assert rep.corr_neg_nmae is None and rep.why["corr_neg_nmae"] == FEW_BLOCKS
+    assert all(b.nmae is None for b in rep.blocks) and rep.n_used == 4
+    assert rep.corr_neg_nmae is None and rep.why == {"corr_neg_nmae": FEW_BLOCKS}
+    assert rep.corr_agreement == pytest.approx(1.0)
     assert pearson_why([1, 2, 3], [5, 5, 5]) == (None, NO_VARIANCE)
     assert pearson_why([1, 2], [1, 2]) == (None, FEW_BLOCKS)
 

@@ -131,17 +131,20 @@ def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
                              "ON e.id = s.episode_id WHERE e.run_id = ? AND e.phase = 'explore'", (run_id,)).fetchall()
         kept = [(i, s, r) for i, s, r in steps if s is not None]
         sb, rb = scales[game]
-        a_t, e_t, g_t = [], [], []
+        a_t, g_a, e_t, g_e = [], [], [], []  # corr(A, g) needs A_t; corr(-E, g) needs E_t as well
         ys = dict(means[run_id])
         for x in range(0, 30, 3):
             block = [(s, r) for i, s, r in kept if x <= i < x + 3]
-            if block and _nmae(block, sb, rb) is not None:
+            gain = (ys[x + 3] - ys[x]) / (hi - lo)
+            if block:
                 a_t.append(sum((s > 0) == (r > 0) for s, r in block) / len(block))
+                g_a.append(gain)
+            if block and _nmae(block, sb, rb) is not None:
                 e_t.append(_nmae(block, sb, rb))
-                g_t.append((ys[x + 3] - ys[x]) / (hi - lo))
+                g_e.append(gain)
         row = coupling[run_id]
         assert row["used"] == len(a_t)
-        for key, value in (("corr_agreement_gain", _corr(a_t, g_t)), ("corr_neg_nmae_gain", _corr([-e for e in e_t], g_t))):
+        for key, value in (("corr_agreement_gain", _corr(a_t, g_a)), ("corr_neg_nmae_gain", _corr([-e for e in e_t], g_e))):
             if value is None:
                 assert row[key] is None, (run_id, key)
             else:
