@@ -79,7 +79,8 @@ def main() -> None:
         edb = work / "embedded.db"
         eid, _ = sweep(edb, "local/smollm2-135m", ["--pathways", "history,summary", "--episodes", "2",
                                                    "--eval-every", "1", "--eval-episodes", "1", "--step-cap", "3",
-                                                   "--decoding", "grammar", "--concurrency", "1"])
+                                                   "--decoding", "grammar", "--concurrency", "1",
+                                                   "--timeout", "1800"])
         embedded = per_game(tables(edb, eid))
     rows = []
     for game in games.names():

@@ -234,10 +234,8 @@ def act(reader: Reader, prompt: ActPrompt) -> tuple[str, str, float]:
         exact = sum(1 for c in matched if c.level == 0)
         lines.append(f"Matched {len(matched)} of {len(choices)} ({exact} exact, {len(matched) - exact} near); "
                      f"{len(choices) - len(matched)} by the prior.")
-        for c in matched[:8]:
+        for c in matched:  # every one: the decision that makes two runs part may be any of them
             lines.append(f"{c.decision.name}: {_evidence_line(c, exp.kind, reader.predictive)}")
-        if len(matched) > 8:
-            lines.append(f"... and {len(matched) - 8} more matched.")
     lines.append(f"Answer: {action}, Score: {score:g}")
     return "\n".join(lines), action, score
 
