@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
+from s3gym_tui.models import int64_problem
 from s3gym_tui.secrets import REDACTED, SECRET_NAME, redact_values
 
 DECODINGS: tuple[str, ...] = ("free", "grammar")
@@ -105,7 +106,19 @@ def parse_model_args(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
             raise ModelArgError(f"--model-arg {item!r}: write KEY=VALUE, e.g. top_p=0.9")
         check_arg_name(key)
         out[key] = parse_value(value.strip())
+        problem = next(filter(None, map(int64_problem, _numbers(out[key]))), None)
+        if problem:
+            raise ModelArgError(f"--model-arg {key}: {problem}")
     return out
+
+
+def _numbers(value: Any) -> list[Any]:
+    """Every scalar inside a JSON value (a list's items, an object's values), nested ones too."""
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return [value]
 
 
 def check_arg_name(key: str) -> None:
