@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
-from s3gym_tui.models import Frozen
+from s3gym_tui.models import PATHWAYS, Frozen
 from s3gym_tui.store import search_schema
 from s3gym_tui.store.connection import Connection
 from s3gym_tui.store.errors import StoreError
@@ -67,6 +67,22 @@ class SearchFilters(Frozen):
     divergences: bool = False  # only the first divergence of a Compare pair (engine.finding computes them)
     labels: tuple[str, ...] = ()  # annotated (the step or its episode; a summary) with one; 'any': any label
     fields: tuple[str, ...] = ()  # where the words may be: action, reply, feedback, observation, summary, note
+
+    @field_validator("games")
+    @classmethod
+    def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """A game's canonical name (as stored); an unknown one is refused listing the seven, as every command does."""
+        from games import canonical
+
+        return tuple(canonical(name) for name in value)
+
+    @field_validator("pathways")
+    @classmethod
+    def _known_pathways(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in PATHWAYS:
+                raise ValueError(f"unknown pathway {name!r}: one of {', '.join(PATHWAYS)}")
+        return value
 
     @field_validator("fields")
     @classmethod
