@@ -59,7 +59,7 @@ def main() -> None:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "pip"), "install", "-q", "-e", ".[local]"]
+    pip = [str(venv / "bin" / "pip"), "install", "-qq", "-e", ".[local]"]  # (-qq: errors only)
     if args.no_cache_dir:
         pip.insert(2, "--no-cache-dir")
     installed = subprocess.run(pip, cwd=source)
