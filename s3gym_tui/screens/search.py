@@ -156,8 +156,7 @@ class SearchScreen(AnalysisScreen):
         if result.more:
             status.append(f" · first {result.limit} of each kind: add words or filters", style="yellow")
         if result.incomplete:
-            status.append(f" · incomplete: {result.backlog:,} steps not indexed ({result.unindexed_reason})",
-                          style="yellow")
+            status.append(f" · {result.backlog:,} steps not searched ({result.unindexed_reason})", style="yellow")
         if not result.hits:
             status.append(" · no matches", style="italic")
         else:
