@@ -98,10 +98,12 @@ class RunConfig(Frozen):
     @field_validator("model_args")
     @classmethod
     def _model_args(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from s3gym_tui.engine.decoding import check_arg_name
+        from s3gym_tui.engine.decoding import check_arg_name, unstorable_number
 
-        for key in value:
+        for key, item in value.items():
             check_arg_name(str(key))
+            if unstorable_number(item):
+                raise ValueError(f"model argument {key}: {unstorable_number(item)}")
         return value
 
     @field_validator("game")

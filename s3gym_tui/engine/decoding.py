@@ -106,19 +106,20 @@ def parse_model_args(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
             raise ModelArgError(f"--model-arg {item!r}: write KEY=VALUE, e.g. top_p=0.9")
         check_arg_name(key)
         out[key] = parse_value(value.strip())
-        problem = next(filter(None, map(int64_problem, _numbers(out[key]))), None)
+        problem = unstorable_number(out[key])
         if problem:
             raise ModelArgError(f"--model-arg {key}: {problem}")
     return out
 
 
-def _numbers(value: Any) -> list[Any]:
-    """Every scalar inside a JSON value (a list's items, an object's values), nested ones too."""
+def unstorable_number(value: Any) -> Optional[str]:
+    """Why an integer inside a model argument's value (nested in lists and objects too) cannot be stored
+    (SQLite's are 64-bit), None when every one can."""
     if isinstance(value, dict):
-        return [n for v in value.values() for n in _numbers(v)]
-    if isinstance(value, list):
-        return [n for v in value for n in _numbers(v)]
-    return [value]
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return next(filter(None, map(unstorable_number, value)), None)
+    return int64_problem(value)
 
 
 def check_arg_name(key: str) -> None:

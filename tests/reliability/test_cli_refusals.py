@@ -186,3 +186,24 @@ def test_search_takes_a_game_in_any_case_and_refuses_an_unknown_pathway(played, 
     assert "no matches" not in capsys.readouterr().out
     assert main(["search", "--pathway", "nosuch", "cheat", "--db", played]) == 2
     assert "--pathway: unknown pathway 'nosuch': one of none, history, summary, trained" in capsys.readouterr().err
+
+
+def test_the_config_file_and_the_stored_run_refuse_integers_sqlite_cannot_store(tmp_path, capsys, monkeypatch):
+    """The CLI's options are not the only way in: a config file's model settings, and a run made by the app."""
+    from pydantic import ValidationError
+
+    from s3gym_tui.models import RunConfig
+
+    config = tmp_path / "config.toml"
+    config.write_text('[models."scripted/trust"]\nmax_tokens = 100000000000000000000000000\n', encoding="utf-8")
+    monkeypatch.setenv("S3GYM_CONFIG", str(config))
+    db = tmp_path / "s.db"
+    assert main(["run", "trust", "-m", "scripted/trust", "--episodes", "1", "--db", str(db)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"config file {config}" in " ".join(err.split()) and "max_tokens" in err and len(err.splitlines()) == 1
+    assert not db.exists()
+    for given in ({"decoding_seed": 2 ** 63}, {"max_tokens": 10 ** 26},
+                  {"model_args": {"logit_bias": {"1": 10 ** 30}}}):
+        with pytest.raises(ValidationError):
+            RunConfig(model="scripted/trust", game="trust", **given)
+    assert RunConfig(model="scripted/trust", game="trust", decoding_seed=-2 ** 63).decoding_seed == -2 ** 63
