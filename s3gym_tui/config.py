@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from s3gym_tui.authors import login_name
+from s3gym_tui.models import INT64_MAX
 
 
 class ConfigError(ValueError):
@@ -22,7 +23,7 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     api_base: Optional[str] = None  # e.g. http://127.0.0.1:11434 for Ollama
-    max_tokens: Optional[int] = Field(None, ge=1)
+    max_tokens: Optional[int] = Field(None, ge=1, le=INT64_MAX)
     timeout_s: Optional[float] = Field(None, gt=0)
     decoding: Optional[Literal["free", "grammar"]] = None  # constrained decoding (engine.decoding)
     model_args: dict[str, Any] = Field(default_factory=dict)  # provider arguments passed through litellm

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Iterable, Literal, Optional
+from typing import Annotated, Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -17,6 +17,24 @@ DEFAULT_LABELS: tuple[str, ...] = ("mistake", "lucky", "insight", "leak?", "form
 
 EXPLORE_SEED_BASE = 0
 EVAL_SEED_BASE = 1_000_000  # evaluation seeds are >= this, exploration seeds below it
+
+# SQLite stores integers in 64 bits: a larger one cannot be stored (or compared in a query).
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
+StoredInt = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX)]
+
+
+def int64_problem(value: object) -> Optional[str]:
+    """Why an integer cannot be stored (None when it can, or when it is no integer)."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return (f"{value} is out of range: integers are stored in 64 bits "
+                f"({INT64_MIN:,} to {INT64_MAX:,})")
+    return None
+
+
+def whole_number(text: str) -> Optional[int]:
+    """'12' -> 12; None unless the text is ASCII digits (str.isdigit also takes '²', which int() refuses)."""
+    text = str(text).strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def utcnow() -> str:
@@ -54,14 +72,14 @@ class RunConfig(Frozen):
     game: str
     pathway: Pathway = "none"
     explore_episodes: int = Field(30, ge=0, le=10_000)
-    eval_every: int = Field(3, ge=1)
+    eval_every: int = Field(3, ge=1, le=INT64_MAX)
     eval_episodes: int = Field(3, ge=0, le=100)
     explore_seed_base: int = Field(EXPLORE_SEED_BASE, ge=0, lt=EVAL_SEED_BASE)
     eval_seed_base: int = Field(EVAL_SEED_BASE, ge=EVAL_SEED_BASE)
-    history_budget: int = Field(100_000, ge=0)
-    max_tokens: int = Field(14_000, ge=1)
+    history_budget: int = Field(100_000, ge=0, le=INT64_MAX)
+    max_tokens: int = Field(14_000, ge=1, le=INT64_MAX)
     temperature: float = Field(0.0, ge=0.0, le=2.0)
-    decoding_seed: Optional[int] = None
+    decoding_seed: Optional[StoredInt] = None
     api_base: Optional[str] = None
     api_bases: tuple[str, ...] = ()  # replicas of the model (vLLM, SGLang, llama.cpp servers): litellm's
     # Router spreads the calls over them (used instead of api_base)
@@ -80,10 +98,12 @@ class RunConfig(Frozen):
     @field_validator("model_args")
     @classmethod
     def _model_args(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from s3gym_tui.engine.decoding import check_arg_name
+        from s3gym_tui.engine.decoding import check_arg_name, unstorable_number
 
-        for key in value:
+        for key, item in value.items():
             check_arg_name(str(key))
+            if unstorable_number(item):
+                raise ValueError(f"model argument {key}: {unstorable_number(item)}")
         return value
 
     @field_validator("game")

@@ -203,6 +203,27 @@ def check_number(name: str, value: Optional[float], *, low: Optional[float] = No
         raise UserError(f"{name} must be at most {high:g}, not {value:g}")
 
 
+def storable_integers(command) -> None:
+    """Refuse, on every option and argument of the command tree, an integer the store cannot hold
+    (SQLite's are 64-bit): typer takes any size, and a larger one was stored, or failed deep inside
+    with a traceback. It wraps each parameter's click callback: new options are covered too."""
+    from s3gym_tui.models import int64_problem
+
+    def bounded(callback):
+        def check(ctx, param, value):
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                problem = int64_problem(item)
+                if problem:
+                    raise typer.BadParameter(problem, ctx=ctx, param=param)
+            return callback(ctx, param, value) if callback is not None else value
+        return check
+
+    for param in command.params:
+        param.callback = bounded(param.callback)
+    for sub in getattr(command, "commands", {}).values():
+        storable_integers(sub)
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 

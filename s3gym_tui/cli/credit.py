@@ -79,7 +79,8 @@ def print_credit(credit) -> None:
 def credit(episode: str = typer.Argument(..., help="The episode id."),
            as_json: bool = JsonOption,
            analyzer: Optional[str] = typer.Option(None, "--analyzer", callback=model_name,
-                                                  help="Model that writes the PI (default: the episode's model)."),
+                                                  help="Model that writes the PI (default: the episode's model; for a GRPO "
+                                                       "rollout episode, the model of the run its training learned from)."),
            scorer: Optional[str] = typer.Option(None, "--scorer", callback=model_name,
                                                 help="Model that scores the shifts: local/smollm2-135m or a local "
                                                      "HF directory (default: the episode's model when it can, "

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from s3gym_tui.cli.common import (EXIT_INTERRUPTED, EXIT_OK, EXIT_STOPPED, EXIT_USAGE, StdoutClosed, UserError,
-                                  cli, err, stdout_closed)
+                                  cli, err, stdout_closed, storable_integers)
 from s3gym_tui.textgate import safe_markup
 
 
@@ -67,12 +67,18 @@ def _main(argv: Optional[list[str]]) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
         args = ["tui", *args]  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
+    if args[0] == "--version" and len(args) > 1:  # click's eager --version would print and ignore them
+        err.print(f"[red]error:[/] --version takes nothing after it (got {safe_markup(' '.join(args[1:]), one_line=True, max_chars=200)})",
+                  soft_wrap=True, highlight=False)
+        return EXIT_USAGE
     try:
         from s3gym_tui.store import StoreError
     except ImportError:  # pragma: no cover
         StoreError = RuntimeError  # type: ignore[misc,assignment]
     try:
-        code = cli(args=args, standalone_mode=False)  # click returns a command's typer.Exit code
+        command = typer.main.get_command(cli)
+        storable_integers(command)
+        code = command.main(args=args, standalone_mode=False)  # click returns a command's typer.Exit code
     except (UserError, GameError, StoreError, ModelUnavailable, ConfigError, OutputError) as exc:
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         err.print(f"[red]error:[/] {safe_markup(message, one_line=True, max_chars=4000)}", soft_wrap=True,

@@ -9,8 +9,8 @@ from typing import List, Optional
 import typer
 from rich.text import Text
 
-from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, UserError, _fmt, _store, check_number, cli,
-                                  console, emit_json, err)
+from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, check_number,
+                                  cli, console, emit_json, err)
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe, safe_markup
 
@@ -111,9 +111,13 @@ def search(
     if as_json:
         emit_json({"query": result.query, "filters": filters.model_dump(mode="json", exclude_defaults=True),
                    "hits": [{**h.model_dump(mode="json"), "target": h.target} for h in result.hits],
-                   "more": result.more, "unindexed_steps": result.backlog, "seconds": round(result.seconds, 4)})
-        return
-    print_result(result)
+                   "more": result.more, "unindexed_steps": result.backlog, "incomplete": result.incomplete,
+                   "unindexed_why": result.unindexed_why or None, "seconds": round(result.seconds, 4)})
+    else:
+        print_result(result)
+    if result.incomplete:  # after the results: what was found is shown, and the exit code says it is not all
+        raise Stopped(f"results are incomplete: {result.backlog:,} steps could not be indexed, so their words were "
+                      f"not searched ({result.unindexed_why})")
 
 
 def print_result(result) -> None:
@@ -150,9 +154,6 @@ def print_result(result) -> None:
     more = " (more: raise --limit or add filters)" if result.more else ""
     console.print(f"{steps} step{'s' * (steps != 1)}, {len(result.hits) - steps} other{'s' * (len(result.hits) - steps != 1)}"
                   f" in {result.seconds * 1000:.0f} ms{more}", style="dim", highlight=False)
-    if result.backlog:
-        err.print(f"[yellow]note:[/] {result.backlog:,} older steps are not indexed yet (the file is read-only "
-                  f"here): their words were not searched", soft_wrap=True, highlight=False)
 
 
 @cli.command()

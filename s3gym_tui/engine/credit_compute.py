@@ -29,7 +29,7 @@ Analyze = Callable[[str, list, dict], str]  # (model, messages, s3gym context) -
 
 @dataclass(frozen=True)
 class CreditSettings:
-    analyzer: Optional[str] = None  # default: the episode's model
+    analyzer: Optional[str] = None  # default: the episode's model when it can be asked (default_analyzer)
     scorer: Optional[str] = None  # default: the episode's model when it can score, else DEFAULT_OPEN_SCORER
     kappa: float = DEFAULT_KAPPA
     tau: float = DEFAULT_TAU
@@ -46,6 +46,34 @@ class CreditSettings:
         if self.success_rule not in pi.SUCCESS_RULES:
             raise ValueError(f"unknown success rule {self.success_rule!r}: one of {', '.join(pi.SUCCESS_RULES)}")
         taspo_weights(1.0, [], self.kappa, self.tau, self.eps_w)  # the parameters' own checks
+
+
+def default_analyzer(store: "Store", ep: "Episode") -> tuple[str, Optional[str]]:
+    """(analyzer, the line that says why) for an episode given no --analyzer: its own model, unless one of our
+    providers refuses that name (a GRPO rollout's `trained/<training>/policy`: the policy while it learned,
+    which nothing serves). Then the model of the run its training learned from (what TASPO training asks),
+    else the embedded model."""
+    from s3gym_tui.providers import PROVIDERS, is_builtin, split_model
+
+    def askable(model: str) -> bool:
+        return split_model(model)[0] not in PROVIDERS or is_builtin(model)
+
+    if askable(ep.model):
+        return ep.model, None
+    provider, name = split_model(ep.model)
+    training = store.find_training(name.partition("/")[0]) if provider == "trained" else None
+    source = None
+    if training is not None and training.source_run:
+        try:
+            source = store.get_run(training.source_run).config.model
+        except Exception:  # noqa: BLE001 - a removed source run: the embedded model
+            source = None
+    if source and askable(source):
+        chosen, whose = source, f"the model of {training.source_run}, the run its training learned from"
+    else:
+        chosen, whose = DEFAULT_OPEN_SCORER, "the embedded model"
+    return chosen, (f"{ep.model} cannot be asked (a training's policy while it learned: no model serves it); "
+                    f"the analyzer is {chosen}, {whose} (choose another with --analyzer)")
 
 
 def call_model(model: str, messages: list, ctx: dict) -> str:
@@ -109,7 +137,7 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
         from s3gym_tui.store.errors import LeakageError
 
         raise LeakageError(f"episode {episode_id!r} is an evaluation episode: it never trains")
-    analyzer = settings.analyzer or ep.model
+    analyzer, why = (settings.analyzer, None) if settings.analyzer else default_analyzer(store, ep)
     pool = _pool(store, ep, settings)
     steps_of = {e.id: store.steps(e.id, include_prompt=False) for e in pool}
     if settings.source == "off-trajectory":  # each source judged within its own task's group
@@ -137,6 +165,9 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
     others = [e for e in successful if e.id != ep.id]
     notes: list[str] = []
     items: list[PiItem] = []
+    if why:
+        say(why)
+        notes.append(why)
     extraction_id: Optional[str] = None
     if advantage is None:
         notes.append(f"the outcome is undefined ({'no self-score stated' if settings.success_rule == 'self' else 'no score'})")

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
+from s3gym_tui.models import int64_problem
 from s3gym_tui.secrets import REDACTED, SECRET_NAME, redact_values
 
 DECODINGS: tuple[str, ...] = ("free", "grammar")
@@ -105,7 +106,20 @@ def parse_model_args(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
             raise ModelArgError(f"--model-arg {item!r}: write KEY=VALUE, e.g. top_p=0.9")
         check_arg_name(key)
         out[key] = parse_value(value.strip())
+        problem = unstorable_number(out[key])
+        if problem:
+            raise ModelArgError(f"--model-arg {key}: {problem}")
     return out
+
+
+def unstorable_number(value: Any) -> Optional[str]:
+    """Why an integer inside a model argument's value (nested in lists and objects too) cannot be stored
+    (SQLite's are 64-bit), None when every one can."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return next(filter(None, map(unstorable_number, value)), None)
+    return int64_problem(value)
 
 
 def check_arg_name(key: str) -> None:

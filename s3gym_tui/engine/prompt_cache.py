@@ -25,9 +25,9 @@ MIN_CACHED_TOKENS = 1024
 def _lib():
     """litellm (imported lazily, ~2 s), with the price list shipped in the package (no download)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    from s3gym_tui.providers import configured_litellm
 
-    return litellm
+    return configured_litellm()  # quiet (get_llm_provider prints a coloured "Provider List" otherwise)
 
 
 def needs_marker(model: str) -> bool:

@@ -155,8 +155,8 @@ class SearchScreen(AnalysisScreen):
                       f"{'s' * (len(result.hits) - steps != 1)}")
         if result.more:
             status.append(f" · first {result.limit} of each kind: add words or filters", style="yellow")
-        if result.backlog:
-            status.append(f" · {result.backlog:,} steps not indexed (read-only here)", style="yellow")
+        if result.incomplete:
+            status.append(f" · {result.backlog:,} steps not searched ({result.unindexed_reason})", style="yellow")
         if not result.hits:
             status.append(" · no matches", style="italic")
         else:

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Literal, Optional, Sequence
 from pydantic import Field
 
 from s3gym_tui.authors import author_problem
-from s3gym_tui.models import DEFAULT_LABELS, Frozen, utcnow  # noqa: F401 (re-exported)
+from s3gym_tui.models import DEFAULT_LABELS, Frozen, int64_problem, utcnow, whole_number  # noqa: F401 (re-exported)
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection
 from s3gym_tui.store.errors import StoreError
@@ -75,9 +75,12 @@ def parse_target(text: str) -> tuple[AnnotationKind, Optional[str], Optional[int
         return "summary", None, None, summary
     episode, sep, step = text.rpartition("#")
     if sep:
-        if not episode or not step.isdigit():
+        index = whole_number(step)
+        if not episode or index is None:
             raise StoreError(f"{text!r} is not EPISODE#STEP (a step index from 0)")
-        return "step", episode, int(step), None
+        if int64_problem(index):
+            raise StoreError(f"{text!r}: step index {int64_problem(index)}")
+        return "step", episode, index, None
     if not text:
         raise StoreError("name what to annotate: EPISODE#STEP, EPISODE or summary:ID")
     return "episode", text, None, None

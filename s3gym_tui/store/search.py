@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Literal, Optional, Sequence
 
 from pydantic import Field, field_validator, model_validator
 
-from s3gym_tui.models import Frozen
+from s3gym_tui.models import PATHWAYS, Frozen
 from s3gym_tui.store import search_schema
 from s3gym_tui.store.connection import Connection
 from s3gym_tui.store.errors import StoreError
@@ -67,6 +67,22 @@ class SearchFilters(Frozen):
     divergences: bool = False  # only the first divergence of a Compare pair (engine.finding computes them)
     labels: tuple[str, ...] = ()  # annotated (the step or its episode; a summary) with one; 'any': any label
     fields: tuple[str, ...] = ()  # where the words may be: action, reply, feedback, observation, summary, note
+
+    @field_validator("games")
+    @classmethod
+    def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """A game's canonical name (as stored); an unknown one is refused listing the seven, as every command does."""
+        from games import canonical
+
+        return tuple(canonical(name) for name in value)
+
+    @field_validator("pathways")
+    @classmethod
+    def _known_pathways(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if name not in PATHWAYS:
+                raise ValueError(f"unknown pathway {name!r}: one of {', '.join(PATHWAYS)}")
+        return value
 
     @field_validator("fields")
     @classmethod
@@ -224,7 +240,24 @@ class SearchResult(Frozen):
     more: bool = False  # more matches than the limit
     seconds: float = 0.0
     backlog: int = 0  # older steps not indexed yet (their words are not found until they are)
+    unindexed_why: str = ""  # why they were not indexed now: the store's one line (disk full, read-only, ...)
     limit: int = DEFAULT_LIMIT
+
+    @property
+    def incomplete(self) -> bool:
+        """Words were looked for while steps could not be indexed (unindexed_why says why): matches among
+        those were not found (filters alone read the steps themselves and miss nothing)."""
+        return bool(self.backlog and self.terms and self.unindexed_why)
+
+    @property
+    def unindexed_reason(self) -> str:
+        """unindexed_why in two or three words, for a status line."""
+        low = self.unindexed_why.lower()
+        for needle, short in (("disk full", "disk full"), ("not enough free space", "disk full"),
+                              ("read-only", "read-only here"), ("locked", "file busy"), ("wait", "many waiting")):
+            if needle in low:
+                return short
+        return "not indexed" if low else ""
 
     def groups(self) -> list[tuple[str, list[SearchHit]]]:
         """Hits grouped by episode (then summaries by run), in the order the groups first appear;
@@ -431,10 +464,11 @@ class SearchStore(Connection):
         parsed = parse_query(query)
         if parsed.empty and not f.labels and f == SearchFilters(fields=f.fields):
             raise StoreError("give words to look for or at least one filter")
+        why = ""
         try:
             self.index_pending()
-        except StoreError:  # the file is busy or full: search what is indexed and say how much is not
-            pass
+        except StoreError as exc:  # the file is busy or full: search what is indexed and say how much is not, and why
+            why = " ".join(str(exc).split())
         with self.snapshot("search the store"):
             conn = self._live("search the store")
             backlog = search_schema.backlog(conn)
@@ -443,9 +477,15 @@ class SearchStore(Connection):
                 others, more_others = self._other_hits(conn, parsed, f, limit)
             except sqlite3.Error as err:
                 raise self._wrap(err, "search the store") from err
+        if backlog and not why and (self.read_only or self.immutable):
+            why = f"{self.path} is open read-only"
+        elif backlog > FLUSH_AT_MOST and not why:
+            why = f"more than {FLUSH_AT_MOST:,} steps wait (`s3gym search` indexes them first, with progress)"
+        # (else steps stored by a run after index_pending: the next search finds them)
         return SearchResult(query=query, filters=f, terms=tuple((t.text, t.prefix) for t in parsed.terms),
                             hits=tuple(steps + others), more=more or more_others,
-                            seconds=time.perf_counter() - started, backlog=backlog, limit=limit)
+                            seconds=time.perf_counter() - started, backlog=backlog,
+                            unindexed_why=why if backlog else "", limit=limit)
 
     def _step_fts(self, parsed: ParsedQuery, f: SearchFilters) -> Optional[str]:
         """The MATCH expression on search_steps limited to the chosen fields, None if none is chosen."""

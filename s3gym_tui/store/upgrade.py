@@ -1,6 +1,8 @@
 """Upgrading a store file of an older schema safely: refuse while another process has it open or
 the disk is short, keep a backup (SQLite's online backup API), say so in one line, then run every
 pending migration in one transaction (schema.migrate), so a failure or a kill leaves the old file.
+An upgrade killed after its backup leaves that backup: the next attempt keeps it instead of a second
+copy when it is byte for byte the new one (the file unchanged since), so repeated kills add nothing.
 
 Free space. An upgrade needs room for the backup (the file plus its WAL: the backup is a copy of
 the database as SQLite reads it) and for the migration's growth. The growth estimate is
@@ -24,7 +26,9 @@ whose network file system does not pass locks on (SQLite does not support that a
 
 from __future__ import annotations
 
+import filecmp
 import os
+import re
 import shutil
 import sqlite3
 import time
@@ -78,6 +82,13 @@ def backup_path(path: Path, version: int) -> Path:
         n += 1
 
 
+def earlier_backups(path: Path, version: int) -> list[Path]:
+    """The backups of schema `version` already beside the file (an upgrade that was killed or failed
+    after its backup leaves one: the file is still at that schema)."""
+    name = re.compile(re.escape(path.name) + rf"\.schema{version}(-[0-9]+)?\.bak")
+    return sorted(p for p in path.parent.iterdir() if name.fullmatch(p.name))
+
+
 @dataclass(frozen=True)
 class Upgrade:
     """What an upgrade did: from and to which schema, the backup, time and sizes."""
@@ -90,10 +101,12 @@ class Upgrade:
     bytes_before: int
     bytes_after: int = 0
     seconds: float = 0.0
+    backup_reused: bool = False  # the backup is an earlier attempt's, byte for byte what a new one would be
 
     def notice(self) -> str:
         """The one line said before the migrations run."""
-        kept = (f"backup: {self.backup}, {human_bytes(self.backup_bytes or 0)}" if self.backup
+        reused = ", an earlier attempt's: the file has not changed since" if self.backup_reused else ""
+        kept = (f"backup: {self.backup}, {human_bytes(self.backup_bytes or 0)}{reused}" if self.backup
                 else "no backup")
         return (f"upgrading {self.path} from schema {self.from_version} to {self.to_version} "
                 f"({kept})")
@@ -204,10 +217,12 @@ def release(conn: sqlite3.Connection) -> None:
         pass
 
 
-def _make_backup(conn: sqlite3.Connection, path: Path, version: int) -> tuple[Path, int]:
+def _make_backup(conn: sqlite3.Connection, path: Path, version: int) -> tuple[Path, int, bool]:
     """Copy the database with SQLite's online backup API to a new `x.db.schemaN.bak`, checked
     readable. `conn` holds the file alone (hold_alone) and has no transaction open (a connection in
-    a write transaction cannot be a backup's source), so the copy is exactly what is upgraded."""
+    a write transaction cannot be a backup's source), so the copy is exactly what is upgraded. When an
+    earlier backup of this schema is byte for byte the same copy (an upgrade killed after its backup,
+    the file unchanged since), the new copy is dropped and that one kept: (backup, bytes, reused)."""
     target = backup_path(path, version)
     part = _sidecar(target, ".part")
     for leftover in (part, _sidecar(part, "-journal")):  # a backup killed half-way: ours to remove
@@ -225,6 +240,10 @@ def _make_backup(conn: sqlite3.Connection, path: Path, version: int) -> tuple[Pa
             leftover.unlink(missing_ok=True)
         raise
     dest.close()
+    for earlier in earlier_backups(path, version):
+        if filecmp.cmp(part, earlier, shallow=False):
+            part.unlink()
+            return earlier, earlier.stat().st_size, True
     while True:
         try:
             os.link(part, target)  # never replaces an existing file
@@ -243,7 +262,7 @@ def _make_backup(conn: sqlite3.Connection, path: Path, version: int) -> tuple[Pa
             os.close(fd)
     except OSError:
         pass
-    return target, target.stat().st_size
+    return target, target.stat().st_size, False
 
 
 def upgrade(conn: sqlite3.Connection, db, path: Path, found: int, *, backup: bool = True,
@@ -260,11 +279,11 @@ def upgrade(conn: sqlite3.Connection, db, path: Path, found: int, *, backup: boo
         started = time.monotonic()
         before = file_bytes(path)
         try:
-            copy, size = _make_backup(conn, path, found) if backup else (None, None)
+            copy, size, reused = _make_backup(conn, path, found) if backup else (None, None, False)
         except (sqlite3.Error, OSError, StoreError) as err:
             raise StoreError(f"cannot upgrade {path}: its backup failed ({_why(err)}); the file is "
                              f"unchanged at schema {found}") from err
-        report = Upgrade(path, found, target, copy, size, before)
+        report = Upgrade(path, found, target, copy, size, before, backup_reused=reused)
         (notify or _stderr)(report.notice())
         schema.migrate(db, path)
         try:
@@ -272,7 +291,7 @@ def upgrade(conn: sqlite3.Connection, db, path: Path, found: int, *, backup: boo
         except sqlite3.Error:
             pass
         return Upgrade(path, found, target, copy, size, before, file_bytes(path),
-                       time.monotonic() - started)
+                       time.monotonic() - started, backup_reused=reused)
     except (sqlite3.Error, OSError, StoreError) as err:
         if report is None:
             raise

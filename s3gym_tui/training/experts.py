@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from s3gym_tui.models import whole_number
 from s3gym_tui.store import ExpertRef
 from s3gym_tui.training.pipeline import TrainingError
 
@@ -28,7 +29,7 @@ def resolve_experts(store, specs: Sequence[str]) -> list[ExpertRef]:
         adapters = [x for x, c in cps.items() if c.adapter]
         if not adapters:
             raise TrainingError(f"{training_id} has no trained checkpoint yet ({training.status})")
-        x = max(adapters) if not x_text else int(x_text) if x_text.isdigit() else -1
+        x = max(adapters) if not x_text else whole_number(x_text)
         if x not in cps or not cps[x].adapter:
             raise TrainingError(f"{training_id} has no trained checkpoint {x_text!r} (checkpoints: "
                                 f"{', '.join(map(str, sorted(adapters)))})")

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
+from s3gym_tui.models import int64_problem, whole_number
+
 EXPORT_MANIFEST = "s3gym-export.json"
 
 
@@ -33,9 +35,12 @@ def parse_spec(spec: str) -> tuple[str, Optional[int]]:
     training_id, sep, x = spec.strip().rpartition("/")
     if not sep:
         return spec.strip(), None
-    if not x.isdigit():
+    number = whole_number(x)
+    if number is None:
         raise ExportError(f"{spec!r}: a checkpoint is a number (TRAINING/X, e.g. {training_id}/2)")
-    return training_id, int(x)
+    if int64_problem(number):
+        raise ExportError(f"{spec!r}: checkpoint {int64_problem(number)}")
+    return training_id, number
 
 
 def check_target(out: Path, force: bool) -> None:

@@ -54,7 +54,9 @@ async def fine_tune_remote(jsonl: Path, model: str, *, epochs: int = 2, poll_s: 
                            progress: Callable[[str, Any], None] = lambda status, job: None,
                            **provider_kwargs: Any) -> RemoteResult:
     """Upload `jsonl` (OpenAI `{"messages": [...]}` lines), fine-tune `model`, wait for the result."""
-    import litellm
+    from s3gym_tui.providers import configured_litellm
+
+    litellm = configured_litellm()
 
     provider, name = split_remote_model(model)
     poll_s = POLL_S if poll_s is None else poll_s

@@ -260,3 +260,18 @@ def test_report_table_with_vague_and_explicit_runs(tmp_path, capsys):
     assert "trust" in explicit_run.goal_text and str(EVAL_SEED_BASE)[:3] not in explicit_run.goal_text
     code, out, _ = run_cli(capsys, "report", "--db", db)
     assert code == 0 and "vague−explicit gap" in out and "(n=1)" in out
+
+
+@pytest.mark.parametrize("seeds", [[True], [False], [1, True]])
+def test_validate_refuses_what_is_no_seed_and_plays_nothing(tmp_path, seeds):
+    """`validate seeds [true]` played seed 1: a JSON/TOML boolean passed as an integer (bool is int in Python)."""
+    with Store(tmp_path / "a.db") as store:
+        run = new_run(store, budget=Budget(calls=None, tokens=None, seconds=None, decisions=1))
+        op = ListOperator([AgentTurn(tool="validate", arguments={"candidate": f"{run.id}-base", "game": "trust",
+                                                                 "seeds": seeds})])
+        asyncio.run(Controller(store, run.id, op, CANARY_GOALS).run_all())
+        first = store.aspire_decisions(run.id)[0]
+        played = [link for link in store.aspire_links(run.id) if link.role == "validation"]
+    assert first.tool == "validate" and first.outcome == "error"
+    assert "seeds must be a non-empty list of exploration seeds" in first.result
+    assert played == []

@@ -83,3 +83,20 @@ def test_history_shows_a_malformed_turn_as_written():
     messages = history_messages({"goal": "g", "protocol": "final", "budget": {}, "base": "b", "requests": 0}, [d])
     assert messages[2] == {"role": "assistant", "content": "I am ready."}  # no made-up "(none)" call to copy
     assert "no tool call found" in messages[3]["content"]
+
+
+def test_litellm_prints_nothing_of_its_own_into_aspire_output(tmp_path):
+    """litellm prints a coloured "Provider List" on some errors unless told not to; the operator reached litellm
+    before anything else had quieted it. A fresh interpreter (in this one an earlier test has quieted litellm)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
+    out = subprocess.run([sys.executable, "-m", "s3gym_tui", "aspire", "--model", "nosuchprovider/x", "--goal", "win",
+                          "--budget", "decisions=1", "--db", str(tmp_path / "a.db")], cwd=Path(__file__).parents[2],
+                         env=env, capture_output=True, text=True, timeout=300)
+    both = out.stdout + out.stderr
+    assert out.returncode == 3 and "nosuchprovider/x: litellm.BadRequestError" in out.stderr, both
+    assert "Provider List" not in both and "\x1b[" not in both

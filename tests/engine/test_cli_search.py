@@ -138,3 +138,53 @@ def test_the_divergence_rule_is_compares():
         steps_a = [make_step("a", i, action=x) for i, x in enumerate(a)]
         steps_b = [make_step("b", i, action=x) for i, x in enumerate(b)]
         assert first_action_divergence(a, b) == first_divergence(steps_a, steps_b), (a, b)
+
+
+def test_a_search_on_a_full_disk_says_so_and_that_its_results_are_incomplete(tmp_path: Path, capsys,
+                                                                             monkeypatch: pytest.MonkeyPatch):
+    """The first search on a full disk printed "no matches", exit 0, "the file is read-only here" while
+    the waiting steps were never indexed. The disk is full as the reliability tests fill it (SQLite's
+    max_page_count): the search says so, shows what it found, exits 3; with room again it finds them."""
+    from s3gym_tui.store.connection import Connection
+
+    db = tmp_path / "full.db"
+    with Store(db) as store:
+        episode = store.add_episode(make_episode(None, id="ep", seed=4))
+        store.add_steps([make_step("ep", i, feedback="queued grudge " + " ".join(f"w{i}x{k}" for k in range(300)))
+                         for i in range(30)])  # not indexed yet; their index needs new pages
+        assert store.search_backlog() == 30
+    original = Connection._connect
+
+    def full(self):
+        conn = original(self)
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+        return conn
+
+    monkeypatch.setattr(Connection, "_connect", full)
+    code, out, err = run_cli(capsys, "search", "grudge", "--db", str(db))
+    assert code == 3 and "no matches" in out
+    assert "read-only" not in err and len(err.strip().splitlines()) == 1, err
+    assert "results are incomplete: 30 steps could not be indexed" in err and "disk full" in err
+    code, out, err = run_cli(capsys, "search", "grudge", "--json", "--db", str(db))
+    result = json.loads(out)
+    assert code == 3 and result["incomplete"] is True and result["unindexed_steps"] == 30
+    assert result["unindexed_why"].startswith("disk full")
+    code, out, err = run_cli(capsys, "search", "--game", "trust", "--json", "--db", str(db))
+    assert code == 0 and json.loads(out)["incomplete"] is False  # filters alone read the steps themselves
+    monkeypatch.setattr(Connection, "_connect", original)
+    code, out, err = run_cli(capsys, "search", "grudge", "--json", "--limit", "100", "--db", str(db))
+    assert code == 0 and len(json.loads(out)["hits"]) == 30 and err == ""
+    del episode
+
+
+def test_a_search_of_a_read_only_file_with_waiting_steps_says_its_results_are_incomplete(tmp_path: Path, capsys):
+    db = tmp_path / "ro.db"
+    with Store(db) as store:
+        store.add_episode(make_episode(None, id="ep", seed=4))
+        store.add_steps([make_step("ep", i, feedback="queued grudge") for i in range(3)])
+    db.chmod(0o444)
+    try:
+        code, out, err = run_cli(capsys, "search", "grudge", "--db", str(db))
+    finally:
+        db.chmod(0o644)
+    assert code == 3 and "results are incomplete: 3 steps could not be indexed" in err and "read-only" in err

@@ -145,7 +145,58 @@ def test_a_kill_during_the_upgrade_leaves_the_original_schema(tmp_path):
     _old_chain_reads(tmp_path / "x.db.schema2.bak", 2, old)
     with Store(db, notify=lambda line: None) as store:  # and today's s3gym upgrades it afterwards
         assert store.schema_version == CURRENT and store.get_run(RUN_ID).note == "made by an older s3gym"
+    assert sorted(p.name for p in tmp_path.glob("x.db.schema2*")) == ["x.db.schema2.bak"]  # the killed one's, reused
+
+
+_KILLABLE_MIGRATE = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from s3gym_tui.cli import main
+from s3gym_tui.store import schema
+
+def pause(db):  # after every real migration, inside the upgrade's one transaction
+    Path({marker!r}).write_text("paused")
+    time.sleep(120)
+
+schema.MIGRATIONS.append(pause)
+sys.exit(main(["migrate", "--db", {db!r}]))
+"""
+
+
+def test_killed_migrates_leave_one_backup_not_one_each(tmp_path):
+    """Each `s3gym migrate` killed after its backup left a new x.db.schema2-N.bak (8 MB each on a real
+    file): a later attempt keeps the earlier backup, byte for byte its own copy, and says so; a file
+    written since gets a backup of its own (the earlier one stays: it is a different state)."""
+    db = tmp_path / "x.db"
+    old = build_old_store(db, 2, episodes=40, steps=10)
+    marker = tmp_path / "paused"
+    for attempt in range(3):
+        marker.unlink(missing_ok=True)
+        proc = subprocess.Popen([sys.executable, "-c", _KILLABLE_MIGRATE.format(root=str(ROOT), marker=str(marker),
+                                                                                 db=str(db))],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 120
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert marker.exists(), proc.stderr.read() if proc.poll() is not None else "never paused"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        said = one_line(proc.stderr.read())
+        assert sorted(p.name for p in tmp_path.glob("x.db.schema2*")) == ["x.db.schema2.bak"], attempt
+        assert ("an earlier attempt's: the file has not changed since" in said) == (attempt > 0), said
+        _old_chain_reads(db, 2, old)
+    _old_chain_reads(tmp_path / "x.db.schema2.bak", 2, old)
+    with sqlite3.connect(db) as conn:  # an s3gym of schema 2 writes to the file meanwhile
+        conn.execute("UPDATE runs SET note = 'changed since'")
+    conn.close()
+    marker.unlink()
+    proc = subprocess.run([sys.executable, "-m", "s3gym_tui", "migrate", "--db", str(db)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
     assert sorted(p.name for p in tmp_path.glob("x.db.schema2*")) == ["x.db.schema2-2.bak", "x.db.schema2.bak"]
+    assert "earlier attempt" not in proc.stderr and stored_version(db) == CURRENT
+    _old_chain_reads(tmp_path / "x.db.schema2.bak", 2, old)  # the older state is kept as it was
 
 
 @pytest.fixture

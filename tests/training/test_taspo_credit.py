@@ -146,3 +146,55 @@ def test_facade_reports_progress_and_a_cancel_stores_no_credit(store, group, tin
     done = facade.compute_credit(store, bad.id, scorer=str(tiny_base), progress=lambda *a: heard.append(a),
                                  kappa=0.0)
     assert done.kappa == 0.0 and episode_credit(store, bad.id) == done
+
+
+class LengthScorer:
+    """A stand-in for the embedded scorer (minutes of llama.cpp on a loaded machine): a longer context makes
+    every token likelier, so PI shifts are positive and differ by step."""
+
+    name = "local/smollm2-135m"
+
+    def logprobs(self, messages, completion):
+        context = sum(len(str(m.get("content", ""))) for m in messages)
+        return [-1.0 / (1 + context / 100) - k / 100 for k in range(len(completion.split()))]
+
+
+def test_credit_of_a_grpo_rollout_episode_asks_a_model_that_can_analyse_and_says_which(tmp_path, capsys,
+                                                                                      monkeypatch):
+    """`s3gym credit` on a GRPO rollout episode failed with `bad trained model '…/policy'`: the default
+    analyzer was the episode's own model, the training's policy while it learned, which nothing serves. It
+    now asks the model of the run the training learned from (what TASPO training asks) and says so."""
+    from s3gym_tui.cli import main
+    from s3gym_tui.engine import credit_compute
+    from s3gym_tui.store import Store
+    from s3gym_tui.store.records import Training
+    from s3gym_tui.training.group_rollouts import Rollout, RolloutStep
+    from s3gym_tui.training.rollout_store import RolloutStore
+
+    db = tmp_path / "g.db"
+    with Store(db) as store:
+        source = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+        store.add_training(Training(id="g1", method="grpo", games=("trust",), source_run=source.id))
+        keep = RolloutStore(store, "g1", "trust", [3], 3, 1.0)
+        episodes = []
+        for k, (moves, score) in enumerate([("CCD", 6.0), ("CDD", 5.0), ("DDC", 0.0)]):
+            steps = [RolloutStep(index=t, observation=f"Round {t}.", prompt=[{"role": "user", "content": f"Round {t}?"}],
+                                 reply=f"Answer: {a}, Score: {score / 3}", action=a, self_score=score / 3, parsed=True,
+                                 constrained=True, reward=0.0, feedback=f"you played {a}", valid=True,
+                                 terminated=t == 2, truncated=False) for t, a in enumerate(moves)]
+            episodes.append(keep(Rollout("trust", 3, k, True, [1, 2], steps=steps, score=score)))
+        keep.close()
+    target = episodes[2]
+    assert target.model == "trained/g1/policy"
+    monkeypatch.setattr(credit_compute, "scorer_for", lambda name: LengthScorer())
+    code = main(["credit", target.id, "--json", "--db", str(db)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "bad trained model" not in captured.err
+    said = " ".join(captured.err.split())
+    assert (f"trained/g1/policy cannot be asked (a training's policy while it learned: no model serves it); the "
+            f"analyzer is scripted/trust, the model of {source.id}, the run its training learned from") in said
+    credit = json.loads(captured.out)
+    assert credit["analyzer"] == "scripted/trust" and credit["items"]  # the PI was written
+    with Store(db) as store:
+        assert store.pi_extraction(credit["extraction_id"])["analyzer"] == "scripted/trust"

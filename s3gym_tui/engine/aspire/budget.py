@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
+
+from s3gym_tui.models import INT64_MAX
 
 KEYS = ("calls", "tokens", "dollars", "seconds")
 
@@ -41,6 +44,8 @@ class Budget:
                 number = float(value)
             except ValueError:
                 raise ValueError(f"budget {key}={value!r} is not a number") from None
+            if not math.isfinite(number) or number > INT64_MAX:  # (1e400 is inf; `none` lifts a limit)
+                raise ValueError(f"budget {key}={value!r} is out of range (at most {INT64_MAX:,}; none lifts it)")
             if number < 0:
                 raise ValueError(f"budget {key} must not be negative")
             fields[key] = number if key in ("dollars", "seconds") else int(number)

@@ -23,7 +23,7 @@ from s3gym_tui.engine.aspire.hidden import hidden_score, known_score, suite_of
 from s3gym_tui.engine.aspire.operators import AgentTurn, Operator
 from s3gym_tui.engine.aspire.tools import (CATEGORY, MAX_EPISODES_PER_CALL, SUMMARY_FIELD_CHARS, TOOL_NAMES,
                                            Refused, ToolError, ToolResult, check_allowed, game_arg, need,
-                                           parse_arguments)
+                                           parse_arguments, seeds_arg)
 from s3gym_tui.engine.session import MAX_REPLY_CHARS, cut_text
 from s3gym_tui.models import EVAL_SEED_BASE
 from s3gym_tui.store.aspire import AspireRun, Candidate, Decision
@@ -248,9 +248,7 @@ class Controller:
     async def _tool_validate(self, args: dict, idx: int) -> ToolResult:
         cand = self._candidate(args.get("candidate"))
         game = game_arg(args)
-        seeds = args.get("seeds")
-        if not isinstance(seeds, list) or not seeds or not all(isinstance(s, int) and 0 <= s for s in seeds):
-            raise ToolError("seeds must be a non-empty list of exploration seeds (integers >= 0)")
+        seeds = seeds_arg(args)
         if len(seeds) > 5:
             raise ToolError("at most 5 seeds per validation")
         self._afford(len(seeds))

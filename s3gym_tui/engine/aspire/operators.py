@@ -121,12 +121,10 @@ class ModelOperator:
         self.temperature, self.timeout_s = temperature, timeout_s
 
     async def next_turn(self, briefing: dict[str, Any], decisions: Sequence[Decision]) -> AgentTurn:
-        import litellm
-
         from s3gym_tui.engine.llm import ModelUnavailable, one_line
-        from s3gym_tui.providers import is_builtin, register
+        from s3gym_tui.providers import configured_litellm, is_builtin
 
-        register()
+        litellm = configured_litellm()  # quiet: no coloured "Provider List" lines of litellm's in our output
         kwargs: dict[str, Any] = {"model": self.model, "messages": history_messages(briefing, decisions),
                                   "max_tokens": self.max_tokens, "temperature": self.temperature,
                                   "timeout": self.timeout_s}

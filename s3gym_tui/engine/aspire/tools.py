@@ -148,6 +148,15 @@ def need(args: dict[str, Any], key: str, kind: type, what: str = "") -> Any:
     return value
 
 
+def seeds_arg(args: dict[str, Any]) -> list[int]:
+    """`seeds`: a non-empty list of exploration seeds; a JSON true/false is no seed (Python counts it as 1/0)."""
+    seeds = args.get("seeds")
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and 0 <= s for s in seeds):
+        raise ToolError("seeds must be a non-empty list of exploration seeds (integers >= 0, not true/false)")
+    return seeds
+
+
 def game_arg(args: dict[str, Any]) -> str:
     try:
         return games.canonical(need(args, "game", str))
