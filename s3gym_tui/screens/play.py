@@ -51,7 +51,7 @@ class PlayScreen(SteadyLayout, Screen):
     AUTO_FOCUS = "#steps"  # focused as the screen mounts (focusing later restyles and repaints)
     ALLOW_IN_MAXIMIZED_VIEW = "KeyHints, #bottom-row, TakeOverBox"  # a zoomed panel keeps the footer
     KEY_HINT_LINES = 2  # at 80 columns the layout keys and the play keys take two footer lines
-    HINTS_FIRST = ("step", "run_pause") + LAYOUT_ACTIONS
+    HINTS_FIRST = ("accept", "edit", "veto", "step", "run_pause") + LAYOUT_ACTIONS  # a/e/v: while a proposal waits
 
     COMMANDS = {BindingCommands}
     BINDINGS = [
@@ -61,10 +61,10 @@ class PlayScreen(SteadyLayout, Screen):
         Binding("R", "restart", "Restart", id="restart"),
         Binding("t", "take_over", "Take over", id="take_over"),
         Binding("p", "toggle_propose", "Propose/wait", id="propose_then_wait"),
-        Binding("a", "accept", "Accept", id="accept", show=False, priority=True),
+        Binding("a", "accept", "Accept", id="accept", priority=True),
         Binding("enter", "accept", "Accept", id="accept_enter", show=False, priority=True),
-        Binding("e", "edit", "Edit", id="edit", show=False),
-        Binding("v", "veto", "Veto", id="veto", show=False),
+        Binding("e", "edit", "Edit", id="edit"),
+        Binding("v", "veto", "Veto", id="veto"),
         Binding("c", "cancel", "Cancel call", id="cancel", show=False),
         Binding("escape", "cancel_or_back", "Back", id="back"),
         Binding("left", "prev_step", "Prev", id="prev_step", priority=True),
@@ -462,9 +462,9 @@ class PlayScreen(SteadyLayout, Screen):
         self._refresh_bindings_if_changed()
 
     def _binding_state(self) -> tuple:
-        """What the key hints depend on. A waiting proposal is not part of it: accept, edit and veto
-        are shown on the proposal bar, so a proposal never costs a repaint of the hints."""
-        return (self.readonly, self.session is not None and self.session.done,
+        """What the key hints depend on (a waiting proposal: accept, edit and veto are in the footer
+        too, as well as on the proposal bar)."""
+        return (self.readonly, self.session is not None and self.session.done, self.proposal is not None,
                 self.episode is not None and self.episode.fork_of is not None, bool(self.steps),
                 self.episode is None)
 
