@@ -374,13 +374,13 @@ class PlayScreen(SteadyLayout, Screen):
     def _subtitle(self, game: Any) -> str:
         ep = self.episode
         parts = [ep.mode, f"seed {ep.seed}", f"step {game.steps}/{game.max_steps}"]
+        if self.position == len(self.steps) and (game.done or (ep.status != "running" and self.steps)):
+            parts.append(f"final score {game.score():g}")  # before the action: a narrow border cuts the end
         if self.position == 0:
             parts.append("start")
         else:
             action = " ".join(self.steps[self.position - 1].action.split())
             parts.append(f"after step {self.position - 1}: {action[:24] + ('…' if len(action) > 24 else '')}")
-        if self.position == len(self.steps) and (game.done or (ep.status != "running" and self.steps)):
-            parts.append(f"final score {game.score():g}")
         return " · ".join(parts)
 
     def _show_step(self, step: Step) -> None:

@@ -15,7 +15,7 @@ from textual.widgets import Static
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK, format_score
 from s3gym_tui.models import Episode, Step
-from s3gym_tui.textgate import safe_text
+from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import TextView
 from s3gym_tui.widgets.verdicts import judged_value, judgement_text
@@ -129,12 +129,63 @@ def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
     return Text("\n").join(lines), hint, cut
 
 
-def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
-               cost: Optional[float], cached: Optional[int] = None) -> str:
-    """`cached`: input tokens read from the provider's prompt cache (None: not said, not shown)."""
+def usage_parts(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
+                cost: Optional[float], cached: Optional[int] = None) -> list[str]:
+    """The figures of a call (or of all calls): `label: N in`, `N out`, `N ms`, the cost. `cached`: input
+    tokens read from the provider's prompt cache (None: not said, not shown)."""
     money = "–" if cost is None else f"${cost:.4f}"
     read = f" ({cached:,} cached)" if cached is not None else ""
-    return f"{label}: {tokens_in:,} in{read} · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
+    return [f"{label}: {tokens_in:,} in{read}", f"{tokens_out:,} out", f"{latency_ms:,.0f} ms", money]
+
+
+def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
+               cost: Optional[float], cached: Optional[int] = None) -> str:
+    return " · ".join(usage_parts(label, tokens_in, tokens_out, latency_ms, cost, cached))
+
+
+def figure_lines(parts: Sequence[str], width: int, separator: str = " · ") -> list[str]:
+    """`parts` joined by `separator`, a new line between two parts where the next would not fit: a part
+    (a figure with its unit) is never cut. A part wider than the whole width has a line of its own."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(separator) + len(part) <= width:
+            lines[-1] += separator + part
+        else:
+            lines.append(part)
+    return lines or [""]
+
+
+class FiguresLine(Static):
+    """A line of figures (the call's usage, the totals) that wraps between figures instead of cutting
+    one: a row more when the panel is narrow. The layout is asked again only when the row count
+    changes (a new step's figures mostly keep it)."""
+
+    DEFAULT_CSS = """
+    FiguresLine { height: auto; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__("", id=id, classes=classes)
+        self.parts: list[str] = []
+
+    def set_parts(self, parts: Sequence[str]) -> None:
+        parts = [safe(p, one_line=True) for p in parts]
+        if parts == self.parts:
+            return
+        width = self.content_region.width
+        rows = len(figure_lines(self.parts, width)) if width else 0
+        self.parts = parts
+        self.refresh(layout=not width or len(figure_lines(parts, width)) != rows)
+
+    @property
+    def text(self) -> str:
+        return " · ".join(self.parts)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(figure_lines(self.parts, max(1, width)))
+
+    def render(self) -> Text:
+        return Text("\n".join(figure_lines(self.parts, max(1, self.content_region.width))))
 
 
 class SectionTitle(Static):
@@ -211,8 +262,9 @@ class ClampedText(Static):
         last = lines[height - 1].copy()
         last.rstrip()
         room = max(0, width - len(more))
-        if len(last) > room:
-            last.truncate(room)
+        if len(last) > room:  # cut between words: a figure (a reward, a coordinate) is never cut in two
+            space = last.plain.rfind(" ", 0, room + 1)
+            last.truncate(space if space > 0 else room)
         last.append_text(more)
         last.truncate(width)
         return Text("\n").join(lines[: height - 1] + [last])
@@ -226,13 +278,11 @@ class AgentPanel(Vertical):
     DEFAULT_CSS = """
     AgentPanel { layout: vertical; }
     AgentPanel #agent-context { height: auto; max-height: 2; }
-    AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
     AgentPanel #agent-action { height: 2; }
     AgentPanel #agent-feedback { height: 3; }
     AgentPanel.-maximized #agent-action, AgentPanel.-maximized #agent-feedback { height: auto; }
     AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
     AgentPanel #agent-warning.-shown { display: block; }
-    AgentPanel .fixed { text-wrap: nowrap; text-overflow: ellipsis; }
     AgentPanel #agent-prompt { height: 1fr; overflow-y: scroll; }  /* a bar that never comes and goes: no relayout */
     AgentPanel #agent-reply { height: 5; }
     """
@@ -250,8 +300,8 @@ class AgentPanel(Vertical):
         yield Static("", id="agent-warning")
         yield ClampedText(id="agent-action")
         yield ClampedText(id="agent-feedback")
-        yield Static("", id="agent-usage", classes="fixed")
-        yield Static("", id="agent-totals", classes="fixed")
+        yield FiguresLine(id="agent-usage")
+        yield FiguresLine(id="agent-totals")
         yield SectionTitle("Raw reply", "agent-reply", id="reply-box")
         yield TextView(id="agent-reply")
         yield SectionTitle("Prompt as sent", "agent-prompt", id="prompt-box")
@@ -314,20 +364,20 @@ class AgentPanel(Vertical):
         calls = [s for s in steps if s.reply]
         costs = [s.cost for s in calls if s.cost is not None]
         cached = [s.tokens_cached for s in calls if s.tokens_cached is not None]
-        line = usage_line(f"Totals ({len(calls)} call(s))", sum(s.tokens_in for s in calls),
-                          sum(s.tokens_out for s in calls), sum(s.latency_ms for s in calls),
-                          sum(costs) if costs else None, sum(cached) if cached else None)
-        self.query_one("#agent-totals", Static).update(line, layout=False)
+        parts = usage_parts(f"Totals ({len(calls)} call(s))", sum(s.tokens_in for s in calls),
+                            sum(s.tokens_out for s in calls), sum(s.latency_ms for s in calls),
+                            sum(costs) if costs else None, sum(cached) if cached else None)
+        self.query_one("#agent-totals", FiguresLine).set_parts(parts)
 
     # ----- one step or proposal -------------------------------------------------------------
     def show_view(self, view: Optional[StepView]) -> None:
         self.shown = view
         action = self.query_one("#agent-action", ClampedText)
-        usage = self.query_one("#agent-usage", Static)
+        usage = self.query_one("#agent-usage", FiguresLine)
         reply = self.query_one("#agent-reply", TextView)
         if view is None:
             action.set_text(Text(self.empty_hint, style="italic"))
-            usage.update("", layout=False)
+            usage.set_parts([])
             reply.show(Text())
             self.query_one("#reply-box", SectionTitle).title = "Raw reply"
             self._render_prompt()
@@ -354,9 +404,9 @@ class AgentPanel(Vertical):
         if view.fault:
             line.append(f" · fault: {view.fault}", style="italic")
         action.set_text(safe_text(line, max_chars=2000))
-        usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
-                                view.tokens_cached)
-                     if view.reply else "Call: none (action typed by a person)", layout=False)
+        usage.set_parts(usage_parts("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
+                                    view.tokens_cached)
+                        if view.reply else ["Call: none (action typed by a person)"])
         body = view.reply or "(no model reply: typed by a person)"
         if len(body) > REPLY_DISPLAY_CAP:
             body = body[:REPLY_DISPLAY_CAP] + f"\n… ({len(view.reply) - REPLY_DISPLAY_CAP:,} more characters stored)"

@@ -51,6 +51,12 @@ BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", 5, True), Column
                 Column("actor", "by", 5))
 ORIGINAL = Column("original", "original", 16)
 JUDGED_KEYS = ("s", "r", "verdict")  # the cells drawn in the verdict's colour
+FIGURE_KEYS = ("index", "s", "r")  # figures: their columns widen to the widest one, the action gives way
+
+
+def figures(step: Step) -> dict[str, str]:
+    """The figures of a step's row as drawn."""
+    return {"index": str(step.index), "s": format_score(step.self_score), "r": f"{step.reward:g}"}
 
 
 class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
@@ -97,6 +103,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self.cursor_row = 0
         self._cache: dict[tuple, Strip] = {}
         self._cache_width = -1
+        self._figure_widths: dict[str, int] = {}  # the widest figure of each figure column so far
 
     def on_mount(self) -> None:
         self.border_title = "Steps: self-judged s vs verifier r"
@@ -129,6 +136,8 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self._steps = list(steps)
         self._original = list(original) if original is not None else None
         self.cursor_row = min(self.cursor_row, len(self._steps))
+        self._figure_widths = {}
+        self._fit_figures(self._steps)
         self._repaint_all()
         self._update_virtual_size()
 
@@ -137,6 +146,8 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         the view when it has to scroll to keep the new row in sight)."""
         self._steps.append(step)
         self._update_virtual_size()
+        if self._fit_figures([step]):  # a wider figure: every row's columns move
+            self._repaint_all()
         if follow:
             self.move_cursor(len(self._steps))
         else:
@@ -217,10 +228,24 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self._cache.clear()
 
     # ----- drawing -----------------------------------------------------------------------
+    def _fit_figures(self, steps: Sequence[Step]) -> bool:
+        """Widen the figure columns to the widest figure of `steps`; True when one widened."""
+        widened = False
+        for step in steps:
+            for key, text in figures(step).items():
+                if len(text) > self._figure_widths.get(key, 0):
+                    self._figure_widths[key] = len(text)
+                    widened = True
+        return widened
+
     def _columns(self, width: int) -> list[tuple[Column, int]]:
         """The columns that fit: in a narrow table `judged` (the mark and the colours tell it), then
-        `by`, then `original` give their room to the action; the mark is always there."""
-        columns = list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])
+        `by`, then `original` give their room to the action; the mark is always there. A figure column
+        is as wide as its widest figure (a chess reward 0.166667): the action gives way, a figure is
+        never cut."""
+        columns = [Column(c.key, c.label, max(c.width, self._figure_widths.get(c.key, 0)), c.right)
+                   if c.key in FIGURE_KEYS else c
+                   for c in list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])]
         for optional in ("verdict", "actor", "original"):
             fixed = sum(c.width + 1 for c in columns if c.width)
             if width - fixed - 1 >= 15:
@@ -244,8 +269,9 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         style = colours[kind]
         action = Text(" ".join(step.action.split()) + ("" if step.valid else " ✗"),
                       style="" if step.valid else "italic")
-        cells = {"index": Text(str(step.index)), "s": Text(format_score(step.self_score), style=style),
-                 "r": Text(f"{step.reward:g}", style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
+        shown = figures(step)
+        cells = {"index": Text(shown["index"]), "s": Text(shown["s"], style=style),
+                 "r": Text(shown["r"], style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
                  "verdict": Text(VERDICT_LABELS[kind], style=f"bold {style}"), "action": action,
                  "actor": Text(ACTOR_LABELS.get(step.actor, step.actor))}
         if self._original is not None:
