@@ -1,0 +1,221 @@
+"""Whole figures, visible keys, true answers (issue 36): what a person meets in the first hour of the app.
+
+Each test drives the real app at the size where the defect was seen (120x40 unless said)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.geometry import Region
+
+from s3gym_tui.app import S3GymApp
+from s3gym_tui.screens.play import PlayScreen
+from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.proposal_bar import proposal_line
+from tests.ui.settle import settle
+
+
+@pytest.fixture
+def app(demo_db, settings):
+    return S3GymApp(db_path=demo_db[0], settings=settings.model_copy(update={"default_model": "scripted/chess"}))
+
+
+async def open_play(pilot, **options) -> PlayScreen:
+    pilot.app.open_play(**options)
+    await pilot.pause()
+    screen = pilot.app.screen
+    assert isinstance(screen, PlayScreen)
+    return screen
+
+
+CHESS = dict(game="chess", mode="explore", seed=0, model="scripted/chess")
+TWO_PIECES = "N:(6,6), P:(4,6)"  # 2 of the 12 pieces of chess seed 0 predicted right: reward 2/12
+
+
+def drawn(widget) -> list[str]:
+    """The lines of `widget` as they are drawn (its overflow, ellipsis and wrapping applied)."""
+    return [strip.text for strip in widget.render_lines(Region(0, 0, *widget.size))]
+
+
+# ----- a chess proposal: its keys on the line and in the footer ---------------------------------------
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24), (200, 50)])
+async def test_a_chess_proposal_keeps_its_keys_on_the_line_and_in_the_footer(app, size):
+    async with app.run_test(size=size) as pilot:
+        screen = await open_play(pilot, **CHESS)
+        await pilot.press("p", "n")
+        await settle(pilot)
+        assert screen.proposal is not None and len(screen.proposal.action) > 100  # all twelve pieces
+        bar = screen.query_one("#proposal")
+        line = bar.text
+        assert len(line) <= bar.region.width
+        assert (screen.proposal.action in line) == (size[0] >= 200)  # whole where there is room, else cut
+        assert line.rstrip().endswith("a  Accept  e  Edit  v  Veto"), line
+        assert f"self-score {screen.proposal.parsed.self_score:g}" in line
+        hints = screen.query_one(KeyHints).plain
+        for key, label in (("a", "Accept"), ("e", "Edit"), ("v", "Veto")):
+            assert f" {key} {label} " in hints, hints
+        await pilot.press("a")
+        await settle(pilot)
+        assert screen.proposal is None and len(screen.steps) == 1
+        hints = screen.query_one(KeyHints).plain
+        assert " a Accept " not in hints and " v Veto " not in hints  # only while a proposal waits
+
+
+@pytest.mark.parametrize("width", [30, 45, 60, 80, 120, 200])
+@pytest.mark.parametrize("score", [1.0, 0.1666667, -12.5, None])
+def test_the_proposal_line_cuts_the_action_never_the_score_or_the_keys(width, score):
+    action = "N:(6,6), P:(4,6), R:(10,5), W:(13,3), a:(6,9), c:(7,3), f:(5,6), h:(8,11), l:(7,2)"
+    text, spans = proposal_line(action, score, width)
+    line = text.plain
+    shown = "?" if score is None else f"{score:g}"
+    assert f" {shown}  " in line and line.rstrip().endswith("v  Veto")
+    assert [choice for *_, choice in spans] == ["accept", "edit", "veto"]
+    assert all(line[start:end].strip().split()[-1] in ("Accept", "Edit", "Veto") for start, end, _ in spans)
+    if width >= 80:
+        assert len(line) <= width
+        assert "Model proposes" in line or "Proposes" in line
+    if len(line) <= width and action not in line:
+        assert "…" in line  # the action gave way, and says so
+
+
+# ----- the fork dialog: whole labels, tab order, enter forks -----------------------------------------
+
+
+async def open_fork_dialog(pilot, demo_db) -> "ForkDialog":
+    from s3gym_tui.screens.dialogs import ForkDialog
+
+    _, ids = demo_db
+    source = next(e.id for e in pilot.app.store.episodes(ids["trust-history"]) if e.phase == "explore")
+    pilot.app.open_episode(source)
+    await pilot.pause()
+    await pilot.press("right", "right", "f")
+    await settle(pilot)
+    dialog = pilot.app.screen
+    assert isinstance(dialog, ForkDialog)
+    return dialog
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24), (200, 50)])
+async def test_the_fork_dialog_labels_are_whole(app, demo_db, size):
+    from textual.widgets import Label
+
+    async with app.run_test(size=size) as pilot:
+        dialog = await open_fork_dialog(pilot, demo_db)
+        labels = [label for label in dialog.query(Label) if "dialog-title" not in label.classes]
+        assert {str(label.render()) for label in labels} == {"Model", "Pathway", "Experience"}
+        for label in labels:  # each on one line, as wide as its words
+            assert label.region.width >= len(str(label.render())), (str(label.render()), label.region)
+
+
+async def test_the_fork_dialog_tab_order_reaches_every_control_and_enter_forks(app, demo_db):
+    async with app.run_test(size=(120, 40)) as pilot:
+        dialog = await open_fork_dialog(pilot, demo_db)
+        order = [dialog.focused.id]
+        for _ in range(6):
+            await pilot.press("tab")
+            order.append(dialog.focused.id)
+        assert order == ["model-select", "model-input", "model-settings", "fork-pathway", "fork-experience",
+                         "fork", "cancel"]
+        for _ in range(4):  # tab wraps round to the model's fields, then on to the pathway
+            await pilot.press("tab")
+        assert dialog.focused.id == "fork-pathway"
+        await pilot.press("tab")
+        assert dialog.focused.id == "fork-experience"
+        await pilot.press("enter")  # the form is complete: enter forks (it closed the dialog without)
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, PlayScreen) and screen.episode.fork_of is not None
+        assert screen.episode.fork_step == 2
+
+
+async def test_enter_in_the_fork_dialog_does_what_its_control_says(app, demo_db):
+    from textual.widgets import Select
+
+    from s3gym_tui.screens.dialogs import ForkDialog
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        dialog = await open_fork_dialog(pilot, demo_db)
+        dialog.query_one("#fork-experience", Select).focus()
+        await pilot.press("space")  # opens the list; enter in it picks an entry, the dialog stays
+        await pilot.pause()
+        assert dialog.query_one("#fork-experience", Select).expanded
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert pilot.app.screen is dialog and dialog.query_one("#fork-experience", Select).value == "none"
+        dialog.query_one("#cancel").focus()
+        await pilot.press("enter")  # a button presses itself: Cancel cancels
+        await pilot.pause()
+        assert isinstance(pilot.app.screen, PlayScreen) and pilot.app.screen.readonly
+        await pilot.press("f")
+        await settle(pilot)
+        dialog = pilot.app.screen
+        assert isinstance(dialog, ForkDialog)
+        field = dialog.query_one("#model-input")
+        field.focus()
+        await pilot.press(*"scripted/snake", "enter")  # enter in the model field: checked first (not trust)
+        await pilot.pause()
+        assert pilot.app.screen is dialog
+        assert dialog.query_one("#fork-error").display and "✗" in str(dialog.query_one("#fork-error").render())
+        field.value = ""  # (typing cleared the list's choice: no model now)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert pilot.app.screen is dialog and "Choose a model" in str(dialog.query_one("#fork-error").render())
+        await pilot.press(*"scripted/trust", "enter")  # a complete form: enter forks
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert isinstance(screen, PlayScreen) and screen.episode.fork_of is not None
+        assert screen.episode.model == "scripted/trust"
+
+
+# ----- numbers are never cut ---------------------------------------------------------------------------
+
+
+async def test_a_chess_reward_and_the_call_figures_are_whole_at_120x40(app):
+    from s3gym_tui.widgets.steps_table import StepsTable
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_play(pilot, **CHESS)
+        await pilot.press("t")
+        await pilot.pause()
+        await pilot.press(*TWO_PIECES, "enter")  # a person's partial prediction
+        await settle(pilot)
+        await pilot.press("n")  # and a model step (a call with figures)
+        await settle(pilot)
+        assert [round(s.reward, 6) for s in screen.steps] == [0.166667, 1.0]
+        table = screen.query_one(StepsTable)
+        row = drawn(table)[3]  # the border, the header, the start, step 0
+        assert " 0.166667 " in row and TWO_PIECES in row, row
+        agent = screen.query_one("#agent")
+        for selector in ("#agent-usage", "#agent-totals"):
+            widget = agent.query_one(selector)
+            lines = [line.rstrip() for line in drawn(widget)]
+            assert not any(line.endswith("…") for line in lines), lines
+            assert " · ".join(lines) == widget.text  # every figure whole, a line break between two
+            assert widget.region.right <= agent.region.right
+        assert "ms" in agent.query_one("#agent-usage").text and "$" in agent.query_one("#agent-totals").text
+
+
+async def test_the_final_score_is_in_the_boards_subtitle_before_the_action(app):
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await open_play(pilot, **CHESS)
+        await pilot.press("r")  # the scripted player runs the episode to its end
+        await settle(pilot)
+        assert screen.session.done
+        subtitle = str(screen.query_one("#board").border_subtitle)
+        assert subtitle.index("final score") < subtitle.index("after step")  # a cut takes the action
+
+
+def test_a_step_table_widens_its_figure_columns_and_the_action_gives_way():
+    from s3gym_tui.models import Step
+    from s3gym_tui.widgets.steps_table import StepsTable
+
+    table = StepsTable()
+    narrow = dict(table._columns(60))
+    step = Step(episode_id="e", index=1234, observation="", prompt="", reply="", action="x", valid=True,
+                feedback="", self_score=-0.0833333, reward=0.166667, terminated=False, truncated=False)
+    assert table._fit_figures([step])
+    wide = {column.key: width for column, width in table._columns(60)}
+    assert wide["index"] == 4 and wide["s"] == len("-0.0833333") and wide["r"] == len("0.166667")
+    assert sum(wide.values()) == sum(narrow.values())  # the action gave the room
+    assert not table._fit_figures([step])  # nothing wider: no repaint of every row
