@@ -219,3 +219,49 @@ def test_a_step_table_widens_its_figure_columns_and_the_action_gives_way():
     assert wide["index"] == 4 and wide["s"] == len("-0.0833333") and wide["r"] == len("0.166667")
     assert sum(wide.values()) == sum(narrow.values())  # the action gave the room
     assert not table._fit_figures([step])  # nothing wider: no repaint of every row
+
+
+# ----- the command palette finds every screen a key opens ----------------------------------------------
+
+
+async def palette_hits(pilot, query: str) -> list[str]:
+    from textual.command import CommandList
+
+    await pilot.press("ctrl+p")
+    await pilot.pause(0.2)
+    await pilot.press(*query)
+    for _ in range(100):  # the palette searches in the background
+        await pilot.pause(0.05)
+        prompts = [str(option.prompt).split("\n")[0] for option in pilot.app.screen.query_one(CommandList).options]
+        if prompts and "No matches" not in prompts[0] and "Searching" not in prompts[0]:
+            break
+    return prompts
+
+
+@pytest.mark.parametrize("field", ["#game-list", "#seed", "#model-input"])
+async def test_the_palette_finds_pairs_wherever_the_focus_is(app, field):
+    from s3gym_tui.screens.pairs import PairsScreen
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        pilot.app.screen.query_one(field).focus()  # a text field takes the key c for typing
+        await pilot.pause()
+        assert "Compare pairs" in await palette_hits(pilot, "pairs")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(pilot.app.screen, PairsScreen)
+
+
+async def test_every_screen_a_home_key_opens_is_in_the_palette_while_typing(app):
+    from s3gym_tui.screens.home import HomeScreen
+    from s3gym_tui.widgets.commands import BindingCommands
+
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        home = pilot.app.screen
+        home.query_one("#seed").focus()
+        await pilot.pause()
+        names = {name for name, _help, _run in BindingCommands(home)._commands()}
+        for binding in HomeScreen.BINDINGS + S3GymApp.BINDINGS:
+            if binding.description:
+                assert binding.description in names, binding.description
