@@ -97,8 +97,11 @@ _MESSAGE_LINES: dict[tuple, tuple[list[Text], bool, bool]] = {}  # consecutive p
 
 def _message_lines(role: str, content: str, accent: str, warning: str,
                    secondary: str) -> tuple[list[Text], bool, bool]:
-    """One message as lines (its role, its content, a blank), with the marks styled."""
-    lines = [Text(f" {role} ", style="bold reverse")]
+    """One message as lines (its role, its content, a blank), with the marks styled. The text goes
+    through the gate before it becomes a Rich Text (a Text drops BEL, backspace, VT, FF and CR
+    without a trace; the gate shows them: ␇ ␈), and the marks are found in the gated text."""
+    content = safe(content, max_chars=None)
+    lines = [Text(f" {safe(role, one_line=True)} ", style="bold reverse")]
     hint_marked = cut_marked = False
     marks: list[tuple[int, int, str]] = []  # (start, end, style) in content offsets
     at = content.find(HINT_HEADER)
@@ -333,18 +336,18 @@ class AgentPanel(Vertical):
             self.query_one("#agent-context", Static).update("")
             return
         text = Text()
-        text.append(f"{episode.model}", style="bold")
+        text.append(safe(episode.model, one_line=True), style="bold")
         text.append(f" · pathway {episode.pathway}")
         if episode.pathway == "history":
             text.append(f" · history of {len(episode.history_episode_ids)} episode(s)")
             if episode.history_cut:
                 text.append(f" · {episode.history_cut} older dropped", style="bold")
         elif episode.pathway == "summary":
-            text.append(f" · {summary_label or 'no summary yet'}")
+            text.append(f" · {safe(summary_label, one_line=True) or 'no summary yet'}")
         if episode.fork_of:
             text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
             if context:
-                text.append(f" · context: {context}", style="bold")
+                text.append(f" · context: {safe(context, one_line=True)}", style="bold")
         self.query_one("#agent-context", Static).update(safe_text(text, one_line=True))
 
     def show_warning(self, warning: Optional[str]) -> None:
@@ -357,7 +360,7 @@ class AgentPanel(Vertical):
         """The game's agent-visible feedback line; `label` says which step it belongs to."""
         text = Text()
         text.append(f"Feedback{' of ' + label if label else ''} (agent-visible): ", style="bold")
-        text.append(feedback or "–")
+        text.append(safe(feedback, max_chars=2000) or "–")  # gated first: a Text drops BEL and backspace
         self.query_one("#agent-feedback", ClampedText).set_text(safe_text(text, max_chars=2000))
 
     def show_totals(self, steps: Sequence[Step]) -> None:
@@ -384,11 +387,11 @@ class AgentPanel(Vertical):
             return
         line = Text()
         line.append(f"{view.title}: ", style="bold")
-        line.append(view.action if view.action is not None else "<no parsable answer>",
+        line.append(safe(view.action, max_chars=2000) if view.action is not None else "<no parsable answer>",
                     style="bold reverse")
         line.append(f"  by {view.actor}")
         if view.proposed_action is not None:
-            line.append(f" (model proposed {view.proposed_action})")
+            line.append(f" (model proposed {safe(view.proposed_action, max_chars=2000)})")
         if view.reward is None:  # a proposal: nothing to judge against yet
             line.append(f" · self-score {format_score(view.self_score)}")
         else:
@@ -402,7 +405,7 @@ class AgentPanel(Vertical):
         if view.valid is False:
             line.append(" · invalid action", style="bold")
         if view.fault:
-            line.append(f" · fault: {view.fault}", style="italic")
+            line.append(f" · fault: {safe(view.fault, max_chars=2000)}", style="italic")
         action.set_text(safe_text(line, max_chars=2000))
         usage.set_parts(usage_parts("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
                                     view.tokens_cached)
@@ -410,7 +413,7 @@ class AgentPanel(Vertical):
         body = view.reply or "(no model reply: typed by a person)"
         if len(body) > REPLY_DISPLAY_CAP:
             body = body[:REPLY_DISPLAY_CAP] + f"\n… ({len(view.reply) - REPLY_DISPLAY_CAP:,} more characters stored)"
-        reply.show(Text(body))
+        reply.show(Text(safe(body, max_chars=None)))  # gated before it is a Text (which drops BEL, backspace)
         self.query_one("#reply-box", SectionTitle).title = f"Raw reply · {view.title}"
         self._render_prompt()
 

@@ -30,6 +30,12 @@ ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
 START_LABEL = "start"
 
 
+def one_line(text: str) -> str:
+    """Stored text as one line of single spaces, through the gate before it becomes a Rich Text (a
+    Text drops BEL, backspace, VT and FF without a trace; the gate shows them: ␇ ␈ ␋ ␌)."""
+    return " ".join(safe(text, one_line=True, max_chars=2000).split())
+
+
 def clip(text: str, width: int) -> str:
     """One line of `width` cells at most, through the gate (every cell is drawn through here)."""
     text = safe(" ".join(str(text).split()), one_line=True, max_chars=max(width, 0) + 1)
@@ -267,8 +273,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         colours = verdict_colours(self.app)
         kind = verdict(step.self_score, step.reward)
         style = colours[kind]
-        action = Text(" ".join(step.action.split()) + ("" if step.valid else " ✗"),
-                      style="" if step.valid else "italic")
+        action = Text(one_line(step.action) + ("" if step.valid else " ✗"), style="" if step.valid else "italic")
         shown = figures(step)
         cells = {"index": Text(shown["index"]), "s": Text(shown["s"], style=style),
                  "r": Text(shown["r"], style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
@@ -278,8 +283,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
             if step.index < len(self._original):
                 theirs = self._original[step.index].action
                 same = theirs == step.action
-                cells["original"] = Text(("= " if same else "≠ ") + " ".join(theirs.split()),
-                                         style="dim" if same else "bold")
+                cells["original"] = Text(("= " if same else "≠ ") + one_line(theirs), style="dim" if same else "bold")
             else:
                 cells["original"] = Text("–", style="dim")
         return cells
