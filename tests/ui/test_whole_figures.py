@@ -196,14 +196,34 @@ async def test_a_chess_reward_and_the_call_figures_are_whole_at_120x40(app):
         assert "ms" in agent.query_one("#agent-usage").text and "$" in agent.query_one("#agent-totals").text
 
 
-async def test_the_final_score_is_in_the_boards_subtitle_before_the_action(app):
-    async with app.run_test(size=(120, 40)) as pilot:
-        screen = await open_play(pilot, **CHESS)
+@pytest.mark.parametrize("size", [(120, 40), (80, 24), (200, 50)])
+@pytest.mark.parametrize("game", ["chess", "trust"])
+async def test_the_boards_subtitle_keeps_its_figures_whole(app, size, game):
+    async with app.run_test(size=size) as pilot:
+        screen = await open_play(pilot, game=game, mode="explore", seed=0, model=f"scripted/{game}")
         await pilot.press("r")  # the scripted player runs the episode to its end
         await settle(pilot)
         assert screen.session.done
-        subtitle = str(screen.query_one("#board").border_subtitle)
-        assert subtitle.index("final score") < subtitle.index("after step")  # a cut takes the action
+        board = screen.query_one("#board")
+        subtitle = str(board.border_subtitle)
+        assert len(subtitle) <= board.region.width - 6, (subtitle, board.region)  # nothing for Textual to cut
+        final = f"final score {screen.session.game.score():g}"
+        assert final in subtitle and f"step {screen.session.game.steps}/" in subtitle, subtitle
+
+
+@pytest.mark.parametrize("width", [20, 30, 40, 60, 100])
+def test_fit_subtitle_cuts_the_action_then_leaves_figures_out_whole(width):
+    from s3gym_tui.screens.play import fit_subtitle
+
+    figures = [(3, "explore"), (2, "seed 1000000"), (0, "step 10/10"), (1, "final score 0.166667")]
+    line = fit_subtitle(figures, "after step 9:", "N:(6,6), P:(4,6), R:(10,5)…", width)
+    assert len(line) <= width or line == "step 10/10"
+    parts = line.split(" · ")
+    for part in parts:
+        assert part in [text for _, text in figures] or part.startswith("after step 9: N:")
+    assert "step 10/10" in parts
+    if width >= 40:
+        assert "final score 0.166667" in parts
 
 
 def test_a_step_table_widens_its_figure_columns_and_the_action_gives_way():
@@ -265,3 +285,45 @@ async def test_every_screen_a_home_key_opens_is_in_the_palette_while_typing(app)
         for binding in HomeScreen.BINDINGS + S3GymApp.BINDINGS:
             if binding.description:
                 assert binding.description in names, binding.description
+
+
+# ----- Play shows BEL and backspace as control pictures (the gate), never drops them -------------------
+
+
+async def stored_step_with_controls(path) -> str:
+    """A standalone Trust episode whose one step has BEL and backspace in its action (a person's edit),
+    its reply and its prompt; returns the episode id."""
+    import dataclasses
+
+    from s3gym_tui.engine.llm import CallSettings
+    from s3gym_tui.engine.play import new_play_session
+    from s3gym_tui.store import Store
+
+    with Store(path) as store:
+        session = new_play_session(store, "trust", "explore", 5, CallSettings(model="scripted/trust"))
+        proposal = await session.propose()
+        messages = proposal.messages + [{"role": "user", "content": "prompt\x07bell and\x08back"}]
+        call = dataclasses.replace(proposal.call, reply="reply\x07bell and\x08back\nAnswer: cheat, Score: 1")
+        proposal = dataclasses.replace(proposal, messages=messages, call=call)
+        session.commit(proposal, action="cheat\x07\x08", actor="human-edit")
+        session.finish("stopped")
+        return session.episode.id
+
+
+@pytest.mark.parametrize("size", [(120, 40), (200, 50)])
+async def test_play_shows_bel_and_backspace_as_control_pictures(app, demo_db, size):
+    from s3gym_tui.widgets.agent_panel import AgentPanel
+
+    episode_id = await stored_step_with_controls(demo_db[0])
+    async with app.run_test(size=size) as pilot:
+        pilot.app.open_episode(episode_id, at_step=0)
+        await settle(pilot)
+        screen = pilot.app.screen
+        agent = screen.query_one(AgentPanel)
+        action = agent.query_one("#agent-action").full.plain
+        assert "cheat␇␈" in action, action  # the stored action, as a person typed it
+        reply = agent.query_one("#agent-reply").text.plain
+        assert "reply␇bell and␈back" in reply, reply
+        assert "prompt␇bell and␈back" in agent.prompt_text.plain
+        row = screen.query_one("#steps").render_line(2).text  # the header, the start, step 0
+        assert "cheat␇␈" in row, row  # (the steps table always showed them: the same gate)
