@@ -41,24 +41,23 @@ MOVE_ACTIONS = ("prev_step", "next_step", "first_step", "last_step", "older_tick
 BORDER_TEXT_CHROME = 6  # a border's corners, lines and spaces around its title or subtitle
 
 
-def fit_subtitle(figures: list[tuple[int, str]], label: str, action: str, width: int) -> str:
-    """`figures` (weight, text: 0 is kept longest) then `label action`, joined by ' · ' in `width`
-    cells. The action is cut first (to no less than a few characters), then left out with its
-    label, then the figures of least weight are left out whole: a figure is never cut."""
+def fit_subtitle(figures: list[tuple[int, str]], action: str, width: int) -> str:
+    """`figures` (weight, text: 0 is kept longest), joined by ' · ', the last one followed by
+    `: action`, in `width` cells. The action is cut first (to no less than a few characters), then
+    left out, then the figures of least weight are left out whole: a figure is never cut."""
     kept = list(figures)
 
-    def joined(tail: str) -> str:
-        return " · ".join([text for _, text in kept] + ([tail] if tail else []))
+    def joined(action: str = "") -> str:
+        return " · ".join([text for _, text in kept]) + (f": {action}" if action else "")
 
-    tail = f"{label} {action}".strip()
-    room = width - len(joined("")) - 3 - len(label) - 1
-    if len(joined(tail)) <= width:
-        return joined(tail)
+    if len(joined(action)) <= width:
+        return joined(action)
+    room = width - len(joined()) - 2
     if action and room >= 6:
-        return joined(f"{label} {action[:room - 1]}…")
-    while len(kept) > 1 and len(joined("")) > width:
+        return joined(action[:room - 1] + "…")
+    while len(kept) > 1 and len(joined()) > width:
         kept.remove(max(kept, key=lambda figure: figure[0]))
-    return joined("")
+    return joined()
 
 
 class PlayScreen(SteadyLayout, Screen):
@@ -401,14 +400,16 @@ class PlayScreen(SteadyLayout, Screen):
         """Where the board is, in the width of its border: every figure whole (the action gives way
         first, then the figures of least weight are left out whole)."""
         ep = self.episode
-        figures = [(3, ep.mode), (2, f"seed {ep.seed}"), (0, f"step {game.steps}/{game.max_steps}")]
+        figures = [(4, ep.mode), (3, f"seed {ep.seed}"), (0, f"step {game.steps}/{game.max_steps}")]
         if self.position == len(self.steps) and (game.done or (ep.status != "running" and self.steps)):
             figures.append((1, f"final score {game.score():g}"))
+        action = ""
         if self.position == 0:
-            label, action = "start", ""
+            figures.append((2, "start"))
         else:
-            label, action = f"after step {self.position - 1}:", " ".join(self.steps[self.position - 1].action.split())
-        return fit_subtitle(figures, label, action[:24] + ("…" if len(action) > 24 else ""),
+            figures.append((2, f"after step {self.position - 1}"))
+            action = " ".join(self.steps[self.position - 1].action.split())
+        return fit_subtitle(figures, action[:24] + ("…" if len(action) > 24 else ""),
                             self._board_outer_width() - BORDER_TEXT_CHROME)
 
     def _board_outer_width(self) -> int:

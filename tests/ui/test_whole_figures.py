@@ -215,8 +215,9 @@ async def test_the_boards_subtitle_keeps_its_figures_whole(app, size, game):
 def test_fit_subtitle_cuts_the_action_then_leaves_figures_out_whole(width):
     from s3gym_tui.screens.play import fit_subtitle
 
-    figures = [(3, "explore"), (2, "seed 1000000"), (0, "step 10/10"), (1, "final score 0.166667")]
-    line = fit_subtitle(figures, "after step 9:", "N:(6,6), P:(4,6), R:(10,5)…", width)
+    figures = [(4, "explore"), (3, "seed 1000000"), (0, "step 10/10"), (1, "final score 0.166667"),
+               (2, "after step 9")]
+    line = fit_subtitle(figures, "N:(6,6), P:(4,6), R:(10,5)…", width)
     assert len(line) <= width or line == "step 10/10"
     parts = line.split(" · ")
     for part in parts:
@@ -224,6 +225,8 @@ def test_fit_subtitle_cuts_the_action_then_leaves_figures_out_whole(width):
     assert "step 10/10" in parts
     if width >= 40:
         assert "final score 0.166667" in parts
+    if width >= 60:
+        assert any(part.startswith("after step 9") for part in parts)
 
 
 def test_a_step_table_widens_its_figure_columns_and_the_action_gives_way():
