@@ -33,7 +33,7 @@ TWO_PIECES = "N:(6,6), P:(4,6)"  # 2 of the 12 pieces of chess seed 0 predicted 
 
 def drawn(widget) -> list[str]:
     """The lines of `widget` as they are drawn (its overflow, ellipsis and wrapping applied)."""
-    return [strip.text for strip in widget.render_lines(Region(0, 0, *widget.size))]
+    return [strip.text for strip in widget.render_lines(Region(0, 0, *widget.outer_size))]
 
 
 # ----- a chess proposal: its keys on the line and in the footer ---------------------------------------
@@ -330,3 +330,38 @@ async def test_play_shows_bel_and_backspace_as_control_pictures(app, demo_db, si
         assert "prompt␇bell and␈back" in agent.prompt_text.plain
         row = screen.query_one("#steps").render_line(2).text  # the header, the start, step 0
         assert "cheat␇␈" in row, row  # (the steps table always showed them: the same gate)
+
+
+# ----- long search result lines stay in their result's column, inside the box ---------------------------
+
+
+LONG_REPLY = "zebra," + ",".join(f"token{i:03d}" for i in range(60)) + " and " + "漢字" * 40
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40), (200, 50)])
+async def test_long_search_result_lines_wrap_inside_their_result(app, demo_db, size):
+    import sqlite3
+
+    path, ids = demo_db
+    with sqlite3.connect(path) as conn:  # a long reply with long words and wide characters
+        conn.execute("UPDATE steps SET reply = ? WHERE id = (SELECT MIN(id) FROM steps)", (LONG_REPLY,))
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"zebra", "enter")
+        await settle(pilot)
+        screen = pilot.app.screen
+        assert len(screen.hits) == 1
+        results = screen.query_one("#search-results")
+        lines = [line.rstrip() for line in drawn(results)]
+        box = results.region.width
+        inner = [line[1:-1].rstrip(" ▁▂▃▄▅▆▇█") for line in lines[1:-1]]  # inside the border, no scrollbar
+        reply = [n for n, line in enumerate(inner) if "reply:" in line][0]
+        body = [line for line in inner[reply + 1:] if line.strip()]
+        assert len(body) >= 2, inner  # the reply wrapped
+        for line in body:  # every wrapped line stays under the result's indent, inside the box
+            assert line.startswith(" " * 7) and not line.startswith(" " * 8), line
+        from rich.cells import cell_len
+
+        assert all(cell_len(line) <= box for line in lines), lines
+        step = [line for line in inner if "step " in line][0]
+        assert " s " in step and " · r " in step and ("over" in step or "agree" in step), step  # figures first, whole
