@@ -7,7 +7,8 @@
 
 Each round starts `python -m s3gym_tui --db DB` in a pseudo-terminal (the app draws as it does for a
 person), feeds what it writes to a terminal emulator (pyte) and times, from the spawn:
-- first drawn: the first moment the terminal shows any character;
+- first drawn: the first moment the terminal shows any character (the start line, once there is one);
+- app drawn: the app's own first frame (its splash, or Home itself);
 - Home ready: the recent runs are listed (the Home screen in full);
 - then `?` is sent: help drawn (Home is covered: the help screen's first frame) and help ready (its
   key tables shown);
@@ -40,7 +41,8 @@ from benchmarks._util import print_table  # noqa: E402
 
 FRAME_END = b"\x1b[?2026l"  # Textual ends each frame with the end of a synchronized update
 HOME_READY = "Recent runs ("  # the runs panel's title once the runs are listed
-HELP_READY = "Close help"  # the help's footer key (the key tables are drawn in the same frame)
+HELP_READY = "Close help"
+STARTING = "starting s3gym"  # the start line on the terminal before the app's screen  # the help's footer key (the key tables are drawn in the same frame)
 IMPORTS = ("s3gym_tui.cli", "s3gym_tui.app", "s3gym_tui.store", "s3gym_tui.screens.home",
            "s3gym_tui.screens.help")
 
@@ -133,6 +135,7 @@ def one_round(db: Path, size: tuple[int, int], config: Path, source: Path = ROOT
     app = AppInTerminal(db, size, config, source)
     try:
         first = app.wait_for(lambda text: text.strip() != "")
+        drawn_app = app.wait_for(lambda text: "s3gym" in text and STARTING not in text)
         home = app.wait_for(lambda text: HOME_READY in text)
         asked = app.send("?")
         drawn = app.wait_for(lambda text: HOME_READY not in text)
@@ -145,7 +148,7 @@ def one_round(db: Path, size: tuple[int, int], config: Path, source: Path = ROOT
     def since(at: Optional[float], start: Optional[float]) -> Optional[float]:
         return None if at is None or start is None else at - start
 
-    return [first, home, since(drawn, asked), since(ready, asked), since(exited, quit_at)]
+    return [first, drawn_app, home, since(drawn, asked), since(ready, asked), since(exited, quit_at)]
 
 
 def import_seconds(module: str, source: Path = ROOT) -> float:
@@ -189,8 +192,7 @@ def main() -> None:
         try:
             rows = []
             for n in range(args.rounds):
-                first, home, drawn, ready, exited = one_round(db, size, config, source)
-                rows.append([f"round {n + 1}", fmt(first), fmt(home), fmt(drawn), fmt(ready), fmt(exited)])
+                rows.append([f"round {n + 1}", *(fmt(v) for v in one_round(db, size, config, source))])
             imports = [[module, fmt(import_seconds(module, source))] for module in IMPORTS]
         finally:
             for process in spinners:
@@ -199,7 +201,7 @@ def main() -> None:
     load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
     print_table(f"{source}: app start and help at {size[0]}x{size[1]}, ms from the spawn (help: from the key; "
                 f"quit: from ctrl+q) · {args.busy} busy process(es) · load average {load}",
-                ["round", "first drawn", "Home ready", "help drawn", "help ready", "quit"], rows)
+                ["round", "first drawn", "app drawn", "Home ready", "help drawn", "help ready", "quit"], rows)
     print_table("imports in a fresh interpreter, each after the ones above it (ms)", ["module", "import"], imports)
 
 
