@@ -10,7 +10,6 @@ from textual.geometry import Region
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.screens.play import PlayScreen
 from s3gym_tui.widgets.key_hints import KeyHints
-from s3gym_tui.widgets.proposal_bar import proposal_line
 from tests.ui.settle import settle
 
 
@@ -65,6 +64,8 @@ async def test_a_chess_proposal_keeps_its_keys_on_the_line_and_in_the_footer(app
 @pytest.mark.parametrize("width", [30, 45, 60, 80, 120, 200])
 @pytest.mark.parametrize("score", [1.0, 0.1666667, -12.5, None])
 def test_the_proposal_line_cuts_the_action_never_the_score_or_the_keys(width, score):
+    from s3gym_tui.widgets.proposal_bar import proposal_line
+
     action = "N:(6,6), P:(4,6), R:(10,5), W:(13,3), a:(6,9), c:(7,3), f:(5,6), h:(8,11), l:(7,2)"
     text, spans = proposal_line(action, score, width)
     line = text.plain
