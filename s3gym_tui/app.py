@@ -57,6 +57,7 @@ class S3GymApp(App):
         self._quit_asked = False
         self.child_runs = None  # run processes started here (screens.run_control.children)
         self._upgrade_notices: list[str] = []  # shown as notifications once the app is up
+        self._home_pending = False  # Home is opened once the first frame (the splash) is on the terminal
 
     # ----- shared services --------------------------------------------------------------
     @property
@@ -81,6 +82,15 @@ class S3GymApp(App):
             self.notify(safe(self._upgrade_notices.pop(0), one_line=True), title="Database",
                         markup=False, timeout=30)
 
+    def compose(self):
+        """The first frame, drawn while Home composes (seconds on a loaded machine): the app's name and
+        the database it opens, so the terminal never sits blank."""
+        from textual.widgets import Static
+
+        from s3gym_tui.textgate import safe
+
+        yield Static(f"s3gym\n\nopening {safe(self.db_path, one_line=True, max_chars=300)} …", id="splash")
+
     def on_mount(self) -> None:
         self.theme = "textual-light" if self.settings.theme == "light" else "textual-dark"
         if self.settings.keymap:
@@ -95,15 +105,27 @@ class S3GymApp(App):
                         severity="error", timeout=3600)
             return
         self._show_upgrade_notices()
-        from s3gym_tui.screens.home import HomeScreen
         from s3gym_tui.store.watch import StoreWatcher
 
         self._watcher = StoreWatcher(self.db_path)
         self._watcher.changed()  # the starting point
         self.set_interval(STORE_POLL_S, self._poll_store)
-        self.push_screen(HomeScreen())
+        self._home_pending = True
+        if self.is_headless:  # nobody sees a splash: Home is there as soon as the app is (tests drive it)
+            self._open_home()
+        else:
+            self.call_after_refresh(self._open_home)  # after the splash is drawn
+
+    def _open_home(self) -> None:
+        """Home, the bottom screen of the app (once; a key pressed during the splash opens its screen
+        over Home: push_screen comes here first)."""
+        if not self._home_pending:
+            return
+        self._home_pending = False
+        from s3gym_tui.screens.home import HomeScreen
         from s3gym_tui.screens.runtime import tune_gc
 
+        self.push_screen(HomeScreen())
         self.call_after_refresh(tune_gc)
 
     def _poll_store(self) -> None:
@@ -147,6 +169,8 @@ class S3GymApp(App):
 
         from s3gym_tui.screens.runtime import without_mount_relayout
 
+        if self._home_pending:  # a key pressed during the splash: its screen goes over Home
+            self._open_home()
         if isinstance(screen, Screen):
             presize(screen, self)
         return without_mount_relayout(super().push_screen(screen, *args, **kwargs), screen)

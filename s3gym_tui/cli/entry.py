@@ -64,9 +64,9 @@ def _main(argv: Optional[list[str]]) -> int:
     from s3gym_tui.engine.llm import ModelUnavailable
     from s3gym_tui.output import OutputError
 
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or (args[0].startswith("-") and args[0] not in ("--help", "-h", "--version")):
-        args = ["tui", *args]  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
+    from s3gym_tui.__main__ import command_args
+
+    args = command_args(argv)  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
     if args[0] == "--version" and len(args) > 1:  # click's eager --version would print and ignore them
         err.print(f"[red]error:[/] --version takes nothing after it (got {safe_markup(' '.join(args[1:]), one_line=True, max_chars=200)})",
                   soft_wrap=True, highlight=False)

@@ -82,18 +82,28 @@ def tui(db: Optional[Path] = DbOption,
                                             "(else the config file's, else local/smollm2-135m).")) -> None:
     """Open the terminal app (the default when s3gym is run with no command; `s3gym --db X --model M`
     is `s3gym tui --db X --model M`)."""
-    from s3gym_tui.app import S3GymApp
-    from s3gym_tui.cli.common import say_upgrade
-    from s3gym_tui.store import Store
+    from contextlib import nullcontext
 
-    app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
+    from s3gym_tui.__main__ import STARTING
+    from s3gym_tui.cli.common import err, say_upgrade
+    from s3gym_tui.textgate import safe_markup
 
-    def upgraded(line: str) -> None:  # said on stderr now and in the app once it is up
-        say_upgrade(line)
-        app.note_upgrade(line)
+    # the imports and the database check take seconds on a loaded machine: a line says so meanwhile
+    # (erased when the app's screen opens; the app's own first frame is its splash)
+    with err.status(STARTING) if err.is_terminal else nullcontext() as status:
+        from s3gym_tui.app import S3GymApp
+        from s3gym_tui.store import Store
 
-    # a corrupt, newer or unreadable database: one line, before the screen opens
-    Store(app.db_path, notify=upgraded).close()
+        app = S3GymApp(db_path=db, default_model=model)  # reads the config file (ConfigError: one line)
+        if status is not None:
+            status.update(f"starting s3gym: opening {safe_markup(app.db_path, one_line=True, max_chars=300)} …")
+
+        def upgraded(line: str) -> None:  # said on stderr now and in the app once it is up
+            say_upgrade(line)
+            app.note_upgrade(line)
+
+        # a corrupt, newer or unreadable database: one line, before the screen opens
+        Store(app.db_path, notify=upgraded).close()
     app.run()
     if app.return_code:  # the app crashed (Textual printed why): the process says so too
         raise typer.Exit(app.return_code)

@@ -140,7 +140,15 @@ class ForkDialog(DialogScreen):
 
     Experience: `source` (the default: what the source saw at that step), `none`, or `run:<id>` (that
     run's latest state, a person's choice, recorded with the fork; the engine stops a borrow from the
-    source's own run at the source's state). `experiences` are (label, value) pairs."""
+    source's own run at the source's state). `experiences` are (label, value) pairs.
+
+    Keys: tab moves through the fields and buttons in order; enter forks from any field (the form is
+    complete with a model), on a button it presses that button, and in an open list it picks the
+    entry; space or the arrows open a list; escape cancels."""
+
+    BINDINGS = DialogScreen.BINDINGS + [Binding("enter", "fork", "Fork", id="dialog_fork", show=False,
+                                                priority=True)]
+    KEYS_HINT = "enter forks · tab moves to the next field · space or ↓ opens a list · esc cancels"
 
     def __init__(self, title: str, model: str, pathway: str, experiences: list[tuple[str, str]],
                  game: Optional[str] = None) -> None:
@@ -151,24 +159,36 @@ class ForkDialog(DialogScreen):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog dialog-wide"):
             yield Label(safe_text(self.title_text, one_line=True), classes="dialog-title")
-            yield Label("Model", classes="field-label")
-            yield ModelPicker(self.model, id="fork-model")
-            yield Label("Pathway, and the experience the fork sees", classes="field-label")
             with Horizontal(classes="field-row"):
+                yield Label("Model", classes="field-label-wide")
+                yield ModelPicker(self.model, id="fork-model")
+            with Horizontal(classes="field-row"):
+                yield Label("Pathway", classes="field-label-wide")
                 yield Select(PATHWAY_CHOICES, value=self.pathway if self.pathway != "trained" else "none",
                              allow_blank=False, id="fork-pathway")
+            with Horizontal(classes="field-row"):
+                yield Label("Experience", classes="field-label-wide")
                 yield Select([(safe_text(label, one_line=True), value) for label, value in self.experiences],
                              value=FORK_AS_SOURCE, allow_blank=False, id="fork-experience")
             yield Static("", id="fork-error", classes="dialog-text error")
+            yield Static(self.KEYS_HINT, id="fork-keys", classes="muted")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Fork", variant="primary", id="fork")
                 yield Button("Cancel", id="cancel")
 
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        if event.button.id != "fork":
-            self.dismiss(None)
-            return
+    def on_mount(self) -> None:
+        self.query_one("#fork-error").display = False
+        self.query_one(ModelPicker).fit(self.app.size.width)
+
+    def check_action(self, action: str, parameters: tuple) -> Optional[bool]:
+        if action == "fork":  # enter: a button presses itself, an open list picks its entry
+            focused = self.focused
+            return not isinstance(focused, Button) and not (focused is not None and focused.parent is not None
+                                                             and isinstance(focused.parent, Select))
+        return True
+
+    def action_fork(self) -> None:
+        """Fork with what the form holds, or say in the dialog what is missing."""
         model = self.query_one(ModelPicker).model
         error = self.query_one("#fork-error", Static)
         problem = "Choose a model (or type a litellm model string)." if not model else None
@@ -178,11 +198,19 @@ class ForkDialog(DialogScreen):
             problem = model_game_problem(model, self.game)
         if problem:  # said in the dialog (a notification would cover it)
             error.update(safe_text(f"✗ {problem}"))
+            error.display = True
             return
         choice = str(self.query_one("#fork-experience", Select).value)
         experience, _, run_id = choice.partition(":")
         self.dismiss({"model": model, "pathway": str(self.query_one("#fork-pathway", Select).value),
                       "experience": experience, "run_id": run_id or None})
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "fork":
+            self.action_fork()
+        else:
+            self.dismiss(None)
 
 
 class EpisodePickerDialog(DialogScreen):

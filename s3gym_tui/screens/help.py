@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import importlib
+import io
+from typing import Optional
 
 from rich import box
 from rich.columns import Columns
 from rich.console import Group
+from rich.segment import Segment
+from rich.style import Style
 from rich.table import Table
 from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.strip import Strip
 
 from s3gym_tui.engine.glossary import METRICS, REASONS, UNDEFINED, VERDICT_LABELS, VERDICT_MARKS, VERDICT_MEANINGS
 from s3gym_tui.engine.judging import VERDICTS
@@ -22,6 +26,7 @@ from s3gym_tui.widgets.verdicts import legend_rows
 from s3gym_tui.textgate import safe_markup
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
+from s3gym_tui.widgets.text_view import LinesView
 from s3gym_tui.screens.runtime import SteadyLayout
 
 # (title, module, class): the other screens are listed when their module exists
@@ -132,18 +137,91 @@ def help_renderable(app) -> Group:
                  Text(""), Text("Keys", style="bold"), Columns(tables, padding=(0, 3)))
 
 
+READING = "Reading the keys of every screen …"
+_RENDERED: dict[tuple, list[Strip]] = {}  # (width, theme, keymap) -> the help's lines: a second opening is instant
+
+
+def help_lines(app, width: int) -> list[Strip]:
+    """The help at `width` columns as lines. Seconds on a loaded machine (every screen's module is
+    imported for its keys, and the tables of keys are measured column by column): the help screen
+    calls this off the UI thread, with a console of its own."""
+    from rich.console import Console
+
+    console = Console(width=width, force_terminal=True, color_system="truecolor", legacy_windows=False,
+                      file=io.StringIO())
+    lines = console.render_lines(help_renderable(app), console.options.update_width(width), pad=False)
+    return [Strip(list(Segment.simplify(line))) for line in lines]
+
+
+class HelpView(LinesView, can_focus=True):
+    """The help's lines, scrolled; a line says they are being read until they are ready. Only the lines
+    on screen are drawn (a Static re-measured the whole help at every layout)."""
+
+    DEFAULT_CSS = """
+    HelpView { height: 1fr; padding: 0 2; overflow-y: scroll; }  /* its width never changes with its text */
+    """
+
+    def on_mount(self) -> None:
+        self.set_lines([Strip([Segment(READING, Style(italic=True))])], [READING])
+
+    def fit_width(self, width: int, repaint) -> None:
+        self.screen.read_help(width)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(strip.text.rstrip() for strip in self._strips)
+
+
 class HelpScreen(SteadyLayout, Screen):
-    """Keys of every screen, pathways and colours."""
+    """Keys of every screen, pathways and colours. The screen opens at once; its text is made off the
+    UI thread for the width it gets (help_lines) and kept for the next opening."""
 
     COMMANDS = {BindingCommands}
     BINDINGS = [Binding("escape,q", "app.pop_screen", "Close help", id="close_help")]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._shown: Optional[tuple] = None  # the key of the lines shown
+
+    @property
+    def busy(self) -> bool:
+        """True until the help's text is shown (tests' settle waits for it)."""
+        return self._shown is None
+
     def compose(self) -> ComposeResult:
         yield TitleBar()
-        with VerticalScroll(id="help-scroll"):
-            yield Static(id="help-text")
+        yield HelpView(id="help-text")
         yield KeyHints()
 
     def on_mount(self) -> None:
-        self.query_one("#help-text", Static).update(help_renderable(self.app))
-        self.query_one("#help-scroll").focus()
+        self.query_one(HelpView).focus()
+
+    def _key(self, width: int) -> tuple:
+        keymap = getattr(self.app.settings, "keymap", None) or {}
+        return width, self.app.theme, tuple(sorted(keymap.items()))
+
+    def read_help(self, width: int) -> None:
+        """Show the help at this width: at once when it was made before, else once a worker made it."""
+        key = self._key(width)
+        if key == self._shown:
+            return
+        if key in _RENDERED:
+            self._show(key, _RENDERED[key])
+        else:
+            self._make_lines(key)
+
+    @work(thread=True, group="help-render", exit_on_error=False)  # each width once; the one shown wins
+    def _make_lines(self, key: tuple) -> None:
+        lines = help_lines(self.app, key[0])
+        self.app.call_from_thread(self._rendered, key, lines)
+
+    def _rendered(self, key: tuple, lines: list[Strip]) -> None:
+        while len(_RENDERED) >= 8:
+            _RENDERED.pop(next(iter(_RENDERED)))
+        _RENDERED[key] = lines
+        if self.is_mounted and key == self._key(key[0]):
+            self._show(key, lines)
+
+    def _show(self, key: tuple, lines: list[Strip]) -> None:
+        self._shown = key
+        self.query_one(HelpView).set_lines(lines, [(key, n) for n in range(len(lines))], keep_scroll=True)

@@ -39,6 +39,26 @@ LIVE_ONLY = {"step", "run_pause", "stop", "restart", "take_over", "toggle_propos
 AGENT_MIN_WIDTH = 44  # the agent panel keeps at least this much beside the board
 LAYOUT_ACTIONS = ("toggle_board", "zoom_board", "zoom_agent")  # keys that change the layout: always in the footer
 MOVE_ACTIONS = ("prev_step", "next_step", "first_step", "last_step", "older_tick", "newer_tick")
+BORDER_TEXT_CHROME = 6  # a border's corners, lines and spaces around its title or subtitle
+
+
+def fit_subtitle(figures: list[tuple[int, str]], action: str, width: int) -> str:
+    """`figures` (weight, text: 0 is kept longest), joined by ' · ', the last one followed by
+    `: action`, in `width` cells. The action is cut first (to no less than a few characters), then
+    left out, then the figures of least weight are left out whole: a figure is never cut."""
+    kept = list(figures)
+
+    def joined(action: str = "") -> str:
+        return " · ".join([text for _, text in kept]) + (f": {action}" if action else "")
+
+    if len(joined(action)) <= width:
+        return joined(action)
+    room = width - len(joined()) - 2
+    if action and room >= 6:
+        return joined(action[:room - 1] + "…")
+    while len(kept) > 1 and len(joined()) > width:
+        kept.remove(max(kept, key=lambda figure: figure[0]))
+    return joined()
 
 
 class PlayScreen(SteadyLayout, Screen):
@@ -52,7 +72,7 @@ class PlayScreen(SteadyLayout, Screen):
     AUTO_FOCUS = "#steps"  # focused as the screen mounts (focusing later restyles and repaints)
     ALLOW_IN_MAXIMIZED_VIEW = "KeyHints, #bottom-row, TakeOverBox"  # a zoomed panel keeps the footer
     KEY_HINT_LINES = 2  # at 80 columns the layout keys and the play keys take two footer lines
-    HINTS_FIRST = ("step", "run_pause") + LAYOUT_ACTIONS
+    HINTS_FIRST = ("accept", "edit", "veto", "step", "run_pause") + LAYOUT_ACTIONS  # a/e/v: while a proposal waits
 
     COMMANDS = {BindingCommands}
     BINDINGS = [
@@ -62,10 +82,10 @@ class PlayScreen(SteadyLayout, Screen):
         Binding("R", "restart", "Restart", id="restart"),
         Binding("t", "take_over", "Take over", id="take_over"),
         Binding("p", "toggle_propose", "Propose/wait", id="propose_then_wait"),
-        Binding("a", "accept", "Accept", id="accept", show=False, priority=True),
+        Binding("a", "accept", "Accept", id="accept", priority=True),
         Binding("enter", "accept", "Accept", id="accept_enter", show=False, priority=True),
-        Binding("e", "edit", "Edit", id="edit", show=False),
-        Binding("v", "veto", "Veto", id="veto", show=False),
+        Binding("e", "edit", "Edit", id="edit"),
+        Binding("v", "veto", "Veto", id="veto"),
         Binding("c", "cancel", "Cancel call", id="cancel", show=False),
         Binding("escape", "cancel_or_back", "Back", id="back"),
         Binding("left", "prev_step", "Prev", id="prev_step", priority=True),
@@ -167,11 +187,12 @@ class PlayScreen(SteadyLayout, Screen):
 
     def on_resize(self) -> None:
         self._fit_board()
+        self._refit_subtitle()
 
-    def _fit_board(self, grow_only: bool = False) -> None:
+    def _fit_board(self, grow_only: bool = False) -> bool:
         """Give the board the width it needs (up to what leaves the agent panel usable). While an
         episode is shown the column only grows (a longer header line), so it does not jitter.
-        Narrow and short (80x24): see _fit_compact."""
+        Narrow and short (80x24): see _fit_compact. True when the board's column changed."""
         total, height = self.app.size
         board = self.query_one(BoardPanel)
         if total < 100:  # -narrow: the board spans the width, the CSS lays out the panels
@@ -179,17 +200,20 @@ class PlayScreen(SteadyLayout, Screen):
                 self._board_columns = 0
                 self._compact_columns = None
                 self.query_one("#play-body").styles.grid_columns = None
+            beside = self._compact_beside
             self._fit_compact(board, total, height)
-            return
+            return beside != self._compact_beside
         self._set_compact(False, 0)
         natural = board.natural_width(self.app.console)
         left = max(40, int(total * 0.38), min(natural, total - AGENT_MIN_WIDTH, int(total * 0.72)))
         if grow_only and left <= self._board_columns:
-            return
+            return False
         if left != self._board_columns:
             self._board_columns = left
             board.expected_width = left - PANEL_CHROME  # drawn at this width before the first layout
             self.query_one("#play-body").styles.grid_columns = f"{left} 1fr"
+            return True
+        return False
 
     def _fit_compact(self, board: BoardPanel, width: int, height: int) -> None:
         """Below 100 columns and 34 rows (80x24) the board and the steps share the screen and the
@@ -357,7 +381,8 @@ class PlayScreen(SteadyLayout, Screen):
             board.show_message(f"Cannot replay this episode: {exc}", "Error")
             return
         board.show_game(game, self._subtitle(game))
-        self._fit_board(grow_only=True)
+        if self._fit_board(grow_only=True):
+            self._refit_subtitle()
         if not from_cursor:
             self.query_one(StepsTable).move_cursor(self.position)
         agent = self.query_one(AgentPanel)
@@ -373,16 +398,36 @@ class PlayScreen(SteadyLayout, Screen):
         self.refresh_chrome()
 
     def _subtitle(self, game: Any) -> str:
+        """Where the board is, in the width of its border: every figure whole (the action gives way
+        first, then the figures of least weight are left out whole)."""
         ep = self.episode
-        parts = [ep.mode, f"seed {ep.seed}", f"step {game.steps}/{game.max_steps}"]
-        if self.position == 0:
-            parts.append("start")
-        else:
-            action = " ".join(self.steps[self.position - 1].action.split())
-            parts.append(f"after step {self.position - 1}: {action[:24] + ('…' if len(action) > 24 else '')}")
+        figures = [(4, ep.mode), (3, f"seed {ep.seed}"), (0, f"step {game.steps}/{game.max_steps}")]
         if self.position == len(self.steps) and (game.done or (ep.status != "running" and self.steps)):
-            parts.append(f"final score {game.score():g}")
-        return " · ".join(parts)
+            figures.append((1, f"final score {game.score():g}"))
+        action = ""
+        if self.position == 0:
+            figures.append((2, "start"))
+        else:
+            figures.append((2, f"after step {self.position - 1}"))
+            action = " ".join(self.steps[self.position - 1].action.split())
+        return fit_subtitle(figures, action[:24] + ("…" if len(action) > 24 else ""),
+                            self._board_outer_width() - BORDER_TEXT_CHROME)
+
+    def _board_outer_width(self) -> int:
+        """The board panel's width as the layout gives it (wide: its column, compact: beside the steps)."""
+        if self._board_columns:
+            return self._board_columns
+        return self._compact_beside if self.has_class("-beside") else self.app.size.width
+
+    def _refit_subtitle(self) -> None:
+        """The board's subtitle again for the board's width now (after a resize or a wider board)."""
+        if self.episode is None or self._boards is None or self.query_one(BoardPanel).game is None:
+            return
+        try:
+            game = self._board_at(self.position)
+        except Exception:  # noqa: BLE001 - show_position says why
+            return
+        self.query_one(BoardPanel).set_subtitle(self._subtitle(game))
 
     def _show_step(self, step: Step) -> None:
         store = self.app.store
@@ -465,9 +510,9 @@ class PlayScreen(SteadyLayout, Screen):
         self._refresh_bindings_if_changed()
 
     def _binding_state(self) -> tuple:
-        """What the key hints depend on. A waiting proposal is not part of it: accept, edit and veto
-        are shown on the proposal bar, so a proposal never costs a repaint of the hints."""
-        return (self.readonly, self.session is not None and self.session.done,
+        """What the key hints depend on (a waiting proposal: accept, edit and veto are in the footer
+        too, as well as on the proposal bar)."""
+        return (self.readonly, self.session is not None and self.session.done, self.proposal is not None,
                 self.episode is not None and self.episode.fork_of is not None, bool(self.steps),
                 self.episode is None)
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,6 +27,32 @@ from s3gym_tui.widgets.title_bar import TitleBar
 
 PROGRESS_FROM = 5_000  # steps waiting to be indexed from which the screen shows a progress bar
 LIMIT = 200
+MIN_LINE = 20  # a result's line keeps at least this many cells beside its indent
+
+
+@dataclass
+class HangingLines:
+    """A search result: lines each wrapped under its own indent at the width it is drawn (a long
+    reply line stays in its result's column instead of running back to the edge of the box)."""
+
+    lines: list[tuple[int, Text]]  # (indent, line)
+
+    @property
+    def text(self) -> Text:
+        """The lines as one Text (unwrapped)."""
+        return Text("\n").join(Text(" " * indent) + line for indent, line in self.lines)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        for indent, line in self.lines:
+            indent = min(indent, max(0, width - MIN_LINE))
+            for part in line.wrap(console, max(1, width - indent)):
+                part.rstrip()
+                yield Text(" " * indent) + part
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max((indent + line.cell_len for indent, line in self.lines), default=0)
+        return Measurement(min(widest, max(indent for indent, _ in self.lines) + MIN_LINE), widest)
 
 
 @dataclass
@@ -166,24 +194,27 @@ class SearchScreen(AnalysisScreen):
             results.highlighted = 1
 
     @staticmethod
-    def _hit_text(hit: SearchHit, terms) -> Text:
-        text = Text("  ")
+    def _hit_text(hit: SearchHit, terms) -> "HangingLines":
+        """The hit's line (its figures first, whole) and its matching lines, each under its indent."""
+        text = Text()
         if hit.kind == "step":
             text.append(f"step {hit.step_index}", style="cyan")
-            text.append(f"  {safe(hit.action or '', one_line=True, max_chars=60)}", style="bold")
             text.append(f"  s {fmt(hit.self_score)} · r {fmt(hit.reward)} · {hit.verdict}")
             if hit.actor and hit.actor != "model":
                 text.append(f" ({hit.actor})", style="magenta")
+            text.append(f"  {safe(hit.action or '', one_line=True, max_chars=60)}", style="bold")
         elif hit.kind == "summary":
             text.append(f"summary v{hit.version}", style="cyan")
         else:
             text.append("episode note", style="cyan")
         if hit.labels:
             text.append("  [" + ", ".join(safe(lab, one_line=True) for lab in hit.labels) + "]", style="yellow")
+        lines = [(2, text)]
         for name, line in hit.lines:
-            text.append(f"\n      {name}: ", style="dim")
-            text.append_text(highlighted(line, terms))
-        return text
+            detail = Text(f"{safe(name, one_line=True)}: ", style="dim")
+            detail.append_text(highlighted(line, terms))
+            lines.append((6, detail))
+        return HangingLines(lines)
 
     # ----- acting on a hit ------------------------------------------------------------------
     def selected_hit(self) -> Optional[SearchHit]:

@@ -1,6 +1,9 @@
 """SQLite persistence of s3gym (runs, episodes, steps, versioned summaries, checkpoints, datasets)
 and the held-out guard; no UI imports here. One Store per thread: see `store.py`."""
 
+from s3gym_tui.store.sqlite_import import import_sqlite_utils
+
+import_sqlite_utils()  # before any module of the store imports it: without pandas and numpy  # noqa: E402
 from s3gym_tui.store.audit import AuditReport, Finding, audit
 from s3gym_tui.store.errors import LeakageError, StoreError
 from s3gym_tui.store.records import (Dataset, DatasetRow, ExpertRef, LossPoint, Study, Training,

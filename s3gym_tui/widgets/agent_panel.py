@@ -15,7 +15,7 @@ from textual.widgets import Static
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK
 from s3gym_tui.models import Episode, Step
-from s3gym_tui.textgate import safe_text
+from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import TextView
 from s3gym_tui.widgets.verdicts import (judged_value, judgement_text, range_note, range_note_text,
@@ -101,8 +101,11 @@ _MESSAGE_LINES: dict[tuple, tuple[list[Text], bool, bool]] = {}  # consecutive p
 
 def _message_lines(role: str, content: str, accent: str, warning: str,
                    secondary: str) -> tuple[list[Text], bool, bool]:
-    """One message as lines (its role, its content, a blank), with the marks styled."""
-    lines = [Text(f" {role} ", style="bold reverse")]
+    """One message as lines (its role, its content, a blank), with the marks styled. The text goes
+    through the gate before it becomes a Rich Text (a Text drops BEL, backspace, VT, FF and CR
+    without a trace; the gate shows them: ␇ ␈), and the marks are found in the gated text."""
+    content = safe(content, max_chars=None)
+    lines = [Text(f" {safe(role, one_line=True)} ", style="bold reverse")]
     hint_marked = cut_marked = False
     marks: list[tuple[int, int, str]] = []  # (start, end, style) in content offsets
     at = content.find(HINT_HEADER)
@@ -133,12 +136,63 @@ def format_prompt(prompt_json: str, app=None) -> tuple[Text, bool, bool]:
     return Text("\n").join(lines), hint, cut
 
 
-def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
-               cost: Optional[float], cached: Optional[int] = None) -> str:
-    """`cached`: input tokens read from the provider's prompt cache (None: not said, not shown)."""
+def usage_parts(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
+                cost: Optional[float], cached: Optional[int] = None) -> list[str]:
+    """The figures of a call (or of all calls): `label: N in`, `N out`, `N ms`, the cost. `cached`: input
+    tokens read from the provider's prompt cache (None: not said, not shown)."""
     money = "–" if cost is None else f"${cost:.4f}"
     read = f" ({cached:,} cached)" if cached is not None else ""
-    return f"{label}: {tokens_in:,} in{read} · {tokens_out:,} out · {latency_ms:,.0f} ms · {money}"
+    return [f"{label}: {tokens_in:,} in{read}", f"{tokens_out:,} out", f"{latency_ms:,.0f} ms", money]
+
+
+def usage_line(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
+               cost: Optional[float], cached: Optional[int] = None) -> str:
+    return " · ".join(usage_parts(label, tokens_in, tokens_out, latency_ms, cost, cached))
+
+
+def figure_lines(parts: Sequence[str], width: int, separator: str = " · ") -> list[str]:
+    """`parts` joined by `separator`, a new line between two parts where the next would not fit: a part
+    (a figure with its unit) is never cut. A part wider than the whole width has a line of its own."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(separator) + len(part) <= width:
+            lines[-1] += separator + part
+        else:
+            lines.append(part)
+    return lines or [""]
+
+
+class FiguresLine(Static):
+    """A line of figures (the call's usage, the totals) that wraps between figures instead of cutting
+    one: a row more when the panel is narrow. The layout is asked again only when the row count
+    changes (a new step's figures mostly keep it)."""
+
+    DEFAULT_CSS = """
+    FiguresLine { height: auto; }
+    """
+
+    def __init__(self, *, id: Optional[str] = None, classes: Optional[str] = None) -> None:
+        super().__init__("", id=id, classes=classes)
+        self.parts: list[str] = []
+
+    def set_parts(self, parts: Sequence[str]) -> None:
+        parts = [safe(p, one_line=True) for p in parts]
+        if parts == self.parts:
+            return
+        width = self.content_region.width
+        rows = len(figure_lines(self.parts, width)) if width else 0
+        self.parts = parts
+        self.refresh(layout=not width or len(figure_lines(parts, width)) != rows)
+
+    @property
+    def text(self) -> str:
+        return " · ".join(self.parts)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(figure_lines(self.parts, max(1, width)))
+
+    def render(self) -> Text:
+        return Text("\n".join(figure_lines(self.parts, max(1, self.content_region.width))))
 
 
 class SectionTitle(Static):
@@ -215,8 +269,9 @@ class ClampedText(Static):
         last = lines[height - 1].copy()
         last.rstrip()
         room = max(0, width - len(more))
-        if len(last) > room:
-            last.truncate(room)
+        if len(last) > room:  # cut between words: a figure (a reward, a coordinate) is never cut in two
+            space = last.plain.rfind(" ", 0, room + 1)
+            last.truncate(space if space > 0 else room)
         last.append_text(more)
         last.truncate(width)
         return Text("\n").join(lines[: height - 1] + [last])
@@ -230,13 +285,11 @@ class AgentPanel(Vertical):
     DEFAULT_CSS = """
     AgentPanel { layout: vertical; }
     AgentPanel #agent-context { height: auto; max-height: 2; }
-    AgentPanel #agent-usage, AgentPanel #agent-totals { height: 1; }
     AgentPanel #agent-action { height: 2; }
     AgentPanel #agent-feedback { height: 3; }
     AgentPanel.-maximized #agent-action, AgentPanel.-maximized #agent-feedback { height: auto; }
     AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
     AgentPanel #agent-warning.-shown { display: block; }
-    AgentPanel .fixed { text-wrap: nowrap; text-overflow: ellipsis; }
     AgentPanel #agent-prompt { height: 1fr; overflow-y: scroll; }  /* a bar that never comes and goes: no relayout */
     AgentPanel #agent-reply { height: 5; }
     """
@@ -254,8 +307,8 @@ class AgentPanel(Vertical):
         yield Static("", id="agent-warning")
         yield ClampedText(id="agent-action")
         yield ClampedText(id="agent-feedback")
-        yield Static("", id="agent-usage", classes="fixed")
-        yield Static("", id="agent-totals", classes="fixed")
+        yield FiguresLine(id="agent-usage")
+        yield FiguresLine(id="agent-totals")
         yield SectionTitle("Raw reply", "agent-reply", id="reply-box")
         yield TextView(id="agent-reply")
         yield SectionTitle("Prompt as sent", "agent-prompt", id="prompt-box")
@@ -287,18 +340,18 @@ class AgentPanel(Vertical):
             self.query_one("#agent-context", Static).update("")
             return
         text = Text()
-        text.append(f"{episode.model}", style="bold")
+        text.append(safe(episode.model, one_line=True), style="bold")
         text.append(f" · pathway {episode.pathway}")
         if episode.pathway == "history":
             text.append(f" · history of {len(episode.history_episode_ids)} episode(s)")
             if episode.history_cut:
                 text.append(f" · {episode.history_cut} older dropped", style="bold")
         elif episode.pathway == "summary":
-            text.append(f" · {summary_label or 'no summary yet'}")
+            text.append(f" · {safe(summary_label, one_line=True) or 'no summary yet'}")
         if episode.fork_of:
             text.append(f" · fork of {episode.fork_of} after {episode.fork_step} step(s)")
             if context:
-                text.append(f" · context: {context}", style="bold")
+                text.append(f" · context: {safe(context, one_line=True)}", style="bold")
         self.query_one("#agent-context", Static).update(safe_text(text, one_line=True))
 
     def show_warning(self, warning: Optional[str]) -> None:
@@ -311,38 +364,38 @@ class AgentPanel(Vertical):
         """The game's agent-visible feedback line; `label` says which step it belongs to."""
         text = Text()
         text.append(f"Feedback{' of ' + label if label else ''} (agent-visible): ", style="bold")
-        text.append(feedback or "–")
+        text.append(safe(feedback, max_chars=2000) or "–")  # gated first: a Text drops BEL and backspace
         self.query_one("#agent-feedback", ClampedText).set_text(safe_text(text, max_chars=2000))
 
     def show_totals(self, steps: Sequence[Step]) -> None:
         calls = [s for s in steps if s.reply]
         costs = [s.cost for s in calls if s.cost is not None]
         cached = [s.tokens_cached for s in calls if s.tokens_cached is not None]
-        line = usage_line(f"Totals ({len(calls)} call(s))", sum(s.tokens_in for s in calls),
-                          sum(s.tokens_out for s in calls), sum(s.latency_ms for s in calls),
-                          sum(costs) if costs else None, sum(cached) if cached else None)
-        self.query_one("#agent-totals", Static).update(line, layout=False)
+        parts = usage_parts(f"Totals ({len(calls)} call(s))", sum(s.tokens_in for s in calls),
+                            sum(s.tokens_out for s in calls), sum(s.latency_ms for s in calls),
+                            sum(costs) if costs else None, sum(cached) if cached else None)
+        self.query_one("#agent-totals", FiguresLine).set_parts(parts)
 
     # ----- one step or proposal -------------------------------------------------------------
     def show_view(self, view: Optional[StepView]) -> None:
         self.shown = view
         action = self.query_one("#agent-action", ClampedText)
-        usage = self.query_one("#agent-usage", Static)
+        usage = self.query_one("#agent-usage", FiguresLine)
         reply = self.query_one("#agent-reply", TextView)
         if view is None:
             action.set_text(Text(self.empty_hint, style="italic"))
-            usage.update("", layout=False)
+            usage.set_parts([])
             reply.show(Text())
             self.query_one("#reply-box", SectionTitle).title = "Raw reply"
             self._render_prompt()
             return
         line = Text()
         line.append(f"{view.title}: ", style="bold")
-        line.append(view.action if view.action is not None else "<no parsable answer>",
+        line.append(safe(view.action, max_chars=2000) if view.action is not None else "<no parsable answer>",
                     style="bold reverse")
         line.append(f"  by {view.actor}")
         if view.proposed_action is not None:
-            line.append(f" (model proposed {view.proposed_action})")
+            line.append(f" (model proposed {safe(view.proposed_action, max_chars=2000)})")
         outside = view.range_note is not None
         if view.reward is None:  # a proposal: nothing to judge against yet
             line.append(" · self-score ")
@@ -361,15 +414,15 @@ class AgentPanel(Vertical):
         if view.valid is False:
             line.append(" · invalid action", style="bold")
         if view.fault:
-            line.append(f" · fault: {view.fault}", style="italic")
+            line.append(f" · fault: {safe(view.fault, max_chars=2000)}", style="italic")
         action.set_text(safe_text(line, max_chars=2000))
-        usage.update(usage_line("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
-                                view.tokens_cached)
-                     if view.reply else "Call: none (action typed by a person)", layout=False)
+        usage.set_parts(usage_parts("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
+                                    view.tokens_cached)
+                        if view.reply else ["Call: none (action typed by a person)"])
         body = view.reply or "(no model reply: typed by a person)"
         if len(body) > REPLY_DISPLAY_CAP:
             body = body[:REPLY_DISPLAY_CAP] + f"\n… ({len(view.reply) - REPLY_DISPLAY_CAP:,} more characters stored)"
-        reply.show(Text(body))
+        reply.show(Text(safe(body, max_chars=None)))  # gated before it is a Text (which drops BEL, backspace)
         self.query_one("#reply-box", SectionTitle).title = f"Raw reply · {view.title}"
         self._render_prompt()
 

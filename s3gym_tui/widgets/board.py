@@ -77,6 +77,11 @@ class BoardPanel(LinesView, can_focus=True):
         self._game, self._subtitle = game, subtitle
         self._draw()
 
+    def set_subtitle(self, subtitle: str) -> None:
+        """A new subtitle for the board shown (e.g. fitted to a new width); only its line is repainted."""
+        self._subtitle = subtitle
+        self.set_border(subtitle=subtitle)
+
     def move_focus(self, delta: int) -> None:
         """Page the large board `delta` boards back (positive) or forward, for games that have several."""
         if self._game is None or not renders_with_focus(self._game):
@@ -90,7 +95,7 @@ class BoardPanel(LinesView, can_focus=True):
         try:
             renderable = self._render_game(game)
         except Exception as exc:  # noqa: BLE001 - a game bug must not take the UI down
-            renderable = Text(f"cannot render the board: {exc}", style="bold")
+            renderable = Text(safe(f"cannot render the board: {exc}"), style="bold")
         frames = getattr(renderable, "frames", None)
         title = getattr(game, "title", None) or getattr(game, "name", "Board")
         if frames:

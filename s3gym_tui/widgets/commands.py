@@ -1,4 +1,4 @@
-"""A command-palette provider that offers the active bindings of the current screen as commands."""
+"""A command-palette provider that offers the bindings of the current screen (and the app) as commands."""
 
 from __future__ import annotations
 
@@ -8,18 +8,36 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 
 class BindingCommands(Provider):
-    """Every enabled binding with a description on the calling screen (and its focused widget)
-    becomes a palette command, so each key is also reachable by name."""
+    """Every enabled binding with a description on the calling screen (its focused widget's, the
+    screen's own and the app's) becomes a palette command, so each key is also reachable by name.
+
+    The screen's and the app's own bindings are offered even while a text field has the focus and
+    takes their keys for typing (Textual then leaves them out of the active bindings): a command
+    needs no key, and "pairs" must find Compare pairs whether or not the seed field has the focus."""
+
+    def _bindings(self) -> list[tuple[object, object, bool]]:
+        """(namespace, binding, enabled): the active ones first, then the screen's and the app's own."""
+        screen, app = self.screen, self.app
+        found = [(active.node, active.binding, active.enabled) for active in screen.active_bindings.values()]
+        keymap = getattr(app, "_keymap", None)
+        for node in (screen, app):
+            # Node._bindings (the bindings after the keymap) is private: tests/ui/test_whole_figures.py
+            # fails if it moves
+            bindings = node._bindings.copy()
+            if keymap:
+                bindings.apply_keymap(keymap)
+            for _key, binding in bindings:
+                allowed = node.check_action(binding.action, ()) if "." not in binding.action else True
+                if allowed is not False:
+                    found.append((node, binding, bool(allowed)))
+        return found
 
     def _commands(self) -> list[tuple[str, str, object]]:
         seen: set[tuple[int, str]] = set()
         found: list[tuple[str, str, object]] = []
-        screen = self.screen
-        for key, active in screen.active_bindings.items():
-            binding = active.binding
-            if not active.enabled or not binding.description:
+        for namespace, binding, enabled in self._bindings():
+            if not enabled or not binding.description:
                 continue
-            namespace = active.node
             mark = (id(namespace), binding.action)
             if mark in seen:
                 continue

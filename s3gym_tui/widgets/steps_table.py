@@ -31,6 +31,12 @@ ACTOR_LABELS = {"model": "model", "human": "human", "human-edit": "edit"}
 START_LABEL = "start"
 
 
+def one_line(text: str) -> str:
+    """Stored text as one line of single spaces, through the gate before it becomes a Rich Text (a
+    Text drops BEL, backspace, VT and FF without a trace; the gate shows them: ␇ ␈ ␋ ␌)."""
+    return " ".join(safe(text, one_line=True, max_chars=2000).split())
+
+
 def clip(text: str, width: int) -> str:
     """One line of `width` cells at most, through the gate (every cell is drawn through here)."""
     text = safe(" ".join(str(text).split()), one_line=True, max_chars=max(width, 0) + 1)
@@ -53,6 +59,12 @@ BASE_COLUMNS = (Column("index", "#", 3, True), Column("s", "s", S_WIDTH, True), 
                 Column("actor", "by", 5))
 ORIGINAL = Column("original", "original", 16)
 JUDGED_KEYS = ("s", "r", "verdict")  # the cells drawn in the verdict's colour
+FIGURE_KEYS = ("index", "s", "r")  # figures: their columns widen to the widest one, the action gives way
+
+
+def figures(step: Step) -> dict[str, str]:
+    """The figures of a step's row as drawn."""
+    return {"index": str(step.index), "s": format_score(step.self_score), "r": f"{step.reward:g}"}
 
 
 class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
@@ -102,6 +114,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self._game: Optional[str] = None  # the episode's game and mode: the range its self-scores are checked against
         self._mode: Optional[str] = None
         self._outside = False  # some step's self-score is out of range: the legend says what the mark means
+        self._figure_widths: dict[str, int] = {}  # the widest figure of each figure column so far
 
     def on_mount(self) -> None:
         self.border_title = "Steps: self-judged s vs verifier r"
@@ -146,6 +159,8 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self._outside = any(self._out_of_range(s) for s in self._steps)
         self._show_legend()
         self.cursor_row = min(self.cursor_row, len(self._steps))
+        self._figure_widths = {}
+        self._fit_figures(self._steps)
         self._repaint_all()
         self._update_virtual_size()
 
@@ -157,6 +172,8 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
             self._outside = True
             self._show_legend()
         self._update_virtual_size()
+        if self._fit_figures([step]):  # a wider figure: every row's columns move
+            self._repaint_all()
         if follow:
             self.move_cursor(len(self._steps))
         else:
@@ -237,10 +254,24 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self._cache.clear()
 
     # ----- drawing -----------------------------------------------------------------------
+    def _fit_figures(self, steps: Sequence[Step]) -> bool:
+        """Widen the figure columns to the widest figure of `steps`; True when one widened."""
+        widened = False
+        for step in steps:
+            for key, text in self._figures(step).items():
+                if len(text) > self._figure_widths.get(key, 0):
+                    self._figure_widths[key] = len(text)
+                    widened = True
+        return widened
+
     def _columns(self, width: int) -> list[tuple[Column, int]]:
         """The columns that fit: in a narrow table `judged` (the mark and the colours tell it), then
-        `by`, then `original` give their room to the action; the mark is always there."""
-        columns = list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])
+        `by`, then `original` give their room to the action; the mark is always there. A figure column
+        is as wide as its widest figure (a chess reward 0.166667): the action gives way, a figure is
+        never cut."""
+        columns = [Column(c.key, c.label, max(c.width, self._figure_widths.get(c.key, 0)), c.right)
+                   if c.key in FIGURE_KEYS else c
+                   for c in list(BASE_COLUMNS) + ([ORIGINAL] if self._original is not None else [])]
         for optional in ("verdict", "actor", "original"):
             fixed = sum(c.width + 1 for c in columns if c.width)
             if width - fixed - 1 >= 15:
@@ -262,32 +293,28 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         colours = verdict_colours(self.app)
         kind = verdict(step.self_score, step.reward)
         style = colours[kind]
-        action = Text(" ".join(step.action.split()) + ("" if step.valid else " ✗"),
-                      style="" if step.valid else "italic")
-        cells = {"index": Text(str(step.index)), "s": self._self_score_cell(step, style),
-                 "r": Text(f"{step.reward:g}", style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
+        action = Text(one_line(step.action) + ("" if step.valid else " ✗"), style="" if step.valid else "italic")
+        shown = self._figures(step)
+        outside = self._out_of_range(step)  # bold, with the mark after the (whole) number
+        cells = {"index": Text(shown["index"]), "s": Text(shown["s"], style=f"bold {style}" if outside else style),
+                 "r": Text(shown["r"], style=style), "mark": Text(VERDICT_MARKS[kind], style=f"bold {style}"),
                  "verdict": Text(VERDICT_LABELS[kind], style=f"bold {style}"), "action": action,
                  "actor": Text(ACTOR_LABELS.get(step.actor, step.actor))}
         if self._original is not None:
             if step.index < len(self._original):
                 theirs = self._original[step.index].action
                 same = theirs == step.action
-                cells["original"] = Text(("= " if same else "≠ ") + " ".join(theirs.split()),
-                                         style="dim" if same else "bold")
+                cells["original"] = Text(("= " if same else "≠ ") + one_line(theirs), style="dim" if same else "bold")
             else:
                 cells["original"] = Text("–", style="dim")
         return cells
 
-    def _self_score_cell(self, step: Step, style: str) -> Text:
-        """s in the verdict's colour; out of range, bold with the mark after it (the number is cut, never
-        the mark, when both do not fit the column)."""
-        text = format_score(step.self_score)
-        if not self._out_of_range(step):
-            return Text(text, style=style)
-        room = S_WIDTH - len(OUT_OF_RANGE_MARK)
-        if len(text) > room:
-            text = text[: room - 1] + "…"
-        return Text(text + OUT_OF_RANGE_MARK, style=f"bold {style}")
+    def _figures(self, step: Step) -> dict[str, str]:
+        """The row's figures as drawn: s carries the mark when it is out of the game's step range."""
+        shown = figures(step)
+        if self._out_of_range(step):
+            shown["s"] += OUT_OF_RANGE_MARK
+        return shown
 
     def _line(self, cells: dict[str, Text], width: int, base: Style, cursor: bool = False) -> Strip:
         """One row: each cell in its own style over the row's (plain, odd or cursor) style.

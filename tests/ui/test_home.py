@@ -15,6 +15,7 @@ from s3gym_tui.screens.play import PlayScreen
 from s3gym_tui.screens.run_dialog import RunDialog
 from s3gym_tui.store import Store
 from s3gym_tui.widgets.model_picker import ModelPicker
+from tests.ui.settle import settle
 
 
 @pytest.fixture
@@ -222,8 +223,9 @@ async def test_help_lists_the_keys_of_every_screen(app):
             if binding.description:
                 assert binding.description in text
         assert "Take over" in text and "over-confidence" in text and "Hint Messages" in text
-        shown = str(screen.query_one("#help-text").render())  # the screen renders the same content
-        assert shown
+        await settle(pilot)  # the text is made off the UI thread
+        shown = screen.query_one("#help-text").text  # the screen shows the same content
+        assert "Take over" in shown and "over-confidence" in shown and "Hint Messages" in shown
         await pilot.press("escape")
         assert isinstance(pilot.app.screen, HomeScreen)
 

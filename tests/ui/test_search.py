@@ -54,7 +54,7 @@ async def test_slash_opens_search_and_the_results_hold_the_filters(demo_db, sett
         headers = [o for o in results._options if o.disabled]
         assert len(headers) == len({h.episode_id for h in screen.hits})
         # the matching words are highlighted in the lines shown
-        shown = results.get_option_at_index(1).prompt
+        shown = results.get_option_at_index(1).prompt.text
         styled = {shown.plain[s.start:s.end].lower() for s in shown.spans if s.style == MATCH_STYLE}
         assert styled & {"opponent", "cheat"}
 
@@ -125,7 +125,7 @@ async def test_hostile_text_is_gated_in_the_results(demo_db, settings):
         await settle(pilot)
         screen = await search_for(pilot, app, "zebra")
         (hit,) = screen.hits
-        text = screen.query_one("#search-results").get_option_at_index(1).prompt.plain
+        text = screen.query_one("#search-results").get_option_at_index(1).prompt.text.plain
         assert "\x1b" not in text and "\u202e" not in text and "\x9b" not in text
         assert "␛" in text and "\\u202e" in text
 

@@ -101,7 +101,7 @@ def test_play_proposal_waiting_snapshot(snap_compare, snapshot_app):
 def test_help_snapshot(snap_compare, snapshot_app):
     async def run_before(pilot) -> None:
         await pilot.press("question_mark")
-        await pilot.pause()
+        await settle(pilot)  # the help's text is made off the UI thread
 
     assert snap_compare(snapshot_app(), terminal_size=(120, 40), run_before=run_before)
 
