@@ -74,11 +74,13 @@ def open_demo(app) -> None:
     from s3gym_tui.engine.demo import schedule
 
     plan = schedule()
+    sweep = plan.sweep()
     contrast = f" and one short run of {plan.contrast.model}" if plan.contrast is not None else ""
     app.push_screen(ConfirmDialog(
-        f"Build the demo database?\nThe glass-box learner on the seven games x none, history and summary{contrast}, "
-        f"offline, a few minutes on 2 cores, into\n{target}\nThen the app switches to it and opens the tour "
-        f"(your database stays as it is).", yes="Build it (y)", no="Cancel"), build)
+        f"Build the demo database?\nThe glass-box learner on {len(sweep.games)} games x "
+        f"{', '.join(sweep.pathways)}{contrast}, offline (a few minutes on 2 cores), into\n{target}\nThen the "
+        f"app switches to it and opens the tour (your database stays as it is).", yes="Build it (y)",
+        no="Cancel"), build)
 
 
 class DemoBuildDialog(DialogScreen):

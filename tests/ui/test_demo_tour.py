@@ -172,3 +172,32 @@ async def test_compare_highlights_what_each_reply_cites_at_the_first_divergence(
             scroll = side.query_one(".side-context")
             row = side.focus_row()
             assert row is not None and scroll.scroll_y <= row < scroll.scroll_y + scroll.size.height
+
+
+async def test_d_builds_the_demo_database_as_its_own_process_then_switches_to_it(tmp_path, settings, demo_home,
+                                                                                 monkeypatch):
+    """The whole newcomer path from another database: d, Build, `s3gym demo` runs as a process of its own
+    (the test-only small schedule, inherited), its progress shown, then the app is on the demo's tour."""
+    import json
+
+    from s3gym_tui.engine import demo
+    from s3gym_tui.screens.demo import DemoBuildDialog
+    from s3gym_tui.screens.tour import TourScreen
+
+    monkeypatch.setenv(demo.SCHEDULE_ENV, json.dumps({"games": ["trust"], "explore_episodes": 1, "eval_every": 1,
+                                                      "eval_episodes": 1, "step_cap": 3, "contrast": None}))
+    mine = tmp_path / "mine.db"
+    app = S3GymApp(db_path=mine, settings=settings)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        await pilot.press("y")
+        dialog = await until(pilot, lambda: isinstance(app.screen, DemoBuildDialog) and app.screen, what="the build")
+        await until(pilot, lambda: not dialog.is_attached or "PID" in dialog.query_one("#demo-log").content.plain,
+                    timeout=120, what="the build followed")
+        await until(pilot, lambda: isinstance(app.screen, TourScreen), timeout=300, what="the tour")
+        await settle(pilot)
+        assert app.db_path == demo_home and demo.mark_of_file(demo_home).status == "ready"
+        assert app.screen.tour is not None and app.screen.tour.stops[0].run_ids
+        assert mine.exists()  # the database the app was on is still there, untouched
