@@ -32,7 +32,8 @@ from s3gym_tui.widgets.verdicts import judged_value, judgement_text, legend, mar
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"
 CONTEXT_CHARS = 20_000  # of a Hint Messages block shown per side (the newest part of a long history)
-MAX_LACKING = 3  # rules the other side cited that a summary lacks, named under the reply
+MAX_LACKING = 1  # rules the other side cited that a summary lacks, named under its step (the others counted)
+MAX_ABSENT = 3  # cited steps the context shown does not hold, named under the reply
 
 
 def side_label(episode: Episode) -> str:
@@ -359,7 +360,7 @@ class CompareScreen(AnalysisScreen):
             text.stylize(CITED_STYLE, start, end)
         first = own.spans[0][0] if own.spans else None
         line = text.plain.count("\n", 0, first) if first is not None else None
-        for what in (found.absent if found else ())[:MAX_LACKING]:
+        for what in (found.absent if found else ())[:MAX_ABSENT]:
             text.append(f"\n({what} is not in the context shown)", style="dim italic")
         return text, line
 
@@ -372,7 +373,7 @@ class CompareScreen(AnalysisScreen):
             if gap.near:
                 text.append(" (only other options for that situation)", style="yellow")
         if len(missing) > MAX_LACKING:
-            text.append(f"\n✗ and {len(missing) - MAX_LACKING} more of {other_name}'s rules", style="bold yellow")
+            text.append(f" (and {len(missing) - MAX_LACKING} more of {other_name}'s rules)", style="yellow")
         return text
 
     def _draw_marker(self) -> None:

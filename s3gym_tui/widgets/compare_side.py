@@ -33,8 +33,8 @@ class CompareSide(Vertical):
 
     DEFAULT_CSS = """
     CompareSide { width: 1fr; height: 1fr; border: round $primary-darken-2; }
-    CompareSide BoardPanel { height: auto; max-height: 60%; padding: 0 1; }
-    CompareSide .side-step { height: auto; padding: 0 1; background: $boost; }
+    CompareSide BoardPanel { height: auto; max-height: 35%; padding: 0 1; }  /* the context keeps room */
+    CompareSide .side-step { height: auto; max-height: 7; padding: 0 1; background: $boost; }
     CompareSide .side-reply { height: auto; max-height: 7; border-top: solid $primary-darken-3;
                               scrollbar-gutter: stable; }
     CompareSide .side-reply Static { padding: 0 1; }
