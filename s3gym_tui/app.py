@@ -31,8 +31,9 @@ class S3GymApp(App):
     ]
 
     def __init__(self, db_path: Optional[Path] = None, default_model: Optional[str] = None,
-                 settings: Optional[Settings] = None) -> None:
+                 settings: Optional[Settings] = None, tour: bool = False) -> None:
         super().__init__()
+        self.start_tour = tour  # open the demo's guided tour over Home (`s3gym demo`)
         from s3gym_tui.textgate import GatedConsole
 
         # what Textual prints when the app ends on an error (a traceback quoting stored text) is gated too
@@ -118,7 +119,7 @@ class S3GymApp(App):
 
     def _open_home(self) -> None:
         """Home, the bottom screen of the app (once; a key pressed during the splash opens its screen
-        over Home: push_screen comes here first)."""
+        over Home: push_screen comes here first), and the demo's tour over it when asked for."""
         if not self._home_pending:
             return
         self._home_pending = False
@@ -126,6 +127,8 @@ class S3GymApp(App):
         from s3gym_tui.screens.runtime import tune_gc
 
         self.push_screen(HomeScreen())
+        if self.start_tour:
+            self.open_tour()
         self.call_after_refresh(tune_gc)
 
     def _poll_store(self) -> None:
@@ -183,6 +186,37 @@ class S3GymApp(App):
         return super().notify(safe(message, max_chars=2000, max_lines=12), title=safe(title, one_line=True, max_chars=200),
                               severity=severity, timeout=timeout, markup=False)
 
+    async def open_database(self, path: Path, tour: bool = False) -> bool:
+        """Switch the app to another database (Home's demo entry): every screen closes, Home opens on it
+        (and the tour). Refused while a run started from this app is running; False when refused."""
+        from s3gym_tui.screens.home import HomeScreen
+        from s3gym_tui.screens.run_control import children
+        from s3gym_tui.store import Store, StoreError
+        from s3gym_tui.store.watch import StoreWatcher
+
+        if getattr(self, "child_runs", None) and children(self).alive():
+            self.notify("A run started from this app is still running: stop it or wait before switching "
+                        "databases.", severity="warning")
+            return False
+        try:
+            store = Store(path, notify=self.note_upgrade)
+        except StoreError as exc:
+            self.notify(f"Cannot open {path}: {exc}", severity="error")
+            return False
+        while len(self.screen_stack) > 1:
+            await self.pop_screen()
+        for old in (self._watcher, self._store):
+            if old is not None:
+                old.close()
+        self.db_path, self._store, self.child_runs = Path(path), store, None
+        self._watcher = StoreWatcher(self.db_path)
+        self._watcher.changed()
+        self.store_generation += 1
+        await self.push_screen(HomeScreen())
+        if tour:
+            self.open_tour()
+        return True
+
     # ----- navigation (lazy imports keep start-up fast) -----------------------------------
     def open_play(self, **options) -> None:
         from s3gym_tui.screens.play import PlayScreen
@@ -205,30 +239,38 @@ class S3GymApp(App):
 
         self.push_screen(ProtocolScreen(run_id))
 
-    def open_summaries(self, run_id: str) -> None:
+    def open_summaries(self, run_id: str, select: Optional[str] = None) -> None:
+        """A run's summary versions (`select`: a version's id, selected)."""
         from s3gym_tui.screens.summaries import SummariesScreen
 
-        self.push_screen(SummariesScreen(run_id))
+        self.push_screen(SummariesScreen(run_id, select=select))
 
-    def open_compare(self, episode_a: str, episode_b: str) -> None:
+    def open_compare(self, episode_a: str, episode_b: str, at_divergence: bool = False) -> None:
         from s3gym_tui.screens.compare import CompareScreen
 
-        self.push_screen(CompareScreen(episode_a, episode_b))
+        self.push_screen(CompareScreen(episode_a, episode_b, at_divergence))
 
     def open_credit(self, episode_ids: list[str], at_step: Optional[int] = None) -> None:
         from s3gym_tui.screens.credit import CreditScreen
 
         self.push_screen(CreditScreen(episode_ids, at_step=at_step))
 
-    def open_pairs(self) -> None:
+    def open_pairs(self, winner: str = "all") -> None:
         from s3gym_tui.screens.pairs import PairsScreen
 
-        self.push_screen(PairsScreen())
+        self.push_screen(PairsScreen(winner=winner))
 
-    def open_report(self, run_ids: list[str]) -> None:
+    def open_report(self, run_ids: list[str], at: Optional[str] = None) -> None:
+        """The report of these runs (`at`: a table's name, e.g. "delta", scrolled to and focused)."""
         from s3gym_tui.screens.report import ReportScreen
 
-        self.push_screen(ReportScreen(run_ids))
+        self.push_screen(ReportScreen(run_ids, at=at))
+
+    def open_tour(self) -> None:
+        """The demo's guided tour (on a demo database)."""
+        from s3gym_tui.screens.tour import TourScreen
+
+        self.push_screen(TourScreen())
 
     def open_sweeps(self, sweep_id: Optional[str] = None) -> None:
         """Stored sweeps and their runs, followed live."""

@@ -65,6 +65,14 @@ class ReportBuilt(Message):
 
 
 @dataclass
+class TourBuilt(Message):
+    """The demo's guided tour (engine.tour.Tour) was read from the store (None with an error)."""
+
+    tour: Any = None
+    error: Optional[str] = None
+
+
+@dataclass
 class PairsListed(Message):
     """History-vs-Summary evaluation pairs (engine.compare.EpisodePair), best first."""
 

@@ -2,7 +2,8 @@
 this package registers them all on `cli`."""
 
 # Importing the command modules registers their commands, in the order `--help` lists them.
-from s3gym_tui.cli import runs  # noqa: F401,I001
+from s3gym_tui.cli import demo  # noqa: F401,I001
+from s3gym_tui.cli import runs  # noqa: F401
 from s3gym_tui.cli import report  # noqa: F401
 from s3gym_tui.cli import sweep  # noqa: F401
 from s3gym_tui.cli import train  # noqa: F401

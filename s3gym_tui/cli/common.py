@@ -72,6 +72,7 @@ ENV_VARS = (
     ("OMP_WAIT_POLICY", "PASSIVE by default for the embedded model"),
     ("USER", "the name recorded as human:<name> on summary edits, vetoes and pins (config: human_name)"),
     ("S3GYM_TEXTGATE_STRICT", "tests: text printed without passing the gate is an error, not gated"),
+    ("S3GYM_DEMO_SCHEDULE", "tests: a JSON object of demo schedule fields that shrinks `s3gym demo`"),
     ("S3GYM_DIST_TIMEOUT_S", "data-parallel training: how long a rank waits for the others (default a day)"),
 )
 

@@ -296,20 +296,67 @@ def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None,
     """Run the sweep with its progress (a bar per active run and one for the sweep, or a timestamped
     line per episode, checkpoint and run), a warning when a model's replies mostly do not parse, then
     the usage and the replies per model. A store failure mid-sweep stops it resumable (exit 3)."""
+    follow_sweeps(store, [stored], progress_mode, model_args)
+
+
+def follow_sweeps(store, sweeps, progress_mode: Optional[ProgressMode] = None,
+                  model_args: Optional[dict] = None) -> None:
+    """follow_sweep for several sweeps at once (`s3gym demo`: the learner's and the embedded model's):
+    they run concurrently under one progress display, each with its own limits; then each one's usage
+    and replies. The first one that did not finish decides how the command ends."""
+    from s3gym_tui.engine.sweep import SweepRunner
     from s3gym_tui.progress import JobProgress
-    from s3gym_tui.engine import events as ev
-    from s3gym_tui.engine.contract import ContractWatch
-    from s3gym_tui.engine.sweep import SweepRunEnded, SweepRunEvent, SweepRunner, SweepRunStarted
     from s3gym_tui.store import StoreError
 
     progress = JobProgress(console, progress_mode)
+    watches: dict = {}  # per model: the reply-contract warning `run` gives (engine.contract.ContractWatch)
+    runners = []
+    for stored in sweeps:
+        runner = SweepRunner(store, stored)
+        runner.model_args = dict(model_args or {})
+        runner.on_event = _sweep_follower(store, stored, runner, progress, watches, several=len(sweeps) > 1)
+        runners.append(runner)
+
+    def stop(reason: str = "stopped") -> None:
+        for runner in runners:
+            runner.stop(reason)
+
+    async def drive():
+        from s3gym_tui.engine.interrupt import stop_on_signals
+
+        with stop_on_signals(stop):  # Ctrl-C / SIGTERM: every run stops cleanly
+            return await asyncio.gather(*(runner.run() for runner in runners))
+
+    try:
+        with progress:
+            finals = asyncio.run(drive())
+    except StoreError as exc:  # even the sweep's own status could not be written (the disk is full)
+        raise Stopped(f"sweep {sweeps[0].id} stopped: {exc}", resume=sweeps[0].id) from None
+    for final in finals:
+        usage = store.sweep_usage(final.id)
+        console.print(f"sweep [bold]{safe_markup(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
+                      f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
+                      + (f" ({usage['unpriced']:,} calls unpriced)" if usage["unpriced"] else ""), soft_wrap=True)
+        print_replies(store, final.id)
+    for runner, final in zip(runners, finals):
+        if final.status != "finished":
+            _sweep_ended(runner, final)
+    if all(final.status == "finished" for final in finals):
+        for final in finals:
+            console.print(f"the paper's tables: `s3gym report --sweep {safe_markup(final.id)}`")
+
+
+def _sweep_follower(store, stored, runner, progress, watches: dict, several: bool = False):
+    """The progress of one sweep: its overall bar, a bar per active run, warnings (SweepRunner.on_event)."""
+    from s3gym_tui.engine import events as ev
+    from s3gym_tui.engine.contract import ContractWatch
+    from s3gym_tui.engine.sweep import SweepRunEnded, SweepRunEvent, SweepRunStarted
+
     all_runs = store.sweep_runs(stored.id)
     done = sum(r.status == "finished" for r in all_runs)
-    overall = progress.add_task("[bold]sweep[/]", total=len(all_runs), completed=done)
+    title = f"[bold]sweep {safe_markup(stored.id)}[/]" if several else "[bold]sweep[/]"
+    overall = progress.add_task(title, total=len(all_runs), completed=done)
     tasks: dict[str, int] = {}
-    watches: dict[str, ContractWatch] = {}  # per model: the reply-contract warning `run` gives
-    runner = SweepRunner(store, stored)
-    runner.model_args = dict(model_args or {})
 
     def spend_info() -> str:
         limits = runner.limits
@@ -350,27 +397,11 @@ def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None,
                 progress.note(f"[yellow]run {safe_markup(event.run.id)} stopped[/]: "
                               f"{safe_markup(event.error, one_line=True, max_chars=2000)}")
 
-    runner.on_event = on_event
+    return on_event
 
-    async def drive():
-        from s3gym_tui.engine.interrupt import stop_on_signals
 
-        with stop_on_signals(runner.stop):  # Ctrl-C / SIGTERM: every run stops cleanly
-            return await runner.run()
-
-    try:
-        with progress:
-            final = asyncio.run(drive())
-    except StoreError as exc:  # even the sweep's own status could not be written (the disk is full)
-        raise Stopped(f"sweep {stored.id} stopped: {exc}", resume=stored.id) from None
-    usage = store.sweep_usage(final.id)
-    console.print(f"sweep [bold]{safe_markup(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
-                  f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
-                  + (f" ({usage['unpriced']:,} calls unpriced)" if usage["unpriced"] else ""), soft_wrap=True)
-    print_replies(store, final.id)
-    if final.status == "finished":
-        console.print(f"the paper's tables: `s3gym report --sweep {safe_markup(final.id)}`")
-        return
+def _sweep_ended(runner, final) -> None:
+    """How the command ends for a sweep that did not finish: resumable, with the reason."""
     if runner.stop_reason is not None:
         console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
         raise typer.Exit(130)

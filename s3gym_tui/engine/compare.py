@@ -152,10 +152,16 @@ def hint_block(prompt_json: str, rules: Optional[str] = None) -> Optional[str]:
     return head
 
 
-def _excerpt(kind: str, text: str, max_chars: int) -> tuple[str, int]:
-    """Summaries from the top; raw history from the end (the newest episodes), keeping the cut mark."""
+def _excerpt(kind: str, text: str, max_chars: int, focus: Optional[int] = None) -> tuple[str, int]:
+    """Summaries from the top; raw history from the end (the newest episodes), keeping the cut mark;
+    or, when `focus` (a character offset) would fall outside that, the part of the text around it."""
     if len(text) <= max_chars:
         return text, 0
+    if focus is not None:
+        margin = max_chars // 10  # the partial first line before the offset, or the cited turn after it
+        inside = focus >= len(text) - max_chars + margin if kind == "history" else focus < max_chars - margin
+        if not inside:
+            return _window(text, max_chars, focus)
     if kind == "history":
         first_line = text.split("\n", 1)[0]
         mark = first_line if _CUT_MARK.fullmatch(first_line) else ""
@@ -170,14 +176,26 @@ def _excerpt(kind: str, text: str, max_chars: int) -> tuple[str, int]:
     return f"{head}\n[... {omitted:,} more characters ...]", omitted
 
 
+def _window(text: str, max_chars: int, focus: int) -> tuple[str, int]:
+    """About `max_chars` of `text` from a little before `focus`, cut at line boundaries, the cuts said."""
+    start = text.rfind("\n", 0, max(0, focus - max_chars // 5)) + 1
+    end = text.find("\n", min(len(text), start + max_chars))
+    end = len(text) if end < 0 else end
+    head = f"[... {start:,} earlier characters not shown ...]\n" if start else ""
+    tail = f"\n[... {len(text) - end:,} later characters not shown ...]" if end < len(text) else ""
+    return f"{head}{text[start:end]}{tail}", start + len(text) - end
+
+
 def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHARS,
-               steps: Optional[Sequence[Step]] = None) -> StepContext:
+               steps: Optional[Sequence[Step]] = None, focus=None) -> StepContext:
     """What the agent had under Hint Messages when it chose step `index` of `episode`.
 
     Read from the stored prompt of that step; a step with no stored prompt (a human action) uses
     the nearest earlier (else later) step of the episode that has one: the block is fixed for the
     whole episode. A summary episode without any stored prompt falls back to its summary version.
-    `steps` (the episode's steps, prompts not needed) saves reading them again."""
+    `steps` (the episode's steps, prompts not needed) saves reading them again. `focus` (a reply's
+    engine.citations.Citations): a long block is shown around the first line it cites, when the usual
+    excerpt would leave that line out."""
     kind = episode.pathway if episode.pathway in ("history", "summary") else "none"
     if steps is None:
         steps = store.steps(episode.id, include_prompt=False)
@@ -199,7 +217,12 @@ def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHA
         if block is None:
             return StepContext("none", "", steps[i].index,
                                note=f"no Hint Messages in the prompt ({episode.pathway} pathway)")
-        text, omitted = _excerpt(kind, block, max_chars)
+        at = None
+        if focus and len(block) > max_chars:
+            from s3gym_tui.engine.citations import first_cited_at
+
+            at = first_cited_at(block, focus)
+        text, omitted = _excerpt(kind, block, max_chars, at)
         return StepContext(kind if kind != "none" else "history", text, steps[i].index,
                            len(block), omitted, note)
     if episode.pathway == "summary" and episode.summary_id:

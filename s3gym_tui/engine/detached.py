@@ -89,6 +89,11 @@ def aspire_resume_argv(aspire_id: str, db: Path) -> list[str]:
     return [*cli_prefix(), "aspire", "--resume", aspire_id, "--db", str(db)]
 
 
+def demo_argv(db: Path) -> list[str]:
+    """The `s3gym demo` that builds the demo database at `db` (the app opens it itself afterwards)."""
+    return [*cli_prefix(), "demo", "--no-open", "--progress", "plain", "--db", str(db)]
+
+
 def log_dir(db: Path) -> Path:
     """Where the output of runs started from the app goes: `<db stem>-runs/` beside the database."""
     return Path(db).parent / f"{Path(db).stem}-runs"
@@ -121,7 +126,8 @@ class ChildRun:
     started: float = field(default_factory=time.monotonic)
     reported: bool = False  # its end was told to the person
     stop_sent: bool = False  # asked to stop (its end is then no surprise, whatever its exit code)
-    kind: str = "run"  # "run" (`s3gym run` / `resume`) or "aspire" (`s3gym aspire`: run_id is the ASPIRE run's)
+    kind: str = "run"  # "run" (`s3gym run` / `resume`), "aspire" (`s3gym aspire`: run_id is the ASPIRE
+    # run's) or "demo" (`s3gym demo`: no run id)
 
     @property
     def pid(self) -> int:

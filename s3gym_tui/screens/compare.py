@@ -13,13 +13,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Static
 
+from s3gym_tui.engine.citations import cited, find, lacking
 from s3gym_tui.engine.compare import (AlignedRow, align, context_at, cumulative_rewards, first_divergence,
                                       state_at)
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.engine.judging import verdict
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt
 from s3gym_tui.widgets.checkpoint_plot import Curve, CurvePlot
-from s3gym_tui.widgets.compare_side import CompareSide
+from s3gym_tui.widgets.compare_side import CITED_STYLE, CompareSide
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.fit_table import FitTable
@@ -32,6 +33,8 @@ from s3gym_tui.widgets.verdicts import (judged_value, judgement_text, legend, ma
 END_KEY = "end"
 DIVERGENCE_STYLE = "bold red"
 CONTEXT_CHARS = 20_000  # of a Hint Messages block shown per side (the newest part of a long history)
+MAX_LACKING = 1  # rules the other side cited that a summary lacks, named under its step (the others counted)
+MAX_ABSENT = 3  # cited steps the context shown does not hold, named under the reply
 
 
 def side_label(episode: Episode) -> str:
@@ -51,6 +54,10 @@ class CompareScreen(AnalysisScreen):
     CompareScreen #cmp-table { width: 3fr; border: round $primary-darken-2; }
     CompareScreen #cmp-curves { width: 2fr; border: round $primary-darken-2; min-height: 8; }
     CompareScreen.-narrow #cmp-curves { display: none; }
+    /* a short terminal keeps the reply and its evidence: the aligned table below names the actions */
+    CompareScreen.-short CompareSide BoardPanel { display: none; }
+    CompareScreen.-short CompareSide .side-reply { max-height: 4; }
+    CompareScreen.-short CompareSide .side-step { max-height: 3; }
     """
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
 
@@ -65,9 +72,10 @@ class CompareScreen(AnalysisScreen):
         Binding("w", "credit", "Credit per action", id="compare_credit", show=False),  # in help and the palette
     ]
 
-    def __init__(self, episode_a: str, episode_b: str) -> None:
+    def __init__(self, episode_a: str, episode_b: str, at_divergence: bool = False) -> None:
         super().__init__()
         self.episode_ids = (episode_a, episode_b)
+        self.at_divergence = at_divergence  # open at the first divergence (the tour) instead of step 1
         self.episodes: tuple[Optional[Episode], Optional[Episode]] = (None, None)
         self.steps: tuple[list[Step], list[Step]] = ([], [])
         self.rows: list[AlignedRow] = []
@@ -114,7 +122,7 @@ class CompareScreen(AnalysisScreen):
         self._draw_curves()
         self.fit_to_size()
         table.focus()
-        self.go(0)
+        self.go(self.divergence if self.at_divergence and self.divergence is not None else 0)
 
     def _marks(self, episode_id: str) -> dict:
         """An episode's step annotations by index (read once per side)."""
@@ -295,7 +303,9 @@ class CompareScreen(AnalysisScreen):
     def _render_sides(self) -> None:
         self._render_status()
         k = self.position
-        for name, episode, steps, widget_id in zip("AB", self.episodes, self.steps, ("#cmp-a", "#cmp-b")):
+        cites = [cited(steps[k].reply) if k < len(steps) else cited(None) for steps in self.steps]
+        for side_no, (name, episode, steps, widget_id) in enumerate(zip("AB", self.episodes, self.steps,
+                                                                        ("#cmp-a", "#cmp-b"))):
             side = self.query_one(widget_id, CompareSide)
             if episode is None:
                 side.border_title = f"{name}: missing"
@@ -335,7 +345,9 @@ class CompareScreen(AnalysisScreen):
                 caption = f"final · after {len(steps)} steps"
                 step_text.append(f"Episode over after {len(steps)} steps: score {fmt(episode.score)}",
                                  style="bold")
-            ctx = context_at(self.app.store, episode, min(k, max(len(steps) - 1, 0)), CONTEXT_CHARS, steps)
+            own, other = cites[side_no], cites[1 - side_no]
+            ctx = context_at(self.app.store, episode, min(k, max(len(steps) - 1, 0)), CONTEXT_CHARS, steps,
+                             focus=own)
             if ctx.kind == "history":
                 title = "Context: raw history (Hint Messages)"
             elif ctx.kind == "summary":
@@ -345,9 +357,41 @@ class CompareScreen(AnalysisScreen):
             body = Text()
             if ctx.note:
                 body.append(ctx.note + "\n", style="dim italic")
+            lead = body.plain.count("\n")  # the context's first line in the panel
             body.append(ctx.text or "(nothing: the agent had no cross-episode experience)")
-            side.show(game, caption, step_text, title, body)
+            found = find(ctx.text, own) if ctx.text else None
+            missing = lacking(ctx.text, other) if ctx.kind == "summary" else []
+            step_text.append_text(self._lacking(missing, "AB"[1 - side_no]))
+            reply, reply_line = self._reply(steps[k].reply if k < len(steps) else None, own, found)
+            side.show(game, caption, step_text, title, body, reply,
+                      highlight=[lead + i for i in (found.lines if found else ())], reply_line=reply_line)
         self._draw_marker()
+
+    def _reply(self, reply: Optional[str], own, found) -> tuple[Optional[Text], Optional[int]]:
+        """The step's reply with its citations highlighted (and the cited steps the excerpt does not
+        show), with the line of its first citation (scrolled to)."""
+        if reply is None:
+            return None, None
+        text = Text(reply.strip("\n"))
+        for start, end in own.spans:
+            text.stylize(CITED_STYLE, start, end)
+        first = own.spans[0][0] if own.spans else None
+        line = text.plain.count("\n", 0, first) if first is not None else None
+        for what in (found.absent if found else ())[:MAX_ABSENT]:
+            text.append(f"\n({what} is not in the context shown)", style="dim italic")
+        return text, line
+
+    @staticmethod
+    def _lacking(missing, other_name: str) -> Text:
+        """Under a summary side's step: the rules the other side cited that this summary does not state."""
+        text = Text()
+        for gap in missing[:MAX_LACKING]:
+            text.append(f"\n✗ not in this summary: {other_name}'s rule {gap.rule}", style="bold yellow")
+            if gap.near:
+                text.append(" (only other options for that situation)", style="yellow")
+        if len(missing) > MAX_LACKING:
+            text.append(f" (and {len(missing) - MAX_LACKING} more of {other_name}'s rules)", style="yellow")
+        return text
 
     def _draw_marker(self) -> None:
         plot = self.query_one(CurvePlot)

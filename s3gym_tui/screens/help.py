@@ -32,6 +32,7 @@ from s3gym_tui.screens.runtime import SteadyLayout
 # (title, module, class): the other screens are listed when their module exists
 SCREENS = [
     ("Home", "s3gym_tui.screens.home", "HomeScreen"),
+    ("Demo tour (d from Home)", "s3gym_tui.screens.tour", "TourScreen"),
     ("Play / replay / fork", "s3gym_tui.screens.play", "PlayScreen"),
     ("Protocol run", "s3gym_tui.screens.protocol", "ProtocolScreen"),
     ("Summaries (curation)", "s3gym_tui.screens.summaries", "SummariesScreen"),

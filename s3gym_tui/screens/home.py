@@ -90,6 +90,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     BINDINGS = [
         Binding("f5", "play", "Play", id="play"),
         Binding("f6", "start_run", "Start run", id="start_run"),
+        Binding("d", "demo", "Demo tour", id="demo_tour"),
         Binding("o", "open_protocol", "Protocol view", id="open_protocol"),
         Binding("m", "open_summaries", "Summaries", id="open_summaries"),
         Binding("s", "stop_run", "Stop run", id="stop_run", show=False),  # named in the runs panel
@@ -139,6 +140,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
 
     def on_mount(self) -> None:
         self.query_one("#new-session").border_title = "New session"
+        self.query_one("#new-session").border_subtitle = self._demo_line()
         game_list = self.query_one("#game-list", OptionList)
         game_list.highlighted = next((i for i, o in enumerate(game_list.options) if not o.disabled), 0)
         self.refresh_from_store()
@@ -146,6 +148,24 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         if getattr(self.app, "found_models", None) is None:
             self.app.found_models = []
             self._discover(keyed=False)  # local servers now; keyed providers when the picker is used
+
+    def _demo_line(self) -> str:
+        """The newcomer's line (the panel's subtitle): d and what it does here."""
+        from s3gym_tui.engine.demo import read_mark
+
+        try:
+            mark = read_mark(self.app.store.conn)
+        except Exception:  # noqa: BLE001 - a broken store: the line stays the newcomer's
+            mark = None
+        if mark is not None and mark.status == "ready":
+            return "This is the demo database · d: its guided tour"
+        return "New here? d: the 10-minute demo, a guided tour"
+
+    def action_demo(self) -> None:
+        """The demo: its guided tour here, or the demo database opened (built first if need be)."""
+        from s3gym_tui.screens.demo import open_demo
+
+        open_demo(self.app)
 
     def on_resize(self) -> None:
         self.fit_to_size()

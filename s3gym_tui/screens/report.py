@@ -3,7 +3,7 @@ self-judging, coupling) and their checkpoint curves; every number comes from eng
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Optional, Sequence
 
 from rich.text import Text
 from textual import on, work
@@ -30,6 +30,7 @@ from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.verdicts import mark_colour
 
 RUN_LIST_LIMIT = 500
+SETTLE_S = 1.0  # how long the report keeps the table it was opened at in place while its tables settle
 
 
 def num(value, signed: bool = False) -> Text:
@@ -129,9 +130,11 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             if live_lease(self.app, run_id) is not None or len(self.run_ids) == 1:
                 stop_run(self.app, run_id)
 
-    def __init__(self, run_ids: Sequence[str] = ()) -> None:
+    def __init__(self, run_ids: Sequence[str] = (), at: Optional[str] = None) -> None:
         super().__init__()
         self.run_ids: list[str] = list(dict.fromkeys(run_ids))
+        self.at = at  # a table (TABLES' name) to scroll to and focus once the report is first shown
+        self._placing = False
         self.reports: list[RunReport] = []
         self._asked = 0  # builds asked for; the latest one shown is _shown
         self._shown = 0
@@ -208,8 +211,9 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
 
     @property
     def busy(self) -> bool:
-        """True while a build that was asked for has not been shown yet."""
-        return self._shown < self._asked
+        """True while a build that was asked for has not been shown yet (or the report, opened at a table,
+        is being put in place)."""
+        return self._shown < self._asked or self.at is not None
 
     def _build(self, run_ids: list[str]) -> None:
         self._asked += 1
@@ -237,6 +241,27 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             self.notify(f"Cannot build the report: {message.error}", severity="error")
         self.reports, self.deltas = list(message.reports), list(message.deltas)
         self._render_report()
+        if self.at is not None and not self._placing:
+            self._placing = True
+            self.call_after_refresh(self._go_to_table)
+            self.set_timer(SETTLE_S, self._placed)
+
+    def _placed(self) -> None:
+        """The tables have settled: the last placement, then the report is the person's to scroll."""
+        self._go_to_table()
+        self.at = None
+
+    def _go_to_table(self) -> None:
+        """Scroll the body so that table `at` starts at the top, and focus it. Asked again while the
+        tables above it are fitted to their rows (their heights change), for SETTLE_S."""
+        if self.at is None or not self.is_mounted:
+            return
+        title = self.query_one(f"#report-{self.at}-title")
+        body = self.query_one("#report-body", VerticalScroll)
+        body.scroll_to(y=title.virtual_region.y, animate=False, immediate=True)
+        table = self.query_one(f"#report-{self.at}-table")
+        if self.focused is not table:
+            table.focus(scroll_visible=False)
 
     @on(SelectionList.SelectedChanged, "#report-runs")
     def _runs_changed(self, event: SelectionList.SelectedChanged) -> None:
@@ -337,6 +362,8 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         name = (event.table.id or "").removeprefix("report-").removesuffix("-table")
         if name in TITLES:
             self._title(name, event.table)
+        if self.at is not None and self._placing:
+            self.call_after_refresh(self._go_to_table)  # a table's height changed: the place moved
 
     def _title(self, name: str, table: FitTable) -> None:
         """A table's title, with the columns it leaves out at this width named (as the CLI does)."""

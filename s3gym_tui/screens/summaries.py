@@ -158,14 +158,14 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
 
         stop_run(self.app, self.run_id)
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, select: Optional[str] = None) -> None:
         super().__init__()
         self.run_id = run_id
         self.run: Optional[Run] = None
         self.versions: list[Summary] = []
         self.current: Optional[Summary] = None  # the version the agent goes by (models.summary_in_use)
         self.next_x: Optional[int] = None  # the first state a curation made now reaches (None: none)
-        self.selected_id: Optional[str] = None
+        self.selected_id: Optional[str] = select  # None: the version in force
         self.marked_id: Optional[str] = None
         self.tests: dict[str, str] = {}  # summary id -> shown result ("testing...", "17.5")
         self.diff_lines: Optional[list[str]] = None

@@ -22,6 +22,7 @@ from s3gym_tui.store.errors import LeakageError, StoreError
 from s3gym_tui.store.sweeps import SweepStore
 from s3gym_tui.store.hygiene import Hygiene
 from s3gym_tui.store.leases import LeaseRecords
+from s3gym_tui.store.meta import MetaRecords
 from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
                                           PromptTexts, compact_prompt, escape_refs, text_key)
 from s3gym_tui.store.trainings import TrainingStore
@@ -45,7 +46,7 @@ __all__ = ["Store", "default_db_path"]
 
 
 class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, AnnotationStore, SearchStore,
-            CreditStore, AspireStore):
+            CreditStore, AspireStore, MetaRecords):
     """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.

@@ -15,6 +15,7 @@ from s3gym_tui.textgate import safe
 # markers are single characters every font used for the PNGs has (plotext's braille does not render).
 STYLES: tuple[tuple[str, str], ...] = (("cyan", "●"), ("magenta", "■"), ("yellow", "▲"), ("green", "◆"),
                                        ("red", "✚"), ("blue", "○"), ("white", "□"), ("orange", "△"))
+RICH_COLOURS = {"orange": "dark_orange"}  # plotext's names Rich does not know (the legend is Rich text)
 MAX_X_TICKS = 12
 
 
@@ -109,7 +110,7 @@ class CurvePlot(PlotextPlot):
             colour, marker = STYLES[k % len(STYLES)]
             if k:
                 text.append("\n")
-            text.append(f"{marker} ", style=f"bold {colour}")
+            text.append(f"{marker} ", style=f"bold {RICH_COLOURS.get(colour, colour)}")
             text.append(" = ".join(labels), style="bold" if len(labels) == 1 else "bold italic")
             if len(labels) > 1:
                 text.append(" (same curve)", style="italic")
