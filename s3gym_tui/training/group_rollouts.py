@@ -37,7 +37,7 @@ from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
 from s3gym_tui.training.environment import GRAMMAR_KEY, MODE, GameEnvironment
-from s3gym_tui.training.grammar import answer_line_pattern
+from s3gym_tui.training.grammar import AnswerLine, answer_line
 
 SEED_KEY = "s3gym_seed"  # the seed of an episode-level prompt (a field of its system message)
 
@@ -183,13 +183,13 @@ class GroupRollouts:
     def _constrained(self, k: int) -> bool:
         return self._slot(self.sampling, k, self.G)
 
-    def _pattern(self, prompt: list) -> str:
+    def _pattern(self, prompt: list) -> AnswerLine:
         """The answer-line pattern of a step-level prompt's state (its row carries the state's grammar:
         games' grammars depend on the state, so none is known before the state is)."""
         grammar = prompt[0].get(GRAMMAR_KEY) if prompt and isinstance(prompt[0], dict) else None
         if grammar is None:
             raise ValueError("a step-level GRPO prompt without its state's action grammar (environment.prompt_row)")
-        return answer_line_pattern(grammar)
+        return answer_line(grammar)
 
     def _sampler_for(self, trainer: Any) -> Any:
         """Our transformers sampler, or TRL's vLLM generation when the trainer uses it."""
@@ -227,7 +227,7 @@ class GroupRollouts:
         slots = [self._constrained(k) for k in places]
         calls: list[tuple[Optional[str], list[int]]] = []
         if any(self._constrained(k) for k in range(self.G)):
-            grouped: dict[str, list[int]] = {}
+            grouped: dict[AnswerLine, list[int]] = {}
             for i, prompt in enumerate(prompts):
                 if slots[i]:
                     grouped.setdefault(self._pattern(prompt), []).append(i)
@@ -300,7 +300,7 @@ class GroupRollouts:
                     rollout.logprobs += [0.0] * len(between)  # the game's text, masked (TRL's tool tokens)
                 conversation.append(messages[-1])
             turn_key = None if key is None else key + len(rollout.steps)
-            pattern = answer_line_pattern(env.action_grammar()) if constrained else None  # this state's
+            pattern = answer_line(env.action_grammar()) if constrained else None  # this state's
             reply_ids, logprobs = self._draw(ids, pattern, turn_key)
             if rollout.logprobs is not None:
                 rollout.logprobs += list(logprobs or [None] * len(reply_ids))

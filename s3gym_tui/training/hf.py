@@ -25,11 +25,55 @@ from s3gym_tui.training.provenance import portable_adapter
 TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
 
 
+LOGS_DIR = "logs"  # beside the training's adapters: where --report-to writes (tensorboard, trackio, wandb)
+
+
+def logs_dir(adapters: Path, phase: str) -> Path:
+    """<training>/logs/<phase>, for a trainer whose adapters go to <training>/adapters."""
+    return Path(adapters).parent / LOGS_DIR / phase
+
+
 def lora_config(cfg: Any) -> Any:
+    """The recipe's LoRA adapter (peft), None for a full fine-tune (`full_finetune`)."""
+    if getattr(cfg, "full_finetune", False):
+        return None
     from peft import LoraConfig
 
     return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=cfg.target_modules, task_type="CAUSAL_LM")
+
+
+def adapted(model: Any, cfg: Any) -> Any:
+    """`model` with the recipe's LoRA adapter attached (peft), or as it is for a full fine-tune."""
+    peft = lora_config(cfg)
+    if peft is None:
+        return model
+    from peft import get_peft_model
+
+    return get_peft_model(model, peft)
+
+
+def trainer_args(cfg: Any, device: Any, output_dir: Path, logs: Path) -> dict[str, Any]:
+    """The TrainingArguments every trainer shares, from the recipe (config.TrainerSettings): schedule,
+    seed, precision (device.precision_flags), activation checkpointing and `report_to`, whose logs go
+    to `logs` (logs_dir(): beside the training's adapters; the integrations read their directories from
+    the environment in transformers 5)."""
+    import os
+
+    from s3gym_tui.training.device import precision_flags
+
+    bf16, fp16 = precision_flags(device, getattr(cfg, "precision", "auto"))
+    report = getattr(cfg, "report_to", "none") or "none"
+    if report != "none":
+        Path(logs).mkdir(parents=True, exist_ok=True)
+        for name in ("TENSORBOARD_LOGGING_DIR", "TRACKIO_DIR", "WANDB_DIR"):
+            os.environ[name] = str(logs)
+    return {"output_dir": str(output_dir), "learning_rate": cfg.learning_rate,
+            "lr_scheduler_type": getattr(cfg, "lr_scheduler_type", "linear"),
+            "warmup_steps": float(getattr(cfg, "warmup_ratio", 0.0) or 0), "seed": cfg.seed, "bf16": bf16,
+            "fp16": fp16, "use_cpu": device.use_cpu, "activation_checkpointing": cfg.gradient_checkpointing,
+            "report_to": report, "logging_steps": 1, "disable_tqdm": True, "dataloader_num_workers": 0,
+            "ddp_find_unused_parameters": False}
 
 
 # The TRL modules whose fused LM-head losses (SFT and GRPO; on-policy distillation) choose, per device,

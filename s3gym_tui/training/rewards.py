@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from s3gym_tui.training.environment import GameEnvironment, StepOutcome, completion_text
-from s3gym_tui.training.grammar import SCORE_PATTERN
+from s3gym_tui.training.grammar import score_line
 
 REWARD_CLIP = 100.0
 
@@ -75,7 +75,7 @@ class FrozenJudge:
             with torch.no_grad(), off:
                 gen = Generator(self.entry, temperature=0.0)
                 prompt = gen.prompt_ids(judge_messages(env, outcome))
-                text, _ = gen.constrained(prompt, rf"Score: {SCORE_PATTERN}", self.max_new_tokens)
+                text, _ = gen.constrained(prompt, score_line(), self.max_new_tokens)
         finally:
             if training:
                 self.model.train()

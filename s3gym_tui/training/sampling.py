@@ -3,7 +3,7 @@
 Why (measured on the bundled SmolLM2-135M, trust, explore seed 5, temperature 1): 1 of 6 free replies
 had a parsable `Answer:` line, the rest were prose; every reply of a group then earned the same reward
 (zero variance, no learning signal). Constrained replies (`Answer: <action>, Score: <n>` under the
-game's action grammar, decoding.RegexConstraint) always parse, so a group differs by its actions; but
+game's action grammar: constrain.py, llguidance) always parse, so a group differs by its actions; but
 they alone cannot teach the free format the strict evaluation reads: the tokens every constrained reply
 shares ("Answer: ") get advantages summing to zero in each group. So the default is `mixed`: half of
 every group (the first ceil(G/2)) is sampled under the constraint and half free, and the reward carries
@@ -35,9 +35,10 @@ class ReplySampler:
     free (stopping after the answer line) or under the answer-line constraint; a random stream of its
     own (forked), so TRL's sampling is left untouched."""
 
-    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0) -> None:
+    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0,
+                 top_p: float = 1.0) -> None:
         self.model, self.tokenizer = model, tokenizer
-        self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
+        self.temperature, self.max_new_tokens, self.seed, self.top_p = temperature, max_new_tokens, seed, top_p
         self.entry: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "pieces": None}
         self.calls = 0  # draws seeded by their count (the rollout player)
         self.drawn = 0  # every reply drawn here
@@ -54,12 +55,19 @@ class ReplySampler:
         self.calls += 1
         return (self.seed * 100_003 + self.calls) * 2
 
-    def sample(self, prompt_ids: list[int], pattern: Optional[str], key: Optional[int] = None) -> list[int]:
-        """Reply token ids for `prompt_ids`; `pattern`: the answer-line regex (None: free)."""
+    @property
+    def engines(self) -> dict[str, int]:
+        """Constrained replies drawn by each engine (constrain.py: llguidance, or the fallback)."""
+        return dict(self.entry.get("engines") or {})
+
+    def sample(self, prompt_ids: list[int], pattern: Any, key: Optional[int] = None) -> list[int]:
+        """Reply token ids for `prompt_ids`; `pattern`: the answer line (grammar.AnswerLine, or a bare
+        regex) it is constrained to, None: free."""
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from s3gym_tui.training.decoding import AnswerLineStop, RegexConstraint, first_char_groups, token_pieces
+        from s3gym_tui.training.constrain import make_constraint
+        from s3gym_tui.training.decoding import AnswerLineStop
 
         seed = self._seed(key)
         self.drawn += 1
@@ -69,15 +77,12 @@ class ReplySampler:
         prompt = torch.tensor([prompt_ids], dtype=torch.long, device=device)
         kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
         if self.temperature > 0:
-            kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+            kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=self.top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
         if pattern is not None:
-            if self.entry["pieces"] is None:
-                self.entry["pieces"] = token_pieces(self.tokenizer)
-                self.entry["groups"] = first_char_groups(self.entry["pieces"])
-            kwargs["logits_processor"] = LogitsProcessorList([RegexConstraint(
-                pattern, self.entry["pieces"], self.entry["groups"], prompt.shape[1], eos)])
+            constraint, _ = make_constraint(self.entry, pattern, prompt.shape[1], eos)
+            kwargs["logits_processor"] = LogitsProcessorList([constraint])
         else:
             kwargs["stopping_criteria"] = StoppingCriteriaList([AnswerLineStop(self.tokenizer, prompt.shape[1])])
         training = self.model.training
