@@ -41,8 +41,9 @@ def train(
     mode. Every setting below comes from the method's recipe (training/config.py)."""
     from s3gym_tui.training import MissingExtra, require_extra
 
-    store = _store(db, write=True)
+    store = _store(db, write=True) if from_training is not None else None  # a recipe alone is checked first
     recipe = resolve_recipe(store, method, config, from_training, recipe_values or {})
+    store = store or _store(db, write=True)
     source = store.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, recipe.eval_episodes, recipe.step_cap)
     from s3gym_tui.training.options import vllm_problem
