@@ -81,6 +81,9 @@ def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=No
 
     bars = Bars(console, mode=progress)
     hooks = bars.hooks(DistillHooks, stage=lambda stage, info: bars.info("study", f"{stage}: {info}"))
+    from s3gym_tui.training.console import stopping_note
+
+    forget = stopping_note(bars)
     try:
         with stopped_resumable(bars, study), bars.progress:
             study = stop.run(lambda: factory(hooks))
@@ -92,6 +95,8 @@ def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=No
         target = study() if callable(study) else study
         reason = getattr(exc, "reason", None) or "interrupted"
         interrupted(f"study {target} {reason}" if target else None, target)
+    finally:
+        forget()
     print_matrix(console, study_matrix(store, study.id))
 
 

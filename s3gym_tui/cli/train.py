@@ -253,18 +253,33 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
 
         emit_json([training_json(store, t, shown_training_status(t.status, leases.get(t.id))) for t in trainings])
         return
-    table = Table(title="trainings")
+    table = Table(title="trainings (gain: the last checkpoint against the base served the same way, split into "
+                        "format and play: training/baseline.py)")
     for col in ("id", "method", "role", "games", "status", "reward", "examples", "checkpoints", "updates",
-                "no signal", "created"):
+                "no signal", "gain", "created"):
         table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
     for t in trainings:
         summaries = signal_summaries(store.losses(t.id))
         signal = ", ".join(f"{s.no_signal}/{s.updates}" for s in summaries) or "-"
         cells = (t.id, t.method, t.role, ", ".join(t.games), shown_training_status(t.status, leases.get(t.id)),
                  t.reward or "-", str(t.examples), str(len(store.training_checkpoints(t.id))), str(t.steps), signal,
-                 t.created_at[:19])
+                 training_gain(store, t), t.created_at[:19])
         table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)
+
+
+def training_gain(store, training) -> str:
+    """The verdict of a training's last checkpoint on its own game (format gain, play gain, no gain, not split),
+    '—' before it is evaluated."""
+    from s3gym_tui.training.baseline import outcome
+    from s3gym_tui.training.evaluate import training_report
+    from s3gym_tui.training.runs import own_eval_run
+
+    run = own_eval_run(store, training)
+    if run is None:
+        return "—"
+    found = outcome(training_report(store, run))
+    return "—" if found is None or found.total is None else found.verdict
 
 
 def training_json(store, training, shown_status: str) -> dict:

@@ -191,7 +191,7 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
         started = time.perf_counter()  # throughput counts the training itself, not the loading
         with compact_lm_head():
-            run_trainer(trainer, checkpoint)
+            run_trainer(trainer, checkpoint, phase)
     epochs_done = float(trainer.state.epoch or 0.0)
     result.examples = round(len(lengths) * epochs_done)
     result.tokens = round(sum(lengths) * epochs_done)

@@ -204,8 +204,9 @@ def _unparsed(store, run: Run) -> dict[int, tuple[int, int]]:
 def training_report(store, run: Run) -> TrainingReport:
     training, game, _ = _link(store, run)
     if run_decoding(run) != "free":
-        raise NotATrainingRun(f"run {run.id!r} decoded its replies ({run_decoding(run)}): its report is part of "
-                              f"the report of the run that scored them as written")
+        done = {"repair": "repaired its replies", "grammar": "constrained its replies to the grammar"}[run_decoding(run)]
+        raise NotATrainingRun(f"run {run.id!r} {done}: its report is part of the report of the run that scored "
+                              f"them as written")
     cps: dict[int, TrainingCheckpoint] = {c.x: c for c in store.training_checkpoints(training.id)}
     models = played_checkpoints(store, run)
     by_x = _means(store, run, models)

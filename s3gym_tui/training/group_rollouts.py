@@ -138,12 +138,22 @@ class GroupRollouts:
         # samples what its uninterrupted twin sampled
         step = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
         keys = [(step * 10_000 + i) * 100 for i in range(len(prompts))]
+        from s3gym_tui.training import stop
+
+        def between(i: int) -> int:
+            """A requested stop is honoured between two rollouts (the update is then not made)."""
+            label = f"GRPO update {step + 1}: rollouts ({i} of {len(prompts)} done)"
+            stop.set_phase(label)
+            stop.check_between(label)
+            return i
+
         if self.level == "episode":
-            rollouts = [self.episode(p, k, keys[i]) for i, (p, k) in enumerate(zip(prompts, slots))]
+            rollouts = [self.episode(p, k, keys[between(i)]) for i, (p, k) in enumerate(zip(prompts, slots))]
         elif self.active is self.sampler:
-            rollouts = [self.reply(p, k, keys[i]) for i, (p, k) in enumerate(zip(prompts, slots))]
+            rollouts = [self.reply(p, k, keys[between(i)]) for i, (p, k) in enumerate(zip(prompts, slots))]
         else:
             rollouts = self.replies(prompts, slots)
+        stop.set_phase(f"GRPO update {step + 1}: gradients")
         self.last = rollouts
         vllm = self.active is not self.sampler
         out: dict[str, Any] = {
@@ -334,12 +344,16 @@ class GroupRollouts:
 
 
 def episode_reward(log_metric=None, s3gym_reward=None, s3gym_verifier_return=None, s3gym_replies=None,
-                   s3gym_unparsed=None, s3gym_constrained=None, s3gym_source_return=None, **_: Any) -> list[float]:
+                   s3gym_unparsed=None, s3gym_constrained=None, s3gym_source_return=None, prompts=None,
+                   **_: Any) -> list[float]:
     """The TRL reward function of episode-level GRPO: each episode's outcome, computed by the rollout."""
     if log_metric is not None and s3gym_reward:
-        from s3gym_tui.training.rewards import batch_std
+        from s3gym_tui.training.rewards import batch_std, zero_spread_share
 
         log_metric("source_reward_std", batch_std(list(s3gym_source_return)))
+        share = zero_spread_share(list(s3gym_source_return), prompts)
+        if share is not None:
+            log_metric("source_zero_std_share", share)
         replies = sum(s3gym_replies)
         if replies:
             log_metric("parsed_replies", 1.0 - sum(s3gym_unparsed) / replies)

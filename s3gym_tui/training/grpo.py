@@ -227,7 +227,7 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
             trainer.group_rollouts = rollouts
             started = time.perf_counter()
             with compact_lm_head():
-                run_trainer(trainer, checkpoint)
+                run_trainer(trainer, checkpoint, "grpo")
     finally:
         if key is not None:
             _STREAMS.pop(key, None)

@@ -155,7 +155,7 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
             processing_class=tokenizer, callbacks=[reporter]))
         started = time.perf_counter()
         with compact_lm_head():
-            run_trainer(trainer, checkpoint)
+            run_trainer(trainer, checkpoint, phase)
     result.examples = trainer.state.global_step * batch
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)

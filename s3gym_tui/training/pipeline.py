@@ -123,7 +123,9 @@ def record_local(store, training: Training, result: TrainResult) -> Training:
     write_manifest(Path(training.directory), training.id, result.base_dir, result.adapters)
     serve.HANDLER.add_training(training.id, result.base_dir, result.adapters)
     serve.register()
+    training = store.get_training(training.id)  # with the parts a stop stored meanwhile
     metrics = {**training.metrics, **{k: v for k, v in result.figures().items() if v is not None}}
+    metrics.update({k: v for k, v in part_figures(training.metrics, result).items() if v is not None})
     # a training without a dataset (GRPO, TASPO) counts the replies its updates sampled
     examples = training.examples or result.examples
     return store.update_training(training.id, epochs=len(result.adapters), steps=result.steps, examples=examples,
@@ -140,9 +142,37 @@ def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -
         if event.kind == "step" and event.loss is not None:
             store.add_losses(training_id, [LossPoint(step=event.step, epoch=event.epoch, loss=event.loss,
                                                      phase=event.phase, metrics=dict(event.metrics))])
+        elif event.kind == "end" and event.metrics.get("stopped"):
+            add_part(store, training_id, event, interrupted=True)
         progress(event)
 
     return on_event
+
+
+def add_part(store, training_id: str, event: TrainEvent, interrupted: bool) -> Training:
+    """Keep one part of a training that was stopped and resumed (its phase, seconds, last update, tokens seen),
+    its time added to the training's: the summary of a resumed training covers all its parts."""
+    training = store.get_training(training_id)
+    seconds = float(event.metrics.get("seconds") or 0.0)
+    part = {"phase": event.phase, "seconds": round(seconds, 2), "updates": event.step,
+            "tokens": int(event.metrics.get("tokens") or 0), "interrupted": interrupted}
+    metrics = {**training.metrics, "parts": [*training.metrics.get("parts", []), part]}
+    return store.update_training(training_id, metrics=metrics, train_seconds=training.train_seconds + seconds)
+
+
+def part_figures(metrics: dict, result: TrainResult) -> dict:
+    """Throughput over every part of the phase (the resumed trainer's counts include the parts before it, its
+    clock does not), and how many parts were interrupted."""
+    from s3gym_tui.training.learning_signal import PRIOR_PHASES
+
+    # a prior phase's parts (the format warm start) have figures of their own
+    parts = [p for p in metrics.get("parts", []) if p.get("interrupted") and p.get("phase") not in PRIOR_PHASES]
+    if not parts:
+        return {}
+    seconds = result.seconds + sum(float(p["seconds"]) for p in parts)
+    return {"examples_per_s": result.examples / seconds if seconds > 0 else None,
+            "tokens_per_s": result.tokens / seconds if seconds > 0 else None, "seconds_all_parts": round(seconds, 2),
+            "interrupted_parts": len(parts)}
 
 
 def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
@@ -164,8 +194,11 @@ def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> Non
 async def evaluate_all(store, training: Training, hooks: Hooks) -> Training:
     """Play every evaluation run of the training (resumable), holding the training's lease; repaired
     replies are stored with their steps (repair runs only), so nothing is counted in memory."""
+    from s3gym_tui.training import stop
+
     with driving_training(store, training.id):
         store.update_training(training.id, status="evaluating")
+        stop.set_phase("evaluation")
         for _, run, _ in eval_runs(store, training):
             hooks.run_created(run)
             try:
@@ -203,7 +236,10 @@ def _ensure_eval_run(store, training: Training, source: Run, options: ExpertReci
 def _train_sft_local(store, training: Training, options_train: SftConfig, hooks: Hooks, resume: bool) -> Training:
     from s3gym_tui.training.backend import train_lora
 
+    from s3gym_tui.training import stop
+
     examples = training_examples(store, training.dataset_id)
+    stop.set_phase("loading the base model")
     try:
         result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
                           options_train, progress=recording(store, training.id, hooks.train_event), resume=resume)
@@ -216,8 +252,10 @@ def _train_sft_local(store, training: Training, options_train: SftConfig, hooks:
 
 async def _train_sft_remote(store, training: Training, exported: Exported, options: SftConfig,
                             hooks: Hooks) -> Training:
+    from s3gym_tui.training import stop
     from s3gym_tui.training.remote import RemoteTrainingError, fine_tune_remote
 
+    stop.set_phase("the remote job")
     try:
         result = await fine_tune_remote(exported.messages, options.remote_model, epochs=options.epochs,
                                         progress=hooks.remote_status)
@@ -293,6 +331,9 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
         rollout.episode_id = episodes(rollout).id  # TASPO records each rollout's credit with it
         hooks.rollout(rollout.game, rollout.seed, len(rollout.steps))
 
+    from s3gym_tui.training import stop
+
+    stop.set_phase("loading the base model")
     trainer_class = None
     if isinstance(grpo, TaspoConfig):
         from s3gym_tui.training.taspo import taspo_trainer

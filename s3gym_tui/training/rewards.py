@@ -85,6 +85,19 @@ class FrozenJudge:
         return value
 
 
+def zero_spread_share(values: list[float], prompts: Optional[list]) -> Optional[float]:
+    """The share of groups (the replies sharing a prompt: TRL repeats each prompt G times) whose `values` are all
+    equal: groups the reward source did not tell apart. None without prompts."""
+    if not prompts or len(prompts) != len(values):
+        return None
+    import json
+
+    groups: dict[str, list[float]] = {}
+    for prompt, value in zip(prompts, values):
+        groups.setdefault(json.dumps(prompt, sort_keys=True, default=str), []).append(value)
+    return sum(1 for g in groups.values() if max(g) - min(g) <= 1e-12) / len(groups)
+
+
 def batch_std(values: list[float]) -> float:
     """Population std of the source's rewards over a batch (0: the source told the replies apart not at all)."""
     mean = sum(values) / len(values)
@@ -117,6 +130,9 @@ def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight:
             values.append(value - (0.0 if outcome.parsed else format_weight))
         if log_metric is not None and verifier:
             log_metric("source_reward_std", batch_std(source_values))
+            share = zero_spread_share(source_values, prompts)
+            if share is not None:
+                log_metric("source_zero_std_share", share)
             log_metric("verifier_reward", sum(verifier) / len(verifier))
             log_metric("parsed_replies", sum(parsed) / len(parsed))
             free = [p for p, c in zip(parsed, s3gym_constrained or [False] * len(parsed)) if not c]

@@ -52,7 +52,8 @@ def decoded_model(model: str, decoding: str) -> str:
         raise ValueError(f"unknown decoding {decoding!r}: {', '.join(DECODINGS)}")
     plain = model[:len(model) - len(_SUFFIX[model_decoding(model)])] if model_decoding(model) != "free" else model
     if decoding != "free" and not plain.startswith("trained/"):
-        raise ValueError(f"{model} is not served locally: only trained/<id>/<x> replies can be decoded {decoding}")
+        done = {"repair": "repaired", "grammar": "constrained to the grammar"}[decoding]
+        raise ValueError(f"{model} is not served locally: only trained/<id>/<x> replies can be {done}")
     return plain + _SUFFIX[decoding]
 
 

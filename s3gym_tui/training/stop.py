@@ -108,6 +108,20 @@ def check() -> None:
         raise TrainingStopped(reason)
 
 
+def check_between(what: Optional[str] = None) -> None:
+    """Inside a step (between two rollouts, two warm-start drafts): raise TrainingStopped if a stop was
+    requested, in a single process only (data-parallel ranks stop together at a step's end: hf.StopCallback);
+    `what` names the work in progress for the stored reason."""
+    if _reason is None:
+        return
+    from s3gym_tui.training.ranks import world
+
+    if world().size == 1:
+        if what:
+            set_phase(what)
+        raise TrainingStopped(_reason)
+
+
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
     """While inside: the first SIGINT / SIGTERM requests a stop; the second one acts as if this were not

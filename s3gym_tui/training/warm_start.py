@@ -49,6 +49,11 @@ def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, Any
     drawn = [0]
 
     def player(messages: list, env: Any) -> str:
+        from s3gym_tui.training import stop
+
+        label = f"the format warm start: drafting examples ({len(examples)} of {count} kept)"
+        stop.set_phase(label)
+        stop.check_between(label)  # a requested stop ends the drafting between two drafts
         text, keep = reply(messages, env, drawn[0])
         drawn[0] += 1
         if keep:
@@ -142,7 +147,7 @@ def run_warm_start(model: Any, tokenizer: Any, examples: Sequence[dict], out_dir
         check_tokenized(trainer.train_dataset, None)
         progress(TrainEvent("load", max_steps=trainer.state.max_steps or len(rows) * epochs, phase=PHASE))
         with compact_lm_head():
-            run_trainer(trainer, checkpoint)
+            run_trainer(trainer, checkpoint, PHASE)
     losses = [p.loss for p in result.losses if p.phase == PHASE]
     figures = {"warm_start_examples": len(rows), "warm_start_steps": int(trainer.state.global_step),
                "warm_start_seconds": round(time.perf_counter() - started, 1),

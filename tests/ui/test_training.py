@@ -146,8 +146,8 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
         screen = await open_training(app, pilot, tid)
         flags = str(screen.query_one("#training-flags", Static).render())
         assert "2 of 3 grpo updates had no signal" in flags
-        assert ("episode level · sampling mixed · format weight 1 · warm start 15 examples x 2, loss 1.62 → 0.24"
-                in flags)  # how it sampled and started: the examples it found, not the 16 asked
+        assert ("episode level · sampling mixed at T 1, G 4 · beta 0, dapo loss · format weight 1 · warm start 15 "
+                "examples x 2, loss 1.62 → 0.24" in " ".join(flags.split()))  # the examples it found, not the 16 asked
         assert f"{tid}: interrupted ·" in flags  # nobody drives it: not 'evaluating' forever
     with Store(path) as store:
         lease = store.acquire_training_lease(tid, "test")
