@@ -133,6 +133,8 @@ class GroupRollouts:
     # ----- TRL's entry point ---------------------------------------------------------------------
     def __call__(self, prompts: list, trainer: Any = None) -> dict[str, Any]:
         self.active = self._sampler_for(trainer)
+        if hasattr(self.sampler, "forget_prefixes"):
+            self.sampler.forget_prefixes()  # the weights moved since the last batch
         slots = self.slots(prompts)
         # each reply's sampling seed follows from its place (update, row, turn), so a resumed training
         # samples what its uninterrupted twin sampled

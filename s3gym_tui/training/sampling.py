@@ -42,6 +42,31 @@ class ReplySampler:
         self.entry: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "pieces": None}
         self.calls = 0  # draws seeded by their count (the rollout player)
         self.drawn = 0  # every reply drawn here
+        self._prefixes: dict[tuple, Any] = {}  # prompt (all but its last token) -> its KV cache, this batch only
+
+    def forget_prefixes(self) -> None:
+        """A new batch (the weights may have moved since): the prompt caches made before are stale."""
+        self._prefixes.clear()
+
+    def _prefix(self, prompt: Any) -> Any:
+        """A copy of the KV cache of all but the last prompt token, computed once per prompt and batch: the G
+        replies of a group share their prompt, so its prefill is done once, not G times."""
+        import copy
+
+        import torch
+        from transformers import DynamicCache
+
+        key = tuple(prompt[0, :-1].tolist())
+        if key not in self._prefixes:
+            if len(self._prefixes) >= 16:
+                self._prefixes.clear()
+            with torch.inference_mode():
+                try:
+                    out = self.model(input_ids=prompt[:, :-1], cache=DynamicCache(), use_cache=True, logits_to_keep=1)
+                except TypeError:  # a model without logits_to_keep
+                    out = self.model(input_ids=prompt[:, :-1], cache=DynamicCache(), use_cache=True)
+            self._prefixes[key] = out.cache
+        return copy.deepcopy(self._prefixes[key])
 
     def prompt_ids(self, messages: list) -> list[int]:
         return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False))
@@ -88,6 +113,8 @@ class ReplySampler:
         training = self.model.training
         self.model.eval()
         try:
+            if key is not None and prompt.shape[1] > 1:  # a group's reply (the player's prompts differ every time)
+                kwargs["cache"] = self._prefix(prompt)
             with torch.random.fork_rng(), torch.inference_mode():
                 torch.manual_seed(seed)
                 out = self.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **kwargs)

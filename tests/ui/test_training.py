@@ -89,7 +89,8 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
         checkpoints = table_rows(screen, "#training-checkpoints")
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
         assert checkpoints[f"{training.id}:1"][2:5] == ["4.00", "-6.00", "negative"]  # the app's one number format
-        assert checkpoints[f"{training.id}:1"][5:] == ["—", "—", "—"]  # no replies stored, no repaired evaluation
+        # no replies stored, no repaired evaluation, no evaluation under the grammar: the gain is not split
+        assert checkpoints[f"{training.id}:1"][5:] == ["—", "—", "—", "—", "not split"]
         assert checkpoints[f"{training.id}:2"][4] == ""
         assert screen.query_one("#training-curve", CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
         assert screen.query_one("#training-loss", CurvePlot).curves == (Curve(f"{training.id} sft", ((1, 2.0), (2, 1.0))),)
