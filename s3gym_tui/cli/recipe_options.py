@@ -71,8 +71,10 @@ def recipe_parameters(classes: tuple[type[TrainerSettings], ...]) -> list[inspec
             applies = "" if len(owners) == len(classes) else f"{'/'.join(owners).upper()}: "
             help_text = f"{applies}{field.description or ''} [{_default_text(name, classes)}]"
             decls = [f"{flag}/--no-{flag[2:]}"] if kind is bool else [flag]
+            metavar = "all-linear|NAME,NAME" if extra.get("kind") == "list" else \
+                ("|".join(_choices(field.annotation) or ()) or None)
             option = typer.Option(None, *decls, help=help_text, show_default=False, hidden=bool(extra.get("hidden")),
-                                  metavar=("|".join(_choices(field.annotation) or ()) or None))
+                                  metavar=metavar)
             params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option,
                                             annotation=Optional[kind]))
     return params

@@ -23,8 +23,8 @@ from typing import Optional
 
 from s3gym_tui.training.evaluate import NEGATIVE_TOLERANCE, CheckpointRow, TrainingReport
 
-BASELINE_FREE = "x = 0, the base model served the same way: replies as written"
-BASELINE_GRAMMAR = "x = 0 under the game's grammar (every reply constrained from its first token)"
+BASELINE_FREE = "x = 0 (the base) served the same way, replies as written"
+BASELINE_GRAMMAR = "x = 0 under the game's grammar"
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,8 @@ def baseline_text(report: TrainingReport) -> str:
     if report.grammar_run is None:
         return (f"baseline: {BASELINE_FREE}; no evaluation under the grammar, so a format gain is not told apart "
                 f"from a play gain")
-    return f"baseline: {BASELINE_FREE}; play gain against {BASELINE_GRAMMAR} (run {report.grammar_run.id})"
+    return (f"baseline: {BASELINE_FREE}; play gain: every reply constrained from its first token, against "
+            f"{BASELINE_GRAMMAR} (run {report.grammar_run.id})")
 
 
 def outcome(report: TrainingReport) -> Optional[GainSplit]:

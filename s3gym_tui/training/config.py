@@ -350,8 +350,7 @@ def recipe_error(exc: Exception, cls: type[BaseModel]) -> RecipeError:
         return RecipeError(message)
     name = loc[0]
     if first.get("type") == "extra_forbidden":
-        owners = [m for m in methods_with(name) if m != cls.method] if name in TaspoConfig.model_fields or \
-            name in DistillConfig.model_fields else []
+        owners = [m for m in methods_with(name) if m != cls.method]
         where = f"applies to {', '.join(owners)}, not {cls.method}" if owners else "is not a setting of any method"
         return RecipeError(f"{flag_of(name)} {where}")
     given = first.get("input")

@@ -81,11 +81,27 @@ def _check(source: Run, recipe: ExpertRecipe) -> None:
         if recipe.full_finetune and (recipe.reward == "self" or recipe.beta > 0):
             raise TrainingError("--full-finetune with GRPO: the frozen judge (--reward self) and the KL reference "
                                 "(--beta) are the base with the adapter switched off, which needs LoRA")
+    problem = report_problem(recipe.report_to)
+    if problem:
+        raise TrainingError(problem)
     if isinstance(recipe, TaspoConfig) and world().size > 1:
         raise TrainingError("TASPO trains in one process for now (its analyzer and scorer read the store, "
                             "which only rank 0 opens): run it without torchrun / accelerate launch")
     if local:
         require_extra()
+
+
+REPORT_MODULES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb"}
+
+
+def report_problem(report_to: str) -> Optional[str]:
+    """Why `--report-to` cannot log here (its package is not installed), or None."""
+    import importlib.util
+
+    module = REPORT_MODULES.get(report_to)
+    if module and importlib.util.find_spec(module) is None:
+        return f"--report-to {report_to} needs {module} installed (pip install {module})"
+    return None
 
 
 def _base_dir(options_base: Optional[str], cache: Optional[Path]) -> Path:

@@ -80,6 +80,7 @@ def test_the_library_defaults_are_the_commands():
 
 @pytest.mark.parametrize("values, method, message", [
     ({"warm_start": 3}, "sft", "--warm-start applies to grpo, taspo, not sft"),
+    ({"backend": "remote"}, "grpo", "--backend applies to sft, not grpo"),
     ({"lora_r": 0}, "sft", "--lora-r 0: Input should be greater than or equal to 1"),
     ({"level": "step"}, "taspo", "taspo is episode-level GRPO"),
     ({"vllm_url": "http://x:8000"}, "grpo", "--vllm-url names the server of --vllm server"),
