@@ -16,6 +16,9 @@ baseline: training/baseline.py). Printed per game and training seed:
     LITELLM_LOCAL_MODEL_COST_MAP=True nice -n 10 .venv/bin/python benchmarks/train_learns.py \
         --config benchmarks/recipes/grpo-trust-oracle.yaml [--games trust] [--seeds 0,1,2] \
         [--eval-episodes 2] [--step-cap 3] [--set key=value ...] [--json out.json]
+
+`--base-only`: no training; the base (x = 0) alone, as written and under the grammar, on each game's
+evaluation seeds (the baseline column, in a few minutes).
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ def main() -> None:
     parser.add_argument("--explore-episodes", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE over the recipe (e.g. reward=self)")
     parser.add_argument("--json", default=None, help="also write every figure here")
+    parser.add_argument("--base-only", action="store_true", help="evaluate the base alone (x = 0), no training")
     args = parser.parse_args()
 
     from s3gym_tui.engine.runner import ProtocolRunner
@@ -90,6 +94,9 @@ def main() -> None:
             print(f"{game}: source run {source.id}, exploration seeds "
                   f"{[source.config.explore_seed(i) for i in range(args.explore_episodes)]}, "
                   f"{args.eval_episodes} evaluation episodes x {args.step_cap} steps", flush=True)
+            if args.base_only:
+                base_alone(store, source, args, figures)
+                continue
             for seed in [int(s) for s in args.seeds.split(",") if s]:
                 recipe = build(method, {**values, "seed": seed, "eval_episodes": args.eval_episodes,
                                         "step_cap": args.step_cap, "grammar_eval": True})
@@ -140,6 +147,37 @@ def main() -> None:
     print(f"total {time.perf_counter() - started_all:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1), encoding="utf-8")
+
+
+def base_alone(store, source, args, figures: list) -> None:
+    """x = 0 of a training that trained nothing, evaluated as written and under the grammar."""
+    from s3gym_tui.store import Training, TrainingCheckpoint
+    from s3gym_tui.training import serve
+    from s3gym_tui.training.backend import resolve_base
+    from s3gym_tui.training.evaluate import create_eval_run, evaluate_training, training_report
+    from s3gym_tui.training.runs import new_training_id, served_model, training_root, write_manifest
+
+    base = resolve_base(None)
+    tid = new_training_id(f"{source.config.game}-base")
+    training = store.add_training(Training(id=tid, method="grpo", games=(source.config.game,), source_run=source.id,
+                                           base=str(base), directory=str(training_root() / tid), status="finished"))
+    store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=0, model=served_model(tid, 0), step=0))
+    write_manifest(training_root() / tid, tid, base, {})
+    serve.HANDLER.add_training(tid, base, {})
+    serve.register()
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    written = create_eval_run(store, training, source.config, [0], eval_episodes=args.eval_episodes,
+                              step_cap=args.step_cap, run_id=tid)
+    constrained = create_eval_run(store, training, source.config, [0], eval_episodes=args.eval_episodes,
+                                  step_cap=args.step_cap, run_id=f"{tid}-grammar", decoding="grammar")
+    for run in (written, constrained):
+        asyncio.run(evaluate_training(store, run))
+    (row,) = training_report(store, written).rows
+    print(f"  base (x = 0): as written {num(row.mean)} {list(row.scores)}, parsed {pct(row.parsed_share)}; under the "
+          f"grammar {num(row.grammar.mean)} {list(row.grammar.scores)}; {time.perf_counter() - t0:.0f} s wall, "
+          f"{time.process_time() - cpu0:.0f} s CPU", flush=True)
+    figures.append({"game": source.config.game, "base_free": row.mean, "base_grammar": row.grammar.mean,
+                    "parsed": row.parsed_share})
 
 
 if __name__ == "__main__":
