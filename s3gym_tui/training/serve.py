@@ -133,9 +133,10 @@ class TrainedLLM(CustomLLM):
                               f"{PROVIDER}/{name}", PROVIDER)
         return served, epoch
 
-    def _entry(self, served: Served, model: str) -> dict[str, Any]:
-        """The loaded base (with any adapters attached so far); call with the lock held."""
-        key = str(served.base_dir.resolve())
+    def _entry(self, served: Served, model: str, whole: Optional[Path] = None) -> dict[str, Any]:
+        """The loaded base (with any adapters attached so far), or a whole fine-tuned checkpoint (`whole`: a
+        `--full-finetune` checkpoint, its weights a model of their own); call with the lock held."""
+        key = str((whole or served.base_dir).resolve())
         entry = self._bases.get(key)
         if entry is None:
             try:
@@ -151,7 +152,7 @@ class TrainedLLM(CustomLLM):
             device = pick_device()  # the same code serves a bigger model on a GPU box (CUDA or MPS)
             with quiet():
                 tokenizer = AutoTokenizer.from_pretrained(served.base_dir)
-                net = AutoModelForCausalLM.from_pretrained(served.base_dir, dtype=device.dtype()).eval()
+                net = AutoModelForCausalLM.from_pretrained(whole or served.base_dir, dtype=device.dtype()).eval()
             if not device.use_cpu:
                 net = net.to(device.kind)
             entry = {"model": net, "tokenizer": tokenizer, "adapters": set(), "pieces": None}
@@ -188,11 +189,15 @@ class TrainedLLM(CustomLLM):
         chat = [{"role": str(m.get("role", "user")), "content": content_text(m.get("content"))} for m in messages]
         task = (ctx or {}).get("task")
         requested = params.get("max_tokens") or params.get("max_completion_tokens")
+        import contextlib
+
+        path = served.adapters.get(epoch) if epoch else None
+        whole = path if path is not None and whole_model(path) else None
         with self.lock:
-            entry = self._entry(served, model_id)  # a missing train extra is reported here
+            entry = self._entry(served, model_id, whole)  # a missing train extra is reported here
             from s3gym_tui.training import decoding
 
-            with self._activate(entry, served, epoch):
+            with contextlib.nullcontext() if whole else self._activate(entry, served, epoch):
                 gen = decoding.Generator(entry, temperature=float(params.get("temperature") or 0.0),
                                          seed=int(params.get("seed") or 0))
                 prompt = gen.prompt_ids(chat)
@@ -238,6 +243,11 @@ class TrainedLLM(CustomLLM):
         ctx = s3gym_context(optional_params, kwargs)
         result = await asyncio.to_thread(self.generate, model, messages, ctx, dict(optional_params or {}))
         return self._respond(model, result, model_response)
+
+
+def whole_model(path: Path) -> bool:
+    """A checkpoint that is a whole model (a full fine-tune) rather than a LoRA adapter."""
+    return (Path(path) / "config.json").is_file() and not (Path(path) / "adapter_config.json").is_file()
 
 
 def _cap(requested: Any, cap: int) -> int:
