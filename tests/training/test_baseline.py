@@ -30,6 +30,9 @@ def fake_trained(monkeypatch):
     def generate(name, messages, ctx, params):
         _, x = serve.parse_model(name)
         seen.append(name)
+        # an action call reaches the provider with its facts, as the real one needs them (the plugin accepts
+        # the name as built-in: engine.llm then sends the context)
+        assert (ctx or {}).get("task") == "act" and ctx.get("grammar"), (name, ctx)
         if serve.constrains(name):
             text = "Answer: cheat, Score: 3" if x == 2 else "Answer: collaborate, Score: 2"
         else:

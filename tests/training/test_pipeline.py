@@ -54,7 +54,7 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     assert len(store.losses(training.id)) == 4 and all(p.phase == "sft" for p in store.losses(training.id))
     assert [s.kind for s in store.training_sources(training.id)] == ["dataset"]
     # the random model's replies as written, and (--repair) a twin run whose repairs are stored per step
-    assert report.repair_run.id == f"{run.id}-repair" and stored.settings["repair"] is True
+    assert report.repair_run.id == f"{run.id}-repair" and stored.settings["recipe"]["repair"] is True
     assert all(r.replies == 2 and 0 <= r.unparsed <= 2 for r in report.rows)
     counts = store.repair_counts(report.repair_run.id)
     assert all(r.repair.repaired == counts[r.epoch][0] and r.repair.steps == 2 for r in report.rows)
