@@ -230,6 +230,9 @@ class GrpoConfig(ExpertRecipe):
             raise ValueError("--vllm-url names the server of --vllm server")
         if self.epsilon_high is not None and self.epsilon_high < self.epsilon:
             raise ValueError("--epsilon-high must be at least --epsilon")
+        if self.full_finetune and (self.reward == "self" or self.beta > 0):
+            raise ValueError("--full-finetune with GRPO: the frozen judge (--reward self) and the KL reference "
+                             "(--beta) are the base with the adapter switched off, which needs LoRA")
         return self
 
 

@@ -78,9 +78,6 @@ def _check(source: Run, recipe: ExpertRecipe) -> None:
         if replies % ranks:
             raise TrainingError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) "
                                 f"must be a multiple of {ranks}")
-        if recipe.full_finetune and (recipe.reward == "self" or recipe.beta > 0):
-            raise TrainingError("--full-finetune with GRPO: the frozen judge (--reward self) and the KL reference "
-                                "(--beta) are the base with the adapter switched off, which needs LoRA")
     problem = report_problem(recipe.report_to)
     if problem:
         raise TrainingError(problem)

@@ -10,8 +10,8 @@ import pytest
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.training import stop
-from s3gym_tui.training.config import GrpoConfig, SftConfig
-from s3gym_tui.training.pipeline import TrainingError, train_from_run
+from s3gym_tui.training.config import SftConfig
+from s3gym_tui.training.pipeline import train_from_run
 
 pytest.importorskip("trl")
 
@@ -33,8 +33,13 @@ def test_a_full_fine_tune_saves_and_serves_whole_models(store, tiny_base):
     assert all(r.replies == 1 for r in outcome.report.rows)  # x = 1 was served from its whole checkpoint
 
 
-def test_full_fine_tune_refusals(store):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
-    with pytest.raises(TrainingError, match="--full-finetune with GRPO: the frozen judge"):
-        asyncio.run(train_from_run(store, run.id, GrpoConfig(full_finetune=True, reward="self")))
+def test_full_fine_tune_refusals():
+    from s3gym_tui.training.config import RecipeError, build
+
+    with pytest.raises(RecipeError, match="--full-finetune with GRPO: the frozen judge"):
+        build("grpo", {"full_finetune": True, "reward": "self"})
+    with pytest.raises(RecipeError, match="--full-finetune with GRPO: the frozen judge"):
+        build("grpo", {"full_finetune": True, "reward": "oracle", "beta": 0.1})
+    assert build("grpo", {"full_finetune": True, "reward": "oracle"}).full_finetune
+    with pytest.raises(RecipeError, match="distillation students are LoRA adapters"):
+        build("distill", {"full_finetune": True})
