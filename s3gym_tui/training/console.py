@@ -195,12 +195,9 @@ def print_report(console: Console, report: TrainingReport) -> None:
     repaired = report.repair_run is not None
     constrained = report.grammar_run is not None
     title = (f"checkpoints of {safe_markup(report.run.id)} on {report.game} (strict mode, eval seeds; replies as "
-             f"the model wrote them" + (", under the grammar (G)" if constrained else "")
-             + (", and repaired (R)" if repaired else "") + ")")
+             f"the model wrote them" + (", and repaired (R)" if repaired else "") + ")")
     cps = Table(title=title)
     cols = ["x", "after updates", "model", "mean score", "vs x=0", "negative transfer", "unparsed replies"]
-    if constrained:
-        cols += ["G mean score", "G vs x=0 (play gain)", "gain"]
     if repaired:
         cols += ["R mean score", "R vs x=0", "R repaired replies"]
     for col in cols:
@@ -209,17 +206,25 @@ def print_report(console: Console, report: TrainingReport) -> None:
     for row in report.rows:
         cells = [str(row.epoch), "-" if row.step is None else str(row.step), safe_markup(row.model), _fmt(row.mean),
                  _fmt(row.delta), "[red]yes[/]" if row.negative else "", _share(row.unparsed, row.replies)]
-        if constrained:
-            g = row.grammar
-            verdict = gains[row.epoch].verdict if row.epoch in gains else ""
-            cells += [_fmt(g.mean if g else None), _fmt(g.delta if g else None),
-                      f"[yellow]{verdict}[/]" if verdict == "format gain" else verdict]
         if repaired:
             r = row.repair
             cells += [_fmt(r.mean if r else None), _fmt(r.delta if r else None),
                       _share(r.repaired, r.steps) if r else "—"]
         cps.add_row(*cells)
     console.print(cps)
+    if constrained:
+        split = Table(title="against the base served the same way: format gain (parsed replies) and play gain "
+                            "(under the grammar, G)")
+        for col in ("x", "parsed replies", "format gain", "G mean score", "G vs x=0 (play gain)", "gain"):
+            split.add_column(col, justify="left" if col == "gain" else "right", no_wrap=True)
+        for row in report.rows:
+            g, gain = row.grammar, gains.get(row.epoch)
+            share = "—" if row.parsed_share is None else f"{100 * row.parsed_share:.0f}%"
+            fmt_gain = "—" if gain is None or gain.format_gain is None else f"{100 * gain.format_gain:+.0f} pp"
+            verdict = gain.verdict if gain else ""
+            split.add_row(str(row.epoch), share, fmt_gain, _fmt(g.mean if g else None), _fmt(g.delta if g else None),
+                          f"[yellow]{verdict}[/]" if verdict == "format gain" else verdict)
+        console.print(split)
     console.print(f"[dim]{safe_markup(baseline_text(report))}[/]", soft_wrap=True)
     line = outcome_line(report)
     if line:

@@ -14,6 +14,7 @@ from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, audit
 from s3gym_tui.training.config import RecipeError, SftConfig, build
+from s3gym_tui.training.runs import run_decoding
 from s3gym_tui.training.pipeline import TrainingError, train_from_run
 from s3gym_tui.training.runs import MANIFEST, read_manifest
 
@@ -167,7 +168,10 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
                    "served by transformers (fp32 base + LoRA)", "another serving path"):
         assert needle in out.out, needle
     with Store(db) as store:
-        trained = [r for r in store.list_runs() if r.config.pathway == "trained"]
+        evaluations = [r for r in store.list_runs() if r.config.pathway == "trained"]
+    # the replies as written, and (the baseline of a format gain) every checkpoint under the grammar
+    trained = [r for r in evaluations if run_decoding(r) == "free"]
+    assert sorted(run_decoding(r) for r in evaluations) == ["free", "grammar"]
     assert len(trained) == 1 and [c.x for c in Store(db).checkpoints(trained[0].id)] == [0, 1]
     code = main(["resume", trained[0].id, "--db", str(db)])  # finished: the tables again, nothing new
     assert code == 0 and "checkpoints of" in capsys.readouterr().out
