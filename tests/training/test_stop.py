@@ -87,7 +87,9 @@ def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, u
     with pytest.raises(stop.TrainingStopped, match="Ctrl-C"):
         stop.run(lambda: train_from_run(store, source.id, options, Hooks(train_event=hook)))
     (training,) = [t for t in store.trainings(source_run=source.id) if t.id != twin.id]
-    assert training.status == "interrupted" and training.error.startswith("interrupted (Ctrl-C) during training")
+    # the stored reason names the phase the stop reached: the update that was being logged
+    assert training.status == "interrupted"
+    assert training.error.startswith(f"interrupted (Ctrl-C) during SFT update {update}")
     assert f"s3gym resume {training.id}" in training.error
     # the update in progress ended it: no later update was logged or stored
     assert seen == list(range(1, update + 1)) and [s for _, s, _ in _losses(store, training.id)] == seen
