@@ -147,7 +147,7 @@ def test_a_stop_inside_the_warm_start_resumes_to_its_twin(store, tiny_base):
 def test_the_cli_refuses_a_warm_start_for_sft(tmp_path, capsys):
     code = main(["train", "run-1", "--method", "sft", "--warm-start", "4", "--db", str(tmp_path / "x.db")])
     assert code == 2
-    assert "--warm-start applies to GRPO" in capsys.readouterr().err
+    assert "--warm-start applies to grpo, taspo, not sft" in capsys.readouterr().err
 
 
 def test_updates_without_signal_after_a_warm_start_are_not_called_the_base_model():
