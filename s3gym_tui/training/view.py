@@ -116,10 +116,16 @@ def grpo_recipe(training: Training) -> Optional[str]:
         return None
     if not isinstance(grpo, GrpoConfig):
         return None
+    try:
+        return _recipe_line(grpo, training.metrics or {})
+    except (TypeError, ValueError):  # a stored recipe an older or foreign writer filled oddly: no line
+        return None
+
+
+def _recipe_line(grpo, metrics: dict) -> str:
     parts = [f"{grpo.level} level", f"sampling {grpo.sampling} at T {grpo.temperature:g}, G {grpo.num_generations}",
              f"beta {grpo.beta:g}, {grpo.loss_type} loss", f"format weight {grpo.format_weight:g}"]
     asked = grpo.warm_start or 0
-    metrics = training.metrics or {}
     if not asked:
         parts.append("no warm start")
     elif "warm_start_examples" in metrics:
