@@ -35,10 +35,10 @@ def main() -> None:
     from s3gym_tui.engine.runner import ProtocolRunner
     from s3gym_tui.models import RunConfig
     from s3gym_tui.store import Store
-    from s3gym_tui.training.backend import TrainConfig, resolve_base
+    from s3gym_tui.training.backend import resolve_base
     from s3gym_tui.training.grpo import train_grpo
     from s3gym_tui.training.learning_signal import SIGNAL_KEYS, signal_summaries
-    from s3gym_tui.training.options import GrpoConfig
+    from s3gym_tui.training.config import GrpoConfig
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-signal-"))
     with Store(folder / "b.db") as store:
@@ -59,8 +59,8 @@ def main() -> None:
     result = train_grpo(args.game, seeds, base, folder / "adapters",
                         GrpoConfig(reward=args.reward, updates=args.updates, num_generations=args.generations,
                                    states_per_update=args.states, save_every=args.updates,
-                                   max_completion_length=args.completion_tokens, rollout_step_cap=2),
-                        TrainConfig(), progress)
+                                   max_completion_length=args.completion_tokens, rollout_step_cap=2, warm_start=0),
+                        progress)
     for summary in signal_summaries(result.losses):
         print(summary.line, summary.as_dict())
     print(f"{result.steps} updates in {time.perf_counter() - started:.0f} s, peak RSS {result.peak_rss_mb:.0f} MB "

@@ -71,9 +71,8 @@ def main() -> None:
     from s3gym_tui.engine.runner import ProtocolRunner
     from s3gym_tui.models import RunConfig
     from s3gym_tui.store import Store, audit
-    from s3gym_tui.training.backend import TrainConfig
     from s3gym_tui.training.evaluate import training_report
-    from s3gym_tui.training.options import GrpoConfig, TrainOptions
+    from s3gym_tui.training.config import build
     from s3gym_tui.training.pipeline import Hooks, train_from_run
 
     folder = Path(tempfile.mkdtemp(prefix="taspo-vs-grpo-"))
@@ -92,12 +91,13 @@ def main() -> None:
               f"reward {args.reward}; store {folder / 'b.db'}", flush=True)
         for seed in seeds:
             for method in methods:
-                grpo = GrpoConfig(reward=args.reward, updates=args.updates, num_generations=args.generations,
-                                  states_per_update=1, save_every=args.updates,
-                                  max_completion_length=args.completion_tokens,
-                                  rollout_step_cap=args.rollout_step_cap, learning_rate=args.lr, level="episode",
-                                  **({"credit": "action", "kappa": args.kappa, "tau": args.tau, "eps_w": args.eps_w,
-                                      "analyzer": args.analyzer} if method == "taspo" else {}))
+                grpo = build(method, dict(
+                    reward=args.reward, updates=args.updates, num_generations=args.generations, states_per_update=1,
+                    save_every=args.updates, max_completion_length=args.completion_tokens, warm_start=0,
+                    rollout_step_cap=args.rollout_step_cap, learning_rate=args.lr, level="episode", seed=seed,
+                    base=args.base, eval_episodes=args.eval_episodes, step_cap=args.step_cap,
+                    **({"credit": "action", "kappa": args.kappa, "tau": args.tau, "eps_w": args.eps_w,
+                        "analyzer": args.analyzer} if method == "taspo" else {})))
                 name = f"{method}/seed {seed}"
                 t0 = time.perf_counter()
 
@@ -108,9 +108,7 @@ def main() -> None:
                               f"{num(m.get('verifier_reward'))}, reward std {num(m.get('reward_std'))}, "
                               f"{time.perf_counter() - t0:.0f} s", flush=True)
 
-                outcome = asyncio.run(train_from_run(store, source.id, TrainOptions(
-                    method=method, grpo=grpo, train=TrainConfig(seed=seed, learning_rate=args.lr), base=args.base,
-                    eval_episodes=args.eval_episodes, step_cap=args.step_cap), Hooks(train_event=on_event)))
+                outcome = asyncio.run(train_from_run(store, source.id, grpo, Hooks(train_event=on_event)))
                 report = training_report(store, outcome.run)
                 rows = {row.epoch: row for row in report.rows}
                 final = rows[max(rows)]

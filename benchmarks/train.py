@@ -64,7 +64,8 @@ def _examples(folder: Path, dataset_ids: list[str]) -> list[dict]:
 
 def child(phase: str, folder: Path, ids: dict, args) -> dict:
     """Run one phase in this process and return its figures."""
-    from s3gym_tui.training.backend import TrainConfig, resolve_base, train_lora
+    from s3gym_tui.training.backend import resolve_base, train_lora
+    from s3gym_tui.training.config import SftConfig
     from s3gym_tui.training.device import peak_rss_mb
 
     base = resolve_base(None)  # (converted once: the process peak below may include it)
@@ -73,16 +74,16 @@ def child(phase: str, folder: Path, ids: dict, args) -> dict:
     if phase in ("sft", "distill-off"):
         games = ["trust"] if phase == "sft" else ["trust", "snake"]
         examples = _examples(folder, [ids[g]["dataset"] for g in games])
-        config = TrainConfig(epochs=1) if phase == "sft" else TrainConfig(epochs=1, max_steps=args.steps)
+        config = SftConfig(epochs=1) if phase == "sft" else SftConfig(epochs=1, max_steps=args.steps)
         result = train_lora(examples, base, folder / phase, config)
     elif phase == "grpo":
         from s3gym_tui.training.grpo import train_grpo
-        from s3gym_tui.training.options import GrpoConfig
+        from s3gym_tui.training.config import GrpoConfig
 
         result = train_grpo("trust", [0, 1], base, folder / phase,
                             GrpoConfig(reward="self", updates=args.steps, num_generations=args.generations,
                                        states_per_update=1, save_every=args.steps, max_completion_length=24,
-                                       rollout_step_cap=3))
+                                       rollout_step_cap=3, warm_start=0))
     else:
         from s3gym_tui.engine.prompts import SYSTEM_PROMPT
         from s3gym_tui.training.environment import GameEnvironment

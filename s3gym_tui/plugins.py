@@ -37,9 +37,10 @@ class ProviderPlugin:
 
 _PLUGINS: dict[str, ProviderPlugin] = {
     "trained": ProviderPlugin(
-        "trained", "s3gym_tui.training.serve:HANDLER", r"[A-Za-z0-9][A-Za-z0-9_.:-]*/\d+(?:/repair)?",
+        "trained", "s3gym_tui.training.serve:HANDLER", r"[A-Za-z0-9][A-Za-z0-9_.:-]*/\d+(?:/repair|/grammar)?",
         "a trained checkpoint: trained/<training>/<checkpoint> (0 = its base model; /repair: replies breaking the "
-        "answer format regenerated under the game's grammar; needs the train extra)"),
+        "answer format regenerated under the game's grammar; /grammar: every action reply constrained to it; "
+        "needs the train extra)"),
 }
 
 

@@ -9,54 +9,43 @@ from typing import List, Optional
 import typer
 
 from s3gym_tui.cli.parallel import data_parallel
-from s3gym_tui.cli.common import DbOption, ProgressOption, UserError, check_number, _store, cli, console
+from s3gym_tui.cli.common import DbOption, ProgressOption, UserError, _store, cli, console
+from s3gym_tui.cli.recipe_options import with_recipe_options
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
+from s3gym_tui.training.config import DistillConfig
 
 
 @cli.command()
 @data_parallel
+@with_recipe_options(DistillConfig)
 def distill(
     experts: List[str] = typer.Argument(..., help="Expert trainings, one per game: ID (its last checkpoint) or ID:X."),
-    rollout_episodes: int = typer.Option(3, "--rollout-episodes", min=1,
-                                         help="Exploration episodes each expert plays on its game (phase 1 data)."),
-    rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
-    threshold: Optional[float] = typer.Option(None, "--threshold", help="Keep expert steps whose self-score is "
-                                              "above this (default: every reply of the expert)."),
-    epochs: int = typer.Option(1, "--epochs", min=1, help="Phase 1 (off-policy SFT) epochs."),
-    phase1_steps: int = typer.Option(-1, "--phase1-steps", help="Cap on phase 1 optimizer steps."),
-    updates: int = typer.Option(8, "--updates", min=1, help="Phase 2 (on-policy) optimizer steps."),
-    batch: int = typer.Option(2, "--batch", min=1, help="Phase 2 prompts per update."),
-    learning_rate: float = typer.Option(1e-4, "--lr", help="Phase 2 learning rate (phase 1: 5e-4)."),
-    completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="Phase 2: tokens per reply."),
-    ablations: bool = typer.Option(False, "--ablations", help="Also: off-policy only, on-policy only from the base, "
-                                                               "mixed multi-task SFT (same budget)."),
-    eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=1,
-                                                help="Default: each game's expert evaluation run's."),
-    step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64),
+    config: Optional[Path] = typer.Option(None, "--config", help="A recipe file (YAML or TOML: settings by name); "
+                                          "flags given override it."),
     out: Optional[Path] = typer.Option(None, "--out", help="Where the students' files go."),
     progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
+    recipe_values: dict = None,  # type: ignore[assignment]  (the generated recipe options that were given)
 ) -> None:
-    """Consolidate single-game experts into one student: off-policy SFT, then on-policy reverse KL."""
+    """Consolidate single-game experts into one student: off-policy SFT, then on-policy reverse KL. Every
+    setting below comes from the distillation recipe (training/config.py)."""
     from s3gym_tui.training import MissingExtra, require_extra
+    from s3gym_tui.training.config import RecipeError, build, read_recipe_file
 
-    check_number("--threshold", threshold)
-    check_number("--lr", learning_rate, above=0, high=1)
-    if phase1_steps != -1 and phase1_steps < 1:
-        raise UserError(f"--phase1-steps must be -1 (follow --epochs) or at least 1, not {phase1_steps}")
+    try:
+        values = read_recipe_file(config) if config is not None else {}
+        method = values.pop("method", None)
+        if method not in (None, "distill"):
+            raise UserError(f"{config}: a {method} recipe, not a distillation one")
+        options = build("distill", {**values, **(recipe_values or {})})
+    except RecipeError as exc:
+        raise UserError(str(exc)) from None
     try:
         require_extra()
-        from s3gym_tui.training.backend import TrainConfig
-        from s3gym_tui.training.options import DistillOptions
         from s3gym_tui.training.pipeline import TrainingError
     except MissingExtra as exc:
         raise UserError(str(exc)) from None
-    options = DistillOptions(
-        rollout_episodes=rollout_episodes, rollout_step_cap=rollout_step_cap, threshold=threshold,
-        phase1=TrainConfig(epochs=epochs, max_steps=phase1_steps), phase2_updates=updates, phase2_batch=batch,
-        phase2_learning_rate=learning_rate, max_completion_length=completion_tokens, ablations=ablations,
-        eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out)
     from s3gym_tui.training.distill import distill as run_distill
     from s3gym_tui.training.distill import resolve_experts
 
@@ -65,9 +54,9 @@ def distill(
         resolved = resolve_experts(store, experts)  # refuse bad experts before anything is written
     except TrainingError as exc:
         raise UserError(str(exc)) from None
-    _check_eval_settings(store, resolved, eval_episodes, step_cap)
+    _check_eval_settings(store, resolved, options.eval_episodes, options.step_cap)
     before = {s.id for s in store.studies(limit=1)}
-    _run_study(store, lambda hooks: run_distill(store, experts, options, hooks), progress,
+    _run_study(store, lambda hooks: run_distill(store, experts, options, hooks, out_dir=out), progress,
                study=lambda: next((s.id for s in store.studies(limit=1) if s.id not in before), None))
 
 
@@ -92,6 +81,9 @@ def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=No
 
     bars = Bars(console, mode=progress)
     hooks = bars.hooks(DistillHooks, stage=lambda stage, info: bars.info("study", f"{stage}: {info}"))
+    from s3gym_tui.training.console import stopping_note
+
+    forget = stopping_note(bars)
     try:
         with stopped_resumable(bars, study), bars.progress:
             study = stop.run(lambda: factory(hooks))
@@ -103,6 +95,8 @@ def _run_study(store, factory, progress: Optional[ProgressMode] = None, study=No
         target = study() if callable(study) else study
         reason = getattr(exc, "reason", None) or "interrupted"
         interrupted(f"study {target} {reason}" if target else None, target)
+    finally:
+        forget()
     print_matrix(console, study_matrix(store, study.id))
 
 

@@ -69,8 +69,9 @@ def report(run_ids: List[str] = typer.Argument(None, metavar="[RUN]..."),
                           + f"; {s['usage']['calls']:,} model calls, ${s['usage']['cost']:,.4f}", soft_wrap=True)
         print_report(console, built, skip=("checkpoints",))
         console.print("[dim]checkpoint means per run: --json or --csv[/]")
-        from s3gym_tui.training.matrix_view import print_study_matrices
+        from s3gym_tui.training.matrix_view import print_study_matrices, print_training_baselines
 
+        print_training_baselines(console, store, [r.id for r in runs])
         print_study_matrices(console, store, [r.id for r in runs])
         if aspire:
             _print_aspire(aspire, False)

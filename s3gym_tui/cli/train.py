@@ -10,13 +10,11 @@ from rich.table import Table
 
 from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, ProgressOption, Stopped, UserError, check_number, _store, cli, console,
-                                  flags_named, model_name)
+                                  flags_named)
+from s3gym_tui.cli.recipe_options import with_recipe_options
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
-
-# GRPO's format warm start by default (training/warm_start.py): measured on the bundled SmolLM2-135M
-# (benchmarks/train_learns.py), free replies that parse 0-33% without it, 100% with 16 examples x 2
-DEFAULT_WARM_START = 16
+from s3gym_tui.training.config import METHODS, GrpoConfig, SftConfig, TaspoConfig
 
 OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (default: $S3GYM_TRAINING_DIR or the user "
                                              "data dir, where any process finds trained/<id>/<x>).")
@@ -24,150 +22,49 @@ OutOption = typer.Option(None, "--out", help="Where adapters and JSONL go (defau
 
 @cli.command()
 @data_parallel
+@with_recipe_options(SftConfig, GrpoConfig, TaspoConfig)
 def train(
     run_id: str = typer.Argument(..., help="The run whose exploration becomes the training signal."),
-    method: str = typer.Option("sft", "--method", help="sft (self-judged dataset) | grpo (RL on the run's "
-                                                      "exploration seeds) | taspo (episode-level GRPO with credit "
-                                                      "per action: advantages A_i * w_it)."),
-    threshold: float = typer.Option(0.0, "--threshold", help="SFT: keep steps whose self-score is above this."),
-    epochs: int = typer.Option(2, "--epochs", min=1, help="SFT: training epochs (one checkpoint each)."),
-    base: str = typer.Option("default", "--base", callback=model_name,
-                             help="'default' (embedded SmolLM2-135M), an HF model directory, or a hub id "
-                                  "(owner/name[@revision], from the Hugging Face cache or hub)."),
-    correction: str = typer.Option("none", "--correction", callback=model_name,
-                                   help="SFT: none | reference | a litellm model string."),
-    max_examples: Optional[int] = typer.Option(None, "--max-examples", min=1, help="SFT: stop after N examples."),
-    max_length: Optional[int] = typer.Option(None, "--max-length", min=16, help="SFT: drop (and name) examples "
-                                             "longer than N tokens; default: follow the data, cut nothing."),
-    eval_episodes: Optional[int] = typer.Option(None, "--eval-episodes", min=0,
-                                                help="Evaluation episodes per checkpoint (default: the run's)."),
-    backend: str = typer.Option("local", "--backend", help="local (LoRA with TRL) | remote (provider's API, SFT)."),
-    remote_model: Optional[str] = typer.Option(None, "--remote-model", callback=model_name,
-                                               help="e.g. openai/gpt-4o-mini-2024-07-18"),
-    max_steps: int = typer.Option(-1, "--max-steps", help="SFT: cap on optimizer steps (overrides --epochs)."),
-    batch_size: int = typer.Option(1, "--batch-size", min=1, help="SFT: examples per step (RAM grows with it)."),
-    grad_accum: int = typer.Option(4, "--grad-accum", min=1),
-    learning_rate: Optional[float] = typer.Option(None, "--lr", help="Default: 5e-4 (SFT), 1e-4 (GRPO)."),
-    gradient_checkpointing: bool = typer.Option(True, "--gradient-checkpointing/--no-gradient-checkpointing",
-                                                help="Less RAM (on by default), ~35% slower on CPU."),
-    reward: str = typer.Option("self", "--reward", help="GRPO: self (the agent's own judgement) | stated (the "
-                                                        "score it states) | oracle (verifier reward: ablation)."),
-    updates: int = typer.Option(8, "--updates", min=1, help="GRPO: optimizer steps."),
-    generations: int = typer.Option(4, "--generations", min=2, help="GRPO: replies sampled per state."),
-    states: int = typer.Option(2, "--states-per-update", min=1,
-                               help="GRPO: groups per optimizer step (states; at --level episode, seeds)."),
-    save_every: int = typer.Option(4, "--save-every", min=1, help="GRPO: a checkpoint every N updates."),
-    rollout_episodes: Optional[int] = typer.Option(None, "--rollout-episodes", min=1,
-                                                   help="GRPO: exploration seeds to roll out on (default: the run's)."),
-    rollout_step_cap: Optional[int] = typer.Option(None, "--rollout-step-cap", min=1, max=64),
-    completion_tokens: int = typer.Option(32, "--completion-tokens", min=4, help="GRPO: tokens per sampled reply."),
-    level: Optional[str] = typer.Option(None, "--level", help="GRPO: step (a group is G replies at one state; the "
-                                        "default) | episode (G whole episodes on one exploration seed, each stored as "
-                                        "an exploration episode; the only level of taspo)."),
-    credit: str = typer.Option("action", "--credit", help="TASPO: action (weights per action) | token (per token) | "
-                               "uniform (w = 1: plain GRPO through the same path)."),
-    kappa: float = typer.Option(0.05, "--kappa", min=0.0, help="TASPO: shifts below this are noise (filtered)."),
-    tau: float = typer.Option(1.0, "--tau", min=1e-6, help="TASPO: temperature of tanh."),
-    eps_w: float = typer.Option(0.5, "--eps-w", min=0.0, max=1.0, help="TASPO: weights stay in [1 - eps_w, 1 + eps_w]."),
-    pi_source: str = typer.Option("siblings", "--pi-source", help="TASPO: siblings (successful rollouts of the same "
-                                  "seed) | off-trajectory (of other seeds: the ablation)."),
-    analyzer: Optional[str] = typer.Option(None, "--analyzer", callback=model_name,
-                                           help="TASPO: the model that writes PI (default: the run's model)."),
-    sampling: str = typer.Option("mixed", "--sampling", help="GRPO: how replies are sampled: mixed (half of each "
-                                 "group under the answer-line grammar, half free) | constrained | free."),
-    format_weight: float = typer.Option(1.0, "--format-weight", help="GRPO: taken off the reward of a reply "
-                                        "without a parsable action."),
-    warm_start: Optional[int] = typer.Option(None, "--warm-start", min=0, max=10_000, help="GRPO: before the "
-                                             "first update, fine-tune on this many of the base's own replies written "
-                                             "under the answer-line grammar at states it reaches on the exploration "
-                                             "seeds (teaches the answer line; no reward is read). 0: none. Default: "
-                                             f"{DEFAULT_WARM_START} for GRPO and TASPO (on the bundled model, free "
-                                             "replies that parse went from 0-33% to 100%)."),
-    warm_start_epochs: int = typer.Option(2, "--warm-start-epochs", min=1, max=100,
-                                          help="GRPO: passes over the --warm-start examples."),
-    vllm: Optional[str] = typer.Option(None, "--vllm", help="GRPO: sample replies with vLLM (TRL's modes): server "
-                                       "(a `trl vllm-serve --model BASE` server) | colocate (in the training "
-                                       "processes). Needs vLLM installed (a GPU in practice)."),
-    vllm_url: Optional[str] = typer.Option(None, "--vllm-url", help="GRPO --vllm server: the server's base URL "
-                                           "(default: TRL's, http://0.0.0.0:8000)."),
-    step_cap: Optional[int] = typer.Option(None, "--step-cap", min=1, max=64, help="Steps per eval episode."),
-    repair: bool = typer.Option(False, "--repair", help="Also evaluate every checkpoint with replies that break the "
-                                "answer format regenerated under the game's grammar (a second evaluation run; "
-                                "each repair stored with its step). Off: replies are scored as the model wrote them."),
+    method: Optional[str] = typer.Option(None, "--method", help="sft (self-judged dataset) | grpo (RL on the run's "
+                                         "exploration seeds) | taspo (episode-level GRPO with credit per action: "
+                                         "advantages A_i * w_it) [default: the recipe's, else sft]."),
+    config: Optional[Path] = typer.Option(None, "--config", help="A recipe file (YAML or TOML: settings by name, "
+                                          "e.g. `learning_rate: 5e-4`, and `method`); flags given override it."),
+    from_training: Optional[str] = typer.Option(None, "--from", help="Re-run the recipe a stored training was "
+                                                "made with (on RUN); flags given override it."),
     out: Optional[Path] = OutOption,
     progress: Optional[ProgressMode] = ProgressOption,
     db: Optional[Path] = DbOption,
+    recipe_values: dict = None,  # type: ignore[assignment]  (the generated recipe options that were given)
 ) -> None:
-    """Train an expert from a run's exploration (SFT or GRPO) and evaluate every checkpoint in strict mode."""
+    """Train an expert from a run's exploration (SFT, GRPO or TASPO) and evaluate every checkpoint in strict
+    mode. Every setting below comes from the method's recipe (training/config.py)."""
     from s3gym_tui.training import MissingExtra, require_extra
 
-    if method not in ("sft", "grpo", "taspo"):
-        raise UserError(f"unknown method {method!r}: sft, grpo or taspo")
-    if level is None:
-        level = "episode" if method == "taspo" else "step"
-    if method == "taspo" and level != "episode":
-        raise UserError("taspo is episode-level GRPO: leave out --level or give --level episode")
-    if credit not in ("action", "token", "uniform"):
-        raise UserError(f"unknown credit {credit!r}: action, token or uniform")
-    if pi_source not in ("siblings", "off-trajectory"):
-        raise UserError(f"unknown --pi-source {pi_source!r}: siblings or off-trajectory")
-    if reward not in ("self", "stated", "oracle"):
-        raise UserError(f"unknown reward {reward!r}: self, stated or oracle")
-    if level not in ("step", "episode"):
-        raise UserError(f"unknown level {level!r}: step or episode")
-    if sampling not in ("mixed", "constrained", "free"):
-        raise UserError(f"unknown sampling {sampling!r}: mixed, constrained or free")
-    check_number("--format-weight", format_weight, low=0, high=100)
-    check_number("--threshold", threshold)
-    check_number("--lr", learning_rate, above=0, high=1)
-    if max_steps != -1 and max_steps < 1:
-        raise UserError(f"--max-steps must be -1 (follow --epochs) or at least 1, not {max_steps}")
+    store = _store(db, write=True) if from_training is not None else None  # a recipe alone is checked first
+    recipe = resolve_recipe(store, method, config, from_training, recipe_values or {})
+    store = store or _store(db, write=True)
+    source = store.get_run(run_id)  # an unknown run: one line, before anything loads
+    check_eval_settings(source.config, recipe.eval_episodes, recipe.step_cap)
     from s3gym_tui.training.options import vllm_problem
-
-    if warm_start is None:
-        warm_start = 0 if method == "sft" else DEFAULT_WARM_START
-    if warm_start and method == "sft":
-        raise UserError("--warm-start applies to GRPO and TASPO (--method grpo|taspo): SFT is already a fine-tune")
-    if vllm is not None and method != "grpo":
-        raise UserError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
-    if vllm_url is not None and vllm != "server":
-        raise UserError("--vllm-url names the server of --vllm server")
     from s3gym_tui.training.ranks import world
 
-    problem = vllm_problem(vllm, level, world().size)
-    if problem:
-        raise UserError(problem)
-    store = _store(db, write=True)
-    source = store.get_run(run_id)  # an unknown run: one line, before anything loads
-    check_eval_settings(source.config, eval_episodes, step_cap)
-    if repair and backend != "local":
-        raise UserError("--repair needs --backend local: only locally served checkpoints can be repaired")
+    if isinstance(recipe, GrpoConfig):
+        problem = vllm_problem(recipe.vllm, recipe.level, world().size)
+        if problem:
+            raise UserError(problem)
     try:
-        if backend == "local":
+        if not isinstance(recipe, SftConfig) or recipe.backend == "local":
             require_extra()  # before anything is written: one line saying how to install it
-        from s3gym_tui.training.backend import TrainConfig
         from s3gym_tui.training.console import Bars, print_outcome, run_with_bars
-        from s3gym_tui.training.options import GrpoConfig, TrainOptions
         from s3gym_tui.training.pipeline import TrainingError, train_from_run
     except MissingExtra as exc:
         raise UserError(str(exc)) from None
-    lr = learning_rate if learning_rate is not None else (5e-4 if method == "sft" else 1e-4)
-    options = TrainOptions(
-        method=method, threshold=threshold, correction=correction, max_examples=max_examples, backend=backend,
-        base=base, remote_model=remote_model, eval_episodes=eval_episodes, step_cap=step_cap, out_dir=out, repair=repair,
-        train=TrainConfig(epochs=epochs, max_steps=max_steps, batch_size=batch_size, grad_accum=grad_accum,
-                          learning_rate=lr, gradient_checkpointing=gradient_checkpointing, max_length=max_length),
-        grpo=GrpoConfig(reward=reward, updates=updates, num_generations=generations, states_per_update=states,
-                        save_every=save_every, episodes=rollout_episodes, rollout_step_cap=rollout_step_cap,
-                        max_completion_length=completion_tokens, learning_rate=lr, level=level, sampling=sampling,
-                        format_weight=format_weight, warm_start=warm_start, warm_start_epochs=warm_start_epochs,
-                        vllm=vllm, vllm_url=vllm_url,
-                        **({"credit": credit, "kappa": kappa, "tau": tau, "eps_w": eps_w, "pi_source": pi_source,
-                            "analyzer": analyzer} if method == "taspo" else {})))
-    bars = Bars(console, epochs if method == "sft" else None, progress)
+    bars = Bars(console, recipe.epochs if isinstance(recipe, SftConfig) else None, progress)
     try:
         with stopped_resumable(bars):
-            outcome = run_with_bars(console, lambda hooks: train_from_run(store, run_id, options, hooks), bars=bars)
+            outcome = run_with_bars(console, lambda hooks: train_from_run(store, run_id, recipe, hooks, out_dir=out),
+                                    bars=bars)
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
@@ -175,8 +72,40 @@ def train(
         interrupted(f"training {training.id} {training.error}" if training and training.error else None,
                     training.id if training else None)
     print_outcome(console, outcome)
-    if reward == "oracle" and method in ("grpo", "taspo"):
+    if isinstance(recipe, GrpoConfig) and recipe.reward == "oracle":
         console.print("[yellow]oracle ablation[/]: trained on the verifier's rewards (recorded on the training)")
+
+
+def resolve_recipe(store, method: Optional[str], config: Optional[Path], from_training: Optional[str],
+                   given: dict):
+    """The recipe of `s3gym train`: a stored training's (--from) or a file's (--config), then the flags given
+    over it; the method from --method, else the file or the stored training, else sft. Validated once, by
+    the method's model (training/config.py); a problem is one line naming the flag."""
+    from s3gym_tui.training.config import RecipeError, build, read_recipe_file, stored_recipe
+
+    if config is not None and from_training is not None:
+        raise UserError("--config and --from both give a recipe: use one")
+    values: dict = {}
+    try:
+        if from_training is not None:
+            stored = store.get_training(from_training)
+            if stored.role != "expert":
+                raise UserError(f"{from_training} is part of study {stored.study_id}: its recipe is the study's")
+            previous = stored_recipe(stored.settings, stored.method)
+            values = previous.model_dump()
+            method = method or previous.method
+        elif config is not None:
+            values = read_recipe_file(config)
+            method = method or values.get("method")
+        values.pop("method", None)
+        if method is not None and method not in METHODS:
+            raise UserError(f"unknown method {method!r}: {', '.join(METHODS)}")
+        chosen = method or "sft"
+        if from_training is not None and chosen != previous.method:  # the stored fields of another method
+            values = {k: v for k, v in values.items() if k in METHODS[chosen].model_fields}
+        return build(chosen, {**values, **given})
+    except RecipeError as exc:
+        raise UserError(str(exc)) from None
 
 
 def interrupted(message, resume: Optional[str] = None) -> None:
@@ -324,18 +253,33 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
 
         emit_json([training_json(store, t, shown_training_status(t.status, leases.get(t.id))) for t in trainings])
         return
-    table = Table(title="trainings")
+    table = Table(title="trainings (gain: the last checkpoint against the base served the same way, split into "
+                        "format and play: training/baseline.py)")
     for col in ("id", "method", "role", "games", "status", "reward", "examples", "checkpoints", "updates",
-                "no signal", "created"):
+                "no signal", "gain", "created"):
         table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
     for t in trainings:
         summaries = signal_summaries(store.losses(t.id))
         signal = ", ".join(f"{s.no_signal}/{s.updates}" for s in summaries) or "-"
         cells = (t.id, t.method, t.role, ", ".join(t.games), shown_training_status(t.status, leases.get(t.id)),
                  t.reward or "-", str(t.examples), str(len(store.training_checkpoints(t.id))), str(t.steps), signal,
-                 t.created_at[:19])
+                 training_gain(store, t), t.created_at[:19])
         table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)
+
+
+def training_gain(store, training) -> str:
+    """The verdict of a training's last checkpoint on its own game (format gain, play gain, no gain, not split),
+    '—' before it is evaluated."""
+    from s3gym_tui.training.baseline import outcome
+    from s3gym_tui.training.evaluate import training_report
+    from s3gym_tui.training.runs import own_eval_run
+
+    run = own_eval_run(store, training)
+    if run is None:
+        return "—"
+    found = outcome(training_report(store, run))
+    return "—" if found is None or found.total is None else found.verdict
 
 
 def training_json(store, training, shown_status: str) -> dict:
@@ -343,16 +287,19 @@ def training_json(store, training, shown_status: str) -> dict:
     per phase, and per checkpoint the figures as written and (separately) repaired."""
     from s3gym_tui.training.evaluate import training_report
     from s3gym_tui.training.learning_signal import signal_summaries
-    from s3gym_tui.training.runs import eval_runs, is_repair_run
+    from s3gym_tui.training.baseline import baseline_text, splits
+    from s3gym_tui.training.runs import eval_runs, run_decoding
 
     reports = []
     for game, run, _ in eval_runs(store, training):
-        if is_repair_run(run):
+        if run_decoding(run) != "free":
             continue
         report = training_report(store, run)
         reports.append({
             "run_id": run.id, "game": game, "serving": report.serving,
             "repair_run_id": report.repair_run.id if report.repair_run else None,
+            "grammar_run_id": report.grammar_run.id if report.grammar_run else None,
+            "baseline": baseline_text(report), "gains": [g.as_dict() for g in splits(report)],
             "checkpoints": [{
                 "x": row.epoch, "model": row.model, "step": row.step, "mean": row.mean, "scores": list(row.scores),
                 "delta": row.delta, "negative_transfer": row.negative, "unparsed": row.unparsed,
@@ -360,6 +307,8 @@ def training_json(store, training, shown_status: str) -> dict:
                 "repaired": None if row.repair is None else {
                     "mean": row.repair.mean, "scores": list(row.repair.scores), "delta": row.repair.delta,
                     "repaired_replies": row.repair.repaired, "steps": row.repair.steps},
+                "grammar": None if row.grammar is None else {
+                    "mean": row.grammar.mean, "scores": list(row.grammar.scores), "delta": row.grammar.delta},
                 "legacy_repaired_count": row.legacy_repaired} for row in report.rows]})
     from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
 

@@ -93,7 +93,8 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                                      ("corrected to", 1, 10), ("self", 0, 0), ("reward", 0, 0), ("judgement", 2, 0)):
             self.query_one("#training-rows", FitTable).add_column(label, key=label, drop=drop, shorten=shorten)
         for label, drop, shorten in (("training", 0, 10), ("x", 0, 0), ("mean", 0, 0), ("Δ vs 0", 0, 0),
-                                     ("transfer", 2, 0), ("unparsed", 3, 0), ("R mean", 4, 0), ("R repaired", 5, 0)):
+                                     ("transfer", 2, 0), ("unparsed", 3, 0), ("R mean", 4, 0), ("R repaired", 5, 0),
+                                     ("G mean", 1, 0), ("gain", 1, 0)):
             self.query_one("#training-checkpoints", FitTable).add_column(label, key=label, drop=drop,
                                                                            shorten=shorten)
         self.query_one("#training-status", Static).update(Text("loading…", style="italic"))
@@ -221,13 +222,19 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
                   empty_text="no training run yet")
         text = Text()
         statuses = self.view.statuses if self.view is not None else {}
+        from s3gym_tui.training.baseline import baseline_text, outcome_line, splits
+
         for report in reports:
+            gains = {g.x: g.verdict for g in splits(report)}
             for row in report.rows:
                 r = row.repair
+                verdict = gains.get(row.epoch, "")
                 table.add_row(report.run.id, str(row.epoch), fmt(row.mean), fmt_signed(row.delta),
                               Text("negative", style="bold red") if row.negative else "",
                               "—" if not row.replies else f"{row.unparsed}/{row.replies}",
                               "—" if r is None else fmt(r.mean), "—" if r is None else f"{r.repaired}/{r.steps}",
+                              "—" if row.grammar is None else fmt(row.grammar.mean),
+                              Text(verdict, style="bold yellow" if verdict == "format gain" else ""),
                               key=f"{report.run.id}:{row.epoch}")
             c = report.curve
             text.append(f"{report.run.id}: ", style="bold")
@@ -243,6 +250,10 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
             if report.negative_transfer:
                 text.append(f"  negative transfer at epoch {', '.join(map(str, report.negative_transfer))}",
                             style="bold red")
+            text.append(f"\n  {baseline_text(report)}", style="dim")
+            line = outcome_line(report)
+            if line:
+                text.append(f"\n  {line}", style="bold yellow" if line.startswith(("format", "no gain")) else "green")
             from s3gym_tui.training.view import grpo_recipe
 
             recipe = grpo_recipe(report.training)

@@ -18,8 +18,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 from unittest import mock
 
 from s3gym_tui.training import require_extra
-# what a training is asked and what it gives back: their own module (hf.py needs them without this one)
-from s3gym_tui.training.train_types import TrainConfig, TrainEvent, TrainResult  # noqa: F401  (re-exported)
+# what a training gives back: its own module (hf.py needs them without this one); what it is asked: config.py
+from s3gym_tui.training.config import SftConfig
+from s3gym_tui.training.train_types import TrainEvent, TrainResult  # noqa: F401  (re-exported)
 from s3gym_tui.training.provenance import BASE_INFO, embedded_info, hub_id, resolve_hub, write_base_info
 
 DEFAULT_BASE = "default"
@@ -154,10 +155,12 @@ def check_tokenized(dataset: Any, limit: Optional[int]) -> None:
             raise ValueError(f"example {i} has no reply token to train on")
 
 
-def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: TrainConfig = TrainConfig(),
-               progress: Callable[[TrainEvent], None] = lambda e: None, resume: bool = False) -> TrainResult:
-    """Fine-tune a LoRA adapter on conversational prompt/completion examples; save one per epoch
-    (checkpoint-<epoch>). `resume` continues from the last trainer checkpoint under out_dir."""
+def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: SftConfig = SftConfig(),
+               progress: Callable[[TrainEvent], None] = lambda e: None, resume: bool = False,
+               phase: str = "sft") -> TrainResult:
+    """Fine-tune a LoRA adapter (or, with `full_finetune`, every weight) on conversational prompt/completion
+    examples; save one checkpoint per epoch (checkpoint-<epoch>). `resume` continues from the last trainer
+    checkpoint under out_dir."""
     require_extra()
     if not examples:
         raise ValueError("the dataset has no examples to train on (nothing was kept or corrected)")
@@ -165,7 +168,7 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
     from trl import SFTConfig, SFTTrainer
 
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish,
-                                       lora_config, quiet_trainer, resume_point, run_trainer)
+                                       logs_dir, lora_config, quiet_trainer, resume_point, run_trainer, trainer_args)
 
     started = time.perf_counter()
     out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
@@ -176,14 +179,10 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         result.resumed_from = checkpoint
     progress(TrainEvent("load"))
     args = SFTConfig(
-        output_dir=str(out_dir / TRAINER_DIR), num_train_epochs=config.epochs, max_steps=config.max_steps,
-        per_device_train_batch_size=config.batch_size, gradient_accumulation_steps=config.grad_accum,
-        learning_rate=config.learning_rate, logging_steps=1, save_strategy="epoch", save_total_limit=1,
-        report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
-        activation_checkpointing=config.gradient_checkpointing, max_length=config.max_length, seed=config.seed,
-        # data parallel (ranks.py): every LoRA weight takes part in the forward pass
-        disable_tqdm=True, dataloader_num_workers=0, ddp_find_unused_parameters=False)
-    reporter = Reporter(result, progress, "sft", first_x=len(result.adapters) + 1)
+        num_train_epochs=config.epochs, max_steps=config.max_steps, per_device_train_batch_size=config.batch_size,
+        gradient_accumulation_steps=config.grad_accum, save_strategy="epoch", save_total_limit=1,
+        max_length=config.max_length, **trainer_args(config, device, out_dir / TRAINER_DIR, logs_dir(out_dir, phase)))
+    reporter = Reporter(result, progress, phase, first_x=len(result.adapters) + 1)
     with quiet():
         trainer = quiet_trainer(SFTTrainer(model=model, args=args, train_dataset=Dataset.from_list(list(examples)),
                                            processing_class=tokenizer, peft_config=lora_config(config),
@@ -192,11 +191,11 @@ def train_lora(examples: Sequence[dict], base_dir: Path, out_dir: Path, config: 
         lengths = [len(ids) for ids in trainer.train_dataset["input_ids"]]
         started = time.perf_counter()  # throughput counts the training itself, not the loading
         with compact_lm_head():
-            run_trainer(trainer, checkpoint)
+            run_trainer(trainer, checkpoint, phase)
     epochs_done = float(trainer.state.epoch or 0.0)
     result.examples = round(len(lengths) * epochs_done)
     result.tokens = round(sum(lengths) * epochs_done)
     finish(result, trainer, started)
-    progress(TrainEvent("done", result.steps, result.steps, epochs_done))
+    progress(TrainEvent("done", result.steps, result.steps, epochs_done, phase=phase))
     del trainer, model
     return result

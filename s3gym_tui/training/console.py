@@ -130,14 +130,31 @@ def _signal_figures(metrics: dict) -> str:
     return f" ({', '.join(shown)})" if shown else ""
 
 
+def stopping_note(bars: Bars):
+    """Say, as soon as a stop is requested, what is being finished (training/stop.py's phase); returns the
+    function that stops saying it."""
+    from s3gym_tui.training import stop
+
+    def stopping(reason: str, phase: Optional[str]) -> None:
+        bars.progress.note(f"[yellow]stopping[/] ({safe_markup(reason, one_line=True)}): finishing "
+                           f"{safe_markup(phase or 'the step in progress', one_line=True)}; what is done is kept "
+                           f"(a second Ctrl-C quits at once)")
+
+    return stop.on_request(stopping)
+
+
 def run_with_bars(console: Console, coroutine_factory, epochs: Optional[int] = None,
                   mode: Optional[ProgressMode] = None, bars: Optional[Bars] = None):
     """Run a training coroutine with its bars, stoppable by Ctrl-C / SIGTERM (training/stop.py)."""
     from s3gym_tui.training import stop
 
     bars = bars or Bars(console, epochs, mode)
-    with bars.progress:
-        return stop.run(lambda: coroutine_factory(bars.hooks()))
+    forget = stopping_note(bars)
+    try:
+        with bars.progress:
+            return stop.run(lambda: coroutine_factory(bars.hooks()))
+    finally:
+        forget()
 
 
 # ----- tables ------------------------------------------------------------------------------------
@@ -172,8 +189,11 @@ def print_report(console: Console, report: TrainingReport) -> None:
     from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
     from s3gym_tui.training.learning_signal import signal_summaries
 
+    from s3gym_tui.training.baseline import baseline_text, outcome_line, splits
+
     t = report.training
     repaired = report.repair_run is not None
+    constrained = report.grammar_run is not None
     title = (f"checkpoints of {safe_markup(report.run.id)} on {report.game} (strict mode, eval seeds; replies as "
              f"the model wrote them" + (", and repaired (R)" if repaired else "") + ")")
     cps = Table(title=title)
@@ -182,6 +202,7 @@ def print_report(console: Console, report: TrainingReport) -> None:
         cols += ["R mean score", "R vs x=0", "R repaired replies"]
     for col in cols:
         cps.add_column(col, justify="left" if col == "model" else "right", no_wrap=True)
+    gains = {g.x: g for g in splits(report)}
     for row in report.rows:
         cells = [str(row.epoch), "-" if row.step is None else str(row.step), safe_markup(row.model), _fmt(row.mean),
                  _fmt(row.delta), "[red]yes[/]" if row.negative else "", _share(row.unparsed, row.replies)]
@@ -191,6 +212,24 @@ def print_report(console: Console, report: TrainingReport) -> None:
                       _share(r.repaired, r.steps) if r else "—"]
         cps.add_row(*cells)
     console.print(cps)
+    if constrained:
+        split = Table(title="against the base served the same way: format gain (parsed replies) and play gain "
+                            "(under the grammar, G)")
+        for col in ("x", "parsed replies", "format gain", "G mean score", "G vs x=0 (play gain)", "gain"):
+            split.add_column(col, justify="left" if col == "gain" else "right", no_wrap=True)
+        for row in report.rows:
+            g, gain = row.grammar, gains.get(row.epoch)
+            share = "—" if row.parsed_share is None else f"{100 * row.parsed_share:.0f}%"
+            fmt_gain = "—" if gain is None or gain.format_gain is None else f"{100 * gain.format_gain:+.0f} pp"
+            verdict = gain.verdict if gain else ""
+            split.add_row(str(row.epoch), share, fmt_gain, _fmt(g.mean if g else None), _fmt(g.delta if g else None),
+                          f"[yellow]{verdict}[/]" if verdict == "format gain" else verdict)
+        console.print(split)
+    console.print(f"[dim]{safe_markup(baseline_text(report))}[/]", soft_wrap=True)
+    line = outcome_line(report)
+    if line:
+        style = "yellow" if line.startswith(("format gain", "no gain")) else "green"
+        console.print(f"[{style}]{safe_markup(line)}[/]", soft_wrap=True)
     if repaired:
         console.print(f"[dim]R = run {safe_markup(report.repair_run.id)}: replies breaking the answer format were "
                       f"regenerated under the game's grammar (--repair); each repair is stored with its step[/]",
@@ -228,6 +267,11 @@ def print_report(console: Console, report: TrainingReport) -> None:
     scope = rss_scope(m)
     if scope is not None:
         console.print(f"[dim]peak RSS MB: {SCOPE_LABELS[scope]}[/]", soft_wrap=True)
+    stops = [p for p in m.get("parts", []) if p.get("interrupted")]
+    if stops:
+        where = ", ".join(f"{p.get('phase')} after update {p.get('updates')}" for p in stops)
+        console.print(f"[yellow]interrupted {len(stops)} time(s)[/] ({safe_markup(where)}) and resumed: train s, "
+                      f"examples/s and tokens/s cover every part", soft_wrap=True)
     if report.negative_transfer:
         console.print(f"[red]negative transfer[/] at checkpoint(s) {', '.join(map(str, report.negative_transfer))}: "
                       f"below the base model (x = 0)")

@@ -1,5 +1,6 @@
 """Generation for the `trained` provider (needs torch): free replies that stop after the answer line,
-and replies constrained to a regex (the answer contract) by a transformers LogitsProcessor."""
+and replies constrained to the answer contract (constrain.py: the game's GBNF through llguidance; the
+regex scan below, RegexConstraint, is its fallback)."""
 
 from __future__ import annotations
 
@@ -54,10 +55,12 @@ def first_char_groups(pieces: list[str]) -> dict[str, torch.Tensor]:
 
 
 class RegexConstraint(LogitsProcessor):
-    """Only tokens that keep the generated text a prefix of a full match survive; EOS only once the
+    """The fallback constraint (constrain.make_constraint uses it only where llguidance cannot): only
+    tokens that keep the generated text a prefix of a full match survive; EOS only once the
     text fully matches. The next characters the pattern allows are found first (one partial match per
     distinct first character of the vocabulary), then only tokens starting with one of them are
-    checked, best-scored first, until KEEP of them are found (sampling is then among those)."""
+    checked, best-scored first, until KEEP of them are found (sampling is then among those: a cut of
+    the allowed distribution, which is why it is not the default)."""
 
     KEEP = 8
 
@@ -146,12 +149,10 @@ class Generator:
         ids, count = self._run(prompt, max_new, **extra)
         return self.tokenizer.decode(ids, skip_special_tokens=True).strip(), count
 
-    def constrained(self, prompt: torch.Tensor, pattern: str, max_new: int) -> tuple[str, int]:
-        if self.entry.get("pieces") is None:
-            self.entry["pieces"] = token_pieces(self.tokenizer)
-            self.entry["groups"] = first_char_groups(self.entry["pieces"])
-        pieces = self.entry["pieces"]
-        constraint = RegexConstraint(pattern, pieces, self.entry["groups"], prompt.shape[1],
-                                     self.tokenizer.eos_token_id)
+    def constrained(self, prompt: torch.Tensor, line: Any, max_new: int) -> tuple[str, int]:
+        """A reply constrained to `line` (grammar.AnswerLine, or a bare regex) from its first token."""
+        from s3gym_tui.training.constrain import make_constraint
+
+        constraint, _ = make_constraint(self.entry, line, prompt.shape[1], self.tokenizer.eos_token_id)
         ids, count = self._run(prompt, max_new, logits_processor=LogitsProcessorList([constraint]))
-        return "".join(pieces[t] for t in ids), count
+        return self.tokenizer.decode(ids, skip_special_tokens=True), count

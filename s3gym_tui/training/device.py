@@ -38,6 +38,27 @@ def pick_device(use_cpu: Optional[bool] = None) -> Device:
     return Device("cpu", False)
 
 
+def precision_flags(device: Device, precision: str) -> tuple[bool, bool]:
+    """(bf16, fp16) of a trainer for the recipe's `precision` on `device`: auto is the device's own choice
+    (bf16 on a CUDA GPU that has it, else fp32); bf16 and fp16 are refused where the device cannot
+    (ValueError, one line): fp16 needs a GPU, bf16 a CUDA GPU that supports it or the CPU (autocast)."""
+    if precision == "auto":
+        return device.bf16, False
+    if precision == "fp32":
+        return False, False
+    if precision == "bf16":
+        if device.kind == "mps":
+            raise ValueError("--precision bf16: not on an Apple GPU (MPS); use auto or fp32")
+        if device.kind == "cuda" and not device.bf16:
+            raise ValueError("--precision bf16: this CUDA GPU has no bf16; use fp16 or fp32")
+        return True, False
+    if precision == "fp16":
+        if device.kind == "cpu":
+            raise ValueError("--precision fp16 needs a GPU: on the CPU use bf16 or fp32")
+        return False, True
+    raise ValueError(f"unknown precision {precision!r}: auto, fp32, bf16 or fp16")
+
+
 def cpu_threads() -> int:
     """Threads for CPU training: the cores this process may use (at most 8), shared with the other
     processes a launcher (torchrun, accelerate launch) started on this machine (LOCAL_WORLD_SIZE)."""

@@ -27,10 +27,9 @@ from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Study, Training, TrainingSource
 from s3gym_tui.training import require_extra
-from s3gym_tui.training.backend import TrainConfig
+from s3gym_tui.training.config import RECIPE_VERSION, DistillConfig, SftConfig
 from s3gym_tui.training.dataset import build_dataset, training_examples
 from s3gym_tui.training.experts import expert_adapter, resolve_experts
-from s3gym_tui.training.options import DistillOptions
 from s3gym_tui.training.pipeline import Hooks, TrainingError, mark_stopped, record_local, recording
 from s3gym_tui.training.ranks import together
 from s3gym_tui.training.runs import new_training_id, training_root
@@ -47,27 +46,38 @@ class DistillHooks(Hooks):
 
 
 # ----- the study -----------------------------------------------------------------------------------
-async def distill(store, specs: Sequence[str], options: DistillOptions = DistillOptions(),
-                  hooks: Optional[DistillHooks] = None) -> Study:
+async def distill(store, specs: Sequence[str], options: DistillConfig = DistillConfig(),
+                  hooks: Optional[DistillHooks] = None, out_dir: Optional[Path] = None) -> Study:
     """Create a study for the experts and run it to the end (see the module docstring)."""
     experts = resolve_experts(store, specs)
     require_extra()
     base = store.get_training(experts[0].training_id).base
     study = store.add_study(Study(id=new_training_id("study"), games=tuple(e.game for e in experts),
                                   experts=tuple(experts),
-                                  settings={"options": _options_json(options), "base": base,
-                                            "out_dir": str(options.out_dir or training_root())}))
+                                  settings={**options.dump(), "base": base,
+                                            "out_dir": str(out_dir or training_root())}))
     return await run_study(store, study.id, hooks)
 
 
-def _options_json(options: DistillOptions) -> dict[str, Any]:
-    return options.as_dict()
+# a study stored before recipes: its DistillOptions fields, by the recipe's names
+_LEGACY = {"phase2_updates": "updates", "phase2_batch": "batch", "phase2_learning_rate": "learning_rate"}
 
 
-def study_options(study: Study) -> DistillOptions:
-    data = dict(study.settings.get("options") or {})
-    data["phase1"] = TrainConfig(**data.get("phase1", {}))
-    return DistillOptions(**data)
+def study_options(study: Study) -> DistillConfig:
+    """The study's recipe: the stored dump, or the options an older s3gym stored (phase1 as a dict)."""
+    settings = study.settings
+    if settings.get("version") == RECIPE_VERSION and isinstance(settings.get("recipe"), dict):
+        return DistillConfig(**settings["recipe"])
+    data = dict(settings.get("options") or {})
+    phase1 = dict(data.pop("phase1", None) or {})
+    values = {_LEGACY.get(k, k): v for k, v in data.items() if _LEGACY.get(k, k) in DistillConfig.model_fields}
+    for key, name in (("epochs", "epochs"), ("max_steps", "phase1_steps"), ("learning_rate", "phase1_learning_rate"),
+                      ("batch_size", "batch_size"), ("grad_accum", "grad_accum"), ("seed", "seed"),
+                      ("lora_r", "lora_r"), ("lora_alpha", "lora_alpha"), ("lora_dropout", "lora_dropout"),
+                      ("gradient_checkpointing", "gradient_checkpointing")):
+        if key in phase1:
+            values[name] = phase1[key]
+    return DistillConfig.model_construct(**{**DistillConfig().model_dump(), **values})
 
 
 async def resume_study(store, study_id: str, hooks: Optional[DistillHooks] = None) -> Study:
@@ -180,12 +190,12 @@ class _Study:
     def _trained(self, training: Training) -> bool:
         return any(c.adapter for c in self.store.training_checkpoints(training.id))
 
-    def _run_sft(self, training: Training, examples: list[dict], config: TrainConfig) -> Training:
+    def _run_sft(self, training: Training, examples: list[dict], config: SftConfig) -> Training:
         from s3gym_tui.training.backend import train_lora
 
         resume = training.status in ("interrupted", "failed", "training")
         training = self.store.update_training(training.id, status="training", error=None, examples=len(examples),
-                                              settings={"train": config.as_dict()})
+                                              settings=config.dump())
         self.hooks.training_created(training)
         try:
             result = together(train_lora, examples, self.base, Path(training.directory) / "adapters", config,
@@ -202,7 +212,7 @@ class _Study:
 
         o = self.options
         resume = training.status in ("interrupted", "failed", "training")
-        settings = {"updates": updates, "batch": o.phase2_batch, "learning_rate": o.phase2_learning_rate,
+        settings = {"updates": updates, "batch": o.batch, "learning_rate": o.learning_rate,
                     "beta": o.beta, "max_completion_length": o.max_completion_length, "temperature": o.temperature,
                     "init_adapter": str(init) if init else None,
                     "teachers": {e.game: e.model for e in self.study.experts}}
@@ -213,9 +223,9 @@ class _Study:
         try:
             result, routed = together(
                 train_onpolicy, rows, self.base, experts, Path(training.directory) / "adapters", updates=updates,
-                batch=o.phase2_batch, learning_rate=o.phase2_learning_rate,
+                batch=o.batch, learning_rate=o.learning_rate,
                 max_completion_length=o.max_completion_length, temperature=o.temperature, beta=o.beta,
-                save_every=o.save_every, lora=o.phase1, init_adapter=init,
+                save_every=o.save_every, lora=o, init_adapter=init,
                 progress=recording(self.store, training.id, self.hooks.train_event),
                 resume=resume, phase=training.method)
         except BaseException as exc:
@@ -240,7 +250,7 @@ class _Study:
         self._sources(training, self._dataset_sources(datasets) + self._teacher_sources())
         if not self._trained(training):
             self.hooks.stage("phase 1", "off-policy SFT on the experts' trajectories")
-            training = self._run_sft(training, self._examples(datasets), self.options.phase1)
+            training = self._run_sft(training, self._examples(datasets), self.options.phase1())
         return self.store.get_training(training.id)
 
     def last_adapter(self, training: Training) -> Path:
@@ -258,18 +268,17 @@ class _Study:
         self._sources(training, prompt_sources + self._teacher_sources())
         if not self._trained(training):
             self.hooks.stage("phase 2", "on-policy reverse-KL distillation, each prompt to its game's expert")
-            training = self._run_onpolicy(training, rows, self.options.phase2_updates, self.last_adapter(phase1))
+            training = self._run_onpolicy(training, rows, self.options.updates, self.last_adapter(phase1))
         return self.store.get_training(training.id)
 
     async def ablations(self, datasets: dict[str, str], phase1: Training) -> list[Training]:
-        budget = phase1.steps + self.options.phase2_updates  # the two-phase student's optimizer steps
+        budget = phase1.steps + self.options.updates  # the two-phase student's optimizer steps
         out = []
         off = self._training("off-only")
         self._sources(off, self._dataset_sources(datasets) + self._teacher_sources())
         if not self._trained(off):
             self.hooks.stage("ablation", f"off-policy only: SFT for {budget} steps")
-            config = TrainConfig(**{**self.options.phase1.as_dict(), "max_steps": budget})
-            off = self._run_sft(off, self._examples(datasets), config)
+            off = self._run_sft(off, self._examples(datasets), self.options.phase1(max_steps=budget))
         out.append(off)
         rows, prompt_sources = self._prompts(datasets)
         on = self._training("on-only")
@@ -283,8 +292,7 @@ class _Study:
         self._sources(mixed, self._dataset_sources(mixed_sets))
         if not self._trained(mixed):
             self.hooks.stage("ablation", f"mixed multi-task SFT on the source runs' self-judged data: {budget} steps")
-            config = TrainConfig(**{**self.options.phase1.as_dict(), "max_steps": budget})
-            mixed = self._run_sft(mixed, self._examples(mixed_sets), config)
+            mixed = self._run_sft(mixed, self._examples(mixed_sets), self.options.phase1(max_steps=budget))
         out.append(mixed)
         return [self.store.get_training(t.id) for t in out]
 

@@ -16,7 +16,8 @@ from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.models import Checkpoint, Episode, Run, RunConfig
 from s3gym_tui.engine.contract import count_unparsed
 from s3gym_tui.store import LossPoint, Training, TrainingCheckpoint
-from s3gym_tui.training.runs import is_repair_run, repair_twin, repaired_model, serving_path
+from s3gym_tui.training.runs import (decoded_model, decoding_twin, repair_twin, run_decoding,
+                                     serving_path)
 
 TRAINED_TIMEOUT_S = 600.0  # a CPU-served model on a busy machine can take a while per reply
 NEGATIVE_TOLERANCE = 1e-9
@@ -28,15 +29,17 @@ class NotATrainingRun(ValueError):
 
 def create_eval_run(store, training: Training, template: RunConfig, xs: Sequence[int], *,
                     game: Optional[str] = None, eval_episodes: Optional[int] = None,
-                    step_cap: Optional[int] = None, run_id: Optional[str] = None, repair: bool = False) -> Run:
+                    step_cap: Optional[int] = None, run_id: Optional[str] = None, repair: bool = False,
+                    decoding: str = "free") -> Run:
     """A Run (pathway 'trained') playing checkpoints `xs` of the training on `game` (default: the
     template's), on the template's evaluation seeds and decoding settings; linked to the training.
-    `repair`: the checkpoints are served with replies that break the answer contract regenerated
-    (model .../repair; every repair is stored with its step), a run of its own next to the run that
-    scores the replies as written."""
-    models = {c.x: c.model for c in store.training_checkpoints(training.id)}
-    if repair:
-        models = {x: repaired_model(m) for x, m in models.items()}
+    `decoding` (runs.DECODINGS; `repair=True` is 'repair'): 'grammar' serves every checkpoint, the base
+    included, with its action replies constrained to the game's grammar from the first token (model
+    .../grammar: the baseline of a format gain); 'repair' regenerates the replies that break the answer
+    contract (model .../repair; every repair is stored with its step); each a run of its own next to
+    the run that scores the replies as written."""
+    decoding = "repair" if repair else decoding
+    models = {c.x: decoded_model(c.model, decoding) for c in store.training_checkpoints(training.id)}
     xs = sorted(set(int(x) for x in xs))
     missing = [x for x in xs if x not in models]
     if not xs or missing:
@@ -65,9 +68,9 @@ def _link(store, run: Run) -> tuple[Training, str, tuple[int, ...]]:
 def played_checkpoints(store, run: Run) -> dict[int, str]:
     """x -> model string for every checkpoint the evaluation run plays."""
     training, _, xs = _link(store, run)
-    models = {c.x: c.model for c in store.training_checkpoints(training.id)}
-    if is_repair_run(run):
-        models = {x: repaired_model(m) for x, m in models.items()}
+    decoding = run_decoding(run)
+    models = {c.x: decoded_model(c.model, decoding) if decoding != "free" else c.model
+              for c in store.training_checkpoints(training.id)}
     return {x: models[x] for x in run.config.checkpoints() if x in models and (not xs or x in xs)}
 
 
@@ -134,6 +137,16 @@ class RepairedFigures:
 
 
 @dataclass(frozen=True)
+class ConstrainedFigures:
+    """A checkpoint's figures when every action reply was constrained to the game's grammar from its first
+    token (its own evaluation run, model .../grammar): compared with the base under the same constraint."""
+
+    mean: Optional[float]
+    scores: tuple[float, ...]
+    delta: Optional[float]  # constrained mean - x = 0's constrained mean: what play gained (baseline.py)
+
+
+@dataclass(frozen=True)
 class CheckpointRow:
     epoch: int  # checkpoint x (epochs for SFT, saved checkpoints for GRPO)
     model: str
@@ -146,6 +159,14 @@ class CheckpointRow:
     replies: Optional[int] = None  # replies played
     repair: Optional[RepairedFigures] = None  # only when the evaluation was also run with --repair
     legacy_repaired: Optional[int] = None  # a count an older s3gym kept for this checkpoint (mixed figures)
+    grammar: Optional[ConstrainedFigures] = None  # only when the evaluation was also run under the grammar
+
+    @property
+    def parsed_share(self) -> Optional[float]:
+        """The share of replies (as written) with a parsable answer, None without replies."""
+        if not self.replies or self.unparsed is None:
+            return None
+        return (self.replies - self.unparsed) / self.replies
 
 
 @dataclass(frozen=True)
@@ -162,6 +183,8 @@ class TrainingReport:
     serving: str = ""  # how the checkpoints were served (the base x = 0 included)
     # the source run's own x = 0 on this game: (its mean, how its model was served), when it has one
     source_x0: Optional[tuple[Optional[float], str]] = None
+    grammar_run: Optional[Run] = None  # the twin of `run` constrained to the grammar, when there is one
+    grammar_curve: Optional[CurveMetrics] = None
 
 
 def _means(store, run: Run, models: dict[int, str]) -> dict[int, Checkpoint]:
@@ -180,9 +203,10 @@ def _unparsed(store, run: Run) -> dict[int, tuple[int, int]]:
 
 def training_report(store, run: Run) -> TrainingReport:
     training, game, _ = _link(store, run)
-    if is_repair_run(run):
-        raise NotATrainingRun(f"run {run.id!r} repaired its replies: its report is part of the report of the run "
-                              f"that scored them as written")
+    if run_decoding(run) != "free":
+        done = {"repair": "repaired its replies", "grammar": "constrained its replies to the grammar"}[run_decoding(run)]
+        raise NotATrainingRun(f"run {run.id!r} {done}: its report is part of the report of the run that scored "
+                              f"them as written")
     cps: dict[int, TrainingCheckpoint] = {c.x: c for c in store.training_checkpoints(training.id)}
     models = played_checkpoints(store, run)
     by_x = _means(store, run, models)
@@ -199,6 +223,14 @@ def training_report(store, run: Run) -> TrainingReport:
         repaired_curve = game_curve_metrics([(x, fixed[x].mean if x in fixed else None) for x in twin_models],
                                             run.config.game, "eval")
     r0 = fixed[0].mean if 0 in fixed else None
+    constrained_run = decoding_twin(store, run, "grammar")
+    constrained, grammar_curve = {}, None
+    if constrained_run is not None:
+        constrained_models = played_checkpoints(store, constrained_run)
+        constrained = _means(store, constrained_run, constrained_models)
+        grammar_curve = game_curve_metrics([(x, constrained[x].mean if x in constrained else None)
+                                            for x in constrained_models], run.config.game, "eval")
+    g0 = constrained[0].mean if 0 in constrained else None
     rows = []
     for x, y in points:
         negative = x > 0 and y is not None and y0 is not None and y < y0 - NEGATIVE_TOLERANCE
@@ -208,14 +240,19 @@ def training_report(store, run: Run) -> TrainingReport:
             repaired, steps = counts.get(x, (0, 0))
             repair = RepairedFigures(ry, fixed[x].scores if x in fixed else (),
                                      None if ry is None or r0 is None else ry - r0, repaired, steps)
+        grammar = None
+        if constrained_run is not None:
+            gy = constrained[x].mean if x in constrained else None
+            grammar = ConstrainedFigures(gy, constrained[x].scores if x in constrained else (),
+                                         None if gy is None or g0 is None else gy - g0)
         bad, total = unparsed.get(x, (None, None))
         rows.append(CheckpointRow(x, models[x], y, by_x[x].scores if x in by_x else (),
                                   None if y is None or y0 is None else y - y0, negative,
-                                  cps[x].step, bad, total, repair, cps[x].repaired))
+                                  cps[x].step, bad, total, repair, cps[x].repaired, grammar))
     paths = sorted({serving_path(m) for m in models.values()})
     return TrainingReport(run, training, game, tuple(rows), curve, tuple(r.epoch for r in rows if r.negative),
                           tuple(store.losses(training.id)), twin, repaired_curve, "; ".join(paths),
-                          _source_x0(store, training, game))
+                          _source_x0(store, training, game), constrained_run, grammar_curve)
 
 
 def _source_x0(store, training: Training, game: str) -> Optional[tuple[Optional[float], str]]:

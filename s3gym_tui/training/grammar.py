@@ -1,13 +1,16 @@
-"""The answer contract as a regular expression: the games' GBNF action rules (a small subset:
-literals, character classes, groups, alternation, ?, *, +, {m,n}) compiled to regex syntax.
+"""The answer contract in the two forms the constrained decoders take: the games' own GBNF (what the
+grammar engine, llguidance, compiles: training/constrain.py) and a regular expression (the games' GBNF
+action rules in a small subset: literals, character classes, groups, alternation, ?, *, +, {m,n},
+compiled to regex syntax: what vLLM's structured outputs, the hand-written fallback decoder and the
+reply checks read).
 
-Used by the trained-model provider to check a free reply and to constrain a repaired one; pure
-Python (stdlib `re` for checks; the constrained decoder uses the `regex` package's partial matches).
+Pure Python (stdlib `re` for checks; the fallback decoder uses the `regex` package's partial matches).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Optional
 
 from games.base import clean_action
@@ -106,6 +109,29 @@ def answer_line_pattern(grammar: Optional[str]) -> str:
     """The whole constrained reply: `Answer: <action>, Score: <number>`."""
     action, _ = action_pattern(grammar)
     return f"Answer: (?:{action}), Score: {SCORE_PATTERN}"
+
+
+@dataclass(frozen=True)
+class AnswerLine:
+    """The language of one constrained reply, as GBNF (`root ::= ...`, for the grammar engine) and as the
+    equivalent regex (vLLM, the fallback decoder); `gbnf` None: the regex alone says it."""
+
+    regex: str
+    gbnf: Optional[str] = None
+
+
+def answer_line(grammar: Optional[str]) -> AnswerLine:
+    """`Answer: <action>, Score: <number>` with the game's action rule (GBNF, as `action_grammar()` gives it)."""
+    from s3gym_tui.engine.decoding import act_grammar
+
+    return AnswerLine(answer_line_pattern(grammar), act_grammar(grammar))
+
+
+def score_line() -> AnswerLine:
+    """`Score: <number>` alone (the frozen judge's reply)."""
+    from s3gym_tui.engine.decoding import SCORE_RULE
+
+    return AnswerLine(f"Score: {SCORE_PATTERN}", f'root ::= "Score: " score\nscore ::= {SCORE_RULE}\n')
 
 
 def action_is_wellformed(action: str, grammar: Optional[str]) -> bool:

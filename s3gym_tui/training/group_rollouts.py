@@ -37,7 +37,7 @@ from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
 from s3gym_tui.training.environment import GRAMMAR_KEY, MODE, GameEnvironment
-from s3gym_tui.training.grammar import answer_line_pattern
+from s3gym_tui.training.grammar import AnswerLine, answer_line
 
 SEED_KEY = "s3gym_seed"  # the seed of an episode-level prompt (a field of its system message)
 
@@ -133,17 +133,29 @@ class GroupRollouts:
     # ----- TRL's entry point ---------------------------------------------------------------------
     def __call__(self, prompts: list, trainer: Any = None) -> dict[str, Any]:
         self.active = self._sampler_for(trainer)
+        if hasattr(self.sampler, "forget_prefixes"):
+            self.sampler.forget_prefixes()  # the weights moved since the last batch
         slots = self.slots(prompts)
         # each reply's sampling seed follows from its place (update, row, turn), so a resumed training
         # samples what its uninterrupted twin sampled
         step = int(getattr(getattr(trainer, "state", None), "global_step", 0) or 0)
         keys = [(step * 10_000 + i) * 100 for i in range(len(prompts))]
+        from s3gym_tui.training import stop
+
+        def between(i: int) -> int:
+            """A requested stop is honoured between two rollouts (the update is then not made)."""
+            label = f"GRPO update {step + 1}: rollouts ({i} of {len(prompts)} done)"
+            stop.set_phase(label)
+            stop.check_between(label)
+            return i
+
         if self.level == "episode":
-            rollouts = [self.episode(p, k, keys[i]) for i, (p, k) in enumerate(zip(prompts, slots))]
+            rollouts = [self.episode(p, k, keys[between(i)]) for i, (p, k) in enumerate(zip(prompts, slots))]
         elif self.active is self.sampler:
-            rollouts = [self.reply(p, k, keys[i]) for i, (p, k) in enumerate(zip(prompts, slots))]
+            rollouts = [self.reply(p, k, keys[between(i)]) for i, (p, k) in enumerate(zip(prompts, slots))]
         else:
             rollouts = self.replies(prompts, slots)
+        stop.set_phase(f"GRPO update {step + 1}: gradients")
         self.last = rollouts
         vllm = self.active is not self.sampler
         out: dict[str, Any] = {
@@ -183,13 +195,13 @@ class GroupRollouts:
     def _constrained(self, k: int) -> bool:
         return self._slot(self.sampling, k, self.G)
 
-    def _pattern(self, prompt: list) -> str:
+    def _pattern(self, prompt: list) -> AnswerLine:
         """The answer-line pattern of a step-level prompt's state (its row carries the state's grammar:
         games' grammars depend on the state, so none is known before the state is)."""
         grammar = prompt[0].get(GRAMMAR_KEY) if prompt and isinstance(prompt[0], dict) else None
         if grammar is None:
             raise ValueError("a step-level GRPO prompt without its state's action grammar (environment.prompt_row)")
-        return answer_line_pattern(grammar)
+        return answer_line(grammar)
 
     def _sampler_for(self, trainer: Any) -> Any:
         """Our transformers sampler, or TRL's vLLM generation when the trainer uses it."""
@@ -227,7 +239,7 @@ class GroupRollouts:
         slots = [self._constrained(k) for k in places]
         calls: list[tuple[Optional[str], list[int]]] = []
         if any(self._constrained(k) for k in range(self.G)):
-            grouped: dict[str, list[int]] = {}
+            grouped: dict[AnswerLine, list[int]] = {}
             for i, prompt in enumerate(prompts):
                 if slots[i]:
                     grouped.setdefault(self._pattern(prompt), []).append(i)
@@ -300,7 +312,7 @@ class GroupRollouts:
                     rollout.logprobs += [0.0] * len(between)  # the game's text, masked (TRL's tool tokens)
                 conversation.append(messages[-1])
             turn_key = None if key is None else key + len(rollout.steps)
-            pattern = answer_line_pattern(env.action_grammar()) if constrained else None  # this state's
+            pattern = answer_line(env.action_grammar()) if constrained else None  # this state's
             reply_ids, logprobs = self._draw(ids, pattern, turn_key)
             if rollout.logprobs is not None:
                 rollout.logprobs += list(logprobs or [None] * len(reply_ids))
@@ -334,12 +346,16 @@ class GroupRollouts:
 
 
 def episode_reward(log_metric=None, s3gym_reward=None, s3gym_verifier_return=None, s3gym_replies=None,
-                   s3gym_unparsed=None, s3gym_constrained=None, s3gym_source_return=None, **_: Any) -> list[float]:
+                   s3gym_unparsed=None, s3gym_constrained=None, s3gym_source_return=None, prompts=None,
+                   **_: Any) -> list[float]:
     """The TRL reward function of episode-level GRPO: each episode's outcome, computed by the rollout."""
     if log_metric is not None and s3gym_reward:
-        from s3gym_tui.training.rewards import batch_std
+        from s3gym_tui.training.rewards import batch_std, zero_spread_share
 
         log_metric("source_reward_std", batch_std(list(s3gym_source_return)))
+        share = zero_spread_share(list(s3gym_source_return), prompts)
+        if share is not None:
+            log_metric("source_zero_std_share", share)
         replies = sum(s3gym_replies)
         if replies:
             log_metric("parsed_replies", 1.0 - sum(s3gym_unparsed) / replies)

@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
-from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, quiet, start_training
-from s3gym_tui.training.options import GrpoConfig
+from s3gym_tui.training.backend import TrainEvent, TrainResult, quiet, start_training
+from s3gym_tui.training.config import GrpoConfig
 from s3gym_tui.training.rollouts import OnRollout
 
 if TYPE_CHECKING:
@@ -115,38 +115,38 @@ def short_completion(game: str, seed: int, tokenizer: Any, max_tokens: int) -> O
 
 
 def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, config: GrpoConfig = GrpoConfig(),
-               lora: TrainConfig = TrainConfig(), progress: Callable[[TrainEvent], None] = lambda e: None,
+               progress: Callable[[TrainEvent], None] = lambda e: None,
                on_rollout: OnRollout = lambda game, seed, steps: None, resume: bool = False,
                on_episode: Callable[["Rollout"], None] = lambda rollout: None,
                trainer_class: Any = None) -> TrainResult:
-    """Train a LoRA expert for `game` with GRPO; returns the adapters (one per checkpoint) and figures.
+    """Train a LoRA expert (or a full fine-tune) for `game` with GRPO, as `config` (the recipe) says; returns
+    the adapters (one per checkpoint) and figures.
     `trainer_class`: a subclass of grpo_trainer.S3GymGRPOTrainer (its `token_advantages`), or its
     "module:Class" name (what reaches the other ranks of a data-parallel training)."""
     import os
 
     from datasets import IterableDataset
-    from peft import get_peft_model
     from trl import GRPOConfig
 
     from s3gym_tui.training.environment import GameEnvironment, ensure_tool_template
     from s3gym_tui.training.group_rollouts import GroupRollouts, episode_reward
     from s3gym_tui.training.grpo_trainer import S3GymGRPOTrainer
-    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point, run_trainer)
+    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, adapted, compact_lm_head, existing_adapters, finish,
+                                       logs_dir, quiet_trainer, resume_point, run_trainer, trainer_args)
     from s3gym_tui.training.lengths import context_window
     from s3gym_tui.training.rewards import FrozenJudge, make_reward
     from s3gym_tui.training.rollouts import StateStream
-    from s3gym_tui.training.grammar import answer_line_pattern
+    from s3gym_tui.training.grammar import answer_line
     from s3gym_tui.training.sampling import ReplySampler, constrained_slot
 
     if config.level not in ("step", "episode"):
         raise ValueError(f"unknown level {config.level!r}: step or episode")
     constrained_slot(config.sampling, 0, config.num_generations)  # an unknown sampling fails here
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory / rollout_func are experimental
-    out_dir, device, model, tokenizer = start_training(base_dir, out_dir, lora.use_cpu)
+    out_dir, device, model, tokenizer = start_training(base_dir, out_dir, config.use_cpu)
     tokenizer.padding_side = "left"
     ensure_tool_template(tokenizer)
-    model = get_peft_model(model, lora_config(lora))
+    model = adapted(model, config)
     if not device.use_cpu:
         model = model.to(device.kind)
     result = TrainResult(base_dir=Path(base_dir), out_dir=out_dir)
@@ -154,7 +154,8 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     if checkpoint:
         result.adapters.update(existing_adapters(out_dir))
         result.resumed_from = checkpoint
-    sampler = ReplySampler(model, tokenizer, config.temperature, config.max_completion_length, seed=lora.seed)
+    sampler = ReplySampler(model, tokenizer, config.temperature, config.max_completion_length, seed=config.seed,
+                           top_p=config.top_p)
     window = context_window(base_dir)
     judge = FrozenJudge(model, tokenizer, config.judge_max_new_tokens) if config.reward == "self" else None
     rollouts = GroupRollouts(game, config.level, sampler, config.num_generations, config.sampling, config.reward,
@@ -174,12 +175,12 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     if config.warm_start and not checkpoint:  # a GRPO checkpoint already holds the warmed weights
         from s3gym_tui.training.warm_start import warm_start
 
-        result.notes.update(warm_start(game, seeds, model, tokenizer, fits, out_dir, config, lora, device, result,
+        result.notes.update(warm_start(game, seeds, model, tokenizer, fits, out_dir, config, device, result,
                                        progress, resume))
 
     def player(messages: list, game_now: Any) -> str:
         """The rollout player (step level): the policy, under the grammar unless sampling is free."""
-        pattern = (answer_line_pattern(game_now.action_grammar())
+        pattern = (answer_line(game_now.action_grammar())
                    if constrained_slot(config.sampling, 0, config.num_generations) else None)
         return sampler.text(sampler.sample(sampler.prompt_ids(messages), pattern))
 
@@ -201,15 +202,13 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
         environment = None
     args = GRPOConfig(
         # one sampled reply per forward/backward (the rest accumulated): RAM like SFT at batch 1
-        output_dir=str(out_dir / TRAINER_DIR), max_steps=config.updates, per_device_train_batch_size=1,
-        gradient_accumulation_steps=per_rank_accumulation(config),
-        num_generations=config.num_generations,
-        max_completion_length=config.max_completion_length, temperature=config.temperature,
-        learning_rate=config.learning_rate, beta=config.beta, logging_steps=1, save_strategy="steps",
-        save_steps=config.save_every, save_total_limit=1, report_to="none", use_cpu=device.use_cpu,
-        bf16=device.bf16, fp16=False, activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed,
-        shuffle_dataset=False, disable_tqdm=True, dataloader_num_workers=0, log_completions=False,
-        ddp_find_unused_parameters=False, **vllm_args(config))
+        max_steps=config.updates, per_device_train_batch_size=1,
+        gradient_accumulation_steps=per_rank_accumulation(config), num_generations=config.num_generations,
+        max_completion_length=config.max_completion_length, temperature=config.temperature, top_p=config.top_p,
+        beta=config.beta, loss_type=config.loss_type, epsilon=config.epsilon, epsilon_high=config.epsilon_high,
+        num_iterations=config.num_iterations, scale_rewards=config.scale_rewards, save_strategy="steps",
+        save_steps=config.save_every, save_total_limit=1, shuffle_dataset=False, log_completions=False,
+        **trainer_args(config, device, out_dir / TRAINER_DIR, logs_dir(out_dir, "grpo")), **vllm_args(config))
     reporter = Reporter(result, progress, "grpo", save_every=config.save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=config.updates, phase="grpo"))
     cls = trainer_class or S3GymGRPOTrainer
@@ -228,13 +227,15 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
             trainer.group_rollouts = rollouts
             started = time.perf_counter()
             with compact_lm_head():
-                run_trainer(trainer, checkpoint)
+                run_trainer(trainer, checkpoint, "grpo")
     finally:
         if key is not None:
             _STREAMS.pop(key, None)
     result.examples = trainer.state.global_step * config.states_per_update * config.num_generations
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)
+    if sampler.engines:
+        result.notes["constrained_engines"] = sampler.engines
     if stream is not None:
         result.notes["rollout_states"] = stream.states
         result.notes["rollout_episodes_cut_by_the_window"] = stream.too_long

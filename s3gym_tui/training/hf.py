@@ -25,11 +25,55 @@ from s3gym_tui.training.provenance import portable_adapter
 TRAINER_DIR = "trainer"  # HF checkpoints (adapter + optimizer + RNG): what a resume starts from
 
 
+LOGS_DIR = "logs"  # beside the training's adapters: where --report-to writes (tensorboard, trackio, wandb)
+
+
+def logs_dir(adapters: Path, phase: str) -> Path:
+    """<training>/logs/<phase>, for a trainer whose adapters go to <training>/adapters."""
+    return Path(adapters).parent / LOGS_DIR / phase
+
+
 def lora_config(cfg: Any) -> Any:
+    """The recipe's LoRA adapter (peft), None for a full fine-tune (`full_finetune`)."""
+    if getattr(cfg, "full_finetune", False):
+        return None
     from peft import LoraConfig
 
     return LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                       target_modules=cfg.target_modules, task_type="CAUSAL_LM")
+
+
+def adapted(model: Any, cfg: Any) -> Any:
+    """`model` with the recipe's LoRA adapter attached (peft), or as it is for a full fine-tune."""
+    peft = lora_config(cfg)
+    if peft is None:
+        return model
+    from peft import get_peft_model
+
+    return get_peft_model(model, peft)
+
+
+def trainer_args(cfg: Any, device: Any, output_dir: Path, logs: Path) -> dict[str, Any]:
+    """The TrainingArguments every trainer shares, from the recipe (config.TrainerSettings): schedule,
+    seed, precision (device.precision_flags), activation checkpointing and `report_to`, whose logs go
+    to `logs` (logs_dir(): beside the training's adapters; the integrations read their directories from
+    the environment in transformers 5)."""
+    import os
+
+    from s3gym_tui.training.device import precision_flags
+
+    bf16, fp16 = precision_flags(device, getattr(cfg, "precision", "auto"))
+    report = getattr(cfg, "report_to", "none") or "none"
+    if report != "none":
+        Path(logs).mkdir(parents=True, exist_ok=True)
+        for name in ("TENSORBOARD_LOGGING_DIR", "TRACKIO_DIR", "WANDB_DIR"):
+            os.environ[name] = str(logs)
+    return {"output_dir": str(output_dir), "learning_rate": cfg.learning_rate,
+            "lr_scheduler_type": getattr(cfg, "lr_scheduler_type", "linear"),
+            "warmup_steps": float(getattr(cfg, "warmup_ratio", 0.0) or 0), "seed": cfg.seed, "bf16": bf16,
+            "fp16": fp16, "use_cpu": device.use_cpu, "activation_checkpointing": cfg.gradient_checkpointing,
+            "report_to": report, "logging_steps": 1, "disable_tqdm": True, "dataloader_num_workers": 0,
+            "ddp_find_unused_parameters": False}
 
 
 # The TRL modules whose fused LM-head losses (SFT and GRPO; on-policy distillation) choose, per device,
@@ -62,7 +106,8 @@ def compact_lm_head() -> Iterator[None]:
 
 
 LOGGED = ("reward", "reward_std", "kl", "entropy", "mean_token_accuracy", "grad_norm", "verifier_reward",
-          "parsed_replies", "parsed_free_replies", "frac_reward_zero_std", "source_reward_std")
+          "parsed_replies", "parsed_free_replies", "frac_reward_zero_std", "source_reward_std",
+          "source_zero_std_share")
 
 
 class Reporter(TrainerCallback):
@@ -107,6 +152,9 @@ class Reporter(TrainerCallback):
                                  adapter_dir=target, x=self.next_x, phase=self.phase))
         self.next_x += 1
 
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = time.perf_counter()
+
     def on_step_end(self, args, state, control, model=None, **kwargs):
         if self.save_every and state.global_step % self.save_every == 0:
             self._save(state, model)
@@ -117,6 +165,13 @@ class Reporter(TrainerCallback):
             self._save(state, model)
 
     def on_train_end(self, args, state, control, model=None, **kwargs):
+        # this part of the training (a stopped one, or the last): its time and where it got, so a resumed
+        # training's figures cover every part (pipeline.recording stores the stopped ones)
+        self.progress(TrainEvent("end", state.global_step, state.max_steps, float(state.epoch or 0.0),
+                                 phase=self.phase, metrics={
+                                     "seconds": time.perf_counter() - self.started,
+                                     "tokens": float(state.num_input_tokens_seen or 0),
+                                     "stopped": 1.0 if stopped_early(state) else 0.0}))
         # a run that stops between two saves (max_steps not a multiple) still ends on a checkpoint;
         # one stopped on request does not (its resumed twin saves where the uninterrupted one does)
         if stopped_early(state):
@@ -190,14 +245,52 @@ def _any_rank_stopping() -> bool:
     return bool(flag.item())
 
 
-def run_trainer(trainer: Any, checkpoint: Optional[str]) -> None:
+# what each phase's updates are called in a stop's stored reason and the terminal's note
+PHASE_NAMES = {"sft": "SFT", "grpo": "GRPO", "warm-start": "the format warm start", "distill-off": "phase 1",
+               "distill-on": "phase 2"}
+
+
+class PhaseCallback(TrainerCallback):
+    """Tells training/stop.py what the trainer is doing (`<phase> update N`): a stop's reason names it."""
+
+    def __init__(self, phase: str) -> None:
+        self.name = PHASE_NAMES.get(phase, phase)
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        stop.set_phase(f"{self.name} update {state.global_step + 1}")
+
+
+def run_trainer(trainer: Any, checkpoint: Optional[str], phase: str = "") -> None:
     """`trainer.train()` (from `checkpoint` when resuming) that honours a requested stop: none starts
-    once one is requested, and a trainer stopped by one raises TrainingStopped after saving its state."""
+    once one is requested; one requested during a step (between two micro-batches, two rollouts, two
+    drafts) ends it there, the state of the last finished update is saved (keep_finished) and
+    TrainingStopped is raised."""
     stop.check()
     trainer.add_callback(StopCallback())
-    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.add_callback(PhaseCallback(phase))
+    try:
+        trainer.train(resume_from_checkpoint=checkpoint)
+    except stop.TrainingStopped:
+        keep_finished(trainer)
+        # stopped inside a step (a rollout, a draft): the trainer's own end hooks have not run
+        trainer.callback_handler.on_train_end(trainer.args, trainer.state, trainer.control)
+        raise
     if stopped_early(trainer.state):
+        keep_finished(trainer)
         raise stop.TrainingStopped(stop.requested() or "stopped")
+
+
+def keep_finished(trainer: Any) -> None:
+    """After a stop inside a step: save the trainer's state as of its last finished update (the weights, the
+    optimizer and the scheduler have not moved since; a partly accumulated gradient is dropped), unless that
+    update is saved already, so `s3gym resume` goes on from it. Uses Trainer._save_checkpoint (what the
+    Trainer itself calls to save; tests/training/test_stop.py fails if it stops doing so)."""
+    state = trainer.state
+    if state.global_step <= 0:
+        return
+    if (Path(trainer.args.output_dir) / f"checkpoint-{state.global_step}").is_dir():
+        return
+    trainer._save_checkpoint(trainer.model, trial=None)
 
 
 def quiet_trainer(trainer: Any) -> Any:

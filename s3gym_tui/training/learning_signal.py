@@ -3,8 +3,10 @@ from the figures TRL logs (read by the public TrainerCallback.on_log in hf.Repor
 every loss point (training_losses.metrics), so the CLI, the Training screen and `s3gym trainings
 --json` read the same facts.
 
-- GRPO: `frac_reward_zero_std` (TRL: the share of groups, the G replies sampled at one state, whose
-  rewards are all equal). Advantages are rewards minus the group mean, so a group without reward
+- GRPO: `source_zero_std_share` (ours: the share of groups, the G replies sampled at one state, whose
+  rewards from the reward source itself, the format term left out, are all equal) and
+  `frac_reward_zero_std` (TRL's, on the whole reward: a group told apart only by the format term counts
+  as having variance there, not here). Advantages are rewards minus the group mean, so a group without reward
   variance contributes nothing; an update where every group is such has no signal (with beta = 0, no
   KL term either, its gradient is 0). Shown next to it: reward std, grad norm, the share of
   replies that parsed (our reward function's `parsed_replies`) and, when part of each group was
@@ -26,8 +28,11 @@ from s3gym_tui.store import LossPoint
 ZERO = 1e-12
 NO_SIGNAL_KEY = "no_signal"  # 1.0 on an update without signal, 0.0 otherwise (stored with the loss point)
 # what each update's signal is read from, in the order shown
-SIGNAL_KEYS = ("frac_reward_zero_std", "reward_std", "parsed_replies", "parsed_free_replies", "grad_norm", "kl")
-SIGNAL_LABELS = {"frac_reward_zero_std": "zero-variance groups", "reward_std": "reward std",
+SIGNAL_KEYS = ("source_zero_std_share", "frac_reward_zero_std", "reward_std", "source_reward_std", "parsed_replies",
+               "parsed_free_replies", "grad_norm", "kl")
+SIGNAL_LABELS = {"source_zero_std_share": "groups the reward source did not tell apart",
+                 "source_reward_std": "reward source std",
+                 "frac_reward_zero_std": "zero-variance groups", "reward_std": "reward std",
                  "parsed_replies": "parsed replies",
                  "parsed_free_replies": "parsed free replies", "grad_norm": "grad norm", "kl": "KL"}
 WATCHED_PHASES = ("grpo", "distill-on")
@@ -47,6 +52,10 @@ def signal_metrics(phase: str, logs: Mapping[str, object]) -> dict[str, float]:
 def no_signal_reason(phase: str, metrics: Mapping[str, float]) -> Optional[str]:
     """Why an update could not learn anything, or None (also None when the figures are missing)."""
     if phase == "grpo":
+        source = metrics.get("source_zero_std_share")
+        if source is not None and source >= 1.0 - ZERO:  # the format term's spread is not a reward signal
+            return ("the reward source gave every group's replies one reward (its own spread 0: any spread was "
+                    "the format term's)")
         share = metrics.get("frac_reward_zero_std")
         if share is not None and share >= 1.0 - ZERO:
             return "every group had zero reward variance (no advantage to learn from)"

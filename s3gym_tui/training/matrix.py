@@ -141,6 +141,31 @@ def _cell(store, game: str, run_id: Optional[str], x: Optional[int], base: Optio
                 serving, normalise(game, mean))
 
 
+BASELINE = ("Δ vs the base model row: x = 0 of each game's expert evaluation, served the same way as every cell "
+            "(replies as written)")
+CONSTRAINED_BASELINE = ("the base under the grammar row: the same base with every reply constrained to the game's "
+                        "grammar (its experts' evaluations under the grammar): a cell that does not beat it gained "
+                        "the format, not play")
+
+
+def _constrained_base(store, study: Study, base_cells: dict[str, "Cell"]) -> Optional["MatrixRow"]:
+    """The base under the grammar on each game (x = 0 of the game's expert evaluation under the grammar), when
+    any game has one; its delta is against the base as written."""
+    from s3gym_tui.training.runs import own_eval_run
+
+    cells: dict[str, Cell] = {}
+    for game in study.games:
+        expert = next(e for e in study.experts if e.game == game)
+        run = own_eval_run(store, store.get_training(expert.training_id), decoding="grammar")
+        from dataclasses import replace
+
+        cell = _cell(store, game, run.id if run else None, 0, base_cells[game].mean)
+        cells[game] = replace(cell, negative=False)  # the same base: a constraint, not a transfer
+    if all(c.mean is None for c in cells.values()):
+        return None
+    return MatrixRow("base model, under the grammar", "base-grammar", None, cells)
+
+
 def _last_x(store, training_id: str) -> Optional[int]:
     xs = [c.x for c in store.training_checkpoints(training_id)]
     return max(xs) if xs else None
@@ -159,6 +184,9 @@ def study_matrix(store, study_id: str) -> Matrix:
         return _cell(store, game, cells.get(f"{training_id}|{game}"), x, base_cells[game].mean)
 
     rows = [MatrixRow("base model", "base", None, base_cells)]
+    constrained = _constrained_base(store, study, base_cells)
+    if constrained is not None:
+        rows.append(constrained)
     losses = []
     for expert in study.experts:
         training = store.get_training(expert.training_id)

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from s3gym_tui.textgate import safe_markup
-from s3gym_tui.training.matrix import NORMALISATION, Matrix
+from s3gym_tui.training.matrix import BASELINE, CONSTRAINED_BASELINE, NORMALISATION, Matrix
 
 
 def _fmt(value: Optional[float], digits: int = 3) -> str:
@@ -45,7 +45,7 @@ def matrix_table(matrix: Matrix) -> Table:
                 cells.append(Text("-", style="dim"))
                 continue
             text = _fmt(c.mean)
-            if row.kind != "base" and c.delta is not None:
+            if row.kind not in ("base",) and c.delta is not None:
                 text += f" ({c.delta:+.3f})"
             if context[game] is None:  # the column's cells differ: each says how it was played
                 text += f"\n{c.context}"
@@ -58,7 +58,9 @@ def matrix_table(matrix: Matrix) -> Table:
 
 def matrix_legend(matrix: Matrix) -> list[str]:
     """The lines under the matrix: normalisation, serving paths, unrouted games (markup)."""
-    lines = [f"[dim]norm. mean: the mean over games of each score normalised {NORMALISATION}; '-' unless every "
+    lines = [f"[dim]{BASELINE}" + (f"; {CONSTRAINED_BASELINE}" if any(r.kind == "base-grammar" for r in matrix.rows)
+                                   else "; no evaluation under the grammar: a format gain is not told apart") + "[/]",
+             f"[dim]norm. mean: the mean over games of each score normalised {NORMALISATION}; '-' unless every "
              f"game has one (no plain mean across games: their scores have different scales)[/]"]
     paths = matrix.serving_paths
     if len(paths) == 1:
@@ -96,6 +98,27 @@ def print_matrix(console: Console, matrix: Matrix) -> None:
     if negative:
         console.print("[red]negative transfer[/] (below the base model): " +
                       "; ".join(f"{safe_markup(label)} on {safe_markup(game)}" for label, game in negative), soft_wrap=True)
+
+
+def print_training_baselines(console: Console, store, run_ids) -> int:
+    """For each run that scores a training's checkpoints as written (for `s3gym report`): which baseline its
+    deltas use and what its last checkpoint gained (format or play: training/baseline.py); how many."""
+    from s3gym_tui.training.baseline import baseline_text, outcome_line
+    from s3gym_tui.training.evaluate import NotATrainingRun, training_report
+
+    shown = 0
+    for run_id in run_ids:
+        try:
+            report = training_report(store, store.get_run(run_id))
+        except NotATrainingRun:
+            continue
+        console.print(f"training {safe_markup(report.training.id)} on {safe_markup(report.game)}: "
+                      f"{safe_markup(baseline_text(report))}", soft_wrap=True)
+        line = outcome_line(report)
+        if line:
+            console.print(f"  {safe_markup(line)}", soft_wrap=True)
+        shown += 1
+    return shown
 
 
 def print_study_matrices(console: Console, store, run_ids) -> int:

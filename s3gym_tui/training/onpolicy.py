@@ -17,7 +17,8 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 from trl import DistillationConfig, DistillationTrainer
 
-from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult, load_for_training, quiet, start_training
+from s3gym_tui.training.backend import TrainEvent, TrainResult, load_for_training, quiet, start_training
+from s3gym_tui.training.config import DistillConfig
 
 
 def adapter_name(game: str) -> str:
@@ -108,17 +109,17 @@ def all_ranks(counts: dict[str, int]) -> dict[str, int]:
 
 def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path], out_dir: Path, *,
                    updates: int, batch: int, learning_rate: float, max_completion_length: int, temperature: float,
-                   beta: float = 1.0, save_every: int = 4, lora: TrainConfig = TrainConfig(),
+                   beta: float = 1.0, save_every: int = 4, lora: DistillConfig = DistillConfig(),
                    init_adapter: Optional[Path] = None, progress: Callable[[TrainEvent], None] = lambda e: None,
                    resume: bool = False, phase: str = "distill-on") -> tuple[TrainResult, dict[str, int]]:
     """On-policy distillation of a LoRA student (from `init_adapter`, or fresh on the base) towards each
     prompt's own game expert. `rows`: {"prompt": messages, "game": name}. Returns the result and how
-    many completions each expert taught."""
+    many completions each expert taught. `lora`: the recipe (its adapter, seed, schedule, precision, logs)."""
     from datasets import Dataset
-    from peft import PeftModel, get_peft_model
+    from peft import PeftModel
 
-    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, compact_lm_head, existing_adapters, finish, lora_config,
-                                       quiet_trainer, resume_point, run_trainer)
+    from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, adapted, compact_lm_head, existing_adapters, finish,
+                                       logs_dir, quiet_trainer, resume_point, run_trainer, trainer_args)
 
     missing = sorted({r["game"] for r in rows} - set(experts))
     if missing:
@@ -129,7 +130,7 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
         if init_adapter is not None:
             student = PeftModel.from_pretrained(model, str(init_adapter), is_trainable=True)
         else:
-            student = get_peft_model(model, lora_config(lora))
+            student = adapted(model, lora)
     if not device.use_cpu:
         student = student.to(device.kind)
     teacher = load_teacher(base_dir, experts, device)
@@ -139,12 +140,11 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
         result.adapters.update(existing_adapters(out_dir))
         result.resumed_from = checkpoint
     args = DistillationConfig(
-        output_dir=str(out_dir / TRAINER_DIR), max_steps=updates, per_device_train_batch_size=batch,
-        gradient_accumulation_steps=1, learning_rate=learning_rate, beta=beta, temperature=temperature,
-        max_completion_length=max_completion_length, logging_steps=1, save_strategy="steps", save_steps=save_every,
-        save_total_limit=1, report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
-        activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed, disable_tqdm=True,
-        dataloader_num_workers=0, remove_unused_columns=False, log_completions=False)
+        max_steps=updates, per_device_train_batch_size=batch, gradient_accumulation_steps=1, beta=beta,
+        temperature=temperature, max_completion_length=max_completion_length, save_strategy="steps",
+        save_steps=save_every, save_total_limit=1, remove_unused_columns=False, log_completions=False,
+        **{**trainer_args(lora, device, out_dir / TRAINER_DIR, logs_dir(out_dir, phase)),
+           "learning_rate": learning_rate})
     reporter = Reporter(result, progress, phase, save_every=save_every, first_x=len(result.adapters) + 1)
     progress(TrainEvent("load", max_steps=updates, phase=phase))
     games = sorted(experts)
@@ -155,7 +155,7 @@ def train_onpolicy(rows: Sequence[dict], base_dir: Path, experts: dict[str, Path
             processing_class=tokenizer, callbacks=[reporter]))
         started = time.perf_counter()
         with compact_lm_head():
-            run_trainer(trainer, checkpoint)
+            run_trainer(trainer, checkpoint, phase)
     result.examples = trainer.state.global_step * batch
     result.tokens = int(trainer.state.num_input_tokens_seen or 0)
     finish(result, trainer, started)

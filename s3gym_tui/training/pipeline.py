@@ -22,11 +22,12 @@ from s3gym_tui.models import Run
 from s3gym_tui.store import Training, TrainingCheckpoint, TrainingSource
 from s3gym_tui.store.errors import one_line
 from s3gym_tui.training import require_extra
-from s3gym_tui.training.backend import TrainConfig, TrainEvent, TrainResult
+from s3gym_tui.training.backend import TrainEvent, TrainResult
+from s3gym_tui.training.config import ExpertRecipe, GrpoConfig, SftConfig, TaspoConfig, stored_recipe
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
 from s3gym_tui.engine.lease import driving_training
 from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
-from s3gym_tui.training.options import LEVELS, METHODS, REWARDS, SAMPLINGS, GrpoConfig, TrainOptions, vllm_problem
+from s3gym_tui.training.options import vllm_problem
 from s3gym_tui.training.ranks import together, world
 from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
 
@@ -62,47 +63,42 @@ def resume_hint(training_id: str) -> str:
     return f"`s3gym resume {training_id}` continues it"
 
 
-def _check(source: Run, options: TrainOptions) -> None:
+def _check(source: Run, recipe: ExpertRecipe) -> None:
+    """What the recipe (validated on its own, config.py) cannot know: the source run, the processes, the extra."""
     if source.config.pathway == "trained":
         raise TrainingError(f"run {source.id!r} is a training run: train from the run that explored")
-    if options.method not in METHODS:
-        raise TrainingError(f"unknown method {options.method!r}: {' or '.join(METHODS)}")
-    if options.backend not in ("local", "remote"):
-        raise TrainingError(f"unknown backend {options.backend!r}: local or remote")
-    if options.method in ("grpo", "taspo") and options.backend != "local":
-        raise TrainingError("GRPO trains locally only (--backend local)")
-    if options.grpo.vllm is not None and options.method != "grpo":
-        raise TrainingError("--vllm applies to GRPO (--method grpo): its rollouts are what vLLM generates")
-    problem = vllm_problem(options.grpo.vllm, options.grpo.level, world().size)
-    if problem:
-        raise TrainingError(problem)
-    if options.method in ("grpo", "taspo"):
-        replies, ranks = options.grpo.num_generations * options.grpo.states_per_update, world().size
+    if not isinstance(recipe, ExpertRecipe):
+        raise TrainingError(f"not an expert recipe: {type(recipe).__name__}")
+    local = not isinstance(recipe, SftConfig) or recipe.backend == "local"
+    if isinstance(recipe, GrpoConfig):
+        problem = vllm_problem(recipe.vllm, recipe.level, world().size)
+        if problem:
+            raise TrainingError(problem)
+        replies, ranks = recipe.num_generations * recipe.states_per_update, world().size
         if replies % ranks:
             raise TrainingError(f"GRPO across {ranks} processes: --generations x --states-per-update ({replies}) "
                                 f"must be a multiple of {ranks}")
-    if options.method == "taspo":
-        from s3gym_tui.engine.credit_math import CREDIT_MODES
-
-        if options.grpo.level != "episode":
-            raise TrainingError("TASPO is episode-level GRPO: --level episode")
-        if world().size > 1:
-            raise TrainingError("TASPO trains in one process for now (its analyzer and scorer read the store, "
-                                "which only rank 0 opens): run it without torchrun / accelerate launch")
-        if options.grpo.credit not in CREDIT_MODES:
-            raise TrainingError(f"unknown credit {options.grpo.credit!r}: {', '.join(CREDIT_MODES)}")
-        if options.grpo.pi_source not in ("siblings", "off-trajectory"):
-            raise TrainingError(f"unknown PI source {options.grpo.pi_source!r}: siblings or off-trajectory")
-    if options.grpo.reward not in REWARDS:
-        raise TrainingError(f"unknown reward {options.grpo.reward!r}: {', '.join(REWARDS)}")
-    if options.grpo.level not in LEVELS:
-        raise TrainingError(f"unknown level {options.grpo.level!r}: {' or '.join(LEVELS)}")
-    if options.grpo.sampling not in SAMPLINGS:
-        raise TrainingError(f"unknown sampling {options.grpo.sampling!r}: {', '.join(SAMPLINGS)}")
-    if options.backend == "local":
+    problem = report_problem(recipe.report_to)
+    if problem:
+        raise TrainingError(problem)
+    if isinstance(recipe, TaspoConfig) and world().size > 1:
+        raise TrainingError("TASPO trains in one process for now (its analyzer and scorer read the store, "
+                            "which only rank 0 opens): run it without torchrun / accelerate launch")
+    if local:
         require_extra()
-    elif not options.remote_model:
-        raise TrainingError("the remote backend needs --remote-model (e.g. openai/gpt-4o-mini-2024-07-18)")
+
+
+REPORT_MODULES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb"}
+
+
+def report_problem(report_to: str) -> Optional[str]:
+    """Why `--report-to` cannot log here (its package is not installed), or None."""
+    import importlib.util
+
+    module = REPORT_MODULES.get(report_to)
+    if module and importlib.util.find_spec(module) is None:
+        return f"--report-to {report_to} needs {module} installed (pip install {module})"
+    return None
 
 
 def _base_dir(options_base: Optional[str], cache: Optional[Path]) -> Path:
@@ -140,7 +136,9 @@ def record_local(store, training: Training, result: TrainResult) -> Training:
     write_manifest(Path(training.directory), training.id, result.base_dir, result.adapters)
     serve.HANDLER.add_training(training.id, result.base_dir, result.adapters)
     serve.register()
+    training = store.get_training(training.id)  # with the parts a stop stored meanwhile
     metrics = {**training.metrics, **{k: v for k, v in result.figures().items() if v is not None}}
+    metrics.update({k: v for k, v in part_figures(training.metrics, result).items() if v is not None})
     # a training without a dataset (GRPO, TASPO) counts the replies its updates sampled
     examples = training.examples or result.examples
     return store.update_training(training.id, epochs=len(result.adapters), steps=result.steps, examples=examples,
@@ -157,18 +155,48 @@ def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -
         if event.kind == "step" and event.loss is not None:
             store.add_losses(training_id, [LossPoint(step=event.step, epoch=event.epoch, loss=event.loss,
                                                      phase=event.phase, metrics=dict(event.metrics))])
+        elif event.kind == "end" and event.metrics.get("stopped"):
+            add_part(store, training_id, event, interrupted=True)
         progress(event)
 
     return on_event
 
 
+def add_part(store, training_id: str, event: TrainEvent, interrupted: bool) -> Training:
+    """Keep one part of a training that was stopped and resumed (its phase, seconds, last update, tokens seen),
+    its time added to the training's: the summary of a resumed training covers all its parts."""
+    training = store.get_training(training_id)
+    seconds = float(event.metrics.get("seconds") or 0.0)
+    part = {"phase": event.phase, "seconds": round(seconds, 2), "updates": event.step,
+            "tokens": int(event.metrics.get("tokens") or 0), "interrupted": interrupted}
+    metrics = {**training.metrics, "parts": [*training.metrics.get("parts", []), part]}
+    return store.update_training(training_id, metrics=metrics, train_seconds=training.train_seconds + seconds)
+
+
+def part_figures(metrics: dict, result: TrainResult) -> dict:
+    """Throughput over every part of the phase (the resumed trainer's counts include the parts before it, its
+    clock does not), and how many parts were interrupted."""
+    from s3gym_tui.training.learning_signal import PRIOR_PHASES
+
+    # a prior phase's parts (the format warm start) have figures of their own
+    parts = [p for p in metrics.get("parts", []) if p.get("interrupted") and p.get("phase") not in PRIOR_PHASES]
+    if not parts:
+        return {}
+    seconds = result.seconds + sum(float(p["seconds"]) for p in parts)
+    return {"examples_per_s": result.examples / seconds if seconds > 0 else None,
+            "tokens_per_s": result.tokens / seconds if seconds > 0 else None, "seconds_all_parts": round(seconds, 2),
+            "interrupted_parts": len(parts)}
+
+
 def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
     """Record why a training stopped: interrupted (resumable: Ctrl-C, SIGTERM, a requested stop) or
-    failed (with the one-line error). A study's training is resumed through its study."""
+    failed (with the one-line error). A study's training is resumed through its study. The phase is the
+    one the stop reached (stop.current_phase(): the warm start, a GRPO update, ...) when it is known."""
     if isinstance(exc, (KeyboardInterrupt, SystemExit)) or type(exc).__name__ == "CancelledError":
         from s3gym_tui.training import stop
 
         reason = getattr(exc, "reason", None) or stop.requested() or "interrupted"
+        phase = stop.current_phase() or phase
         study = store.get_training(training_id).study_id
         store.update_training(training_id, status="interrupted",
                               error=f"{reason} during {phase}: {resume_hint(study or training_id)}")
@@ -179,8 +207,11 @@ def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> Non
 async def evaluate_all(store, training: Training, hooks: Hooks) -> Training:
     """Play every evaluation run of the training (resumable), holding the training's lease; repaired
     replies are stored with their steps (repair runs only), so nothing is counted in memory."""
+    from s3gym_tui.training import stop
+
     with driving_training(store, training.id):
         store.update_training(training.id, status="evaluating")
+        stop.set_phase("evaluation")
         for _, run, _ in eval_runs(store, training):
             hooks.run_created(run)
             try:
@@ -199,29 +230,29 @@ def _outcome(store, training: Training, build=None, exported=None) -> TrainingOu
                            build, exported)
 
 
-def _ensure_eval_run(store, training: Training, source: Run, options: TrainOptions) -> None:
-    """The evaluation run scoring every checkpoint's replies as written; with --repair (local
-    checkpoints only) also its twin that repairs replies breaking the answer contract."""
+def _ensure_eval_run(store, training: Training, source: Run, options: ExpertRecipe) -> None:
+    """The evaluation run scoring every checkpoint's replies as written; for local checkpoints also its twin
+    under the game's grammar (`grammar_eval`: the baseline of a format gain) and, with --repair, its twin
+    that repairs replies breaking the answer contract."""
     xs = [c.x for c in store.training_checkpoints(training.id)]
     if not store.training_evals(training.id):
         create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
                         step_cap=options.step_cap, run_id=training.id)
-    if options.repair and training.backend == "local" and own_eval_run(store, training, repair=True) is None:
-        create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
-                        step_cap=options.step_cap, run_id=f"{training.id}-repair", repair=True)
+    wanted = [d for d, on in (("grammar", options.grammar_eval), ("repair", options.repair)) if on]
+    for decoding in wanted if training.backend == "local" else ():
+        if own_eval_run(store, training, decoding=decoding) is None:
+            create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
+                            step_cap=options.step_cap, run_id=f"{training.id}-{decoding}", decoding=decoding)
 
 
 # ----- SFT -----------------------------------------------------------------------------------------
-def _sft_settings(options: TrainOptions, limit: Optional[int]) -> dict[str, Any]:
-    return {"train": options.train.as_dict(), "threshold": options.threshold, "correction": options.correction,
-            "max_examples": options.max_examples, "length_limit": limit, "remote_model": options.remote_model,
-            "eval_episodes": options.eval_episodes, "step_cap": options.step_cap, "repair": options.repair}
-
-
-def _train_sft_local(store, training: Training, options_train: TrainConfig, hooks: Hooks, resume: bool) -> Training:
+def _train_sft_local(store, training: Training, options_train: SftConfig, hooks: Hooks, resume: bool) -> Training:
     from s3gym_tui.training.backend import train_lora
 
+    from s3gym_tui.training import stop
+
     examples = training_examples(store, training.dataset_id)
+    stop.set_phase("loading the base model")
     try:
         result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
                           options_train, progress=recording(store, training.id, hooks.train_event), resume=resume)
@@ -232,12 +263,14 @@ def _train_sft_local(store, training: Training, options_train: TrainConfig, hook
     return record_local(store, training, result)
 
 
-async def _train_sft_remote(store, training: Training, exported: Exported, options: TrainOptions,
+async def _train_sft_remote(store, training: Training, exported: Exported, options: SftConfig,
                             hooks: Hooks) -> Training:
+    from s3gym_tui.training import stop
     from s3gym_tui.training.remote import RemoteTrainingError, fine_tune_remote
 
+    stop.set_phase("the remote job")
     try:
-        result = await fine_tune_remote(exported.messages, options.remote_model, epochs=options.train.epochs,
+        result = await fine_tune_remote(exported.messages, options.remote_model, epochs=options.epochs,
                                         progress=hooks.remote_status)
     except RemoteTrainingError as exc:
         store.update_training(training.id, status="failed", error=str(exc))
@@ -248,22 +281,23 @@ async def _train_sft_remote(store, training: Training, exported: Exported, optio
     if not result.fine_tuned_model:
         store.update_training(training.id, status="failed", error=f"job {result.job_id} named no model")
         raise TrainingError(f"fine-tuning job {result.job_id} succeeded but named no model")
-    for x, model in ((0, result.base_model), (options.train.epochs, result.fine_tuned_model)):
+    for x, model in ((0, result.base_model), (options.epochs, result.fine_tuned_model)):
         store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
     return store.update_training(training.id, remote_job=result.job_id, base=result.base_model,
-                                 epochs=options.train.epochs, train_seconds=result.seconds, status="evaluating")
+                                 epochs=options.epochs, train_seconds=result.seconds, status="evaluating")
 
 
-async def _sft_from_run(store, source: Run, options: TrainOptions, hooks: Hooks) -> TrainingOutcome:
+async def _sft_from_run(store, source: Run, options: SftConfig, hooks: Hooks, out_dir: Optional[Path],
+                        cache_dir: Optional[Path]) -> TrainingOutcome:
     from s3gym_tui.training.lengths import TokenCounter, context_window, effective_limit, load_tokenizer
 
     training_id = new_training_id(f"{source.config.game}-sft")
-    directory = Path(options.out_dir or training_root()) / training_id
+    directory = Path(out_dir or training_root()) / training_id
     base_dir, measure, limit = None, None, None
     if options.backend == "local":
-        base_dir = _base_dir(options.base, options.cache_dir)
+        base_dir = _base_dir(options.base, cache_dir)
         measure = TokenCounter(load_tokenizer(str(base_dir)))
-        limit = effective_limit(options.train.max_length, context_window(base_dir))
+        limit = effective_limit(options.max_length, context_window(base_dir))
     build = await build_dataset(store, source.id, threshold=options.threshold, correction=options.correction,
                                 max_examples=options.max_examples, progress=hooks.dataset_progress,
                                 measure=measure, max_length=limit)
@@ -276,14 +310,14 @@ async def _sft_from_run(store, source: Run, options: TrainOptions, hooks: Hooks)
         id=training_id, method="sft", games=(source.config.game,), source_run=source.id,
         dataset_id=build.dataset.id, backend=options.backend, base=str(base_dir or options.remote_model),
         directory=str(directory), status="training", examples=exported.count,
-        settings=_sft_settings(options, limit), metrics={"too_long": len(build.too_long), "longest": build.longest}))
+        settings={**options.dump(), "length_limit": limit},
+        metrics={"too_long": len(build.too_long), "longest": build.longest}))
     store.add_training_sources(training.id, [TrainingSource(kind="dataset", ref=build.dataset.id,
                                                              game=source.config.game, n=exported.count)])
     hooks.training_created(training)
     with driving_training(store, training.id):
         if options.backend == "local":
-            config = TrainConfig(**{**options.train.as_dict(), "max_length": options.train.max_length})
-            training = _train_sft_local(store, training, config, hooks, resume=False)
+            training = _train_sft_local(store, training, options, hooks, resume=False)
         else:
             training = await _train_sft_remote(store, training, exported, options, hooks)
         _ensure_eval_run(store, training, source, options)
@@ -297,9 +331,7 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
     from s3gym_tui.training.rollout_store import RolloutStore
 
     settings = training.settings
-    # a training stored before sampling/format were recorded sampled freely with no format term
-    grpo = GrpoConfig(**{"sampling": "free", "format_weight": 0.0, **settings["grpo"]})
-    lora = TrainConfig(**settings["train"])
+    grpo = stored_recipe(settings, training.method)  # an older training's settings read as its recipe
     episodes = RolloutStore(store, training.id, source.config.game, settings["seeds"], grpo.rollout_step_cap,
                             grpo.temperature)
 
@@ -312,15 +344,18 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
         rollout.episode_id = episodes(rollout).id  # TASPO records each rollout's credit with it
         hooks.rollout(rollout.game, rollout.seed, len(rollout.steps))
 
+    from s3gym_tui.training import stop
+
+    stop.set_phase("loading the base model")
     trainer_class = None
-    if training.method == "taspo":
+    if isinstance(grpo, TaspoConfig):
         from s3gym_tui.training.taspo import taspo_trainer
 
         trainer_class = taspo_trainer(grpo, analyzer=grpo.analyzer or source.config.model, store=store,
                                       training_id=training.id)
     try:
         result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
-                          Path(training.directory) / "adapters", grpo, lora,
+                          Path(training.directory) / "adapters", grpo,
                           progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
                           resume=resume, on_episode=on_episode, trainer_class=trainer_class)
     except BaseException as exc:
@@ -332,17 +367,17 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
     return record_local(store, training, result)
 
 
-async def _grpo_from_run(store, source: Run, options: TrainOptions, hooks: Hooks) -> TrainingOutcome:
-    grpo = options.grpo
+async def _grpo_from_run(store, source: Run, options: GrpoConfig, hooks: Hooks, out_dir: Optional[Path],
+                         cache_dir: Optional[Path]) -> TrainingOutcome:
+    grpo = options
     training_id = new_training_id(f"{source.config.game}-{options.method}")
-    directory = Path(options.out_dir or training_root()) / training_id
-    base_dir = _base_dir(options.base, options.cache_dir)
+    directory = Path(out_dir or training_root()) / training_id
+    base_dir = _base_dir(options.base, cache_dir)
     seeds = exploration_seeds(source, grpo.episodes)
     training = store.add_training(Training(
         id=training_id, method=options.method, games=(source.config.game,), source_run=source.id, base=str(base_dir),
         reward=grpo.reward, directory=str(directory), status="training",
-        settings={"grpo": grpo.as_dict(), "train": options.train.as_dict(), "seeds": seeds,
-                  "eval_episodes": options.eval_episodes, "step_cap": options.step_cap, "repair": options.repair}))
+        settings={**options.dump(), "seeds": seeds}))
     hooks.training_created(training)
     with driving_training(store, training.id):
         training = _train_grpo(store, training, source, hooks, resume=False)
@@ -352,15 +387,24 @@ async def _grpo_from_run(store, source: Run, options: TrainOptions, hooks: Hooks
 
 
 # ----- entry points --------------------------------------------------------------------------------
-async def train_from_run(store, run_id: str, options: TrainOptions = TrainOptions(),
-                         hooks: Optional[Hooks] = None) -> TrainingOutcome:
-    """Train an expert from run `run_id` (SFT or GRPO), evaluate every checkpoint, record it all."""
+def _starter(recipe: ExpertRecipe) -> Callable[..., Any]:
+    """The pipeline of the recipe's method: the registry below, by the recipe's class (TASPO's is GRPO's)."""
+    for cls in type(recipe).__mro__:
+        if cls in STARTERS:
+            return STARTERS[cls]
+    raise TrainingError(f"no pipeline for {type(recipe).__name__}")
+
+
+async def train_from_run(store, run_id: str, recipe: Optional[ExpertRecipe] = None, hooks: Optional[Hooks] = None, *,
+                         out_dir: Optional[Path] = None, cache_dir: Optional[Path] = None) -> TrainingOutcome:
+    """Train an expert from run `run_id` as `recipe` says (config.SftConfig by default, GrpoConfig,
+    TaspoConfig), evaluate every checkpoint, record it all. `out_dir`: where the training's folder goes
+    (default training_root()); `cache_dir`: where the converted default base is kept."""
     hooks = hooks or Hooks()
+    recipe = recipe if recipe is not None else SftConfig()
     source = store.get_run(run_id)
-    _check(source, options)
-    if options.method in ("grpo", "taspo"):
-        return await _grpo_from_run(store, source, options, hooks)
-    return await _sft_from_run(store, source, options, hooks)
+    _check(source, recipe)
+    return await _starter(recipe)(store, source, recipe, hooks, out_dir, cache_dir)
 
 
 async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None,
@@ -373,10 +417,11 @@ async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None
     if training.role != "expert":
         raise TrainingError(f"{training_id} is part of study {training.study_id}: `s3gym resume {training.study_id}`")
     with driving_training(store, training_id, "s3gym resume"):
-        if repair and not training.settings.get("repair"):
+        recipe = stored_recipe(training.settings, training.method)
+        if repair and not recipe.repair:
             if training.backend != "local":
                 raise TrainingError(f"{training_id} was trained remotely: only local checkpoints can be repaired")
-            training = store.update_training(training.id, settings={**training.settings, "repair": True})
+            training = store.update_training(training.id, settings=_with(training.settings, recipe, repair=True))
             if training.status == "finished":
                 training = store.update_training(training.id, status="evaluating")
         return await _resume(store, training, hooks)
@@ -392,14 +437,19 @@ async def _resume(store, training: Training, hooks: Hooks) -> TrainingOutcome:
             require_extra()
             training = store.update_training(training.id, status="training", error=None)
             hooks.training_created(training)
-            if training.method in ("grpo", "taspo"):
+            recipe = stored_recipe(training.settings, training.method)
+            if isinstance(recipe, GrpoConfig):
                 training = _train_grpo(store, training, source, hooks, resume=True)
             else:
-                training = _train_sft_local(store, training, TrainConfig(**training.settings["train"]), hooks,
-                                            resume=True)
-        settings = training.settings
-        options = TrainOptions(eval_episodes=settings.get("eval_episodes"), step_cap=settings.get("step_cap"),
-                               repair=bool(settings.get("repair")))
-        _ensure_eval_run(store, training, source, options)
+                training = _train_sft_local(store, training, recipe, hooks, resume=True)
+        _ensure_eval_run(store, training, source, stored_recipe(training.settings, training.method))
         training = await evaluate_all(store, training, hooks)
     return _outcome(store, training)
+
+
+STARTERS: dict[type, Callable[..., Any]] = {SftConfig: _sft_from_run, GrpoConfig: _grpo_from_run}
+
+
+def _with(settings: dict[str, Any], recipe: ExpertRecipe, **changes: Any) -> dict[str, Any]:
+    """A training's stored settings with its recipe changed (stored as a version-2 dump from then on)."""
+    return {**settings, **recipe.model_copy(update=changes).dump()}

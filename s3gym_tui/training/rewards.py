@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional
 
 from s3gym_tui.training.environment import GameEnvironment, StepOutcome, completion_text
-from s3gym_tui.training.grammar import SCORE_PATTERN
+from s3gym_tui.training.grammar import score_line
 
 REWARD_CLIP = 100.0
 
@@ -75,7 +75,7 @@ class FrozenJudge:
             with torch.no_grad(), off:
                 gen = Generator(self.entry, temperature=0.0)
                 prompt = gen.prompt_ids(judge_messages(env, outcome))
-                text, _ = gen.constrained(prompt, rf"Score: {SCORE_PATTERN}", self.max_new_tokens)
+                text, _ = gen.constrained(prompt, score_line(), self.max_new_tokens)
         finally:
             if training:
                 self.model.train()
@@ -83,6 +83,19 @@ class FrozenJudge:
         value = _clip(parse_reply(f"Answer: x, {text}").self_score)
         self.cache[key] = value
         return value
+
+
+def zero_spread_share(values: list[float], prompts: Optional[list]) -> Optional[float]:
+    """The share of groups (the replies sharing a prompt: TRL repeats each prompt G times) whose `values` are all
+    equal: groups the reward source did not tell apart. None without prompts."""
+    if not prompts or len(prompts) != len(values):
+        return None
+    import json
+
+    groups: dict[str, list[float]] = {}
+    for prompt, value in zip(prompts, values):
+        groups.setdefault(json.dumps(prompt, sort_keys=True, default=str), []).append(value)
+    return sum(1 for g in groups.values() if max(g) - min(g) <= 1e-12) / len(groups)
 
 
 def batch_std(values: list[float]) -> float:
@@ -117,6 +130,9 @@ def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight:
             values.append(value - (0.0 if outcome.parsed else format_weight))
         if log_metric is not None and verifier:
             log_metric("source_reward_std", batch_std(source_values))
+            share = zero_spread_share(source_values, prompts)
+            if share is not None:
+                log_metric("source_zero_std_share", share)
             log_metric("verifier_reward", sum(verifier) / len(verifier))
             log_metric("parsed_replies", sum(parsed) / len(parsed))
             free = [p for p, c in zip(parsed, s3gym_constrained or [False] * len(parsed)) if not c]

@@ -52,6 +52,9 @@ class StateStream:
         turns: list[TurnRecord] = []
         feedback = ""
         while not env.done and len(actions) < cap:
+            from s3gym_tui.training import stop
+
+            stop.check_between()  # a requested stop ends the rollout between two states
             messages = build_messages(env, None, turns, feedback)
             if not self.fits(messages):
                 self.too_long += 1

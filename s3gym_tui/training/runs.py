@@ -22,31 +22,62 @@ def new_training_id(label: str) -> str:
 
 
 REPAIR_SUFFIX = "/repair"  # trained/<id>/<x>/repair: replies breaking the answer contract are repaired
+GRAMMAR_SUFFIX = "/grammar"  # trained/<id>/<x>/grammar: every action reply constrained from its first token
+# how a checkpoint's action replies are decoded: as the model writes them, constrained to the game's
+# grammar from the first token (the base under the same constraint: the baseline of a format gain),
+# or written freely and regenerated under the grammar when they break the contract
+DECODINGS: tuple[str, ...] = ("free", "grammar", "repair")
+_SUFFIX = {"free": "", "grammar": GRAMMAR_SUFFIX, "repair": REPAIR_SUFFIX}
 
 
-def served_model(training_id: str, x: int, repair: bool = False) -> str:
-    """The litellm model string of checkpoint x (0 = the base model) of a local training; with
-    `repair`, the same checkpoint with replies that break the answer contract regenerated."""
-    return f"trained/{training_id}/{x}" + (REPAIR_SUFFIX if repair else "")
+def served_model(training_id: str, x: int, repair: bool = False, decoding: str = "free") -> str:
+    """The litellm model string of checkpoint x (0 = the base model) of a local training, decoded as
+    `decoding` (free, grammar or repair; `repair=True` is decoding 'repair')."""
+    return f"trained/{training_id}/{x}" + _SUFFIX["repair" if repair else decoding]
+
+
+def model_decoding(model: str) -> str:
+    """free, grammar or repair: how a model string's action replies are decoded (free for any model
+    that is not a locally served checkpoint)."""
+    if model.startswith("trained/"):
+        for decoding, suffix in _SUFFIX.items():
+            if suffix and model.endswith(suffix):
+                return decoding
+    return "free"
+
+
+def decoded_model(model: str, decoding: str) -> str:
+    """The variant of a served checkpoint decoded as `decoding` (only local `trained/` models have them)."""
+    if decoding not in _SUFFIX:
+        raise ValueError(f"unknown decoding {decoding!r}: {', '.join(DECODINGS)}")
+    plain = model[:len(model) - len(_SUFFIX[model_decoding(model)])] if model_decoding(model) != "free" else model
+    if decoding != "free" and not plain.startswith("trained/"):
+        done = {"repair": "repaired", "grammar": "constrained to the grammar"}[decoding]
+        raise ValueError(f"{model} is not served locally: only trained/<id>/<x> replies can be {done}")
+    return plain + _SUFFIX[decoding]
 
 
 def repaired_model(model: str) -> str:
     """The repairing variant of a served checkpoint (only local `trained/` models can be repaired)."""
-    if not model.startswith("trained/"):
-        raise ValueError(f"{model} is not served locally: only trained/<id>/<x> replies can be repaired")
-    return model if model.endswith(REPAIR_SUFFIX) else model + REPAIR_SUFFIX
+    return decoded_model(model, "repair")
+
+
+def run_decoding(run: Run) -> str:
+    """How an evaluation run's checkpoints decode their action replies (free, grammar or repair)."""
+    return model_decoding(run.config.model)
 
 
 def is_repair_run(run: Run) -> bool:
     """An evaluation run whose replies were repaired when they broke the answer contract."""
-    return run.config.model.startswith("trained/") and run.config.model.endswith(REPAIR_SUFFIX)
+    return run_decoding(run) == "repair"
 
 
 def serving_path(model: str) -> str:
     """How a model string is served, in words (the matrix and the training report name it)."""
     provider = model.split("/", 1)[0] if "/" in model else model
     if provider == "trained":
-        return "transformers (fp32 base + LoRA)" + (", repaired" if model.endswith(REPAIR_SUFFIX) else "")
+        extra = {"free": "", "grammar": ", grammar-constrained", "repair": ", repaired"}[model_decoding(model)]
+        return "transformers (fp32 base + LoRA)" + extra
     if provider == "local":
         return "llama.cpp (GGUF)"
     return provider
@@ -97,22 +128,28 @@ def eval_runs(store, training: Training) -> list[tuple[str, Run, tuple[int, ...]
     return found
 
 
-def own_eval_run(store, training: Training, repair: bool = False) -> Optional[Run]:
+def own_eval_run(store, training: Training, repair: bool = False, decoding: Optional[str] = None) -> Optional[Run]:
     """The first evaluation run of the training on its own (first) game, if there is one: the one
-    scoring replies as the model wrote them, or (repair=True) the one that repaired them."""
+    scoring replies as the model wrote them, or the one decoding them as `decoding` (repair=True: 'repair')."""
+    wanted = decoding or ("repair" if repair else "free")
     for game, run, _ in eval_runs(store, training):
-        if (not training.games or game == training.games[0]) and is_repair_run(run) == repair:
+        if (not training.games or game == training.games[0]) and run_decoding(run) == wanted:
             return run
     return None
 
 
-def repair_twin(store, run: Run) -> Optional[Run]:
-    """The repairing evaluation run of the same training, game and checkpoints as `run`, if any."""
+def decoding_twin(store, run: Run, decoding: str) -> Optional[Run]:
+    """The evaluation run of the same training, game and checkpoints as `run` decoded as `decoding`, if any."""
     link = store.training_of_run(run.id)
     if link is None:
         return None
     training, game, xs = link
     for other_game, other, other_xs in eval_runs(store, training):
-        if other.id != run.id and other_game == game and other_xs == xs and is_repair_run(other):
+        if other.id != run.id and other_game == game and other_xs == xs and run_decoding(other) == decoding:
             return other
     return None
+
+
+def repair_twin(store, run: Run) -> Optional[Run]:
+    """The repairing evaluation run of the same training, game and checkpoints as `run`, if any."""
+    return decoding_twin(store, run, "repair")

@@ -3,7 +3,7 @@
 Why (measured on the bundled SmolLM2-135M, trust, explore seed 5, temperature 1): 1 of 6 free replies
 had a parsable `Answer:` line, the rest were prose; every reply of a group then earned the same reward
 (zero variance, no learning signal). Constrained replies (`Answer: <action>, Score: <n>` under the
-game's action grammar, decoding.RegexConstraint) always parse, so a group differs by its actions; but
+game's action grammar: constrain.py, llguidance) always parse, so a group differs by its actions; but
 they alone cannot teach the free format the strict evaluation reads: the tokens every constrained reply
 shares ("Answer: ") get advantages summing to zero in each group. So the default is `mixed`: half of
 every group (the first ceil(G/2)) is sampled under the constraint and half free, and the reward carries
@@ -35,12 +35,38 @@ class ReplySampler:
     free (stopping after the answer line) or under the answer-line constraint; a random stream of its
     own (forked), so TRL's sampling is left untouched."""
 
-    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0) -> None:
+    def __init__(self, model: Any, tokenizer: Any, temperature: float, max_new_tokens: int, seed: int = 0,
+                 top_p: float = 1.0) -> None:
         self.model, self.tokenizer = model, tokenizer
-        self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
+        self.temperature, self.max_new_tokens, self.seed, self.top_p = temperature, max_new_tokens, seed, top_p
         self.entry: dict[str, Any] = {"model": model, "tokenizer": tokenizer, "pieces": None}
         self.calls = 0  # draws seeded by their count (the rollout player)
         self.drawn = 0  # every reply drawn here
+        self._prefixes: dict[tuple, Any] = {}  # prompt (all but its last token) -> its KV cache, this batch only
+
+    def forget_prefixes(self) -> None:
+        """A new batch (the weights may have moved since): the prompt caches made before are stale."""
+        self._prefixes.clear()
+
+    def _prefix(self, prompt: Any) -> Any:
+        """A copy of the KV cache of all but the last prompt token, computed once per prompt and batch: the G
+        replies of a group share their prompt, so its prefill is done once, not G times."""
+        import copy
+
+        import torch
+        from transformers import DynamicCache
+
+        key = tuple(prompt[0, :-1].tolist())
+        if key not in self._prefixes:
+            if len(self._prefixes) >= 16:
+                self._prefixes.clear()
+            with torch.inference_mode():
+                try:
+                    out = self.model(input_ids=prompt[:, :-1], cache=DynamicCache(), use_cache=True, logits_to_keep=1)
+                except TypeError:  # a model without logits_to_keep
+                    out = self.model(input_ids=prompt[:, :-1], cache=DynamicCache(), use_cache=True)
+            self._prefixes[key] = out.cache
+        return copy.deepcopy(self._prefixes[key])
 
     def prompt_ids(self, messages: list) -> list[int]:
         return list(self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, return_dict=False))
@@ -54,12 +80,19 @@ class ReplySampler:
         self.calls += 1
         return (self.seed * 100_003 + self.calls) * 2
 
-    def sample(self, prompt_ids: list[int], pattern: Optional[str], key: Optional[int] = None) -> list[int]:
-        """Reply token ids for `prompt_ids`; `pattern`: the answer-line regex (None: free)."""
+    @property
+    def engines(self) -> dict[str, int]:
+        """Constrained replies drawn by each engine (constrain.py: llguidance, or the fallback)."""
+        return dict(self.entry.get("engines") or {})
+
+    def sample(self, prompt_ids: list[int], pattern: Any, key: Optional[int] = None) -> list[int]:
+        """Reply token ids for `prompt_ids`; `pattern`: the answer line (grammar.AnswerLine, or a bare
+        regex) it is constrained to, None: free."""
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
 
-        from s3gym_tui.training.decoding import AnswerLineStop, RegexConstraint, first_char_groups, token_pieces
+        from s3gym_tui.training.constrain import make_constraint
+        from s3gym_tui.training.decoding import AnswerLineStop
 
         seed = self._seed(key)
         self.drawn += 1
@@ -69,20 +102,19 @@ class ReplySampler:
         prompt = torch.tensor([prompt_ids], dtype=torch.long, device=device)
         kwargs: dict[str, Any] = {"max_new_tokens": self.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
         if self.temperature > 0:
-            kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=1.0)
+            kwargs.update(do_sample=True, temperature=self.temperature, top_k=0, top_p=self.top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
         if pattern is not None:
-            if self.entry["pieces"] is None:
-                self.entry["pieces"] = token_pieces(self.tokenizer)
-                self.entry["groups"] = first_char_groups(self.entry["pieces"])
-            kwargs["logits_processor"] = LogitsProcessorList([RegexConstraint(
-                pattern, self.entry["pieces"], self.entry["groups"], prompt.shape[1], eos)])
+            constraint, _ = make_constraint(self.entry, pattern, prompt.shape[1], eos)
+            kwargs["logits_processor"] = LogitsProcessorList([constraint])
         else:
             kwargs["stopping_criteria"] = StoppingCriteriaList([AnswerLineStop(self.tokenizer, prompt.shape[1])])
         training = self.model.training
         self.model.eval()
         try:
+            if key is not None and prompt.shape[1] > 1:  # a group's reply (the player's prompts differ every time)
+                kwargs["cache"] = self._prefix(prompt)
             with torch.random.fork_rng(), torch.inference_mode():
                 torch.manual_seed(seed)
                 out = self.model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **kwargs)

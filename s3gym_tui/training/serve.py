@@ -6,10 +6,14 @@ lock) and generates with the tokenizer's chat template. Action calls:
 1. The model's own reply is generated (greedy by default, at most FREE_MAX_NEW_TOKENS = 32, stopping after
    a complete `Answer: ..., Score: n` line) and returned as the model wrote it, parsed or not: the
    checkpoint is scored as it is.
-2. Only for `trained/<training_id>/<epoch>/repair` (asked for with `--repair`), a reply that breaks the
+2. `trained/<training_id>/<epoch>/grammar`: every action reply is generated under the game's answer-line
+   grammar from its first token (constrain.py: the game's GBNF through llguidance), as the llama.cpp
+   provider serves the bundled model: the base under the same constraint is the baseline that tells
+   what a training gained in format from what it gained in play (evaluate.py).
+3. Only for `trained/<training_id>/<epoch>/repair` (asked for with `--repair`), a reply that breaks the
    answer contract is regenerated from the same prompt under a constraint (a LogitsProcessor that
-   only lets through tokens keeping `Answer: <action>, Score: <number>` matchable, with the game's GBNF
-   compiled to a regex: the same constraint the llama.cpp provider applies from the first token).
+   only lets through tokens keeping `Answer: <action>, Score: <number>` matchable, with the game's GBNF:
+   the same constraint as /grammar, applied after a free attempt).
    The response's `_hidden_params["s3gym"]` says `repaired: True` and keeps the free reply; the engine
    stores both with the step (store.step_repairs), so every count of repairs is read from the store.
 
@@ -31,11 +35,11 @@ from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
 from s3gym_tui.providers._common import bad_request, build_response, content_text, s3gym_context
-from s3gym_tui.training.grammar import action_is_wellformed, answer_line_pattern
+from s3gym_tui.training.grammar import action_is_wellformed, answer_line
 from s3gym_tui.training.runs import MANIFEST, read_manifest, training_root
 
 PROVIDER = "trained"
-MODEL_NAME = re.compile(r"^(?P<tid>[A-Za-z0-9][A-Za-z0-9_.:-]*)/(?P<epoch>\d+)(?P<repair>/repair)?$")
+MODEL_NAME = re.compile(r"^(?P<tid>[A-Za-z0-9][A-Za-z0-9_.:-]*)/(?P<epoch>\d+)(?P<decoding>/repair|/grammar)?$")
 REPAIR_SUFFIX = "/repair"
 FREE_MAX_NEW_TOKENS = 32
 ANSWER_MAX_NEW_TOKENS = 384
@@ -44,10 +48,10 @@ CHAT_MAX_NEW_TOKENS = 1024
 
 
 def parse_model(name: str) -> tuple[str, int]:
-    """('<training_id>', epoch) of '<training_id>/<epoch>[/repair]' (the part after `trained/`)."""
+    """('<training_id>', epoch) of '<training_id>/<epoch>[/repair|/grammar]' (the part after `trained/`)."""
     match = MODEL_NAME.match(name or "")
     if not match:
-        raise bad_request(f"bad trained model {name!r}: use trained/<training_id>/<checkpoint>[/repair] "
+        raise bad_request(f"bad trained model {name!r}: use trained/<training_id>/<checkpoint>[/repair|/grammar] "
                           f"(0 = the base)", f"{PROVIDER}/{name}", PROVIDER)
     return match.group("tid"), int(match.group("epoch"))
 
@@ -55,7 +59,13 @@ def parse_model(name: str) -> tuple[str, int]:
 def repairs(name: str) -> bool:
     """True for '<training_id>/<epoch>/repair': replies breaking the answer contract are regenerated."""
     match = MODEL_NAME.match(name or "")
-    return bool(match and match.group("repair"))
+    return bool(match and match.group("decoding") == REPAIR_SUFFIX)
+
+
+def constrains(name: str) -> bool:
+    """True for '<training_id>/<epoch>/grammar': action replies are constrained from their first token."""
+    match = MODEL_NAME.match(name or "")
+    return bool(match and match.group("decoding") == "/grammar")
 
 
 @dataclass(frozen=True)
@@ -123,9 +133,10 @@ class TrainedLLM(CustomLLM):
                               f"{PROVIDER}/{name}", PROVIDER)
         return served, epoch
 
-    def _entry(self, served: Served, model: str) -> dict[str, Any]:
-        """The loaded base (with any adapters attached so far); call with the lock held."""
-        key = str(served.base_dir.resolve())
+    def _entry(self, served: Served, model: str, whole: Optional[Path] = None) -> dict[str, Any]:
+        """The loaded base (with any adapters attached so far), or a whole fine-tuned checkpoint (`whole`: a
+        `--full-finetune` checkpoint, its weights a model of their own); call with the lock held."""
+        key = str((whole or served.base_dir).resolve())
         entry = self._bases.get(key)
         if entry is None:
             try:
@@ -141,7 +152,7 @@ class TrainedLLM(CustomLLM):
             device = pick_device()  # the same code serves a bigger model on a GPU box (CUDA or MPS)
             with quiet():
                 tokenizer = AutoTokenizer.from_pretrained(served.base_dir)
-                net = AutoModelForCausalLM.from_pretrained(served.base_dir, dtype=device.dtype()).eval()
+                net = AutoModelForCausalLM.from_pretrained(whole or served.base_dir, dtype=device.dtype()).eval()
             if not device.use_cpu:
                 net = net.to(device.kind)
             entry = {"model": net, "tokenizer": tokenizer, "adapters": set(), "pieces": None}
@@ -178,11 +189,15 @@ class TrainedLLM(CustomLLM):
         chat = [{"role": str(m.get("role", "user")), "content": content_text(m.get("content"))} for m in messages]
         task = (ctx or {}).get("task")
         requested = params.get("max_tokens") or params.get("max_completion_tokens")
+        import contextlib
+
+        path = served.adapters.get(epoch) if epoch else None
+        whole = path if path is not None and whole_model(path) else None
         with self.lock:
-            entry = self._entry(served, model_id)  # a missing train extra is reported here
+            entry = self._entry(served, model_id, whole)  # a missing train extra is reported here
             from s3gym_tui.training import decoding
 
-            with self._activate(entry, served, epoch):
+            with contextlib.nullcontext() if whole else self._activate(entry, served, epoch):
                 gen = decoding.Generator(entry, temperature=float(params.get("temperature") or 0.0),
                                          seed=int(params.get("seed") or 0))
                 prompt = gen.prompt_ids(chat)
@@ -199,11 +214,15 @@ class TrainedLLM(CustomLLM):
                     return {"text": text, "prompt_tokens": prompt.shape[1], "completion_tokens": n,
                             "repaired": False, "task": task}
                 grammar = _action_rule(ctx or {})
+                if constrains(name):
+                    line, m = gen.constrained(prompt, answer_line(grammar), _cap(requested, ANSWER_MAX_NEW_TOKENS))
+                    return {"text": line, "prompt_tokens": prompt.shape[1], "completion_tokens": m,
+                            "repaired": False, "task": task}
                 text, n = gen.free(prompt, _cap(requested, FREE_MAX_NEW_TOKENS), stop_after_answer=True)
                 if not repairs(name) or _follows_contract(text, grammar):
                     return {"text": text, "prompt_tokens": prompt.shape[1], "completion_tokens": n,
                             "repaired": False, "task": task}
-                line, m = gen.constrained(prompt, answer_line_pattern(grammar), _cap(requested, ANSWER_MAX_NEW_TOKENS))
+                line, m = gen.constrained(prompt, answer_line(grammar), _cap(requested, ANSWER_MAX_NEW_TOKENS))
                 stats["repaired"] += 1
                 return {"text": line, "prompt_tokens": prompt.shape[1], "completion_tokens": n + m,
                         "repaired": True, "free_reply": text, "task": task}
@@ -224,6 +243,11 @@ class TrainedLLM(CustomLLM):
         ctx = s3gym_context(optional_params, kwargs)
         result = await asyncio.to_thread(self.generate, model, messages, ctx, dict(optional_params or {}))
         return self._respond(model, result, model_response)
+
+
+def whole_model(path: Path) -> bool:
+    """A checkpoint that is a whole model (a full fine-tune) rather than a LoRA adapter."""
+    return (Path(path) / "config.json").is_file() and not (Path(path) / "adapter_config.json").is_file()
 
 
 def _cap(requested: Any, cap: int) -> int:

@@ -37,15 +37,42 @@ class TrainingStopped(KeyboardInterrupt):
 _lock = threading.Lock()
 _reason: Optional[str] = None
 _task: Optional[asyncio.Task] = None
+_phase: Optional[str] = None  # what the training is doing now, in words (the stored reason names it)
+_on_request: list[Callable[[str, Optional[str]], None]] = []  # told (reason, phase) when a stop is requested
+
+
+def set_phase(text: Optional[str]) -> None:
+    """What the training is doing now ('the format warm start', 'GRPO update 3: rollouts'...): a stop's
+    stored reason and the terminal's note name it."""
+    global _phase
+    _phase = text
+
+
+def current_phase() -> Optional[str]:
+    return _phase
+
+
+def on_request(callback: Callable[[str, Optional[str]], None]) -> Callable[[], None]:
+    """Call `callback(reason, phase)` once when a stop is requested (the terminal says what it is finishing);
+    returns the function that removes it."""
+    _on_request.append(callback)
+    return lambda: _on_request.remove(callback) if callback in _on_request else None
 
 
 def request(reason: str = "stopped") -> None:
     """Ask the training in progress to stop (the first reason given is kept)."""
     global _reason
     with _lock:
-        if _reason is None:
+        first = _reason is None
+        if first:
             _reason = reason
         task = _task
+    if first:
+        for callback in list(_on_request):
+            try:
+                callback(reason, _phase)
+            except Exception:  # noqa: BLE001 - a note that cannot be shown never blocks the stop
+                pass
     if task is not None and not task.done():
         loop = task.get_loop()
         if loop.is_closed():
@@ -68,9 +95,10 @@ def requested() -> Optional[str]:
 
 def clear() -> None:
     """Forget a stop request (a new command, a new test)."""
-    global _reason
+    global _reason, _phase
     with _lock:
         _reason = None
+        _phase = None
 
 
 def check() -> None:
@@ -78,6 +106,20 @@ def check() -> None:
     reason = _reason
     if reason is not None:
         raise TrainingStopped(reason)
+
+
+def check_between(what: Optional[str] = None) -> None:
+    """Inside a step (between two rollouts, two warm-start drafts): raise TrainingStopped if a stop was
+    requested, in a single process only (data-parallel ranks stop together at a step's end: hf.StopCallback);
+    `what` names the work in progress for the stored reason."""
+    if _reason is None:
+        return
+    from s3gym_tui.training.ranks import world
+
+    if world().size == 1:
+        if what:
+            set_phase(what)
+        raise TrainingStopped(_reason)
 
 
 @contextmanager

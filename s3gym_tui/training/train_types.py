@@ -1,6 +1,6 @@
-"""What a local training is asked (TrainConfig), what it reports while it runs (TrainEvent) and what it
-gives back (TrainResult): torch-free, imported by the backend and by the trainers' shared callback
-(hf.py) alike."""
+"""What a local training reports while it runs (TrainEvent) and what it gives back (TrainResult):
+torch-free, imported by the backend and by the trainers' shared callback (hf.py) alike (what it is asked
+is its recipe: config.py)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 from s3gym_tui.store import LossPoint
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    epochs: int = 2
-    learning_rate: float = 5e-4  # TRL's 2e-5 default is far too low for LoRA
-    lora_r: int = 8
-    lora_alpha: int = 16
-    lora_dropout: float = 0.0  # > 0 keeps a dropped-out copy of every adapted layer's input: more RAM
-    target_modules: Any = "all-linear"  # a list or "all-linear" (a plain string module name is refused)
-    # batch 1 (no padding) x 4 accumulated, with gradient checkpointing: peak RSS 2.2 GB in
-    # benchmarks/train.py (16 Trust examples, ~590 tokens; 7.6 GB at batch 2 without checkpointing,
-    # measured before the fused LM head was made compact on the CPU: see hf.compact_lm_head)
-    batch_size: int = 1
-    grad_accum: int = 4  # effective batch = batch_size * grad_accum
-    max_steps: int = -1  # > 0 caps the optimizer steps (HF semantics: it overrides epochs)
-    max_length: Optional[int] = None  # None: follow the data (nothing is truncated); see lengths.py
-    gradient_checkpointing: bool = True  # ~35% slower on CPU; off only if RAM allows
-    seed: int = 0
-    use_cpu: Optional[bool] = None  # None: the GPU when one is present, else the CPU
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 @dataclass(frozen=True)

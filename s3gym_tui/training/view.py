@@ -103,23 +103,35 @@ def training_view(store, run_id: str) -> TrainingView:
 
 
 def grpo_recipe(training: Training) -> Optional[str]:
-    """How a GRPO (or TASPO) training sampled and started, in one line: its level, sampling, format term
-    and format warm start (examples, first and last loss), from its stored settings and figures; None
-    for other methods."""
-    grpo = (training.settings or {}).get("grpo")
-    if training.method not in ("grpo", "taspo") or not isinstance(grpo, dict):
+    """How a GRPO (or TASPO) training sampled and started, in one line: its level, sampling (temperature, G,
+    KL beta, loss), format term and format warm start (examples, first and last loss), from its stored recipe
+    and figures; None for other methods."""
+    from s3gym_tui.training.config import GrpoConfig, RecipeError, stored_recipe
+
+    if training.method not in ("grpo", "taspo") or not training.settings:
         return None
-    parts = [f"{grpo.get('level', 'step')} level", f"sampling {grpo.get('sampling', 'free')}",
-             f"format weight {grpo.get('format_weight', 0):g}"]
-    asked = grpo.get("warm_start") or 0
-    metrics = training.metrics or {}
+    try:
+        grpo = stored_recipe(training.settings, training.method)
+    except (RecipeError, ValueError, TypeError):
+        return None
+    if not isinstance(grpo, GrpoConfig):
+        return None
+    try:
+        return _recipe_line(grpo, training.metrics or {})
+    except (TypeError, ValueError):  # a stored recipe an older or foreign writer filled oddly: no line
+        return None
+
+
+def _recipe_line(grpo, metrics: dict) -> str:
+    parts = [f"{grpo.level} level", f"sampling {grpo.sampling} at T {grpo.temperature:g}, G {grpo.num_generations}",
+             f"beta {grpo.beta:g}, {grpo.loss_type} loss", f"format weight {grpo.format_weight:g}"]
+    asked = grpo.warm_start or 0
     if not asked:
         parts.append("no warm start")
     elif "warm_start_examples" in metrics:
         first, last = metrics.get("warm_start_first_loss"), metrics.get("warm_start_last_loss")
         loss = "" if first is None or last is None else f", loss {first:.2f} → {last:.2f}"
-        parts.append(f"warm start {metrics['warm_start_examples']} examples x {grpo.get('warm_start_epochs', 1)}"
-                     f"{loss}")
+        parts.append(f"warm start {metrics['warm_start_examples']} examples x {grpo.warm_start_epochs}{loss}")
     else:
         parts.append(f"warm start {asked} examples (not finished)")
     return " · ".join(parts)

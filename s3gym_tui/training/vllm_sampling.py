@@ -73,19 +73,19 @@ class VllmSampler:
     def text(self, ids: list[int]) -> str:
         return self.base.text(ids)
 
-    def sample(self, prompt_ids: list[int], pattern: Optional[str], key: Optional[int] = None) -> list[int]:
+    def sample(self, prompt_ids: list[int], pattern: Any, key: Optional[int] = None) -> list[int]:
         """ReplySampler's interface; `key` is not used (vLLM seeds its own sampling)."""
         return self.sample_batch([prompt_ids], pattern)[0][0]
 
-    def sample_batch(self, prompts: list[list[int]], pattern: Optional[str]) -> list[tuple[list[int], list]]:
+    def sample_batch(self, prompts: list[list[int]], pattern: Any) -> list[tuple[list[int], list]]:
         """(reply ids, the sampled tokens' logprobs) for each prompt, in one vLLM call; `pattern`: the
-        answer-line regex (None: free)."""
+        answer line (grammar.AnswerLine: vLLM takes its regex, or a bare regex; None: free)."""
         if not prompts and not self.collective:
             return []
         g = self.generation
         saved = {name: getattr(g, name) for name in CALL_FIELDS}
         g.structured_outputs_regex, g.temperature, g.max_completion_length = (
-            pattern, self.temperature, self.max_new_tokens)
+            getattr(pattern, "regex", pattern), self.temperature, self.max_new_tokens)
         try:
             self.calls += 1
             _, completions, logprobs, _ = g.generate(prompts=[list(p) for p in prompts], images=None,

@@ -49,6 +49,11 @@ def collect_examples(game: str, seeds: Sequence[int], reply: Callable[[list, Any
     drawn = [0]
 
     def player(messages: list, env: Any) -> str:
+        from s3gym_tui.training import stop
+
+        label = f"the format warm start: drafting examples ({len(examples)} of {count} kept)"
+        stop.set_phase(label)
+        stop.check_between(label)  # a requested stop ends the drafting between two drafts
         text, keep = reply(messages, env, drawn[0])
         drawn[0] += 1
         if keep:
@@ -83,12 +88,12 @@ def read_examples(directory: Path) -> Optional[list[dict[str, Any]]]:
 
 
 def warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fits: Callable[[list], bool],
-               out_dir: Path, config: Any, lora: Any, device: Any, result: TrainResult,
+               out_dir: Path, config: Any, device: Any, result: TrainResult,
                progress: Callable[[TrainEvent], None], resume: bool) -> dict[str, Any]:
     """The whole warm start of a GRPO training (`config`: its GrpoConfig): the base's own grammar-constrained
     replies at the states it reaches on the exploration seeds (read back on a resume), then the SFT pass;
     returns the figures kept in the training's notes."""
-    from s3gym_tui.training.grammar import answer_line_pattern
+    from s3gym_tui.training.grammar import answer_line
     from s3gym_tui.training.sampling import ReplySampler
 
     directory = Path(out_dir) / WARM_DIR
@@ -98,10 +103,10 @@ def warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fits
         # however often the training is resumed; room for the whole answer line, chess's ~73 tokens too (the
         # constraint ends a reply once its line is complete; one cut before its score is played, not taught)
         drafts = ReplySampler(model, tokenizer, config.temperature, max(config.max_completion_length, 160),
-                              seed=lora.seed + 7_919)
+                              seed=config.seed + 7_919, top_p=config.top_p)
 
         def reply(messages: list, env: Any, k: int) -> tuple[str, bool]:
-            ids = drafts.sample(drafts.prompt_ids(messages), answer_line_pattern(env.action_grammar()), key=k)
+            ids = drafts.sample(drafts.prompt_ids(messages), answer_line(env.action_grammar()), key=k)
             return drafts.text(ids), ids[-1] == tokenizer.eos_token_id
 
         examples = collect_examples(game, seeds, reply, config.warm_start, config.rollout_step_cap, fits)
@@ -109,33 +114,31 @@ def warm_start(game: str, seeds: Sequence[int], model: Any, tokenizer: Any, fits
             raise ValueError(f"the format warm start found no complete answer line in {4 * config.warm_start} "
                              f"replies of the base (try --completion-tokens higher, or --warm-start 0)")
         write_examples(directory, examples)
-    return run_warm_start(model, tokenizer, examples, out_dir, epochs=config.warm_start_epochs,
-                          learning_rate=config.learning_rate, lora=lora, device=device, result=result,
-                          progress=progress, resume=resume)
+    return run_warm_start(model, tokenizer, examples, out_dir, epochs=config.warm_start_epochs, config=config,
+                          device=device, result=result, progress=progress, resume=resume)
 
 
 def run_warm_start(model: Any, tokenizer: Any, examples: Sequence[dict], out_dir: Path, *, epochs: int,
-                   learning_rate: float, lora: Any, device: Any, result: TrainResult,
+                   config: Any, device: Any, result: TrainResult,
                    progress: Callable[[TrainEvent], None], resume: bool) -> dict[str, Any]:
-    """One SFT pass (`epochs` over the examples, batch 1) on `model` (already a PEFT model) in place;
-    returns the figures kept in the training's notes."""
+    """One SFT pass (`epochs` over the examples, batch 1) on `model` (already a PEFT model) in place, at the
+    recipe's (`config`) learning rate, schedule, seed and precision; returns the figures kept in the
+    training's notes."""
     import time
 
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     from s3gym_tui.training.backend import check_tokenized, quiet
-    from s3gym_tui.training.hf import Reporter, compact_lm_head, quiet_trainer, resume_point, run_trainer
+    from s3gym_tui.training.hf import (Reporter, compact_lm_head, logs_dir, quiet_trainer, resume_point, run_trainer,
+                                       trainer_args)
 
     directory = Path(out_dir) / WARM_DIR
     checkpoint = resume_point(directory / "trainer") if resume else None
     rows = [{"prompt": e["prompt"], "completion": e["completion"]} for e in examples]
-    args = SFTConfig(
-        output_dir=str(directory / "trainer"), num_train_epochs=epochs, per_device_train_batch_size=1,
-        gradient_accumulation_steps=1, learning_rate=learning_rate, logging_steps=1, save_strategy="epoch",
-        save_total_limit=1, report_to="none", use_cpu=device.use_cpu, bf16=device.bf16, fp16=False,
-        activation_checkpointing=lora.gradient_checkpointing, seed=lora.seed, disable_tqdm=True,
-        dataloader_num_workers=0, ddp_find_unused_parameters=False)
+    args = SFTConfig(num_train_epochs=epochs, per_device_train_batch_size=1, gradient_accumulation_steps=1,
+                     save_strategy="epoch", save_total_limit=1,
+                     **trainer_args(config, device, directory / "trainer", logs_dir(out_dir, PHASE)))
     reporter = Reporter(result, progress, PHASE, saves=False)
     started = time.perf_counter()
     with quiet():
@@ -144,7 +147,7 @@ def run_warm_start(model: Any, tokenizer: Any, examples: Sequence[dict], out_dir
         check_tokenized(trainer.train_dataset, None)
         progress(TrainEvent("load", max_steps=trainer.state.max_steps or len(rows) * epochs, phase=PHASE))
         with compact_lm_head():
-            run_trainer(trainer, checkpoint)
+            run_trainer(trainer, checkpoint, PHASE)
     losses = [p.loss for p in result.losses if p.phase == PHASE]
     figures = {"warm_start_examples": len(rows), "warm_start_steps": int(trainer.state.global_step),
                "warm_start_seconds": round(time.perf_counter() - started, 1),

@@ -51,7 +51,7 @@ def test_a_trained_candidate_through_the_training_pathway(tmp_path, tiny_base, m
     sft = cands[1]
     assert training is not None and training.method == method
     if method == "grpo":  # the agent's own judgement is the reward, never the verifier's
-        assert training.settings["grpo"]["reward"] == "self"
+        assert training.settings["recipe"]["reward"] == "self"
     assert sft.kind == method and sft.parent_id == cands[0].id and sft.model.startswith("trained/")
     assert sft.frozen_ref == sft.model and trainings[0].run_id == sft.training_id
     assert final.final_candidate_id == sft.id and scores["final"].candidate_id == sft.id

@@ -27,7 +27,8 @@ def tiny_training(tiny_base, tmp_path_factory):
     import asyncio
 
     from s3gym_tui.store import Store
-    from s3gym_tui.training.backend import TrainConfig, train_lora
+    from s3gym_tui.training.backend import train_lora
+    from s3gym_tui.training.config import SftConfig
 
     folder = tmp_path_factory.mktemp("tiny-train")
     store = Store(folder / "t.db")
@@ -38,7 +39,7 @@ def tiny_training(tiny_base, tmp_path_factory):
     store.close()
     events = []
     result = train_lora(examples, tiny_base, folder / "adapters",
-                        TrainConfig(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2), events.append)
+                        SftConfig(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2), events.append)
     return result, events
 
 

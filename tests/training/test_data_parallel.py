@@ -65,7 +65,8 @@ def test_two_processes_write_the_store_once_and_match_one_process(tmp_path, tiny
         for training in (two, one):
             assert training.status == "finished" and training.steps == 2  # 2 steps: rank 1 took half of each batch
             assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
-            (evaluation,) = store.training_evals(training.id)
+            evaluation, constrained = store.training_evals(training.id)  # as written, and under the grammar
+            assert constrained[1] == f"{training.id}-grammar"
             episodes = store.episodes(evaluation[1])
             assert sorted(e.checkpoint for e in episodes) == [0, 1, 2]  # one evaluation episode per checkpoint
         losses = {t.id: [(p.step, p.loss) for p in store.losses(t.id)] for t in (two, one)}
@@ -101,16 +102,16 @@ def test_grpo_in_two_processes_writes_the_store_once(tmp_path, tiny_base):
         assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("grpo", 1), ("grpo", 2)]
         assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
         assert [s.kind for s in store.training_sources(training.id)] == ["rollout", "rollout"]
-        (evaluation,) = store.training_evals(training.id)
+        evaluation, constrained = store.training_evals(training.id)
         assert sorted(e.checkpoint for e in store.episodes(evaluation[1])) == [0, 1, 2]
+        assert sorted(e.checkpoint for e in store.episodes(constrained[1])) == [0, 1, 2]
 
 
 def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, monkeypatch):
     """`s3gym distill` under torchrun: one study, phase 1 and phase 2 trained once each (their loss
     points one per update), every student evaluated once per game; the experts' rollouts and the
     datasets made once, by rank 0."""
-    from s3gym_tui.training.backend import TrainConfig
-    from s3gym_tui.training.options import TrainOptions
+    from s3gym_tui.training.config import SftConfig
     from s3gym_tui.training.pipeline import train_from_run
 
     monkeypatch.setenv("S3GYM_TRAINING_DIR", str(tmp_path / "training"))
@@ -121,8 +122,8 @@ def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, mon
             run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
                                              eval_every=1, eval_episodes=1, step_cap=3))
             run = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
-            options = TrainOptions(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1,
-                                   train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2))
+            options = SftConfig(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1, epochs=1,
+                                batch_size=2, grad_accum=1, learning_rate=1e-2)
             experts.append(asyncio.run(train_from_run(store, run.id, options)).training.id)
         runs_before = len(store.list_runs())
     launched = _launch(tmp_path, "distill", *experts, "--rollout-episodes", "1", "--rollout-step-cap", "2",
@@ -143,8 +144,8 @@ def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, mon
         study = store.get_study(students[0].study_id)
         assert study.status == "finished" and len(study.settings["rollout_runs"]) == 2
         assert len(study.settings["datasets"]) == 2
-        for expert in experts:  # the matrix: each expert also on the other game, once
-            assert len(store.training_evals(expert)) == 2
+        for expert in experts:  # the matrix: each expert also on the other game, once (besides its own two)
+            assert len(store.training_evals(expert)) == 3
         # two rollout runs, four student evaluations (two students x two games) and the experts' two
         # evaluations on each other's game: nothing twice
         assert len(store.list_runs()) == runs_before + 2 + 4 + 2
@@ -158,7 +159,7 @@ def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
     from trl import GRPOConfig
 
     from s3gym_tui.training.grpo import vllm_args
-    from s3gym_tui.training.options import GrpoConfig
+    from s3gym_tui.training.config import GrpoConfig
 
     args = vllm_args(GrpoConfig(vllm="server", vllm_url="http://gpu-box:8000"))
     config = GRPOConfig(output_dir=str(tmp_path / "g"), use_cpu=True, report_to="none", **args)

@@ -12,14 +12,14 @@ from s3gym_tui.cli import main
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, Training, TrainingCheckpoint, audit
-from s3gym_tui.training.backend import TrainConfig
-from s3gym_tui.training.options import DistillOptions, TrainOptions
+from s3gym_tui.training.config import DistillConfig, SftConfig
 
 pytest.importorskip("trl")
 
-TINY = TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2)
-OPTIONS = DistillOptions(rollout_episodes=1, rollout_step_cap=2, phase1=TINY, phase2_updates=2, phase2_batch=2,
-                         max_completion_length=6, save_every=1, phase2_learning_rate=1e-3)
+TINY = dict(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2)
+OPTIONS = DistillConfig(rollout_episodes=1, rollout_step_cap=2, epochs=1, batch_size=2, grad_accum=1,
+                        phase1_learning_rate=1e-2, updates=2, batch=2, max_completion_length=6, save_every=1,
+                        learning_rate=1e-3)
 
 
 def test_each_row_is_taught_by_its_own_games_expert(tiny_base):
@@ -81,7 +81,7 @@ def experts(tiny_base, tmp_path_factory):
     with Store(db) as store:
         for game in ("trust", "snake"):
             source = _scripted_run(store, game)
-            options = TrainOptions(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1, train=TINY)
+            options = SftConfig(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1, **TINY)
             ids[game] = asyncio.run(train_from_run(store, source.id, options)).training.id
     yield db, ids, folder
     if old is None:
@@ -101,7 +101,7 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
 
     with Store(db) as store:
         study = asyncio.run(distill(store, [ids["trust"], f"{ids['snake']}:1"],
-                                    DistillOptions(**{**OPTIONS.__dict__, "ablations": True}),
+                                    DistillConfig(**{**OPTIONS.model_dump(), "ablations": True}),
                                     DistillHooks(stage=lambda s, i: stages.append(s))))
         assert study.status == "finished" and study.games == ("trust", "snake")
         assert [e.x for e in study.experts] == [1, 1]
@@ -116,7 +116,7 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
         assert p2.settings["init_adapter"] == last_p1.adapter and roles["on-only"].settings["init_adapter"] is None
         assert p2.settings["teachers"] == {e.game: e.model for e in study.experts}
         assert p2.metrics["routed"]["trust"] > 0 and p2.metrics["routed"]["snake"] > 0
-        budget = p1.steps + OPTIONS.phase2_updates
+        budget = p1.steps + OPTIONS.updates
         assert roles["off-only"].steps == roles["on-only"].steps == roles["mixed-sft"].steps == budget
         # phase 1 learnt from the experts' own rollouts: ordinary exploration runs of the expert models
         rollout_runs = study.settings["rollout_runs"]

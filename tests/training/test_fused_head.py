@@ -68,12 +68,13 @@ def test_compact_head_projects_only_the_scored_positions_with_the_same_loss(tiny
 
 
 def test_local_sft_projects_only_the_reply_tokens(tiny_base, tmp_path, store, projected_rows):
-    from s3gym_tui.training.backend import TrainConfig, train_lora
+    from s3gym_tui.training.backend import train_lora
+    from s3gym_tui.training.config import SftConfig
 
     run = trust_run(store)
     add_trust_episode(store, run, [("collaborate", 2.0, None), ("cheat", 3.0, None)])
     examples = training_examples(store, asyncio.run(build_dataset(store, run.id)).dataset.id)
-    result = train_lora(examples, tiny_base, tmp_path / "adapters", TrainConfig(epochs=1, grad_accum=1))
+    result = train_lora(examples, tiny_base, tmp_path / "adapters", SftConfig(epochs=1, grad_accum=1))
     assert result.steps == 2 and result.tokens > 200
     # per example, the reply's tokens (a few dozen), never the whole prompt + reply
     assert len(projected_rows) >= 2 and max(projected_rows) < 60, projected_rows

@@ -184,8 +184,7 @@ def test_rollouts_walk_real_episodes_on_exploration_seeds_only():
 @pytest.mark.parametrize("reward", ["oracle", "self"])
 def test_grpo_trains_on_the_states_it_rolls_out(tiny_base, tmp_path, monkeypatch, reward):
     from s3gym_tui.training import grpo, rewards
-    from s3gym_tui.training.backend import TrainConfig
-    from s3gym_tui.training.options import GrpoConfig
+    from s3gym_tui.training.config import GrpoConfig
 
     calls = []
     real = rewards.make_reward
@@ -206,8 +205,8 @@ def test_grpo_trains_on_the_states_it_rolls_out(tiny_base, tmp_path, monkeypatch
     rollouts, events = [], []
     result = grpo.train_grpo("trust", [11, 12], tiny_base, tmp_path / "g",
                              GrpoConfig(reward=reward, updates=3, num_generations=2, states_per_update=2, save_every=2,
-                                        max_completion_length=6, rollout_step_cap=2),
-                             TrainConfig(), events.append, lambda *a: rollouts.append(a))
+                                        max_completion_length=6, rollout_step_cap=2, warm_start=0),
+                             events.append, lambda *a: rollouts.append(a))
     assert result.steps == 3 and sorted(result.adapters) == [1, 2] and result.steps_at == {1: 2, 2: 3}
     assert len(calls) == 3
     states = [s for c in calls for s in c[0]]
@@ -251,7 +250,8 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
         training = store.trainings(source_run=run.id)[0]
         assert (training.method, training.reward, training.status) == ("grpo", "oracle", "finished")
         assert training.settings["seeds"] == [0, 1] and training.steps == 2
-        assert training.settings["grpo"]["warm_start"] == 16  # the command's default: a format warm start
+        assert training.settings["version"] == 2 and training.settings["method"] == "grpo"
+        assert training.settings["recipe"]["warm_start"] == 16  # the command's default: a format warm start
         assert {p.phase for p in store.losses(training.id)} == {"warm-start", "grpo"}
         sources = store.training_sources(training.id, "rollout")
         assert sources and all(s.mode == "explore" and s.seed in (0, 1) and s.n == 1 for s in sources)
@@ -262,7 +262,8 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     code = main(["train", run.id, "--method", "ppo", "--db", str(db)])
     assert code == 2 and "unknown method 'ppo'" in capsys.readouterr().err
     code = main(["train", run.id, "--method", "grpo", "--reward", "verifier", "--db", str(db)])
-    assert code == 2 and "unknown reward 'verifier'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 2 and "--reward verifier: Input should be 'self', 'stated' or 'oracle'" in err
 
 
 def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, tmp_path, capsys, monkeypatch):

@@ -97,15 +97,14 @@ def test_the_store_refuses_a_rollout_episode_on_an_evaluation_seed(store):
 
 def _train(tiny_base, out, level, trainer_class=None, reward="oracle"):
     from s3gym_tui.training import grpo
-    from s3gym_tui.training.backend import TrainConfig
-    from s3gym_tui.training.options import GrpoConfig
+    from s3gym_tui.training.config import GrpoConfig
 
     episodes = []
     result = grpo.train_grpo("trust", [11, 12], tiny_base, out,
                              GrpoConfig(reward=reward, updates=1, num_generations=2, states_per_update=1, save_every=1,
                                         max_completion_length=10, rollout_step_cap=2, level=level,
-                                        learning_rate=1e-2, format_weight=5.0),  # parsed (>= -1) beats prose (-5)
-                             TrainConfig(), on_episode=episodes.append, trainer_class=trainer_class)
+                                        learning_rate=1e-2, format_weight=5.0, warm_start=0),  # parsed (>= -1) beats prose (-5)
+                             on_episode=episodes.append, trainer_class=trainer_class)
     return result, episodes
 
 
@@ -194,8 +193,8 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     with Store(db) as store:
         (training,) = store.trainings(source_run=run.id)
-        assert training.status == "finished" and training.settings["grpo"]["level"] == "episode"
-        assert training.settings["grpo"]["sampling"] == "mixed" and training.settings["grpo"]["format_weight"] == 1.0
+        assert training.status == "finished" and training.settings["recipe"]["level"] == "episode"
+        assert training.settings["recipe"]["sampling"] == "mixed" and training.settings["recipe"]["format_weight"] == 1.0
         rollout_run = store.get_run(rollout_run_id(training.id))
         episodes = store.episodes(rollout_run.id)
         assert len(episodes) == 4  # 2 updates x 1 group x G = 2
@@ -217,11 +216,11 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
     out = subprocess.run([sys.executable, "-m", "s3gym_tui", "trainings", "--json", "--db", str(db)], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=300)
     (data,) = json.loads(out.stdout)
-    assert data["settings"]["grpo"]["level"] == "episode"
+    assert data["settings"]["recipe"]["level"] == "episode"
     assert data["signal"][0]["parsed_share"] is not None and data["signal"][0]["free_parsed_share"] is not None
     bad = subprocess.run([sys.executable, "-m", "s3gym_tui", "train", run.id, "--method", "grpo", "--level", "game",
                           "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "unknown level 'game'" in bad.stderr
+    assert bad.returncode == 2 and "--level game: Input should be 'step' or 'episode'" in bad.stderr
 
 
 def test_a_group_split_across_processes_keeps_its_mix_of_constrained_and_free(monkeypatch):

@@ -13,15 +13,15 @@ from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, audit
-from s3gym_tui.training.backend import TrainConfig
-from s3gym_tui.training.options import TrainOptions
+from s3gym_tui.training.config import RecipeError, SftConfig, build
+from s3gym_tui.training.runs import run_decoding
 from s3gym_tui.training.pipeline import TrainingError, train_from_run
 from s3gym_tui.training.runs import MANIFEST, read_manifest
 
 pytest.importorskip("peft")
 pytest.importorskip("trl")
 
-TINY = TrainConfig(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2)
+TINY = dict(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2)
 
 
 async def scripted_run(store, episodes=1):
@@ -32,7 +32,7 @@ async def scripted_run(store, episodes=1):
 
 async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     source = await scripted_run(store)
-    options = TrainOptions(base=str(tiny_base), max_examples=4, eval_episodes=1, step_cap=2, train=TINY, repair=True)
+    options = SftConfig(base=str(tiny_base), max_examples=4, eval_episodes=1, step_cap=2, **TINY, repair=True)
     seen = {"train": [], "eval": []}
     from s3gym_tui.training.pipeline import Hooks
 
@@ -48,14 +48,14 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     assert (stored.method, stored.role, stored.games, stored.source_run, stored.status) == (
         "sft", "expert", ("trust",), source.id, "finished")
     assert stored.dataset_id == outcome.build.dataset.id and stored.epochs == 2 and stored.examples == 4
-    assert stored.settings["length_limit"] == 8192 and stored.settings["train"]["max_length"] is None
+    assert stored.settings["length_limit"] == 8192 and stored.settings["recipe"]["max_length"] is None
     assert stored.metrics["peak_rss_mb"] > 0 and stored.metrics["examples_per_s"] > 0 and stored.metrics["tokens"] > 0
     assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
     assert [c.step for c in store.training_checkpoints(training.id)] == [0, 2, 4]
     assert len(store.losses(training.id)) == 4 and all(p.phase == "sft" for p in store.losses(training.id))
     assert [s.kind for s in store.training_sources(training.id)] == ["dataset"]
     # the random model's replies as written, and (--repair) a twin run whose repairs are stored per step
-    assert report.repair_run.id == f"{run.id}-repair" and stored.settings["repair"] is True
+    assert report.repair_run.id == f"{run.id}-repair" and stored.settings["recipe"]["repair"] is True
     assert all(r.replies == 2 and 0 <= r.unparsed <= 2 for r in report.rows)
     counts = store.repair_counts(report.repair_run.id)
     assert all(r.repair.repaired == counts[r.epoch][0] and r.repair.steps == 2 for r in report.rows)
@@ -89,8 +89,8 @@ async def test_too_long_examples_are_dropped_named_and_stored_never_truncated(st
                              [{"role": "assistant", "content": s.reply}]) for s in steps)
     limit = lengths[2]  # the prompt grows with the episode: all but the first three steps are over it
     assert len(steps) == 10 and lengths[3] > limit
-    options = TrainOptions(base=str(tiny_base), eval_episodes=1, step_cap=1,
-                           train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2, max_length=limit))
+    options = SftConfig(base=str(tiny_base), eval_episodes=1, step_cap=1, epochs=1, batch_size=2, grad_accum=1,
+                        learning_rate=1e-2, max_length=limit)
     outcome = await train_from_run(store, source.id, options)
     build = outcome.build
     assert build.limit == limit and build.too_long and all(t.tokens > limit for t in build.too_long)
@@ -103,7 +103,7 @@ async def test_too_long_examples_are_dropped_named_and_stored_never_truncated(st
     assert build.dataset.rule["too_long"] == len(build.too_long) and build.dataset.rule["max_length"] == limit
     assert outcome.training.metrics["too_long"] == len(build.too_long)
     assert len(build.too_long) == 7 and outcome.exported.count == 3
-    assert outcome.training.settings["train"]["max_length"] == limit
+    assert outcome.training.settings["recipe"]["max_length"] == limit
 
 
 async def test_ctrl_c_leaves_the_training_resumable(store, tiny_base, monkeypatch):
@@ -118,8 +118,8 @@ async def test_ctrl_c_leaves_the_training_resumable(store, tiny_base, monkeypatc
         raise KeyboardInterrupt
 
     monkeypatch.setattr(backend, "train_lora", interrupted)
-    options = TrainOptions(base=str(tiny_base), max_examples=2, eval_episodes=1, step_cap=1,
-                           train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2))
+    options = SftConfig(base=str(tiny_base), max_examples=2, eval_episodes=1, step_cap=1, epochs=1, batch_size=2,
+                        grad_accum=1, learning_rate=1e-2)
     with pytest.raises(KeyboardInterrupt):
         await train_from_run(store, source.id, options)
     training = store.trainings(source_run=source.id)[0]
@@ -142,14 +142,14 @@ async def test_ctrl_c_leaves_the_training_resumable(store, tiny_base, monkeypatc
 async def test_refusals(store, tiny_base):
     source = await scripted_run(store)
     with pytest.raises(TrainingError, match="no examples"):
-        await train_from_run(store, source.id, TrainOptions(base=str(tiny_base), threshold=100.0))
-    with pytest.raises(TrainingError, match="unknown backend"):
-        await train_from_run(store, source.id, TrainOptions(backend="cloud"))
+        await train_from_run(store, source.id, SftConfig(base=str(tiny_base), threshold=100.0))
+    with pytest.raises(RecipeError, match="--backend cloud: Input should be 'local' or 'remote'"):
+        build("sft", {"backend": "cloud"})
     with pytest.raises(TrainingError, match="config.json"):
-        await train_from_run(store, source.id, TrainOptions(base="/nonexistent/model", max_examples=1))
+        await train_from_run(store, source.id, SftConfig(base="/nonexistent/model", max_examples=1))
     trained = store.create_run(RunConfig(model="trained/x/1", game="trust", pathway="trained"))
     with pytest.raises(TrainingError, match="is a training run"):
-        await train_from_run(store, trained.id, TrainOptions())
+        await train_from_run(store, trained.id, SftConfig())
 
 
 def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
@@ -168,7 +168,10 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
                    "served by transformers (fp32 base + LoRA)", "another serving path"):
         assert needle in out.out, needle
     with Store(db) as store:
-        trained = [r for r in store.list_runs() if r.config.pathway == "trained"]
+        evaluations = [r for r in store.list_runs() if r.config.pathway == "trained"]
+    # the replies as written, and (the baseline of a format gain) every checkpoint under the grammar
+    trained = [r for r in evaluations if run_decoding(r) == "free"]
+    assert sorted(run_decoding(r) for r in evaluations) == ["free", "grammar"]
     assert len(trained) == 1 and [c.x for c in Store(db).checkpoints(trained[0].id)] == [0, 1]
     code = main(["resume", trained[0].id, "--db", str(db)])  # finished: the tables again, nothing new
     assert code == 0 and "checkpoints of" in capsys.readouterr().out
@@ -182,7 +185,7 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
     assert code == 0 and "R mean score" in out and "R repaired replies" in out and "unparsed replies" in out
     code = main(["trainings", "--json", "--db", str(db)])
     (data,) = json.loads(capsys.readouterr().out)
-    assert data["shown_status"] == "finished" and data["settings"]["repair"] is True
+    assert data["shown_status"] == "finished" and data["settings"]["recipe"]["repair"] is True
     (evaluation,) = data["evaluations"]
     assert evaluation["repair_run_id"] == f"{trained[0].id}-repair"
     for cp in evaluation["checkpoints"]:

@@ -13,7 +13,7 @@ from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import audit
-from s3gym_tui.training.options import GrpoConfig, TrainOptions
+from s3gym_tui.training.config import GrpoConfig
 from s3gym_tui.training.pipeline import train_from_run
 
 pytest.importorskip("trl")
@@ -28,9 +28,9 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
                                         eval_every=2, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     grpo = GrpoConfig(reward="self", updates=2, num_generations=2, states_per_update=1, save_every=1,
-                      max_completion_length=16, rollout_step_cap=2)
-    outcome = await train_from_run(store, source.id, TrainOptions(method="grpo", grpo=grpo, eval_episodes=1, step_cap=2,
-                                                                  repair=True))
+                      max_completion_length=16, rollout_step_cap=2, warm_start=0, eval_episodes=1, step_cap=2,
+                      repair=True)
+    outcome = await train_from_run(store, source.id, grpo)
     training, run = outcome.training, outcome.run
 
     # two real GRPO updates with the self-judged reward, each saved as a checkpoint

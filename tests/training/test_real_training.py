@@ -13,9 +13,8 @@ from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.providers import make_context
 from s3gym_tui.store import audit
-from s3gym_tui.training.backend import TrainConfig
 from s3gym_tui.training.dataset import training_examples
-from s3gym_tui.training.options import TrainOptions
+from s3gym_tui.training.config import SftConfig
 from s3gym_tui.training.pipeline import train_from_run
 
 pytest.importorskip("trl")
@@ -31,8 +30,8 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     source = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
                                         eval_every=3, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
-    options = TrainOptions(max_examples=6, eval_episodes=1, step_cap=3,
-                           train=TrainConfig(epochs=2, batch_size=1, grad_accum=2, learning_rate=5e-4))
+    options = SftConfig(max_examples=6, eval_episodes=1, step_cap=3, epochs=2, batch_size=1, grad_accum=2,
+                        learning_rate=5e-4)
     outcome = await train_from_run(store, source.id, options)
     run, report = outcome.run, outcome.report
 

@@ -11,8 +11,8 @@ import pytest
 from s3gym_tui.cli import main
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
-from s3gym_tui.training.backend import TrainConfig
-from s3gym_tui.training.pipeline import TrainingError, TrainOptions, train_from_run
+from s3gym_tui.training.config import RecipeError, SftConfig, build
+from s3gym_tui.training.pipeline import TrainingError, train_from_run
 from s3gym_tui.training.remote import RemoteTrainingError, fine_tune_remote, split_remote_model
 
 TUNED = "ft:gpt-4o-mini-2024-07-18:acme::s3gym01"
@@ -142,9 +142,9 @@ async def explored(store):
 
 
 async def test_the_pipeline_with_the_remote_backend(store, explored, fake, offline_openai, tmp_path):
-    options = TrainOptions(backend="remote", remote_model="openai/gpt-4o-mini-2024-07-18", eval_episodes=1,
-                           step_cap=2, out_dir=tmp_path / "out", train=TrainConfig(epochs=2))
-    outcome = await train_from_run(store, explored.id, options)
+    options = SftConfig(backend="remote", remote_model="openai/gpt-4o-mini-2024-07-18", eval_episodes=1,
+                        step_cap=2, epochs=2)
+    outcome = await train_from_run(store, explored.id, options, out_dir=tmp_path / "out")
     lines = outcome.exported.messages.read_bytes()
     assert fake.uploaded == lines and len(lines.splitlines()) == outcome.exported.count == 10
     run = outcome.run
@@ -160,8 +160,8 @@ async def test_the_pipeline_with_the_remote_backend(store, explored, fake, offli
 
 
 async def test_the_remote_backend_needs_a_model(store, explored):
-    with pytest.raises(TrainingError, match="--remote-model"):
-        await train_from_run(store, explored.id, TrainOptions(backend="remote"))
+    with pytest.raises(RecipeError, match="--backend remote needs --remote-model"):
+        build("sft", {"backend": "remote"})
 
 
 def test_s3gym_train_remote(tmp_path, capsys, fake, offline_openai):

@@ -21,15 +21,14 @@ from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 from s3gym_tui.training import stop
-from s3gym_tui.training.backend import TrainConfig
-from s3gym_tui.training.options import GrpoConfig, TrainOptions
+from s3gym_tui.training.config import DistillConfig, GrpoConfig, SftConfig
 from s3gym_tui.training.pipeline import Hooks, resume_training, train_from_run
 
 pytest.importorskip("trl")
 
 ROOT = Path(__file__).resolve().parents[2]
 # 4 examples, batch 1 x 2 accumulated: 2 updates per epoch, 4 in all, a checkpoint per epoch
-SFT = TrainConfig(epochs=2, batch_size=1, grad_accum=2, learning_rate=1e-2)
+SFT = dict(epochs=2, batch_size=1, grad_accum=2, learning_rate=1e-2)
 
 
 @pytest.fixture(autouse=True)
@@ -80,7 +79,7 @@ def _losses(store, training_id):
 @pytest.mark.parametrize("update", [1, 2], ids=["mid-epoch", "at-an-epoch-end"])
 def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, update):
     source = _source(store)
-    options = TrainOptions(base=str(tiny_base), max_examples=4, eval_episodes=1, step_cap=1, train=SFT)
+    options = SftConfig(base=str(tiny_base), max_examples=4, eval_episodes=1, step_cap=1, **SFT)
     twin = stop.run(lambda: train_from_run(store, source.id, options)).training
     assert twin.status == "finished" and twin.steps == 4
 
@@ -88,7 +87,9 @@ def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, u
     with pytest.raises(stop.TrainingStopped, match="Ctrl-C"):
         stop.run(lambda: train_from_run(store, source.id, options, Hooks(train_event=hook)))
     (training,) = [t for t in store.trainings(source_run=source.id) if t.id != twin.id]
-    assert training.status == "interrupted" and training.error.startswith("interrupted (Ctrl-C) during training")
+    # the stored reason names the phase the stop reached: the update that was being logged
+    assert training.status == "interrupted"
+    assert training.error.startswith(f"interrupted (Ctrl-C) during SFT update {update}")
     assert f"s3gym resume {training.id}" in training.error
     # the update in progress ended it: no later update was logged or stored
     assert seen == list(range(1, update + 1)) and [s for _, s, _ in _losses(store, training.id)] == seen
@@ -118,9 +119,9 @@ def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, u
 
 def test_grpo_stops_within_one_update_and_resumes(store, tiny_base):
     source = _source(store, episodes=2)
-    grpo = GrpoConfig(reward="oracle", updates=4, num_generations=2, states_per_update=1, save_every=2,
-                      max_completion_length=6, rollout_step_cap=1, learning_rate=1e-3)
-    options = TrainOptions(method="grpo", base=str(tiny_base), eval_episodes=1, step_cap=1, grpo=grpo)
+    options = GrpoConfig(reward="oracle", updates=4, num_generations=2, states_per_update=1, save_every=2,
+                         max_completion_length=6, rollout_step_cap=1, learning_rate=1e-3, warm_start=0,
+                         base=str(tiny_base), eval_episodes=1, step_cap=1)
     twin = stop.run(lambda: train_from_run(store, source.id, options)).training
 
     hook, seen = _stop_at(1, "terminated (SIGTERM)")
@@ -147,20 +148,18 @@ def test_grpo_stops_within_one_update_and_resumes(store, tiny_base):
 
 def test_a_stop_in_distillation_phase_1_starts_no_later_phase(tiny_base, tmp_path, monkeypatch):
     from s3gym_tui.training.distill import DistillHooks, distill, resume_study
-    from s3gym_tui.training.options import DistillOptions
 
     monkeypatch.setenv("S3GYM_TRAINING_DIR", str(tmp_path / "training"))
-    tiny = TrainConfig(epochs=1, batch_size=1, grad_accum=1, learning_rate=1e-2)
     with Store(tmp_path / "d.db") as store:
         ids = []
         for game in ("trust", "snake"):
             source = _source(store, game)
-            options = TrainOptions(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1,
-                                   train=TrainConfig(epochs=1, batch_size=2, grad_accum=1, learning_rate=1e-2))
+            options = SftConfig(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1, epochs=1,
+                                batch_size=2, grad_accum=1, learning_rate=1e-2)
             ids.append(stop.run(lambda: train_from_run(store, source.id, options)).training.id)
-        options = DistillOptions(rollout_episodes=1, rollout_step_cap=2, phase1=tiny, phase2_updates=2,
-                                 phase2_batch=2, max_completion_length=6, save_every=1, phase2_learning_rate=1e-3,
-                                 ablations=True)
+        options = DistillConfig(rollout_episodes=1, rollout_step_cap=2, epochs=1, batch_size=1, grad_accum=1,
+                                phase1_learning_rate=1e-2, updates=2, batch=2, max_completion_length=6, save_every=1,
+                                learning_rate=1e-3, ablations=True)
         stages, seen = [], []
 
         def on_event(event):

@@ -28,13 +28,12 @@ def test_the_loss_receives_a_times_w(tiny_base, tmp_path):
     import torch
 
     from s3gym_tui.training import grpo
-    from s3gym_tui.training.backend import TrainConfig
-    from s3gym_tui.training.options import GrpoConfig
+    from s3gym_tui.training.config import TaspoConfig
     from s3gym_tui.training.taspo import taspo_trainer
 
-    config = GrpoConfig(reward="oracle", updates=1, num_generations=2, states_per_update=1, save_every=1,
-                        max_completion_length=10, rollout_step_cap=3, level="episode", learning_rate=1e-2,
-                        format_weight=5.0, credit="action", kappa=0.0, tau=0.01, eps_w=0.5)
+    config = TaspoConfig(reward="oracle", updates=1, num_generations=2, states_per_update=1, save_every=1,
+                         max_completion_length=10, rollout_step_cap=3, level="episode", learning_rate=1e-2,
+                         format_weight=5.0, credit="action", kappa=0.0, tau=0.01, eps_w=0.5, warm_start=0)
     hooked, losses = [], []
     base = taspo_trainer(config, analyzer="test", analyze=always)
 
@@ -48,7 +47,7 @@ def test_the_loss_receives_a_times_w(tiny_base, tmp_path):
             losses.append({k: inputs[k].clone() for k in ("completion_ids", "completion_mask", "advantages")})
             return super()._compute_loss(model, inputs)
 
-    grpo.train_grpo("trust", [11, 12], tiny_base, tmp_path / "out", config, TrainConfig(), trainer_class=Recording)
+    grpo.train_grpo("trust", [11, 12], tiny_base, tmp_path / "out", config, trainer_class=Recording)
     (A, rollouts, weights), = hooked
     assert float(A.abs().sum()) > 0  # the group had a success and a failure
     moved = [w for w in weights if any(abs(x - 1) > 1e-3 for x in w)]
@@ -96,7 +95,7 @@ def test_s3gym_train_method_taspo_end_to_end(tiny_base, tmp_path):
     with Store(db) as store:
         (training,) = store.trainings(source_run=run.id)
         assert training.method == "taspo" and training.status == "finished"
-        g = training.settings["grpo"]
+        g = training.settings["recipe"]
         assert (g["level"], g["credit"], g["kappa"], g["pi_source"]) == ("episode", "action", 0.0, "siblings")
         episodes = store.episodes(rollout_run_id(training.id))
         assert len(episodes) == 2

@@ -176,8 +176,7 @@ def test_a_grpo_update_runs_through_trl_with_its_vllm_generation_replaced(tiny_b
     import trl.trainer.grpo_trainer as grpo_trainer_module
 
     from s3gym_tui.training import grpo
-    from s3gym_tui.training.backend import TrainConfig
-    from s3gym_tui.training.options import GrpoConfig
+    from s3gym_tui.training.config import GrpoConfig
 
     made: list[FakeGeneration] = []
 
@@ -189,8 +188,7 @@ def test_a_grpo_update_runs_through_trl_with_its_vllm_generation_replaced(tiny_b
     result = grpo.train_grpo("trust", [11, 12], tiny_base, tmp_path / "out",
                              GrpoConfig(reward="oracle", updates=1, num_generations=2, states_per_update=1,
                                         save_every=1, max_completion_length=24, temperature=0.8, rollout_step_cap=2,
-                                        vllm="colocate"),
-                             TrainConfig())
+                                        vllm="colocate", warm_start=0))
     (fake,) = made
     assert fake.mode == "colocate" and fake.syncs >= 1
     assert {c["regex"] is None for c in fake.calls} == {True, False}

@@ -17,7 +17,7 @@ from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.training import stop
-from s3gym_tui.training.options import GrpoConfig, TrainOptions
+from s3gym_tui.training.config import GrpoConfig
 from s3gym_tui.training.pipeline import Hooks, resume_training, train_from_run
 
 pytest.importorskip("trl")
@@ -73,12 +73,12 @@ def _source(store, episodes=2):
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
-GRPO = GrpoConfig(reward="oracle", updates=2, num_generations=2, states_per_update=1, save_every=2,
+GRPO = dict(reward="oracle", updates=2, num_generations=2, states_per_update=1, save_every=2,
                   max_completion_length=6, rollout_step_cap=1, learning_rate=1e-2, warm_start=3, warm_start_epochs=2)
 
 
 def _options(tiny_base, grpo=GRPO):
-    return TrainOptions(method="grpo", base=str(tiny_base), eval_episodes=1, step_cap=1, grpo=grpo)
+    return GrpoConfig(base=str(tiny_base), eval_episodes=1, step_cap=1, **grpo)
 
 
 def _phases(store, training_id):
@@ -95,10 +95,10 @@ def test_the_warm_start_is_stored_as_its_own_phase_and_changes_what_grpo_starts_
     source = _source(store)
     warmed = stop.run(lambda: train_from_run(store, source.id, _options(tiny_base))).training
     cold = stop.run(lambda: train_from_run(store, source.id, _options(
-        tiny_base, GrpoConfig(**{**GRPO.as_dict(), "warm_start": 0})))).training
+        tiny_base, {**GRPO, "warm_start": 0}))).training
     assert _phases(store, warmed.id) == [("warm-start", s) for s in range(1, 7)] + [("grpo", 1), ("grpo", 2)]
     assert _phases(store, cold.id) == [("grpo", 1), ("grpo", 2)]
-    assert warmed.settings["grpo"]["warm_start"] == 3 and cold.settings["grpo"]["warm_start"] == 0
+    assert warmed.settings["recipe"]["warm_start"] == 3 and cold.settings["recipe"]["warm_start"] == 0
     assert warmed.metrics["warm_start_examples"] == 3 and warmed.metrics["warm_start_steps"] == 6
     assert warmed.examples == cold.examples == 4  # no dataset: the replies its 2 updates sampled (1 state x G = 2)
     warm = store.losses(warmed.id, "warm-start")
@@ -147,7 +147,7 @@ def test_a_stop_inside_the_warm_start_resumes_to_its_twin(store, tiny_base):
 def test_the_cli_refuses_a_warm_start_for_sft(tmp_path, capsys):
     code = main(["train", "run-1", "--method", "sft", "--warm-start", "4", "--db", str(tmp_path / "x.db")])
     assert code == 2
-    assert "--warm-start applies to GRPO" in capsys.readouterr().err
+    assert "--warm-start applies to grpo, taspo, not sft" in capsys.readouterr().err
 
 
 def test_updates_without_signal_after_a_warm_start_are_not_called_the_base_model():
@@ -184,7 +184,7 @@ def test_s3gym_train_grpo_warm_start_through_the_cli(tmp_path, tiny_base, capsys
     assert "--completion-tokens 6 cannot hold a whole trust answer line" in " ".join(out.out.split())  # said once
     with Store(db) as store:
         (training,) = store.trainings(source_run=source.id)
-        assert training.settings["grpo"]["warm_start"] == 2 and training.settings["grpo"]["warm_start_epochs"] == 1
+        assert training.settings["recipe"]["warm_start"] == 2 and training.settings["recipe"]["warm_start_epochs"] == 1
         assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("warm-start", 2),
                                                                           ("grpo", 1)]
 

@@ -89,7 +89,8 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
         checkpoints = table_rows(screen, "#training-checkpoints")
         assert list(checkpoints) == [f"{training.id}:{x}" for x in MEANS]
         assert checkpoints[f"{training.id}:1"][2:5] == ["4.00", "-6.00", "negative"]  # the app's one number format
-        assert checkpoints[f"{training.id}:1"][5:] == ["—", "—", "—"]  # no replies stored, no repaired evaluation
+        # no replies stored, no repaired evaluation, no evaluation under the grammar: the gain is not split
+        assert checkpoints[f"{training.id}:1"][5:] == ["—", "—", "—", "—", "not split"]
         assert checkpoints[f"{training.id}:2"][4] == ""
         assert screen.query_one("#training-curve", CurvePlot).curves == (Curve(training.id, tuple(MEANS.items())),)
         assert screen.query_one("#training-loss", CurvePlot).curves == (Curve(f"{training.id} sft", ((1, 2.0), (2, 1.0))),)
@@ -146,8 +147,8 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
         screen = await open_training(app, pilot, tid)
         flags = str(screen.query_one("#training-flags", Static).render())
         assert "2 of 3 grpo updates had no signal" in flags
-        assert ("episode level · sampling mixed · format weight 1 · warm start 15 examples x 2, loss 1.62 → 0.24"
-                in flags)  # how it sampled and started: the examples it found, not the 16 asked
+        assert ("episode level · sampling mixed at T 1, G 4 · beta 0, dapo loss · format weight 1 · warm start 15 "
+                "examples x 2, loss 1.62 → 0.24" in " ".join(flags.split()))  # the examples it found, not the 16 asked
         assert f"{tid}: interrupted ·" in flags  # nobody drives it: not 'evaluating' forever
     with Store(path) as store:
         lease = store.acquire_training_lease(tid, "test")

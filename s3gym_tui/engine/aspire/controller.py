@@ -305,7 +305,6 @@ class Controller:
         return run_id
 
     async def _train(self, method: str, args: dict, parent: Candidate, cid: str, idx: int) -> ToolResult:
-        from s3gym_tui.training.options import TrainOptions
         from s3gym_tui.training.pipeline import train_from_run
         from s3gym_tui.training.runs import served_model
 
@@ -319,17 +318,18 @@ class Controller:
                               "update", candidate_id=existing.id)
         except StoreError:
             pass
-        from s3gym_tui.training.backend import TrainConfig
-        from s3gym_tui.training.options import GrpoConfig
+        from s3gym_tui.training.config import GrpoConfig, SftConfig
 
         threshold = args.get("threshold", 0.0)
         if not isinstance(threshold, (int, float)) or isinstance(threshold, bool):
             raise ToolError("threshold must be a number")
-        # small on purpose (the agent's budget is wall time too); the reward is the agent's own judgement
-        options = TrainOptions(method=method, threshold=float(threshold), base=self.settings.train_base,
-                               eval_episodes=0, max_examples=32, train=TrainConfig(epochs=1, max_steps=8),
-                               grpo=GrpoConfig(reward="self", updates=4, save_every=4),
-                               step_cap=self.settings.step_cap)
+        # the command's recipes (training/config.py: the library's defaults are `s3gym train`'s), with a small
+        # budget on purpose (the agent's budget is wall time too): GRPO keeps the command's format warm start
+        # (without it the bundled model's free replies rarely parse) and the agent's own judgement as reward
+        common = {"base": self.settings.train_base or "default", "eval_episodes": 0, "step_cap": self.settings.step_cap,
+                  "grammar_eval": False}
+        options = (SftConfig(threshold=float(threshold), max_examples=32, epochs=1, max_steps=8, **common)
+                   if method == "sft" else GrpoConfig(reward="self", updates=4, save_every=4, **common))
         try:
             outcome = await train_from_run(self.store, run_id, options)
         except Exception as exc:  # a training that cannot start (no data, no backend) is the agent's error
