@@ -107,6 +107,15 @@ def fix_aspire_times(path: Path) -> None:
     conn.close()
 
 
+def fix_suite_secret(path: Path) -> None:
+    """The store's secret for hidden suites, fixed: the seeds a run is judged on (and so its pictures) are then
+    the same in every build (a new store draws its secret at random)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE aspire_suite_secret SET secret = ?", ("0" * 64,))
+    conn.close()
+
+
 def build_aspire_db(path: Path) -> dict:
     with Store(path) as store:
         ids = fill_aspire(store)
@@ -130,6 +139,9 @@ def build_scripted_aspire(path: Path, aspire_id: str = SCRIPTED, goal_id: str = 
     from s3gym_tui.engine.aspire.goals import goal_by_id
     from s3gym_tui.engine.aspire.operators import ScriptedOperator
 
+    with Store(path):
+        pass
+    fix_suite_secret(path)
     with Store(path) as store:
         goal = goal_by_id(goal_id)
         store.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol=protocol,
