@@ -117,12 +117,12 @@ class Rule:
         if self.predictive:
             return f"[{self.key}] {self.option}: seen {_num(self.n)} of {_num(self.total)} times"
         fmt = "+.17g" if precise else "+.4g"
-        return (f"[{self.key}] {self.option}: judged {self.utility:{fmt}} "
-                f"(reward {self.reward:{fmt}}, {_num(self.n)} times)")
+        return (f"[{self.key}] {self.option}: worth {self.utility:{fmt}} "
+                f"(judged reward {self.reward:{fmt}}, {_num(self.n)} times)")
 
 
 _RULE = re.compile(r"^\s*[-*]?\s*\[(?P<key>[^\]]*)\]\s*(?P<option>.+?):\s*(?P<rest>.*)$")
-_JUDGED = re.compile(r"judged\s+(?P<u>[-+]?\d*\.?\d+(?:e[-+]?\d+)?)", re.IGNORECASE)
+_JUDGED = re.compile(r"(?:worth|judged)\s+(?P<u>[-+]?\d*\.?\d+(?:e[-+]?\d+)?)", re.IGNORECASE)
 _REWARD = re.compile(r"reward\s+(?P<r>[-+]?\d*\.?\d+(?:e[-+]?\d+)?)", re.IGNORECASE)
 _TIMES = re.compile(r"(?P<n>\d*\.?\d+)\s+times", re.IGNORECASE)
 _SEEN = re.compile(r"seen\s+(?P<n>\d*\.?\d+)\s+of\s+(?P<t>\d*\.?\d+)", re.IGNORECASE)
@@ -131,8 +131,10 @@ _COVERS = re.compile(r"Covers previous episodes:\s*(?P<list>[0-9 ,\-]+)", re.IGN
 
 def parse_rules(text: str) -> tuple[list[Rule], set[int]]:
     """The rules of a summary text (any line `[situation] option: ...`) and the episodes it says it covers.
-    A person's rule may leave out the counts: `[any round] cheat: judged +3` counts once, its reward is its
-    judgement; `[...] X: seen 4 of 5 times` is a prediction rule."""
+    `worth` is what the option is worth to the learner (its judged reward plus, discounted, what followed it);
+    `judged reward` the immediate reward it judged the step earned (never the verifier's). A person's rule may
+    leave out the counts: `[any round] cheat: worth +3` counts once, its reward is its worth (`judged +3`, the
+    older wording, reads the same); `[...] X: seen 4 of 5 times` is a prediction rule."""
     rules: list[Rule] = []
     covered: set[int] = set()
     for line in (text or "").split("\n"):
