@@ -193,10 +193,10 @@ def _fit_to_server(config):
 
 
 def _preflight(config) -> None:
-    from s3gym_tui.engine.preflight import ModelRefused, check_model
+    from s3gym_tui.engine.preflight import ModelRefused, check_config
 
     try:
-        check_model(config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+        check_config(config)
     except ModelRefused as exc:
         raise UserError(f"{exc} (nothing was stored)") from None
 
