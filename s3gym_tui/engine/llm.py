@@ -207,17 +207,19 @@ async def silence_limit(progress: CallProgress, limit_s: float) -> AsyncIterator
     # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the reply and drops a cancel (a
     # Ctrl-C, a stopped episode) that arrives as the reply does, and the run went on to its end (seen
     # in CI). The deadline moves on with each sign of progress.
+    every = max(0.01, min(0.5, limit_s / 4))
     async with asyncio.timeout_at(deadline()) as scope:
-        async def follow() -> None:
-            while not scope.expired():
+        def follow() -> None:
+            nonlocal later
+            if not scope.expired():
                 scope.reschedule(deadline())
-                await asyncio.sleep(max(0.01, min(0.5, limit_s / 4)))
+                later = loop.call_later(every, follow)
 
-        watcher = asyncio.create_task(follow())
+        later = loop.call_later(every, follow)
         try:
             yield
         finally:
-            watcher.cancel()
+            later.cancel()
 
 
 async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None,
