@@ -60,9 +60,9 @@ class CallProgress:
         """A new attempt starts after `why` (e.g. 'timeout: no progress for 120 s')."""
         self.retries.append(why)
         self.attempt += 1
-        self.written = None
-        self.streamed = False
-        self.waiting = False
+        self.prompt_total = self.prompt_read = self.written = None
+        self.prompt_reused = 0
+        self.streamed = self.waiting = False
         self.sign()
 
     def describe(self) -> str:
