@@ -50,7 +50,7 @@ def fit_to_context(info: ServerInfo, model: str, game: str, pathway: str, max_to
 
     context = info.context
     if not context:
-        capped = reply_cap(max_tokens, None)
+        capped = reply_cap(max_tokens, None) if info.kind != "hosted" else max_tokens
         change = (f": max tokens {max_tokens:,} -> {capped:,} until it states or teaches its context"
                   if capped != max_tokens else "")
         return Fitted(capped, history_budget, None, (info.said() + change,))

@@ -491,7 +491,7 @@ async def _served_kwargs(settings: CallSettings, messages: list[dict], context: 
     context_tokens = settings.context_tokens or await asyncio.to_thread(_described_context, settings)
     if context_tokens:
         out["max_tokens"] = _fitted_max_tokens(settings.model, messages, context_tokens, out["max_tokens"])
-    else:  # a context not stated nor taught yet: a bounded reply (engine.servers.reply_cap)
+    elif _first_base(settings):  # a server that has not stated nor taught its context: a bounded reply
         out["max_tokens"] = reply_cap(int(out["max_tokens"]), None)
     return out
 

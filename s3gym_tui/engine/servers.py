@@ -18,16 +18,17 @@ from urllib.parse import urlsplit
 from s3gym_tui.secrets import strip_url_credentials
 
 PROBE_TIMEOUT_S = 1.5
-# a reply's cap while the model's server has not stated its context (nor taught it in an error): a
-# server's smallest usual context (llama.cpp's 2,048 by default) still holds a short prompt and this
+# a reply's cap while a model server (an api base) has not stated its context nor taught it in an
+# error: a server's smallest usual context (llama.cpp's 2,048 by default) still holds a short prompt
+# and this (a hosted model litellm does not know keeps its max tokens: its API states its limits)
 UNKNOWN_CONTEXT_MAX_TOKENS = 1024
 
 # litellm provider prefix -> server kind (None: ask the server)
 KIND_OF_PROVIDER = {"llamafile": "llama.cpp", "hosted_vllm": "vllm", "vllm": "vllm", "ollama": "ollama",
                     "ollama_chat": "ollama", "lm_studio": "lmstudio"}
-KIND_NAMES = {"llama.cpp": "llama.cpp server", "llama-cpp-python": "llama-cpp-python server", "vllm": "vLLM", "vllm-legacy": "vLLM", "sglang": "SGLang",
-              "ollama": "Ollama", "lmstudio": "LM Studio", "openai-compatible": "OpenAI-compatible server",
-              "hosted": "hosted API", "builtin": "built-in model"}
+KIND_NAMES = {"llama.cpp": "llama.cpp server", "llama-cpp-python": "llama-cpp-python server", "vllm": "vLLM",
+              "vllm-legacy": "vLLM", "sglang": "SGLang", "ollama": "Ollama", "lmstudio": "LM Studio",
+              "openai-compatible": "OpenAI-compatible server", "hosted": "hosted API", "builtin": "built-in model"}
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,9 @@ def test_a_server_that_says_nothing_is_said_to_have_an_unknown_context():
                             f"max tokens 14,000 -> 1,024 until it states or teaches its context",)
     small = fitting.fit_to_context(info, "openai/fake", "trust", "none", 300, 100_000)
     assert small.max_tokens == 300 and small.notes == (info.said(),)  # within the bound: unchanged, still said
+    hosted = fitting.fit_to_context(servers.ServerInfo("hosted", where="openai"), "openai/new-model", "trust",
+                                    "none", 14_000, 100_000)  # a hosted API states its own limits
+    assert hosted.max_tokens == 14_000 and hosted.notes == ("hosted API states no context size: context unknown",)
 
 
 def test_hosted_models_are_described_by_litellm():
