@@ -23,7 +23,7 @@ class ModelSettings(BaseModel):
 
     api_base: Optional[str] = None  # e.g. http://127.0.0.1:11434 for Ollama
     max_tokens: Optional[int] = Field(None, ge=1)
-    timeout_s: Optional[float] = Field(None, gt=0)
+    timeout_s: Optional[float] = Field(None, gt=0)  # seconds a call may show no progress before a retry
     decoding: Optional[Literal["free", "grammar"]] = None  # constrained decoding (engine.decoding)
     model_args: dict[str, Any] = Field(default_factory=dict)  # provider arguments passed through litellm
 

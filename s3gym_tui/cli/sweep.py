@@ -162,7 +162,8 @@ def sweep(
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
     api_base: List[str] = typer.Option([], "--api-base", help=API_BASE_HELP),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model call."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds a model call may show no progress "
+                                  "before it is retried."),
     max_retries: int = typer.Option(4, "--max-retries", help="Retries of a failing model call."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="Model calls in flight per model."),
     runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Runs of one model going at "
