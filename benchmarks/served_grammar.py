@@ -10,6 +10,10 @@ else /tmp/servers-llama-venv/bin/python), e.g. a side venv that sees this one's 
     echo "$PWD/.venv/lib/python3.11/site-packages" > /tmp/servers-llama-venv/lib/python3.11/site-packages/shared.pth
     /tmp/servers-llama-venv/bin/pip install uvicorn fastapi sse-starlette starlette-context
     LITELLM_LOCAL_MODEL_COST_MAP=True .venv/bin/python benchmarks/served_grammar.py [--episodes 2] [--game trust]
+
+`--api-base URL` uses a server already running instead (e.g. `python -m llama_cpp.server ... --port 8765`);
+`--model` names it as a person would (default `hosted_vllm/smollm2`: the server is recognised by
+asking it, not by a provider prefix; `openai/...` needs OPENAI_API_KEY set, any value).
 """
 
 from __future__ import annotations
@@ -71,13 +75,13 @@ def wait_ready(base: str, process: subprocess.Popen, timeout_s: float = 120.0) -
 
 
 def one_run(db: Path, base: str, game: str, decoding: str, episodes: int, step_cap: int,
-            max_tokens: int) -> dict:
+            max_tokens: int, model: str) -> dict:
     from s3gym_tui.cli import main
     from s3gym_tui.engine.parsing import parse_reply
     from s3gym_tui.store import Store
 
     started = time.perf_counter()
-    code = main(["run", game, "-m", "llamafile/smollm2", "--api-base", base, "--decoding", decoding,
+    code = main(["run", game, "-m", model, "--api-base", base, "--decoding", decoding,
                  "--episodes", str(episodes), "--eval-every", str(episodes), "--eval-episodes", "0",
                  "--step-cap", str(step_cap), "--max-tokens", str(max_tokens), "--max-retries", "1",
                  "--timeout", "300", "--progress", "plain", "--db", str(db)])
@@ -91,7 +95,8 @@ def one_run(db: Path, base: str, game: str, decoding: str, episodes: int, step_c
     valid = sum(s.valid for s in steps)
     latency = sorted(s.latency_ms for s in steps) or [0.0]
     return {"decoding": decoding, "exit": code, "replies": len(parsed), "answer": answered, "whole": whole,
-            "valid": valid, "median_ms": latency[len(latency) // 2], "wall_s": wall}
+            "valid": valid, "median_ms": latency[len(latency) // 2], "wall_s": wall,
+            "kind": run.config.server_kind or "—", "faults": sum(1 for s in steps if s.fault)}
 
 
 def main_() -> int:
@@ -103,7 +108,16 @@ def main_() -> int:
                         "of the 135M model otherwise runs to the context)")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--python", default=None, help="interpreter with llama_cpp.server and its deps")
+    parser.add_argument("--api-base", default=None, help="a llama_cpp.server already running (none is started)")
+    parser.add_argument("--model", default="hosted_vllm/smollm2", help="the model string the runs use")
+    parser.add_argument("--decodings", default="free,grammar", help="the runs made, in order")
     args = parser.parse_args()
+    decodings = [d.strip() for d in args.decodings.split(",") if d.strip()]
+    if args.api_base:
+        with tempfile.TemporaryDirectory(prefix="served-grammar-") as tmp:
+            results = [one_run(Path(tmp) / "bench.db", args.api_base, args.game, decoding, args.episodes,
+                               args.step_cap, args.max_tokens, args.model) for decoding in decodings]
+        return report(results, args, args.api_base)
 
     python = server_python(args.python)
     if python is None:
@@ -123,26 +137,31 @@ def main_() -> int:
         try:
             wait_ready(base, process)
             results = [one_run(Path(tmp) / "bench.db", base, args.game, decoding, args.episodes, args.step_cap,
-                               args.max_tokens) for decoding in ("free", "grammar")]
+                               args.max_tokens, args.model) for decoding in decodings]
         finally:
             process.terminate()
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 process.kill()
+    return report(results, args, base)
 
+
+def report(results: list[dict], args: argparse.Namespace, base: str) -> int:
     def share(n: int, of: int) -> str:
         return f"{n / of:.0%}" if of else "—"
 
-    rows = [[r["decoding"], r["exit"], r["replies"], f'{r["answer"]} ({share(r["answer"], r["replies"])})',
+    rows = [[r["decoding"], r["kind"], r["exit"], r["replies"], f'{r["answer"]} ({share(r["answer"], r["replies"])})',
              f'{r["whole"]} ({share(r["whole"], r["replies"])})', f'{r["valid"]} ({share(r["valid"], r["replies"])})',
-             f'{r["median_ms"]:,.0f}', f'{r["wall_s"]:,.1f}'] for r in results]
-    print_table(f"llama_cpp.server, SmolLM2-135M, {args.game}, {args.episodes} episodes x {args.step_cap} steps",
-                ["decoding", "exit", "replies", "Answer parsed", "Answer + Score", "valid moves",
-                 "median call ms", "run s"], rows)
-    grammar = results[1]
-    goal = grammar["replies"] and grammar["whole"] / grammar["replies"] >= 0.95
-    print(f"goal (>= 95% of replies parsed with grammar): {'met' if goal else 'NOT met'}")
+             f'{r["median_ms"]:,.0f}', f'{r["wall_s"]:,.1f}', r["faults"]] for r in results]
+    print_table(f"llama_cpp.server at {base}, SmolLM2-135M as {args.model}, {args.game}, {args.episodes} episodes "
+                f"x {args.step_cap} steps", ["decoding", "server kind", "exit", "replies", "Answer parsed",
+                                             "Answer + Score", "valid moves", "median call ms", "run s",
+                                             "steps with faults"], rows)
+    grammar = next((r for r in results if r["decoding"] == "grammar"), None)
+    if grammar is not None:
+        goal = grammar["replies"] and grammar["whole"] / grammar["replies"] >= 0.95
+        print(f"goal (>= 95% of replies parsed with grammar): {'met' if goal else 'NOT met'}")
     return 0
 
 

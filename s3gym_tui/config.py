@@ -7,7 +7,7 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
 
 from s3gym_tui.authors import login_name
 from s3gym_tui.models import INT64_MAX
@@ -24,7 +24,7 @@ class ModelSettings(BaseModel):
 
     api_base: Optional[str] = None  # e.g. http://127.0.0.1:11434 for Ollama
     max_tokens: Optional[int] = Field(None, ge=1, le=INT64_MAX)
-    timeout_s: Optional[float] = Field(None, gt=0)
+    timeout_s: Optional[float] = Field(None, gt=0)  # seconds a call may show no progress before a retry
     decoding: Optional[Literal["free", "grammar"]] = None  # constrained decoding (engine.decoding)
     model_args: dict[str, Any] = Field(default_factory=dict)  # provider arguments passed through litellm
 
@@ -45,6 +45,23 @@ class Settings(BaseModel):
                                                    pattern=r"^[\w?!.+-]+$")], ...] = ()
     # per model string: [models."ollama_chat/llama3.2"] api_base = "...", max_tokens = ..., timeout_s = ...
     models: dict[str, ModelSettings] = Field(default_factory=dict)
+    # model servers to look for besides the usual local ports (engine.discovery): a port on this
+    # machine ("8765"), host:port or a URL: servers = ["8765", "http://gpu1:8000/v1"]; $S3GYM_SERVERS
+    # (comma-separated) replaces them
+    servers: tuple[str, ...] = ()
+
+    @field_validator("servers", mode="before")
+    @classmethod
+    def _server_list(cls, value: Any) -> Any:
+        from s3gym_tui.engine.discovery import parse_server
+
+        items = [part for part in value.split(",")] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            return value
+        out = tuple(str(item).strip() for item in items if str(item).strip())
+        for item in out:
+            parse_server(item)  # ValueError: one line naming it
+        return out
 
     def annotation_labels(self) -> tuple[str, ...]:
         """The labels an annotation may carry: the defaults, then the config's own."""
@@ -76,7 +93,7 @@ def config_path() -> Path:
 
 
 def load_settings(path: Optional[Path] = None) -> Settings:
-    """Read the config file if present, then S3GYM_MODEL / S3GYM_DB / S3GYM_THEME overrides."""
+    """Read the config file if present, then S3GYM_MODEL / S3GYM_DB / S3GYM_THEME / S3GYM_SERVERS overrides."""
     path = path or config_path()
     data: dict = {}
     if path.exists():
@@ -86,7 +103,7 @@ def load_settings(path: Optional[Path] = None) -> Settings:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
         except OSError as exc:
             raise ConfigError(f"config file {path} cannot be read: {exc.strerror}") from exc
-    env = {"default_model": "S3GYM_MODEL", "db": "S3GYM_DB", "theme": "S3GYM_THEME"}
+    env = {"default_model": "S3GYM_MODEL", "db": "S3GYM_DB", "theme": "S3GYM_THEME", "servers": "S3GYM_SERVERS"}
     for key, var in env.items():
         if os.environ.get(var):
             data[key] = os.environ[var]
@@ -95,7 +112,10 @@ def load_settings(path: Optional[Path] = None) -> Settings:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "settings"
-        raise ConfigError(f"config file {path}: {where}: {first.get('msg')}") from exc
+        message = str(first.get("msg")).removeprefix("Value error, ")
+        if where.split(".")[0] in env and os.environ.get(env[where.split(".")[0]]):
+            raise ConfigError(f"{env[where.split('.')[0]]}: {message}") from exc
+        raise ConfigError(f"config file {path}: {where}: {message}") from exc
 
 
 def save_model_settings(model: str, own: ModelSettings, path: Optional[Path] = None) -> Path:

@@ -8,11 +8,14 @@ requests it answered (`completed`) and the most it had in flight at once (`peak`
     server.stop()
 
 It can also describe itself like a real server (`kind` llama.cpp: /props n_ctx; vllm / sglang:
-/v1/models max_model_len and owned_by; ollama: /api/show; lmstudio: /api/v0/models) with a
-`context` size, refuse a prompt plus max tokens over that context (`enforce_context`, with the
-message vLLM and llama_cpp.server write), accept only the grammar fields its kind understands
-(others: 400, like a strict server) and record which it received (`grammar_fields`), and die
-as a replica (`die()`, or `behave(die=True)`: the connection drops, then nothing listens).
+/v1/models max_model_len and owned_by; ollama: /api/show; lmstudio: /api/v0/models;
+llama-cpp-python: `python -m llama_cpp.server`'s /openapi.json title and /v1/models entries, no
+/props, no context) with a `context` size, refuse a prompt plus max tokens over that context
+(`enforce_context`, with the message vLLM and llama_cpp.server write), accept only the grammar
+fields its kind understands (others: 400, like a strict server; llama-cpp-python ignores unknown
+fields and refuses a `json_schema` response format with its own 500 and words) and record which it
+received (`grammar_fields`), and die as a replica (`die()`, or `behave(die=True)`: the connection
+drops, then nothing listens).
 
 Prompt caching, simulated (`cache=`): "openai" caches every prompt automatically and reports the
 longest prefix it saw before as `usage.prompt_tokens_details.cached_tokens` (at least
@@ -130,7 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.rstrip("/")
         with fake.lock:
             fake.gets.append(path)
-        if path == "/props" and fake.kind == "llama.cpp" and fake.context:
+        if path == "/openapi.json" and fake.kind == "llama-cpp-python":
+            self._send(200, {"openapi": "3.1.0", "info": {"title": "🦙 llama.cpp Python API", "version": "0.3.36"}})
+        elif path == "/props" and fake.kind == "llama.cpp" and fake.context:
             self._send(200, {"default_generation_settings": {"n_ctx": fake.context}, "total_slots": 1})
         elif path == "/version" and fake.kind in ("vllm", "vllm-legacy"):
             self._send(200, {"version": "0.11.2" if fake.kind == "vllm-legacy" else "0.13.0"})
@@ -140,8 +145,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "max_context_length":
                                                          fake.context} for m in fake.models]})
         elif path.endswith("/v1/models") or path == "/models":
-            owner = {"vllm": "vllm", "vllm-legacy": "vllm", "sglang": "sglang"}.get(fake.kind, "fake")
-            extra = {"max_model_len": fake.context} if fake.context and owner != "fake" else {}
+            owner = {"vllm": "vllm", "vllm-legacy": "vllm", "sglang": "sglang", "llama-cpp-python": "me"}.get(
+                fake.kind, "fake")
+            extra = {"max_model_len": fake.context} if fake.context and owner not in ("fake", "me") else {}
+            extra = {"permissions": []} if owner == "me" else extra
             self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": owner, **extra}
                                                         for m in fake.models]})
         else:
@@ -184,7 +191,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         refused = fake.refusal(request)
         if refused is not None:
-            self._send(400, {"error": {"message": refused, "type": "invalid_request_error", "code": 400}})
+            status, message = refused
+            kind = "invalid_request_error" if status == 400 else "internal_server_error"
+            self._send(status, {"error": {"message": message, "type": kind, "param": None, "code": None}})
             return
         if spec.get("delay_s"):
             time.sleep(float(spec["delay_s"]))
@@ -275,7 +284,14 @@ class FakeOpenAI(ThreadingHTTPServer):
     # the grammar fields each kind of server understands (engine.decoding sends these)
     ACCEPTS = {"llama.cpp": {"grammar", "response_format"}, "vllm": {"structured_outputs", "response_format"},
                "vllm-legacy": {"guided_grammar", "response_format"}, "sglang": {"ebnf", "response_format"},
-               "ollama": {"response_format"}, "lmstudio": {"response_format"}, "plain": {"response_format"}}
+               "ollama": {"response_format"}, "lmstudio": {"response_format"}, "plain": {"response_format"},
+               "llama-cpp-python": {"grammar", "structured_outputs", "guided_grammar", "ebnf", "response_format"}}
+    # llama_cpp.server's refusal of a json_schema response format (pydantic's words, as it sends them, 500)
+    LLAMA_CPP_PYTHON_REFUSAL = (
+        "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+        "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
+        "\"'text' or 'json_object'\"}}\n\n  File \"/srv/llama_cpp/server/app.py\", line 376, in "
+        "create_chat_completion\n    POST /v1/chat/completions")
     GRAMMAR_FIELDS = ("grammar", "structured_outputs", "guided_grammar", "ebnf", "response_format")
 
     def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",),
@@ -312,19 +328,24 @@ class FakeOpenAI(ThreadingHTTPServer):
             bodies = [r["body"] for r in self.requests if r["path"].rstrip("/").endswith("/chat/completions")]
         return [{k: b[k] for k in self.GRAMMAR_FIELDS if k in b} for b in bodies]
 
-    def refusal(self, request: dict) -> Optional[str]:
-        """Why a strict server of this kind refuses the request (an unknown grammar field, a
-        prompt plus max tokens over its context), or None."""
+    def refusal(self, request: dict) -> Optional[tuple[int, str]]:
+        """(status, why) a strict server of this kind refuses the request (an unknown grammar
+        field, llama-cpp-python: a json_schema response format; a prompt plus max tokens over its
+        context), or None."""
         unknown = [k for k in self.GRAMMAR_FIELDS if k in request and k not in self.accepts]
         if unknown:
-            return f"Unrecognized request argument supplied: {unknown[0]}"
+            return 400, f"Unrecognized request argument supplied: {unknown[0]}"
+        form = request.get("response_format")
+        if self.kind == "llama-cpp-python" and isinstance(form, dict) and form.get("type") not in ("text",
+                                                                                                  "json_object"):
+            return 500, self.LLAMA_CPP_PYTHON_REFUSAL
         if self.enforce_context and self.context:
             prompt = sum(len(str(m.get("content", ""))) for m in request.get("messages", [])) // 4 + 1
             wanted = int(request.get("max_tokens") or request.get("max_completion_tokens") or 0)
             if prompt + wanted > self.context:
-                return (f"This model's maximum context length is {self.context} tokens. However, you requested "
-                        f"{prompt + wanted} tokens ({prompt} in the messages, {wanted} in the completion). "
-                        f"Please reduce the length of the messages or completion.")
+                return 400, (f"This model's maximum context length is {self.context} tokens. However, you "
+                             f"requested {prompt + wanted} tokens ({prompt} in the messages, {wanted} in the "
+                             f"completion). Please reduce the length of the messages or completion.")
         return None
 
     def die(self) -> None:

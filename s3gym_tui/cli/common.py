@@ -63,6 +63,8 @@ ENV_VARS = (
     ("S3GYM_CONFIG", "the config file (default ~/.config/s3gym/config.toml)"),
     ("S3GYM_MODEL", "default model of run, sweep and the app (over the config's)"),
     ("S3GYM_THEME", "dark or light (the app)"),
+    ("S3GYM_SERVERS", "more model servers to look for: ports, host:port or URLs, comma-separated "
+                      "(over the config's servers)"),
     ("S3GYM_TRAINING_DIR", "where trainings keep adapters and exports"),
     ("S3GYM_CACHE", "cache of the base model for training"),
     ("LITELLM_LOCAL_MODEL_COST_MAP", "True by default (litellm's bundled prices, offline)"),

@@ -46,12 +46,24 @@ def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "-
 
 
 @cli.command()
-def models(as_json: bool = JsonOption) -> None:
-    """The built-in models (no key, no network); any litellm model string works too."""
+def models(servers: bool = typer.Option(False, "--servers", help="Also look for model servers: the usual "
+                                        "local ports (Ollama 11434, llama.cpp 8080, vLLM 8000, LM Studio "
+                                        "1234) and those named in the config's `servers` or $S3GYM_SERVERS; "
+                                        "list their models and the servers that listed none."),
+           as_json: bool = JsonOption) -> None:
+    """The built-in models (no key, no network); any litellm model string works too. With --servers,
+    also the models servers list and the servers that are not answering."""
     from s3gym_tui.providers import BUILTIN_MODELS
 
+    builtin = [{"model": name, "description": text} for name, text in BUILTIN_MODELS]
+    scanned = _scan_servers() if servers else None
     if as_json:
-        emit_json([{"model": name, "description": text} for name, text in BUILTIN_MODELS])
+        if scanned is None:
+            emit_json(builtin)
+        else:
+            emit_json({"models": builtin, "found": [{"model": f.model, "api_base": f.api_base, "source": f.source,
+                                                     "context": f.context} for f in scanned.found],
+                       "not_answering": [{"server": s.where, "name": s.name, "why": s.why} for s in scanned.silent]})
         return
     table = Table(title="built-in models")
     table.add_column("model", no_wrap=True)
@@ -59,6 +71,29 @@ def models(as_json: bool = JsonOption) -> None:
     for name, description in BUILTIN_MODELS:
         table.add_row(name, description)
     console.print(table)
+    if scanned is None:
+        return
+    found = Table(title="models on servers")
+    found.add_column("model", overflow="fold")
+    found.add_column("api base", no_wrap=True)
+    found.add_column("server", overflow="fold")
+    for f in scanned.found:
+        found.add_row(safe_markup(f.model), safe_markup(f.api_base or ""), safe_markup(f.source))
+    console.print(found if scanned.found else "no model server answered")
+    for silent in scanned.silent:
+        console.print(f"[yellow]not answering[/]: {safe_markup(silent.said())}", soft_wrap=True, highlight=False)
+
+
+def _scan_servers():
+    """engine.discovery.scan with the servers the person named (a bad name: one line)."""
+    from s3gym_tui.cli.common import UserError
+    from s3gym_tui.config import load_settings
+    from s3gym_tui.engine.discovery import scan
+
+    try:
+        return scan(load_settings().servers)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
 
 
 @cli.command("games")

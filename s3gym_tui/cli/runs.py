@@ -37,8 +37,9 @@ def run(
                                        "(spread by litellm's Router)."),
     oracle_feedback: bool = typer.Option(False, "--oracle-feedback", help="Ablation: show verifier rewards."),
     timeout: Optional[float] = typer.Option(None, "--timeout", min=0.1, max=3600.0,
-                                            help="Seconds one model call may take before it is retried "
-                                            "(default: the model's in the config file, else 120)."),
+                                            help="Seconds a model call may show no progress (no prompt "
+                                            "chunk read, no token written) before it is retried (default: "
+                                            "the model's in the config file, else 120)."),
     max_retries: int = typer.Option(4, "--max-retries", min=0, max=20,
                                     help="Retries of a failed model call (timeouts, 429, 5xx)."),
     decoding: Optional[str] = typer.Option(None, "--decoding", help="free | grammar: grammar constrains every "
@@ -209,10 +210,10 @@ def _fit_to_server(config):
 
 
 def _preflight(config) -> None:
-    from s3gym_tui.engine.preflight import ModelRefused, check_model
+    from s3gym_tui.engine.preflight import ModelRefused, check_config
 
     try:
-        check_model(config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+        check_config(config)
     except ModelRefused as exc:
         raise UserError(f"{exc} (nothing was stored)") from None
 

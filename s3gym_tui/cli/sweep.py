@@ -76,16 +76,16 @@ def check_models(models: List[str], game_names: List[str]) -> None:
 
 def preflight(runs) -> None:
     """Every (model, game) of the sweep must be able to work (issue 9's check), before storing."""
-    from s3gym_tui.engine.preflight import ModelRefused, check_model
+    from s3gym_tui.engine.preflight import ModelRefused, check_config
 
     seen = set()
     for config in runs:
-        key = (config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+        key = (config.model, config.game, config.api_base, config.api_bases)
         if key in seen:
             continue
         seen.add(key)
         try:
-            check_model(*key)
+            check_config(config)
         except ModelRefused as exc:
             raise UserError(f"{exc} (nothing was stored)") from None
 
@@ -162,7 +162,8 @@ def sweep(
     temperature: float = typer.Option(0.0, "--temperature"),
     seed: Optional[int] = typer.Option(None, "--seed", help="Decoding seed passed to the model."),
     api_base: List[str] = typer.Option([], "--api-base", help=API_BASE_HELP),
-    timeout: float = typer.Option(120.0, "--timeout", help="Seconds per model call."),
+    timeout: float = typer.Option(120.0, "--timeout", help="Seconds a model call may show no progress "
+                                  "before it is retried."),
     max_retries: int = typer.Option(4, "--max-retries", help="Retries of a failing model call."),
     concurrency: int = typer.Option(4, "--concurrency", "-c", help="Model calls in flight per model."),
     runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Runs of one model going at "
@@ -208,18 +209,20 @@ def sweep(
                              runs_per_model=concurrency if runs_per_model is None else runs_per_model,
                              budget_usd=budget_usd)
         runs = config.run_configs()
+    problem = None
+    try:  # a doomed model is refused before its server is asked and before anything is stored
+        preflight(runs)
+    except UserError as exc:
+        if not plan_only:
+            raise
+        problem = exc
     runs, runtime_args = fit_runs(runs, chosen_decoding, cli_args)
     # a bad database is refused before the plan is computed; --plan opens (and creates) nothing
     store = None if plan_only else _store(db, create=True)
     plan = make_plan(runs)
     print_plan(config, plan)
-    if plan_only:
-        try:
-            preflight(runs)
-        except UserError as exc:
-            console.print(f"[yellow]it could not start now[/]: {safe_markup(str(exc))}", soft_wrap=True)
-    else:
-        preflight(runs)  # a doomed model is refused before anything is stored
+    if problem is not None:
+        console.print(f"[yellow]it could not start now[/]: {safe_markup(str(problem))}", soft_wrap=True)
     if plan_only or not confirm(yes, f"Start these {len(runs)} runs?"):
         console.print("not started; nothing was stored")
         return

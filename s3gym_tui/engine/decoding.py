@@ -28,9 +28,20 @@ REPLY_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
 }
 
-# Server kinds (engine.servers) and the form each takes a grammar in. vLLM >= 0.12 takes
+# The forms a server takes a grammar in (the request field, how it is shown). vLLM >= 0.12 takes
 # `structured_outputs` only (the `guided_*` fields were removed); older ones `guided_grammar`.
-GRAMMAR_FIELD = {"llama.cpp": "grammar", "sglang": "ebnf"}
+FORM_NAMES = {"grammar": "GBNF grammar (`grammar`)", "structured_outputs": "grammar (`structured_outputs`)",
+              "guided_grammar": "grammar (`guided_grammar`)", "ebnf": "grammar (SGLang `ebnf`)",
+              "json_schema": "JSON schema (`response_format`)"}
+# Server kinds (engine.servers) and the form each takes a grammar in (any other kind: a JSON schema)
+FORM_OF_KIND = {"llama.cpp": "grammar", "llama-cpp-python": "grammar", "vllm": "structured_outputs",
+                "vllm-legacy": "guided_grammar", "sglang": "ebnf"}
+# When a server refuses a form, the next one tried: the llama.cpp family's `grammar` first (a server
+# that refuses a JSON schema is most often llama-cpp-python's), then the OpenAI standard, then the rest
+FALLBACK_ORDER = ("grammar", "json_schema", "structured_outputs", "guided_grammar", "ebnf")
+# what a refusal of each form names: the field it was sent in
+_FORM_WORDS = {form: re.compile(rf"(?<![A-Za-z_]){form}(?![A-Za-z_])") for form in FORM_NAMES}
+_FORM_WORDS["json_schema"] = re.compile(r"(?<![A-Za-z_])(?:json_schema|response_format)(?![A-Za-z_])")
 
 
 def act_grammar(action_rule: Optional[str]) -> str:
@@ -39,30 +50,46 @@ def act_grammar(action_rule: Optional[str]) -> str:
     return f'root ::= "Answer: " action ", Score: " score\naction ::= {rule}\nscore ::= {SCORE_RULE}\n'
 
 
-def grammar_form(kind: str) -> str:
-    """How a server of `kind` is asked for constrained decoding: the name shown and recorded."""
-    if kind == "llama.cpp":
-        return "GBNF grammar (llama.cpp `grammar`)"
-    if kind == "vllm":
-        return "grammar (vLLM `structured_outputs`)"
-    if kind == "vllm-legacy":
-        return "grammar (vLLM `guided_grammar`)"
-    if kind == "sglang":
-        return "grammar (SGLang `ebnf`)"
-    return "JSON schema (`response_format`)"
+def form_of(kind: str) -> str:
+    """The grammar form a server of `kind` is sent first."""
+    return FORM_OF_KIND.get(kind, "json_schema")
+
+
+def grammar_form(kind: str, form: Optional[str] = None) -> str:
+    """How a server of `kind` is asked for constrained decoding (`form`: one it taught instead of
+    its kind's), as shown and recorded."""
+    form = form or form_of(kind)
+    if form == "grammar" and kind in ("llama.cpp", "llama-cpp-python"):
+        return f"GBNF grammar ({kind} `grammar`)"
+    if form in ("structured_outputs", "guided_grammar") and kind in ("vllm", "vllm-legacy"):
+        return f"grammar (vLLM `{form}`)"
+    return FORM_NAMES[form]
+
+
+def form_params(form: str, action_rule: Optional[str]) -> dict[str, Any]:
+    """The litellm keyword arguments that constrain one action reply in `form`."""
+    grammar = act_grammar(action_rule)
+    if form == "structured_outputs":
+        return {"extra_body": {"structured_outputs": {"grammar": grammar}}}
+    if form in ("grammar", "guided_grammar", "ebnf"):
+        return {"extra_body": {form: grammar}}
+    return {"response_format": {"type": "json_schema",
+                                "json_schema": {"name": "reply", "strict": True, "schema": REPLY_SCHEMA}}}
 
 
 def constrained_params(kind: str, action_rule: Optional[str]) -> dict[str, Any]:
     """The litellm keyword arguments that constrain one action reply on a server of `kind`."""
-    grammar = act_grammar(action_rule)
-    if kind in GRAMMAR_FIELD:
-        return {"extra_body": {GRAMMAR_FIELD[kind]: grammar}}
-    if kind == "vllm":
-        return {"extra_body": {"structured_outputs": {"grammar": grammar}}}
-    if kind == "vllm-legacy":
-        return {"extra_body": {"guided_grammar": grammar}}
-    return {"response_format": {"type": "json_schema",
-                                "json_schema": {"name": "reply", "strict": True, "schema": REPLY_SCHEMA}}}
+    return form_params(form_of(kind), action_rule)
+
+
+def refused(form: str, error: str) -> bool:
+    """True when a server's error names the field `form` was sent in (its way of refusing it)."""
+    return bool(_FORM_WORDS[form].search(error or ""))
+
+
+def next_form(tried: set[str] | frozenset[str]) -> Optional[str]:
+    """The form to send after a refusal, given the forms already tried (None: every one was)."""
+    return next((form for form in FALLBACK_ORDER if form not in tried), None)
 
 
 def merge_params(kwargs: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:

@@ -45,6 +45,12 @@ class RunEstimate:
         return self.explore_calls + self.eval_calls + self.summary_calls
 
     @property
+    def context_unknown(self) -> bool:
+        """A served model (an api base) whose server has stated no context."""
+        c = self.config
+        return c.context_tokens is None and bool(c.api_base or c.api_bases)
+
+    @property
     def price_known(self) -> bool:
         return self.input_cost is not None and self.output_cost_max is not None
 
@@ -59,7 +65,8 @@ class RunEstimate:
             f"({checkpoints} checkpoints x {c.eval_episodes} episodes x {self.eval_steps} steps)"
             + (f", {self.summary_calls} summaries" if self.summary_calls else ""),
             f"about {self.input_tokens:,} input tokens; at most {self.output_tokens_max:,} output tokens "
-            f"({c.max_tokens:,} max tokens a reply; replies are usually much shorter)",
+            f"({c.max_tokens:,} max tokens a reply{'; context unknown' if self.context_unknown else ''}; "
+            f"replies are usually much shorter)",
         ]
         if self.price_known:
             out.append(f"cost: about ${self.input_cost:,.2f} for input, at most ${self.output_cost_max:,.2f} "

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from s3gym_tui.engine.servers import ServerInfo, describe, kind_guess, known
+from s3gym_tui.engine.servers import ServerInfo, describe, kind_guess, known, reply_cap
 
 MIN_REPLY_TOKENS = 256  # a fitted reply cap never goes below this (unless the context itself is smaller)
 REPLY_SHARE = 4  # a fitted reply takes at most a quarter of the context
@@ -43,12 +43,17 @@ def fit_reply(context: int, max_tokens: int) -> int:
 
 def fit_to_context(info: ServerInfo, model: str, game: str, pathway: str, max_tokens: int,
                    history_budget: int) -> Fitted:
-    """Max tokens and the history budget fitted to the stated context, with a line saying so."""
+    """Max tokens and the history budget fitted to the stated context, with a line saying so. An
+    unknown context is said, and max tokens kept to a bounded default until the server states it
+    or teaches it in an error (engine.llm fits each call then)."""
     from s3gym_tui.engine.experience import effective_budget
 
     context = info.context
     if not context:
-        return Fitted(max_tokens, history_budget, None, ())
+        capped = reply_cap(max_tokens, None) if info.kind != "hosted" else max_tokens
+        change = (f": max tokens {max_tokens:,} -> {capped:,} until it states or teaches its context"
+                  if capped != max_tokens else "")
+        return Fitted(capped, history_budget, None, (info.said() + change,))
     fitted_reply = fit_reply(context, max_tokens)
     budget = effective_budget(model, history_budget, fitted_reply, window=context)
     changes = []
@@ -81,7 +86,7 @@ def fit_config(config: Any, ask: bool = True) -> tuple[Any, tuple[str, ...]]:
     if config.decoding == "grammar":
         from s3gym_tui.engine.decoding import grammar_form
 
-        notes.append(f"decoding: grammar, sent as {grammar_form(info.kind)}")
+        notes.append(f"decoding: grammar, sent as {grammar_form(info.kind, info.grammar_form)}")
     updated = config.model_copy(update={"max_tokens": fitted.max_tokens, "history_budget": fitted.history_budget,
                                         "context_tokens": info.context or config.context_tokens,
                                         "server_kind": info.kind})

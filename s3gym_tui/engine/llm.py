@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Callable, Optional
 
+from s3gym_tui.engine.call_progress import CallProgress, bind, unbind
 from s3gym_tui.engine.model_errors import ModelUnavailable  # noqa: F401  (re-exported: its historical home)
 from s3gym_tui.engine.prompt_cache import cache_kwargs, cached_usage
 from s3gym_tui.secrets import REDACTED, has_secret, redact_values  # noqa: F401  (REDACTED re-exported)
@@ -170,7 +171,8 @@ async def _no_limits(_model: str) -> AsyncIterator[None]:
 _NOT_STREAMED: set[str] = set()  # models whose streamed call failed once: asked whole from then on
 
 
-async def _streamed(litellm, kwargs: dict[str, Any], on_tokens: Callable[[int], None]) -> Any:
+async def _streamed(litellm, kwargs: dict[str, Any], on_tokens: Callable[[int], None],
+                    progress: CallProgress) -> Any:
     """The call streamed (litellm's stream=True): `on_tokens(n)` after each piece of the reply (n
     content chunks so far: one token each on OpenAI-compatible servers), then the whole response
     rebuilt by litellm (reply, usage, cost) as a call that was not streamed returns it."""
@@ -179,20 +181,61 @@ async def _streamed(litellm, kwargs: dict[str, Any], on_tokens: Callable[[int], 
     pieces = 0
     async for chunk in stream:
         chunks.append(chunk)
+        progress.sign()  # any chunk is a sign of life
         choices = getattr(chunk, "choices", None) or []
         if choices and getattr(getattr(choices[0], "delta", None), "content", None):
             pieces += 1
+            progress.writing(pieces, streamed=True)
             on_tokens(pieces)
     return litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
 
 
+def _ignored(_count: int) -> None:
+    """An on_tokens that nobody listens to (the call's progress is told)."""
+
+
+@asynccontextmanager
+async def silence_limit(progress: CallProgress, limit_s: float) -> AsyncIterator[None]:
+    """asyncio.timeout counted from the call's last sign of progress, not from its start: a call
+    that reads its prompt or writes tokens (as its provider reports: engine.call_progress) is not
+    timed out however long it takes; one silent for `limit_s` raises TimeoutError."""
+    loop = asyncio.get_running_loop()
+
+    def deadline() -> float:
+        return loop.time() + limit_s - progress.silent_for()
+
+    # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the reply and drops a cancel (a
+    # Ctrl-C, a stopped episode) that arrives as the reply does, and the run went on to its end (seen
+    # in CI). The deadline moves on with each sign of progress.
+    every = max(0.01, min(0.5, limit_s / 4))
+    async with asyncio.timeout_at(deadline()) as scope:
+        def follow() -> None:
+            nonlocal later
+            if not scope.expired():
+                scope.reschedule(deadline())
+                later = loop.call_later(every, follow)
+
+        later = loop.call_later(every, follow)
+        try:
+            yield
+        finally:
+            later.cancel()
+
+
 async def complete(settings: CallSettings, messages: list[dict], context: Optional[dict] = None,
-                   on_tokens: Optional[Callable[[int], None]] = None) -> CallResult:
+                   on_tokens: Optional[Callable[[int], None]] = None,
+                   progress: Optional[CallProgress] = None) -> CallResult:
     """Call the model; retry transient faults with exponential backoff (honouring retry-after).
 
-    With `on_tokens` (a person is watching the call) a provider reached over HTTP is streamed and
-    told the tokens so far; built-in models, replicas behind a Router and a model whose streamed
-    call failed once are called whole (and say nothing until done).
+    The call times out after `settings.timeout_s` of silence (no sign of progress: see
+    engine.call_progress), not of total time. With `progress` or `on_tokens` (a person is
+    watching) a provider reached over HTTP is streamed: `on_tokens(n)` and `progress` are told the
+    tokens so far (and `progress` the call's retries and why); built-in models, replicas behind a
+    Router and a model whose streamed call failed once are called whole (the embedded model
+    reports the prompt read and the tokens written itself).
+
+    What a server teaches in an error is learnt once and the call made again without spending a
+    retry: its context (max tokens fitted) and the grammar form it takes (engine.decoding).
 
     Inside a sweep (engine.limits.use_limits) the call waits for a slot of its model, a rate limit
     pauses all of that model's calls, and a spent budget refuses the call (BudgetSpent)."""
@@ -202,6 +245,8 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
 
     limits = current_limits()
     slot = limits.slot if limits is not None else _no_limits
+    watched = progress is not None or on_tokens is not None
+    progress = progress if progress is not None else CallProgress()
 
     kwargs: dict[str, Any] = {
         "model": settings.model, "messages": messages, "temperature": settings.temperature,
@@ -214,70 +259,84 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
     if settings.seed is not None:
         kwargs["seed"] = settings.seed
     builtin = is_builtin(settings.model)
+    form = None if builtin else await _grammar_form(settings, context)
     if context is not None and builtin:
         kwargs["extra_body"] = {"s3gym": context}
     elif not builtin:
-        kwargs = await _served_kwargs(settings, messages, context, kwargs)
+        kwargs = await _served_kwargs(settings, messages, context, kwargs, form)
     kwargs.update(cache_kwargs(settings.model, messages))  # marks the stable prefix where needed
     transient = _transient_types(litellm)
     faults: list[str] = []
     refitted = False  # one more attempt after fitting to a context the server stated in an error
-    fell_back = False  # one more after a streamed call the server refused (asked whole at once)
-    stream = on_tokens is not None and not builtin and len(settings.api_bases) <= 1
-    for attempt in range(settings.max_retries + 3):
-        if attempt > settings.max_retries + refitted + fell_back:
-            break
-        streaming = stream and settings.model not in _NOT_STREAMED
-        if builtin and "extra_body" in kwargs:  # built-in models learn the attempt (the fault schedule uses it)
-            kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
-        started = time.perf_counter()
-        try:
-            async with slot(settings.model):
-                started = time.perf_counter()  # the latency excludes waiting for a slot
-                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns the reply and drops
-                # a cancel (a Ctrl-C, a stopped episode) that arrives as the reply does, and the run
-                # went on to its end (seen in CI). A timeout still raises TimeoutError.
-                async with asyncio.timeout(settings.timeout_s + 5):
-                    if streaming:
-                        response = await _streamed(litellm, kwargs, on_tokens)
-                    else:
-                        response = await _acompletion(litellm, settings, kwargs, faults)
-        except BudgetSpent:
-            raise
-        except transient as exc:
-            kind = _fault_name(exc)
-            if not (faults and faults[-1].startswith(f"{kind} (replica")):  # else the Router's callback
-                faults.append(kind + _replica_note(settings, exc))  # has named it (engine.llm._routed)
-            if attempt >= settings.max_retries + refitted + fell_back:
-                raise ModelUnavailable(f"{settings.model}: {one_line(exc)} (after {attempt + 1} attempts)") from exc
-            delay = _retry_after(exc)
-            if delay is None:
-                delay = backoff_delay(attempt, settings.backoff_base_s, settings.backoff_cap_s)
-            delay = max(0.0, min(delay, settings.backoff_cap_s))
-            if limits is not None and kind == "rate_limit":
-                limits.gate(settings.model).pause(delay)  # every call of this model backs off
-            await asyncio.sleep(delay)
-            continue
-        except Exception as exc:  # auth errors, unknown model, bad request: not worth retrying
-            if streaming:  # a server that does not stream (or streams badly): asked whole, at once
-                _NOT_STREAMED.add(settings.model)  # (no retry is spent on it)
-                faults.append("streaming refused (asked whole)")
-                fell_back = True
+    forms_tried = {form} if form else set()  # grammar forms the server refused (one more attempt each)
+    stream = watched and not builtin and len(settings.api_bases) <= 1
+    retries = 0  # transient faults retried (at most settings.max_retries)
+    attempt = 0
+    token = bind(progress)
+    try:
+        while True:
+            if attempt:
+                progress.retrying(faults[-1] if faults else "a failed attempt")
+            streaming = stream and settings.model not in _NOT_STREAMED
+            if builtin and "extra_body" in kwargs:  # built-in models learn the attempt (the fault schedule uses it)
+                kwargs["extra_body"] = {"s3gym": {**context, "attempt": attempt}}
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                async with slot(settings.model):
+                    started = time.perf_counter()  # the latency excludes waiting for a slot
+                    progress.sign()
+                    async with silence_limit(progress, settings.timeout_s + 5):
+                        if streaming:
+                            response = await _streamed(litellm, kwargs, on_tokens or _ignored, progress)
+                        else:
+                            response = await _acompletion(litellm, settings, kwargs, faults)
+            except BudgetSpent:
+                raise
+            except Exception as exc:
+                taught = _taught_form(settings, kwargs, exc, form, forms_tried, context)
+                if taught is not None:  # the server refused the grammar's form: the next one, once
+                    kwargs, form, note = taught
+                    forms_tried.add(form)
+                    faults.append(note)
+                    continue
+                if not isinstance(exc, transient):  # auth errors, unknown model, bad request: not retried
+                    if streaming:  # a server that does not stream (or streams badly): asked whole, at once
+                        _NOT_STREAMED.add(settings.model)  # (no retry is spent on it)
+                        faults.append("streaming refused (asked whole)")
+                        continue
+                    fitted = None if refitted else _refit_after_overflow(settings, messages, kwargs, exc)
+                    if fitted is not None:  # the server stated its context in the error: fitted once, again
+                        kwargs, note = fitted
+                        faults.append(note)
+                        refitted = True
+                        continue
+                    raise ModelUnavailable(f"{settings.model}: {one_line(exc)}{_forms_note(forms_tried)}") from exc
+                kind = _fault_name(exc)
+                if type(exc) is TimeoutError:  # the silence limit above, not the provider's own timeout
+                    kind = f"timeout: no progress for {settings.timeout_s:g} s"
+                if not (faults and faults[-1].startswith(f"{kind} (replica")):  # else the Router's callback
+                    faults.append(kind + _replica_note(settings, exc))  # has named it (engine.llm._routed)
+                if retries >= settings.max_retries:
+                    raise ModelUnavailable(f"{settings.model}: {one_line(exc) if str(exc) else kind} "
+                                           f"(after {attempt} attempts)") from exc
+                retries += 1
+                delay = _retry_after(exc)
+                if delay is None:
+                    delay = backoff_delay(retries - 1, settings.backoff_base_s, settings.backoff_cap_s)
+                delay = max(0.0, min(delay, settings.backoff_cap_s))
+                if limits is not None and kind == "rate_limit":
+                    limits.gate(settings.model).pause(delay)  # every call of this model backs off
+                await asyncio.sleep(delay)
                 continue
-            fitted = None if refitted else _refit_after_overflow(settings, messages, kwargs, exc)
-            if fitted is not None:  # the server stated its context in the error: fitted once, again
-                kwargs, note = fitted
-                faults.append(note)
-                refitted = True
-                continue
-            raise ModelUnavailable(f"{settings.model}: {one_line(exc)}") from exc
-        latency = (time.perf_counter() - started) * 1000
-        faults += _failover_note(settings, faults, response)
-        result = _result(litellm, response, latency, tuple(faults))
-        if limits is not None:
-            limits.record(result.cost)
-        return result
-    raise ModelUnavailable(f"{settings.model}: no attempt was made")  # pragma: no cover
+            latency = (time.perf_counter() - started) * 1000
+            faults += _failover_note(settings, faults, response)
+            result = _result(litellm, response, latency, tuple(faults))
+            if limits is not None:
+                limits.record(result.cost)
+            return result
+    finally:
+        unbind(token)
 
 
 def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) -> CallResult:
@@ -419,20 +478,72 @@ def _failover_note(settings: CallSettings, faults: list[str], response: Any) -> 
 
 # ----- served models: decoding, model arguments, the server's context ------------------------------
 async def _served_kwargs(settings: CallSettings, messages: list[dict], context: Optional[dict],
-                         kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The call's arguments for a served model: the action grammar in its server's own form
-    (decoding 'grammar', action calls only), the model arguments, max tokens fitted to the context
-    the server stated."""
+                         kwargs: dict[str, Any], form: Optional[str]) -> dict[str, Any]:
+    """The call's arguments for a served model: the action grammar in `form` (the server's own,
+    see _grammar_form), the model arguments, max tokens fitted to the context the server stated
+    (or taught), kept to a bounded default while it is unknown."""
     from s3gym_tui.engine import decoding
+    from s3gym_tui.engine.servers import reply_cap
 
     out = decoding.merge_params(kwargs, dict(settings.model_args))
-    if settings.decoding == "grammar" and context is not None and context.get("task") == "act":
-        kind = settings.server_kind or await asyncio.to_thread(_server_kind, settings)
-        out = decoding.merge_params(out, decoding.constrained_params(kind, context.get("grammar")))
+    if form is not None:
+        out = decoding.merge_params(out, decoding.form_params(form, (context or {}).get("grammar")))
     context_tokens = settings.context_tokens or await asyncio.to_thread(_described_context, settings)
     if context_tokens:
         out["max_tokens"] = _fitted_max_tokens(settings.model, messages, context_tokens, out["max_tokens"])
+    elif _first_base(settings):  # a server that has not stated nor taught its context: a bounded reply
+        out["max_tokens"] = reply_cap(int(out["max_tokens"]), None)
     return out
+
+
+async def _grammar_form(settings: CallSettings, context: Optional[dict]) -> Optional[str]:
+    """The form the action grammar goes in (engine.decoding) for this call: None unless decoding
+    is 'grammar' and the call is an action; the form the server taught, else its kind's."""
+    from s3gym_tui.engine import decoding
+    from s3gym_tui.engine.servers import known
+
+    if settings.decoding != "grammar" or context is None or context.get("task") != "act":
+        return None
+    info = known(settings.model, _first_base(settings))
+    if info is not None and info.grammar_form:
+        return info.grammar_form
+    kind = settings.server_kind or await asyncio.to_thread(_server_kind, settings)
+    return decoding.form_of(kind)
+
+
+def _taught_form(settings: CallSettings, kwargs: dict[str, Any], exc: BaseException, form: Optional[str],
+                 tried: set[str], context: Optional[dict]) -> Optional[tuple[dict[str, Any], str, str]]:
+    """(kwargs, form, fault note) for one more attempt when the server refused the grammar's form
+    (its error names the field it came in): the next form not tried, remembered for the server's
+    later calls (engine.servers.learn_grammar_form); None otherwise."""
+    from s3gym_tui.engine import decoding
+    from s3gym_tui.engine.servers import known, learn_grammar_form
+
+    text = str(exc)
+    if form is None or _fault_name(exc) in ("timeout", "rate_limit", "connection") or len(text) > 20_000:
+        return None
+    if not decoding.refused(form, text):
+        return None
+    following = decoding.next_form(tried)
+    if following is None:
+        return None
+    info = learn_grammar_form(settings.model, _first_base(settings), following)
+    kind = settings.server_kind or (known(settings.model, _first_base(settings)) or info).kind
+    out = {k: v for k, v in kwargs.items() if k != "response_format"}
+    if isinstance(out.get("extra_body"), dict):
+        out["extra_body"] = {k: v for k, v in out["extra_body"].items() if k not in decoding.FORM_NAMES}
+    out = decoding.merge_params(out, decoding.form_params(following, (context or {}).get("grammar")))
+    return (out, following, f"the server refused the grammar as {decoding.grammar_form(kind, form)}: "
+                            f"sent as {decoding.grammar_form(kind, following)} from now on")
+
+
+def _forms_note(tried: set[str]) -> str:
+    """` (grammar forms the server refused: ...)` when more than one was tried, else ''."""
+    if len(tried) < 2:
+        return ""
+    from s3gym_tui.engine.decoding import FALLBACK_ORDER
+
+    return f" (it refused the grammar in every form: {', '.join(f for f in FALLBACK_ORDER if f in tried)})"
 
 
 def _first_base(settings: CallSettings) -> Optional[str]:

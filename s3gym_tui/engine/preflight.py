@@ -1,5 +1,6 @@
 """Refusing a model that cannot work before anything is stored: an unknown litellm provider, a
-provider whose API key is not set, a built-in model of another game, a missing optional extra."""
+provider whose API key is not set, an api base that is not a server's URL, a built-in model of another
+game, a missing optional extra."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] 
     """Raise ModelRefused if a run or a session of `model` (on `game`) is doomed to fail.
 
     Built-in models are checked against the game and the installed extras; any other string must
-    name a provider litellm knows, and that provider's API key variables must be set (unless an
-    api base is given: a local OpenAI-compatible server usually needs no key)."""
+    name a provider litellm knows, its api base (if any) must be an http(s) URL with a host, and
+    the provider's API key variables must be set: litellm's client refuses to call without one even
+    for a local server (which then takes any value)."""
     from s3gym_tui import plugins
     from s3gym_tui.providers import GAME_PROVIDERS, LOCAL_MODELS, split_model
 
@@ -55,7 +57,36 @@ def check_model(model: str, game: Optional[str] = None, api_base: Optional[str] 
         if not plugin.accepts(name):
             raise ModelRefused(f"{model} is not a valid {provider} model: {plugin.description}")
         return
+    check_api_base(api_base)
     _check_litellm(model, api_base)
+
+
+def check_config(config) -> None:
+    """check_model for a RunConfig: its model on its game, every api base (replicas included)."""
+    for base in config.api_bases[1:]:
+        check_api_base(base)
+    check_model(config.model, config.game, config.api_base or next(iter(config.api_bases), None))
+
+
+def check_api_base(api_base: Optional[str]) -> None:
+    """Raise ModelRefused unless `api_base` (when given) is an http(s) URL with a host and a valid
+    port, e.g. http://127.0.0.1:8080/v1 (the base is shown without credentials)."""
+    from urllib.parse import urlsplit
+
+    from s3gym_tui.secrets import strip_url_credentials
+    from s3gym_tui.textgate import safe
+
+    if api_base is None:
+        return
+    try:
+        parts = urlsplit(str(api_base).strip())
+        good = parts.scheme in ("http", "https") and bool(parts.hostname) and (parts.port or 0) >= 0
+    except ValueError:  # a port that is not a number, or out of range
+        good = False
+    if not good:
+        shown = safe(strip_url_credentials(str(api_base)) or "", one_line=True, max_chars=200)
+        raise ModelRefused(f"api base {shown!r} is not a server's URL: write http://HOST:PORT/v1, "
+                           f"e.g. http://127.0.0.1:8080/v1")
 
 
 def _check_litellm(model: str, api_base: Optional[str]) -> None:
@@ -73,10 +104,15 @@ def _check_litellm(model: str, api_base: Optional[str]) -> None:
     except Exception:  # noqa: BLE001 - cannot tell: let the first call say
         return
     missing = [key for key in env.get("missing_keys") or [] if not _is_base_setting(key)]
-    if missing and not api_base:
-        names = " or ".join(missing) if provider == "gemini" else ", ".join(missing)
-        raise ModelRefused(f"{model} needs {names}, which is not set in the environment "
-                           f"(export it, or pick another model)")
+    if not missing:
+        return
+    names = " or ".join(missing) if provider == "gemini" else ", ".join(missing)
+    if api_base:
+        raise ModelRefused(f"{model} needs {names} set even with an api base (litellm's client refuses to "
+                           f"call without it); a local server that checks no key takes any value: "
+                           f"export {missing[0]}=any-value")
+    raise ModelRefused(f"{model} needs {names}, which is not set in the environment "
+                       f"(export it, or pick another model)")
 
 
 def model_game_problem(model: str, game: str) -> str | None:

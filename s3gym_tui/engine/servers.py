@@ -1,7 +1,9 @@
-"""What a model server says about itself: its kind (llama.cpp, vLLM, SGLang, Ollama, LM Studio, a
-hosted API) and its context size, read from the server (llama.cpp `/props`, vLLM and SGLang
-`/v1/models` `max_model_len`, Ollama `/api/show`, LM Studio `/api/v0/models`) or from litellm's
-model info for hosted models (engine.fitting fits a run to it).
+"""What a model server says about itself: its kind (llama.cpp, llama-cpp-python, vLLM, SGLang,
+Ollama, LM Studio, a hosted API) and its context size, read from the server (llama.cpp `/props`,
+llama-cpp-python's `/openapi.json` title, vLLM and SGLang `/v1/models` `max_model_len`, Ollama
+`/api/show`, LM Studio `/api/v0/models`) or from litellm's model info for hosted models
+(engine.fitting fits a run to it); and what it teaches in its errors (its context, the grammar form
+it takes).
 
 Blocking (network, litellm): call it off the UI thread. Answers are cached per (model, api base)."""
 
@@ -16,13 +18,17 @@ from urllib.parse import urlsplit
 from s3gym_tui.secrets import strip_url_credentials
 
 PROBE_TIMEOUT_S = 1.5
+# a reply's cap while a model server (an api base) has not stated its context nor taught it in an
+# error: a server's smallest usual context (llama.cpp's 2,048 by default) still holds a short prompt
+# and this (a hosted model litellm does not know keeps its max tokens: its API states its limits)
+UNKNOWN_CONTEXT_MAX_TOKENS = 1024
 
 # litellm provider prefix -> server kind (None: ask the server)
 KIND_OF_PROVIDER = {"llamafile": "llama.cpp", "hosted_vllm": "vllm", "vllm": "vllm", "ollama": "ollama",
                     "ollama_chat": "ollama", "lm_studio": "lmstudio"}
-KIND_NAMES = {"llama.cpp": "llama.cpp server", "vllm": "vLLM", "vllm-legacy": "vLLM", "sglang": "SGLang",
-              "ollama": "Ollama", "lmstudio": "LM Studio", "openai-compatible": "OpenAI-compatible server",
-              "hosted": "hosted API", "builtin": "built-in model"}
+KIND_NAMES = {"llama.cpp": "llama.cpp server", "llama-cpp-python": "llama-cpp-python server", "vllm": "vLLM",
+              "vllm-legacy": "vLLM", "sglang": "SGLang", "ollama": "Ollama", "lmstudio": "LM Studio",
+              "openai-compatible": "OpenAI-compatible server", "hosted": "hosted API", "builtin": "built-in model"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,7 @@ class ServerInfo:
     context: Optional[int] = None
     source: str = ""  # where the context came from, e.g. "/props n_ctx"
     where: str = ""  # host:port, or the provider for a hosted model
+    grammar_form: Optional[str] = None  # the form it takes a grammar in, learnt from its refusal of another
 
     @property
     def name(self) -> str:
@@ -42,9 +49,15 @@ class ServerInfo:
         """`llama.cpp server on 127.0.0.1:8080 states a context of 2,048 tokens (/props n_ctx)`."""
         where = f" on {self.where}" if self.where and self.kind != "hosted" else ""
         if self.context is None:
-            return f"{self.name}{where} states no context size"
+            return f"{self.name}{where} states no context size: context unknown"
         verb = "has" if self.kind == "hosted" else "states"
         return f"{self.name}{where} {verb} a context of {self.context:,} tokens ({self.source})"
+
+
+def reply_cap(max_tokens: int, context: Optional[int]) -> int:
+    """Max tokens a reply may take: `max_tokens`, kept to UNKNOWN_CONTEXT_MAX_TOKENS while the
+    context is unknown (a server that states none would be asked for more than it holds)."""
+    return max_tokens if context else min(max_tokens, UNKNOWN_CONTEXT_MAX_TOKENS)
 
 
 def provider_of(model: str) -> str:
@@ -97,6 +110,14 @@ def _llama_props(client, root: str) -> Optional[ServerInfo]:
         return ServerInfo("llama.cpp", n_ctx, "/props default_generation_settings.n_ctx")
     n_ctx = _positive(data.get("n_ctx"))
     return ServerInfo("llama.cpp", n_ctx, "/props n_ctx" if n_ctx else "")
+
+
+def _llama_cpp_python(client, root: str) -> Optional[ServerInfo]:
+    """llama-cpp-python's own server (`python -m llama_cpp.server`): no /props, its FastAPI schema is
+    titled "llama.cpp Python API"; it states no context."""
+    data = _get(client, f"{root}/openapi.json")
+    title = str((data.get("info") or {}).get("title", "")) if isinstance(data, dict) else ""
+    return ServerInfo("llama-cpp-python") if "llama.cpp python api" in title.lower() else None
 
 
 def _entry(data: Any, name: str) -> Optional[dict]:
@@ -172,6 +193,7 @@ def _ask_server(model: str, api_base: str, timeout_s: float) -> ServerInfo:
     name = served_name(model)
     guess = kind_guess(model, api_base)
     probes = {"llama.cpp": lambda c: _llama_props(c, root),
+              "llama-cpp-python": lambda c: _llama_cpp_python(c, root),
               "vllm": lambda c: _openai_models(c, root, name),
               "ollama": lambda c: _ollama_show(c, root, name, sure=guess == "ollama"),
               "lmstudio": lambda c: _lmstudio_models(c, root, name)}
@@ -226,10 +248,20 @@ def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROB
 
 def learn_context(model: str, api_base: Optional[str], context: int, source: str) -> ServerInfo:
     """Remember a context a server stated in an error (the first call that overflowed it)."""
+    return _learn(model, api_base, context=int(context), source=source)
+
+
+def learn_grammar_form(model: str, api_base: Optional[str], form: str) -> ServerInfo:
+    """Remember the grammar form to send a server that refused another one (engine.decoding)."""
+    return _learn(model, api_base, grammar_form=form)
+
+
+def _learn(model: str, api_base: Optional[str], **taught: Any) -> ServerInfo:
+    from dataclasses import replace
+
     key = (model, api_base or "")
     with _LOCK:
-        old = _CACHE.get(key) or ServerInfo(kind_guess(model, api_base))
-        info = ServerInfo(old.kind, int(context), source, old.where)
+        info = replace(_CACHE.get(key) or ServerInfo(kind_guess(model, api_base)), **taught)
         _CACHE[key] = info
     return info
 

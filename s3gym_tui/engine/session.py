@@ -109,12 +109,13 @@ class EpisodeSession:
                 "grammar": self.game.action_grammar()}
 
     # ----- acting -----------------------------------------------------------------------
-    async def propose(self, on_tokens=None) -> Proposal:
+    async def propose(self, on_tokens=None, progress=None) -> Proposal:
         """Ask the model for its next action (may raise ModelUnavailable). `on_tokens(n)`: the tokens
-        of the reply so far, where the provider streams (engine.llm.complete)."""
+        of the reply so far, where the provider streams; `progress`: an engine.call_progress.CallProgress
+        told what the call does and its retries (engine.llm.complete)."""
         self.on_event(StepStarted(self.episode.id, len(self.steps)))
         messages = self.messages()
-        extra = {"on_tokens": on_tokens} if on_tokens is not None else {}
+        extra = {k: v for k, v in (("on_tokens", on_tokens), ("progress", progress)) if v is not None}
         # a provider that caches only marked prefixes gets the same text in pieces it can mark
         sent = self.messages(split=True) if needs_marker(self.settings.model) else messages
         call = await complete(self.settings, sent, self.context(), **extra)

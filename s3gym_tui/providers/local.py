@@ -17,6 +17,8 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
+from s3gym_tui.engine.call_progress import CallProgress
+from s3gym_tui.engine.call_progress import current as current_call
 from s3gym_tui.providers._common import bad_request, build_response, content_text, s3gym_context
 
 PROVIDER = "local"
@@ -24,6 +26,11 @@ MODEL_NAME = "smollm2-135m"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 8192  # SmolLM2's training context
 N_THREADS = 2
+LOCK_POLL_S = 0.25  # a call waiting for the model looks this often whether it was given up
+# The prompt is read this many tokens at a time, each chunk a sign of progress (the call's timeout
+# measures silence): about 1 s on a quiet 2-core machine, 10 s at the 12 tokens/s seen with a load
+# average of 12; a whole 512-token batch took over 40 s there, past a 20 s timeout.
+PROMPT_CHUNK = 128
 MISSING_MESSAGE = "the embedded model needs: pip install 's3gym[local]'"
 
 ACT_MAX_TOKENS = 384  # "Answer: " + action + ", Score: " + number; chess-like placements take ~150
@@ -83,7 +90,7 @@ CUT_BLOCKS = 8
 
 
 class GenerationStopped(Exception):
-    """A generation given up by its caller (cancelled or past its deadline), stopped between tokens."""
+    """A generation given up by its caller (cancelled, or silent past its limit), stopped between chunks or tokens."""
 
 
 def act_grammar(action_rule: str) -> str:
@@ -141,13 +148,12 @@ class LocalLLM(CustomLLM):
         self._llama_cpp: Any = None
         self._grammar_ok: dict[str, bool] = {}
         self._atexit_registered = False
-        # called (in the generating thread, lock held) before every model evaluation (the prompt,
-        # then each generated token) with (evaluations so far, whether the call was given up and
-        # stops here); tests and benchmarks observe generations through it
+        # called (in the generating thread, lock held) before the prompt is read (0) and before
+        # each generated token is evaluated (k) with (k, whether the call was given up and stops
+        # here); tests and benchmarks observe generations through it
         self.on_eval: Optional[Callable[[int, bool], None]] = None
-        # the generation under way: 0 while the prompt is read, then the tokens written so far;
-        # None between generations (the app's status bar shows it during a long call)
-        self.tokens_written: Optional[int] = None
+        self.prompt_chunk = PROMPT_CHUNK  # tokens of the prompt read at once
+        self.last_progress = 0.0  # time.monotonic() of the last chunk read or token written, any call
 
     # ----- lifecycle ---------------------------------------------------------------------
     def _load(self, model: str = f"{PROVIDER}/{MODEL_NAME}") -> Any:
@@ -283,21 +289,41 @@ class LocalLLM(CustomLLM):
         return plan
 
     # ----- generation --------------------------------------------------------------------
+    def _take_model(self, given_up: Callable[[], bool], progress: Optional[CallProgress],
+                    heard: list[float], idle_s: Optional[float]) -> None:
+        """Take the model's lock. While another call holds it, this one waits its turn: not silence
+        while that call makes progress (its call's progress and `heard` are told so)."""
+        while not self.lock.acquire(timeout=LOCK_POLL_S):
+            if given_up():
+                raise GenerationStopped("the call was given up before it reached the model")
+            busy = time.monotonic() - self.last_progress < (idle_s if idle_s is not None else 60.0)
+            if busy:
+                heard[0] = time.monotonic()
+            if progress is not None:
+                progress.waiting_turn(busy)
+
     def generate(self, messages: list, plan: dict, model: str = f"{PROVIDER}/{MODEL_NAME}",
-                 cancel: Optional[threading.Event] = None, deadline: Optional[float] = None) -> dict:
+                 cancel: Optional[threading.Event] = None, idle_s: Optional[float] = None) -> dict:
         """One blocking, serialised chat completion; returns llama-cpp-python's response dict + 'truncated'.
 
-        The caller can give up: once `cancel` is set (or time.monotonic() passes `deadline`) the
-        generation stops before the next token is evaluated and GenerationStopped is raised, so the
-        lock is free again within one token's time (a call still waiting for the lock gives up
-        without generating)."""
+        The prompt is read in chunks (`prompt_chunk` tokens, PROMPT_CHUNK), each kept in
+        llama.cpp's KV cache as it is read, then the reply is written token by token; the call's
+        progress (engine.call_progress.current(), when the engine made the call) is told each chunk
+        and token. The caller can give up: once `cancel` is set, or when nothing was read or written
+        for `idle_s` seconds, the generation stops before the next chunk or token (the lock is free
+        again within one chunk's time) and GenerationStopped is raised. What was read stays in the
+        KV cache: a call with the same prompt (a retry) goes on from there instead of reading it again."""
         chat = [{"role": str(m.get("role", "user")), "content": _clean(content_text(m.get("content")))}
                 for m in messages]
+        progress = current_call()
+        heard = [time.monotonic()]  # when this generation last made progress (or its turn came nearer)
 
         def given_up() -> bool:
-            return (cancel is not None and cancel.is_set()) or (deadline is not None and time.monotonic() > deadline)
+            return (cancel is not None and cancel.is_set()) or (
+                idle_s is not None and time.monotonic() - heard[0] > idle_s)
 
-        with self.lock:
+        self._take_model(given_up, progress, heard, idle_s)
+        try:
             if given_up():
                 raise GenerationStopped("the call was given up before it reached the model")
             llm = self._load(model)
@@ -310,27 +336,50 @@ class LocalLLM(CustomLLM):
             kwargs = {k: plan[k] for k in ("temperature", "seed", "max_tokens", "repeat_penalty", "top_p", "stop")
                       if k in plan}
             evaluate = llm.eval  # llama-cpp-python evaluates the prompt, then every sampled token, here
+            chunk = max(1, min(self.prompt_chunk, llm.n_batch))
             calls = 0
             # The first evaluation is the part of the prompt llama.cpp computes: Llama.generate keeps
             # the KV state of the longest common prefix with the previous call (the same Llama
             # object, one per process) and evaluates only the rest.
             prompt_evaluated: list[int] = []
 
-            def eval_unless_given_up(tokens: Any) -> Any:
+            def progressed() -> None:
+                heard[0] = self.last_progress = time.monotonic()
+
+            def read_prompt(tokens: Any) -> None:
+                reused = int(llm.n_tokens)
+                total = reused + len(tokens)
+                prompt_evaluated.append(len(tokens))
+                if not len(tokens):
+                    evaluate(tokens)
+                for start in range(0, len(tokens), chunk):
+                    if start and given_up():
+                        raise GenerationStopped(f"stopped after reading {reused + start:,} of {total:,} prompt "
+                                                f"tokens (kept for the next call)")
+                    evaluate(tokens[start:start + chunk])
+                    progressed()
+                    if progress is not None:
+                        progress.reading(reused + min(len(tokens), start + chunk), total, reused)
+
+            def eval_unless_given_up(tokens: Any) -> None:
                 nonlocal calls
+                if progress is not None and calls:  # evaluation k (k >= 1) reads the k-th token written
+                    progress.writing(calls)
+                elif progress is not None:
+                    progress.reading(int(llm.n_tokens), int(llm.n_tokens) + len(tokens), int(llm.n_tokens))
                 stop = given_up()
-                self.tokens_written = calls  # evaluation k (k >= 1) reads the k-th token written
                 if self.on_eval is not None:
                     self.on_eval(calls, stop)
                 if stop:
                     raise GenerationStopped(f"generation stopped after {max(0, calls - 1)} tokens")
-                if not calls:
-                    prompt_evaluated.append(len(tokens))
+                if calls:
+                    evaluate(tokens)
+                    progressed()
+                else:
+                    read_prompt(tokens)
                 calls += 1
-                return evaluate(tokens)
 
             llm.eval = eval_unless_given_up
-            self.tokens_written = 0
             try:
                 result = llm.create_chat_completion(chat, grammar=grammar, **kwargs)
             except ValueError as exc:
@@ -340,7 +389,8 @@ class LocalLLM(CustomLLM):
                 raise
             finally:
                 del llm.eval  # the class's method again
-                self.tokens_written = None
+        finally:
+            self.lock.release()
         result["truncated"] = removed
         prompt_tokens = int((result.get("usage") or {}).get("prompt_tokens") or 0)
         result["cached_tokens"] = (max(0, prompt_tokens - prompt_evaluated[0]) if prompt_evaluated and prompt_tokens
@@ -365,11 +415,11 @@ class LocalLLM(CustomLLM):
         return self.request_plan(s3gym_context(optional_params, kwargs), dict(optional_params or {}))
 
     @staticmethod
-    def _deadline(kwargs: dict) -> Optional[float]:
-        """When litellm's `timeout` (seconds) for this call runs out, as a time.monotonic() value."""
+    def _idle_limit(kwargs: dict) -> Optional[float]:
+        """litellm's `timeout` (seconds) for this call: how long the generation may make no progress."""
         timeout = kwargs.get("timeout")
         if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
-            return time.monotonic() + float(timeout)
+            return float(timeout)
         return None
 
     def _timed_out(self, model: str, exc: GenerationStopped) -> Exception:
@@ -380,7 +430,7 @@ class LocalLLM(CustomLLM):
                    optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
         plan = self._prepare(model, optional_params, kwargs)
         try:
-            result = self.generate(messages, plan, f"{PROVIDER}/{model}", deadline=self._deadline(kwargs))
+            result = self.generate(messages, plan, f"{PROVIDER}/{model}", idle_s=self._idle_limit(kwargs))
         except GenerationStopped as exc:
             raise self._timed_out(model, exc) from None
         return self._respond(model, result, plan, model_response)
@@ -388,12 +438,13 @@ class LocalLLM(CustomLLM):
     async def acompletion(self, model: str, messages: list, *args: Any, model_response: ModelResponse | None = None,
                           optional_params: dict | None = None, **kwargs: Any) -> ModelResponse:
         """The generation runs in a worker thread; when this call is cancelled (the call's
-        timeout, a stopped episode) or litellm's timeout passes, it stops between two tokens."""
+        timeout, a stopped episode) or it makes no progress for litellm's timeout, it stops
+        between two prompt chunks or tokens."""
         plan = self._prepare(model, optional_params, kwargs)
         cancel = threading.Event()
         try:
             result = await asyncio.to_thread(self.generate, messages, plan, f"{PROVIDER}/{model}", cancel,
-                                             self._deadline(kwargs))
+                                             self._idle_limit(kwargs))
         except asyncio.CancelledError:
             cancel.set()
             raise

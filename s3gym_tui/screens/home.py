@@ -195,15 +195,21 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
     # ----- models found on this machine (off the UI thread) ---------------------------------
     @work(thread=True, group="discover-models", exit_on_error=False)
     def _discover(self, keyed: bool) -> None:
-        """Local servers (quick, no litellm), or with `keyed` the providers whose API keys are set
-        (litellm's model lists: a few seconds the first time, so only once the picker is used)."""
-        from s3gym_tui.engine.discovery import keyed_models, local_models
+        """Model servers (the usual local ports and those named in the config; quick, no litellm),
+        or with `keyed` the providers whose API keys are set (litellm's model lists: a few seconds
+        the first time, so only once the picker is used)."""
+        from s3gym_tui.engine.discovery import keyed_models, scan
 
+        silent = None if keyed else []
         try:
-            found = keyed_models() if keyed else local_models()
+            if keyed:
+                found = keyed_models()
+            else:
+                scanned = scan(self.app.settings.servers)
+                found, silent = scanned.found, scanned.silent
         except Exception:  # noqa: BLE001 - discovery is a convenience, never an error
             found = []
-        self.post_message(ModelsFound(found))
+        self.post_message(ModelsFound(found, silent))
 
     @on(ModelPicker.Opened)
     def _picker_opened(self, _event) -> None:
@@ -226,6 +232,12 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
             self.say(f"Model: {event.model}")
 
     def on_models_found(self, message: ModelsFound) -> None:
+        if message.silent is not None:  # servers that listed no models: each new set said once
+            said = tuple(s.said() for s in message.silent)
+            if said and said != getattr(self.app, "silent_servers", ()):
+                self.notify(safe("; ".join(said), max_chars=600), title="Model servers not answering",
+                            severity="warning", timeout=8)
+            self.app.silent_servers = said
         known = {f.model for f in self.app.found_models}
         self.app.found_models = self.app.found_models + [f for f in message.models if f.model not in known]
         if message.models:

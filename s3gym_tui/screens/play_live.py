@@ -8,7 +8,7 @@ from typing import Any, Optional
 from textual.worker import Worker, WorkerState
 
 from s3gym_tui.messages import EpisodeFinished, ModelFailed, ProposalReady, StepCompleted, StepFailed
-from s3gym_tui.screens.play_support import PlayHost, call_settings, ensure_litellm, tokens_so_far, typical_step
+from s3gym_tui.screens.play_support import PlayHost, call_settings, call_so_far, ensure_litellm, typical_step
 
 CALL_GROUP = "model-call"
 
@@ -29,7 +29,7 @@ class LiveDriver:
         self.error: Optional[str] = None
         self._worker: Optional[Worker] = None
         self.step_times: Optional[list[float]] = None  # the model's stored call times (ms) on this game
-        self.streamed: Optional[int] = None  # tokens of the reply so far, while a streamed call runs
+        self.progress: Any = None  # engine.call_progress.CallProgress of the call under way
 
     # ----- opening -----------------------------------------------------------------------
     def open(self) -> bool:
@@ -90,8 +90,8 @@ class LiveDriver:
 
     # ----- model calls -------------------------------------------------------------------
     def call_detail(self) -> str:
-        """What the status bar adds to a call's elapsed time: tokens so far (where the provider says),
-        the model's typical step time."""
+        """What the status bar adds to a call's elapsed time: the prompt read or the tokens so far
+        (where the provider says), its retries and why, the model's typical step time."""
         if self.step_times is None and self.session is not None:
             episode = self.session.episode
             try:
@@ -100,14 +100,8 @@ class LiveDriver:
                 self.step_times = []
         episode = self.session.episode if self.session is not None else None
         typical = typical_step(self.step_times or [], episode.game) if episode is not None else ""
-        so_far = tokens_so_far(episode.model) if episode is not None else ""
-        if self.streamed:
-            so_far = f"{self.streamed} token{'s' if self.streamed != 1 else ''} so far (streamed)"
+        so_far = call_so_far(self.progress)
         return " · ".join(part for part in (so_far, typical, "c or esc cancels; nothing is stored") if part)
-
-    def _tokens(self, count: int) -> None:
-        """The reply's tokens so far, while a streamed call runs (on the event loop)."""
-        self.streamed = count
 
     def start_think(self) -> None:
         if self.thinking or self.proposal is not None or not self.can_act():
@@ -126,11 +120,13 @@ class LiveDriver:
         """One model call; posts ProposalReady (wait) or commits and posts StepCompleted."""
         from s3gym_tui.engine.llm import ModelUnavailable, one_line
 
+        from s3gym_tui.engine.call_progress import CallProgress
+
         screen = self.screen
-        self.streamed = None
+        self.progress = CallProgress()
         try:
             await ensure_litellm()
-            proposal = await session.propose(on_tokens=self._tokens)
+            proposal = await session.propose(progress=self.progress)  # streamed where the provider can
         except ModelUnavailable as exc:
             screen.post_message(ModelFailed(str(exc)))
             return

@@ -83,16 +83,10 @@ def typical_step(latencies_ms: Sequence[float], game: str) -> str:
     return f"typical step {shown} (median of {n} stored step{'s' if n != 1 else ''} on {game})"
 
 
-def tokens_so_far(model: str) -> str:
-    """What the provider says of the call under way: the embedded model reports the tokens it has
-    written ('' for providers that do not report: other calls are not streamed)."""
-    local = sys.modules.get("s3gym_tui.providers.local")  # loaded only once that model is used
-    if local is None or not model.startswith(f"{local.PROVIDER}/"):
-        return ""
-    written = local.HANDLER.tokens_written
-    if written is None:
-        return ""
-    return "reading the prompt" if written == 0 else f"{written} token{'s' if written != 1 else ''} written"
+def call_so_far(progress: Any) -> str:
+    """What the call under way has done, as its provider reports it (engine.call_progress): the
+    prompt read, the tokens written or streamed, the retries and why ('' when nothing is known)."""
+    return progress.describe() if progress is not None else ""
 
 
 class ReplayBoard:

@@ -290,6 +290,9 @@ class AgentPanel(Vertical):
     AgentPanel.-maximized #agent-action, AgentPanel.-maximized #agent-feedback { height: auto; }
     AgentPanel #agent-warning { height: auto; display: none; color: $text-warning; text-style: bold; }
     AgentPanel #agent-warning.-shown { display: block; }
+    AgentPanel #agent-fault { height: auto; max-height: 2; display: none; color: $text-warning; }
+    AgentPanel #agent-fault.-shown { display: block; }
+    AgentPanel.-maximized #agent-fault { max-height: 100%; }
     AgentPanel #agent-prompt { height: 1fr; overflow-y: scroll; }  /* a bar that never comes and goes: no relayout */
     AgentPanel #agent-reply { height: 5; }
     """
@@ -305,6 +308,7 @@ class AgentPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("", id="agent-context")
         yield Static("", id="agent-warning")
+        yield ClampedText(id="agent-fault")  # the step's faults (retries and why): on their own line, never cut off
         yield ClampedText(id="agent-action")
         yield ClampedText(id="agent-feedback")
         yield FiguresLine(id="agent-usage")
@@ -383,6 +387,7 @@ class AgentPanel(Vertical):
         usage = self.query_one("#agent-usage", FiguresLine)
         reply = self.query_one("#agent-reply", TextView)
         if view is None:
+            self._show_fault(None)
             action.set_text(Text(self.empty_hint, style="italic"))
             usage.set_parts([])
             reply.show(Text())
@@ -413,9 +418,8 @@ class AgentPanel(Vertical):
             line.append_text(range_note_text(self.app, view.range_note))
         if view.valid is False:
             line.append(" · invalid action", style="bold")
-        if view.fault:
-            line.append(f" · fault: {safe(view.fault, max_chars=2000)}", style="italic")
         action.set_text(safe_text(line, max_chars=2000))
+        self._show_fault(view.fault)
         usage.set_parts(usage_parts("Call", view.tokens_in, view.tokens_out, view.latency_ms, view.cost,
                                     view.tokens_cached)
                         if view.reply else ["Call: none (action typed by a person)"])
@@ -425,6 +429,13 @@ class AgentPanel(Vertical):
         reply.show(Text(safe(body, max_chars=None)))  # gated before it is a Text (which drops BEL, backspace)
         self.query_one("#reply-box", SectionTitle).title = f"Raw reply · {view.title}"
         self._render_prompt()
+
+    def _show_fault(self, fault: Optional[str]) -> None:
+        """The step's faults (e.g. `timeout: no progress for 120 s; timeout: ...`: the retries its call
+        made) on a line of their own above the action, which a long action cannot push out of view."""
+        target = self.query_one("#agent-fault", ClampedText)
+        target.set_text(safe_text(Text.assemble(("fault: ", "bold"), fault), max_chars=2000) if fault else Text())
+        target.set_class(bool(fault), "-shown")
 
     def _render_prompt(self) -> None:
         if not self.is_mounted:

@@ -40,9 +40,11 @@ def short_name(model: str, limit: int = SHORT_NAME_CHARS) -> str:
 
 @dataclass
 class ModelsFound(Message):
-    """Discovery finished (engine.discovery.FoundModel list); posted to the app's screens."""
+    """Discovery finished (engine.discovery.FoundModel list; after a look for servers, `silent`:
+    those that listed no models, engine.discovery.SilentServer); posted to the app's screens."""
 
     models: list
+    silent: Optional[list] = None
 
 
 class ModelPicker(Horizontal):

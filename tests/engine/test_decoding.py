@@ -78,8 +78,9 @@ def test_free_decoding_and_summary_calls_send_no_grammar():
 
 
 def test_a_server_that_refuses_a_grammar_field_stops_the_call_with_its_words():
+    """(Each form is tried once first: tests/engine/test_grammar_forms.py.)"""
     with FakeOpenAI(kind="llama.cpp", context=4096, accepts=set(), reply=PLAY) as fake:
-        with pytest.raises(ModelUnavailable, match="Unrecognized request argument supplied: grammar"):
+        with pytest.raises(ModelUnavailable, match="Unrecognized request argument supplied: "):
             _call("llamafile/fake", fake)
 
 

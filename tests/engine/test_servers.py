@@ -49,12 +49,21 @@ def test_each_kind_of_server_states_its_context(kind, model, source):
     assert "3,072 tokens" in info.said() and info.where.startswith("127.0.0.1:")
 
 
-def test_a_server_that_says_nothing_leaves_the_settings_alone():
+def test_a_server_that_says_nothing_is_said_to_have_an_unknown_context():
+    """Not assumed (issue 36): the server line says "context unknown" and max tokens are kept to a
+    bounded default until the server states or teaches its context."""
     with FakeOpenAI(kind="plain") as fake:
         info = servers.describe("openai/fake", fake.base)
     assert info.context is None and info.kind == "openai-compatible"
     fitted = fitting.fit_to_context(info, "openai/fake", "trust", "history", 14_000, 100_000)
-    assert (fitted.max_tokens, fitted.history_budget, fitted.notes) == (14_000, 100_000, ())
+    assert (fitted.max_tokens, fitted.history_budget) == (servers.UNKNOWN_CONTEXT_MAX_TOKENS, 100_000)
+    assert fitted.notes == (f"OpenAI-compatible server on {info.where} states no context size: context unknown: "
+                            f"max tokens 14,000 -> 1,024 until it states or teaches its context",)
+    small = fitting.fit_to_context(info, "openai/fake", "trust", "none", 300, 100_000)
+    assert small.max_tokens == 300 and small.notes == (info.said(),)  # within the bound: unchanged, still said
+    hosted = fitting.fit_to_context(servers.ServerInfo("hosted", where="openai"), "openai/new-model", "trust",
+                                    "none", 14_000, 100_000)  # a hosted API states its own limits
+    assert hosted.max_tokens == 14_000 and hosted.notes == ("hosted API states no context size: context unknown",)
 
 
 def test_hosted_models_are_described_by_litellm():
@@ -99,17 +108,18 @@ def test_a_context_stated_only_in_an_error_is_learned_on_the_first_call():
     """A server that does not describe itself (no /props, no max_model_len) refuses the first call
     for its context and states the size in the error: the call is fitted and made again, and the
     next call is fitted up front."""
-    with FakeOpenAI(kind="plain", context=2048, enforce_context=True, reply=PLAY) as fake:
+    with FakeOpenAI(kind="plain", context=512, enforce_context=True, reply=PLAY) as fake:
         settings = CallSettings("hosted_vllm/quiet", api_base=fake.base, max_tokens=14_000, max_retries=0,
                                 timeout_s=10)
         first = asyncio.run(complete(settings, MESSAGES))
         second = asyncio.run(complete(settings, MESSAGES))
         asked = [r["body"]["max_tokens"] for r in fake.requests]
     assert "Answer: collaborate" in first.reply
-    assert any("the server's context is 2,048 tokens: max tokens 14,000 ->" in f for f in first.faults)
-    assert asked[0] == 14_000 and all(a < 2048 for a in asked[1:]) and len(asked) == 3
+    assert any("the server's context is 512 tokens: max tokens 1,024 ->" in f for f in first.faults)
+    # unknown at first: the bounded default, not 14,000; then fitted to what the error taught
+    assert asked[0] == servers.UNKNOWN_CONTEXT_MAX_TOKENS and all(a < 512 for a in asked[1:]) and len(asked) == 3
     assert second.faults == ()  # learned: no refusal any more
-    assert servers.known("hosted_vllm/quiet", fake.base).context == 2048
+    assert servers.known("hosted_vllm/quiet", fake.base).context == 512
 
 
 def test_a_prompt_larger_than_the_context_is_refused_with_the_servers_words():
@@ -177,3 +187,25 @@ def test_a_call_outside_a_run_is_fitted_to_the_context_its_server_states():
         probes = [p for p in fake.gets if p.endswith("/models")]
     assert all(r.faults == () for r in results) and len(asked) == 2 and max(asked) < 2048
     assert len(probes) == 1  # described once, then cached
+
+
+def test_a_call_to_a_server_that_states_no_context_asks_for_a_bounded_reply():
+    """Hand play against a server that states no context: not 14,000 tokens against a window it
+    may not have (issue 36), until the server states or teaches it."""
+    with FakeOpenAI(kind="plain", reply=PLAY) as fake:
+        settings = CallSettings("hosted_vllm/fake", api_base=fake.base, max_tokens=14_000, max_retries=0,
+                                timeout_s=10)
+        asyncio.run(complete(settings, MESSAGES))
+        small = asyncio.run(complete(CallSettings("hosted_vllm/fake", api_base=fake.base, max_tokens=200,
+                                                  max_retries=0, timeout_s=10), MESSAGES))
+        asked = [r["body"]["max_tokens"] for r in fake.requests]
+    assert asked == [servers.UNKNOWN_CONTEXT_MAX_TOKENS, 200] and small.faults == ()
+
+
+def test_the_estimate_and_the_server_line_say_the_context_is_unknown(capsys):
+    with FakeOpenAI(kind="plain") as fake:
+        code, out, err = run_cli(capsys, "run", "trust", "-m", "hosted_vllm/fake", "--api-base", fake.base,
+                                 "--episodes", "1", "--eval-episodes", "0", "--estimate")
+    assert code == 0, err
+    assert "states no context size: context unknown: max tokens 14,000 -> 1,024" in out
+    assert "(1,024 max tokens a reply; context unknown;" in out

@@ -336,23 +336,64 @@ def test_a_sync_call_past_its_timeout_stops_and_is_a_timeout(litellm_mod, local_
     assert events == [] or events[-1][1]
 
 
-async def test_the_tokens_written_so_far_are_readable_during_a_generation(litellm_mod, local_handler):
-    """What the app's status bar shows during a long call: 0 while the prompt is read, then the
-    tokens written so far, read from another thread while the model generates; None after."""
-    from s3gym_tui.screens.play_support import tokens_so_far
+async def test_the_calls_progress_is_readable_during_a_generation(litellm_mod, local_handler):
+    """What the app's status bar shows during a long call (engine.call_progress): the prompt read,
+    then the tokens written so far, read from another thread while the model generates."""
+    from s3gym_tui.engine.call_progress import CallProgress, bind, unbind
 
-    seen: list[tuple[int, Optional[int], str]] = []
-    local_handler.on_eval = lambda n, stop: seen.append((n, local_handler.tokens_written, tokens_so_far(MODEL)))
+    progress = CallProgress()
+    seen: list[tuple[int, str]] = []
+    local_handler.on_eval = lambda n, stop: seen.append((n, progress.describe()))
+    token = bind(progress)
     try:
         reply = await litellm_mod.acompletion(model=MODEL, messages=LONG_CHAT, max_tokens=12)
     finally:
+        unbind(token)
         local_handler.on_eval = None
-    assert [n for n, _, _ in seen] == [written for _, written, _ in seen] == list(range(len(seen)))
-    assert seen[0][2] == "reading the prompt" and seen[1][2] == "1 token written"
-    assert seen[-1][2] == f"{len(seen) - 1} tokens written"
+    assert [n for n, _ in seen] == list(range(len(seen)))
+    assert re.fullmatch(r"reading the prompt [\d,]+ of [\d,]+ tokens(, [\d,]+ reused)?", seen[0][1]), seen[0]
+    assert seen[1][1] == "1 token written" and seen[-1][1] == f"{len(seen) - 1} tokens written"
+    assert progress.prompt_read == progress.prompt_total == reply.usage.prompt_tokens
     assert reply.usage.completion_tokens in (len(seen) - 1, len(seen))  # the last token is not evaluated
-    assert local_handler.tokens_written is None and tokens_so_far(MODEL) == ""
-    assert tokens_so_far("openai/gpt-4.1") == ""  # not streamed: nothing is made up
+
+
+def test_a_prompt_stopped_halfway_is_not_read_again_by_the_retry(local_handler):
+    """A generation given up while it reads its prompt (a timeout, a cancel) keeps what it read in
+    llama.cpp's KV cache: the same call made again (the retry) reads only the rest."""
+    import uuid
+
+    from s3gym_tui.engine.call_progress import CallProgress, bind, unbind
+
+    chunk = 64
+    cancel = threading.Event()
+
+    class StopsAfterTwoChunks(CallProgress):
+        def reading(self, read: int, total: int, reused: int = 0) -> None:
+            super().reading(read, total, reused)
+            if read - reused >= 2 * chunk:
+                cancel.set()
+
+    messages = [{"role": "user", "content": f"{uuid.uuid4().hex} " + "The dragon counted the stars. " * 60}]
+    plan = local_handler.request_plan(None, {"max_tokens": 2})
+    first, retry = StopsAfterTwoChunks(), CallProgress()
+    saved, local_handler.prompt_chunk = local_handler.prompt_chunk, chunk
+    try:
+        token = bind(first)
+        try:
+            with pytest.raises(local.GenerationStopped, match="kept for the next call"):
+                local_handler.generate(messages, plan, cancel=cancel)
+        finally:
+            unbind(token)
+        token = bind(retry)
+        try:
+            result = local_handler.generate(messages, plan)
+        finally:
+            unbind(token)
+    finally:
+        local_handler.prompt_chunk = saved
+    assert first.prompt_read - first.prompt_reused == 2 * chunk < first.prompt_total - first.prompt_reused
+    assert retry.prompt_reused == first.prompt_read  # what the stopped call read is not read again
+    assert result["cached_tokens"] == retry.prompt_reused and retry.prompt_read == retry.prompt_total
 
 
 def test_the_cut_moves_in_blocks_so_a_growing_prompt_keeps_its_start(local_handler):

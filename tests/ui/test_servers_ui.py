@@ -45,12 +45,12 @@ def test_short_names():
 async def test_the_picker_looks_again_when_opened_and_lists_a_gguf_by_its_short_name(app, monkeypatch):
     calls = []
 
-    def local_models():  # no server at start; one is started while the app is open
+    def scan(named=()):  # no server at start; one is started while the app is open
         calls.append(1)
-        return [] if len(calls) == 1 else [FoundModel(GGUF, "llama.cpp server on 127.0.0.1:8080",
-                                                      "http://127.0.0.1:8080/v1")]
+        return discovery.Scan([] if len(calls) == 1 else [FoundModel(GGUF, "llama.cpp server on 127.0.0.1:8080",
+                                                                     "http://127.0.0.1:8080/v1")])
 
-    monkeypatch.setattr(discovery, "local_models", local_models)
+    monkeypatch.setattr(discovery, "scan", scan)
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen
         await settle(pilot)
@@ -147,3 +147,35 @@ async def test_model_settings_take_decoding_and_model_args_and_never_show_a_secr
         assert pilot.app.screen is not again
         own = pilot.app.settings.model_settings("hosted_vllm/qwen")
         assert own.model_args == {"api_key": "sk-notshown12345678", "top_k": 8}  # the secret was kept
+
+
+async def test_a_malformed_api_base_in_the_run_dialog_starts_no_process(app, monkeypatch):
+    """The run dialog starts `s3gym run` as a process: an api base that is not a server's URL is
+    refused in one line before that (issue 36), and nothing is stored."""
+    from s3gym_tui.screens import run_control
+
+    started = []
+    monkeypatch.setattr(run_control, "start_new_run", lambda app, config: started.append(config))
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = pilot.app.screen
+        runs_before = len(app.store.list_runs())
+        await choose_game(pilot, "trust")
+        screen.query_one("#model-input", Input).value = "hosted_vllm/fake"
+        await pilot.pause()
+        await pilot.press("f6")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if isinstance(pilot.app.screen, RunDialog):
+                break
+        dialog = pilot.app.screen
+        assert isinstance(dialog, RunDialog)
+        dialog.query_one("#run-api_base", Input).value = "::::"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        for _ in range(40):
+            await pilot.pause(0.05)
+            if pilot.app.screen is screen:
+                break
+        message = str(screen.query_one("#home-message").render())
+        assert "api base '::::' is not a server's URL" in message and "\n" not in message.strip()
+        assert started == [] and len(app.store.list_runs()) == runs_before
