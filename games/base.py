@@ -162,6 +162,12 @@ class Game(ABC, Generic[ConfigT]):
             game.step(action)
         return game
 
+    @classmethod
+    def same_action(cls, a: str, b: str) -> bool:
+        """Whether two action texts name the same move: equal after normalisation, ignoring case (a game
+        whose actions are case-sensitive, like chess's piece letters, compares them as written)."""
+        return clean_action(a).casefold() == clean_action(b).casefold()
+
     # ----- what subclasses provide -----------------------------------------------------
     @abstractmethod
     def _setup(self) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from games.base import Game, Outcome
+from games.base import clean_action, Game, Outcome
 from games.chess.render import ChessBoards
 
 Cell = tuple[int, int]
@@ -692,6 +692,11 @@ class ChessGame(Game[ChessConfig]):
         return ", ".join([f"{p}:({int(rnd() * n)},{int(rnd() * n)})" for p in chosen])
 
     @classmethod
+    @classmethod
+    def same_action(cls, a: str, b: str) -> bool:
+        """Letters are pieces and case-sensitive (A and a are different pieces): compared as written."""
+        return clean_action(a) == clean_action(b)
+
     def score_eps(cls, mode: str) -> float:
         return 1.0 / cls.CONFIGS[mode].pieces
 

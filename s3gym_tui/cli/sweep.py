@@ -437,8 +437,9 @@ def print_replies(store, sweep_id: str) -> None:
     cols = (Column("model", "model", TEXT), Column("decoding", "decoding", TEXT, 1), Column("runs", "runs", INT),
             Column("replies", "replies", INT), Column("unparsed", "did not parse", INT),
             Column("share", "share", INT))
-    print_table(console, ReportTable("replies", "replies per model (decoding grammar: constrained to the game's "
-                                     "action grammar)", cols, rows), more="a wider terminal shows them")
+    title = "replies per model" + (" (decoding grammar: action replies constrained to the game's grammar)"
+                                   if any(decoding == "grammar" for _, decoding in counts) else "")
+    print_table(console, ReportTable("replies", title, cols, rows), more="a wider terminal shows them")
     for (model, _), (_, replies, unparsed) in counts.items():
         warning = unparsed_text(model, unparsed, replies)
         if warning:

@@ -45,15 +45,22 @@ class AlignedRow:
     equal: bool  # both sides have this step and took the same action
 
 
-def same_action(a: Optional[str], b: Optional[str]) -> bool:
-    """Actions are equal when both exist and match after the games' normalisation, ignoring case."""
+def same_action(a: Optional[str], b: Optional[str], game: Optional[str] = None) -> bool:
+    """Actions are equal when both exist and name the same move: by the game's own rule when `game` is
+    known (chess's letters are case-sensitive), else after the games' normalisation, ignoring case."""
     if a is None or b is None:
         return False
+    if game is not None:
+        try:
+            return games.game_class(game).same_action(a, b)
+        except games.GameError:
+            pass
     return clean_action(a).casefold() == clean_action(b).casefold()
 
 
-def align(steps_a: Sequence[Step], steps_b: Sequence[Step]) -> list[AlignedRow]:
-    """One row per step index up to the longer episode (steps are matched by index)."""
+def align(steps_a: Sequence[Step], steps_b: Sequence[Step], game: Optional[str] = None) -> list[AlignedRow]:
+    """One row per step index up to the longer episode (steps are matched by index; `game`: whose rule
+    says when two actions are the same move)."""
     rows = []
     for i in range(max(len(steps_a), len(steps_b))):
         a = steps_a[i] if i < len(steps_a) else None
@@ -64,15 +71,15 @@ def align(steps_a: Sequence[Step], steps_b: Sequence[Step]) -> list[AlignedRow]:
             reward_a=a.reward if a else None,
             action_b=b.action if b else None, self_b=b.self_score if b else None,
             reward_b=b.reward if b else None,
-            equal=same_action(a.action if a else None, b.action if b else None),
+            equal=same_action(a.action if a else None, b.action if b else None, game),
         ))
     return rows
 
 
-def first_divergence(steps_a: Sequence[Step], steps_b: Sequence[Step]) -> Optional[int]:
+def first_divergence(steps_a: Sequence[Step], steps_b: Sequence[Step], game: Optional[str] = None) -> Optional[int]:
     """The first step index where the actions differ (or one episode has ended and the other has
     not); None when both took exactly the same actions."""
-    for row in align(steps_a, steps_b):
+    for row in align(steps_a, steps_b, game):
         if not row.equal:
             return row.index
     return None

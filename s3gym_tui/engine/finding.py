@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+import games
 from s3gym_tui.engine.compare import best_pairs, same_action
 from s3gym_tui.models import Episode
 from s3gym_tui.store.search import DEFAULT_LIMIT, SearchFilters, SearchResult
@@ -18,22 +19,21 @@ def compare_pairs(store, game: Optional[str] = None) -> list[tuple[str, str]]:
     return pairs + store.fork_pairs(game)
 
 
-def first_action_divergence(a: list[str], b: list[str]) -> Optional[int]:
+def first_action_divergence(a: list[str], b: list[str], game: Optional[str] = None) -> Optional[int]:
     """engine.compare.first_divergence over two lists of actions (the same rule: same_action)."""
     for i in range(max(len(a), len(b))):
-        if not same_action(a[i] if i < len(a) else None, b[i] if i < len(b) else None):
+        if not same_action(a[i] if i < len(a) else None, b[i] if i < len(b) else None, game):
             return i
     return None
 
 
 def divergence_steps(store, filters: SearchFilters) -> set[tuple[str, int]]:
     """(episode, step index) of the first divergence of every Compare pair, on both sides."""
-    game = filters.games[0] if len(filters.games) == 1 else None
-    pairs = compare_pairs(store, game)
-    actions = store.episode_actions(sorted({e for pair in pairs for e in pair}))
+    pairs = [(a, b, g) for g in (filters.games or games.names()) for a, b in compare_pairs(store, g)]
+    actions = store.episode_actions(sorted({e for a, b, _ in pairs for e in (a, b)}))
     found: set[tuple[str, int]] = set()
-    for a, b in pairs:
-        k = first_action_divergence(actions[a], actions[b])
+    for a, b, game in pairs:  # each pair by its game's rule of the same move
+        k = first_action_divergence(actions[a], actions[b], game)
         if k is None:
             continue
         for episode_id in (a, b):

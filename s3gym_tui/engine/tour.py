@@ -113,7 +113,7 @@ def _pair_stops(store, pair: EpisodePair) -> list[TourStop]:
     h_episode, s_episode = store.get_episode(pair.history_episode), store.get_episode(pair.summary_episode)
     h_steps = store.steps(h_episode.id, include_prompt=False)
     s_steps = store.steps(s_episode.id, include_prompt=False)
-    k = first_divergence(h_steps, s_steps)
+    k = first_divergence(h_steps, s_steps, h_episode.game)
     compare_text = f"{_pair_text(pair)}. "
     rule = None
     if k is None or k >= min(len(h_steps), len(s_steps)):

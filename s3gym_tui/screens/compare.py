@@ -115,8 +115,9 @@ class CompareScreen(AnalysisScreen):
                 loaded.append((None, []))
         self.episodes = (loaded[0][0], loaded[1][0])
         self.steps = (loaded[0][1], loaded[1][1])
-        self.rows = align(*self.steps)
-        self.divergence = first_divergence(*self.steps)
+        game = next((e.game for e in self.episodes if e is not None), None)
+        self.rows = align(*self.steps, game=game)
+        self.divergence = first_divergence(*self.steps, game=game)
         table.border_subtitle = self._legend()
         self._fill_table()
         self._draw_curves()
@@ -323,7 +324,8 @@ class CompareScreen(AnalysisScreen):
                 step = steps[k]
                 caption = f"before step {k + 1}"
                 step_text.append(f"Step {k + 1}: ", style="bold")
-                step_text.append(step.action, style=DIVERGENCE_STYLE if k == self.divergence else "bold")
+                step_text.append(safe(step.action, one_line=True, max_chars=2000),  # gated: a Text drops BEL
+                                 style=DIVERGENCE_STYLE if k == self.divergence else "bold")
                 kind = verdict(step.self_score, step.reward)
                 note = range_note(episode.game, episode.mode, step.self_score)
                 step_text.append("   self ")

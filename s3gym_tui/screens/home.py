@@ -519,7 +519,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         labels = []
         for ep in self.app.store.episodes(run_id):
             where = f"checkpoint {ep.checkpoint}" if ep.phase == "eval" else f"explore #{ep.index}"
-            score = "–" if ep.score is None else f"{ep.score:g}"
+            score = "—" if ep.score is None else f"{ep.score:g}"
             labels.append((ep.id, f"{where} · seed {ep.seed} · {ep.n_steps} steps · score {score} · {ep.status}"))
 
         def chosen(episode_id: Optional[str]) -> None:

@@ -714,7 +714,7 @@ class PlayScreen(SteadyLayout, Screen):
 
     def on_episode_finished(self, message: EpisodeFinished) -> None:
         self.episode = message.episode
-        score = "–" if message.episode.score is None else f"{message.episode.score:g}"
+        score = "—" if message.episode.score is None else f"{message.episode.score:g}"
         self.notify(f"Episode {message.episode.status}: final verifier score {score}", title="Episode over")
         if self.following:
             self.show_position(len(self.steps))

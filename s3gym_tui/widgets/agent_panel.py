@@ -140,7 +140,7 @@ def usage_parts(label: str, tokens_in: int, tokens_out: int, latency_ms: float,
                 cost: Optional[float], cached: Optional[int] = None) -> list[str]:
     """The figures of a call (or of all calls): `label: N in`, `N out`, `N ms`, the cost. `cached`: input
     tokens read from the provider's prompt cache (None: not said, not shown)."""
-    money = "–" if cost is None else f"${cost:.4f}"
+    money = "—" if cost is None else f"${cost:.4f}"
     read = f" ({cached:,} cached)" if cached is not None else ""
     return [f"{label}: {tokens_in:,} in{read}", f"{tokens_out:,} out", f"{latency_ms:,.0f} ms", money]
 

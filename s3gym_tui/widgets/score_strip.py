@@ -19,7 +19,7 @@ LABEL_WIDTH = 8
 
 
 def _pct(value: Optional[float]) -> str:
-    return "–" if value is None else f"{value:.0%}"
+    return "—" if value is None else f"{value:.0%}"
 
 
 def bar(value: Optional[float], lo: float, hi: float) -> str:

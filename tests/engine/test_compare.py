@@ -35,6 +35,17 @@ def make_steps(episode_id: str, actions, rewards=None, scores=None, game="trust"
 
 
 # ----- alignment -------------------------------------------------------------------------------
+def test_the_same_move_is_the_games_rule_chess_letters_are_case_sensitive():
+    assert same_action("Cheat", "cheat", "trust") and same_action(" cheat. ", "cheat")
+    assert not same_action("A:(1,2)", "a:(1,2)", "chess")  # A and a are different pieces
+    assert same_action("A:(1,2)", "A:(1,2).", "chess")
+    a = make_steps("a", ["A:(1,2)"], game="chess")
+    b = make_steps("b", ["a:(1,2)"], game="chess")
+    assert first_divergence(a, b, "chess") == 0
+    assert first_divergence(a, b) is None  # without the game: case ignored, as for any game
+
+
+
 def test_align_rows_side_by_side_and_marks_equal_steps():
     a = make_steps("a", ["collaborate", "cheat", "cheat"], scores=[2, 0, 3])
     b = make_steps("b", ["collaborate", "collaborate"], scores=[1, None])

@@ -241,4 +241,4 @@ def test_the_agent_panel_says_how_many_input_tokens_were_cached_only_when_the_pr
 
     assert usage_line("Call", 1200, 10, 5.0, 0.001, 1024) == "Call: 1,200 in (1,024 cached) · 10 out · 5 ms · $0.0010"
     assert usage_line("Call", 1200, 10, 5.0, 0.001, 0) == "Call: 1,200 in (0 cached) · 10 out · 5 ms · $0.0010"
-    assert usage_line("Call", 1200, 10, 5.0, None) == "Call: 1,200 in · 10 out · 5 ms · –"
+    assert usage_line("Call", 1200, 10, 5.0, None) == "Call: 1,200 in · 10 out · 5 ms · —"
