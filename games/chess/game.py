@@ -697,6 +697,7 @@ class ChessGame(Game[ChessConfig]):
         """Letters are pieces and case-sensitive (A and a are different pieces): compared as written."""
         return clean_action(a) == clean_action(b)
 
+    @classmethod
     def score_eps(cls, mode: str) -> float:
         return 1.0 / cls.CONFIGS[mode].pieces
 
