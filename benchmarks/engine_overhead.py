@@ -44,7 +44,7 @@ def measure(n_previous: int, workdir: Path) -> list:
     episode = Episode(id=f"bench-{n_previous}", run_id=None, game=GAME, mode="explore", phase="explore",
                       seed=500_000, index=0, model=config.model, pathway="history")
     session = EpisodeSession(store, episode, CallSettings(model=config.model), state)
-    from games import reference_policy
+    from s3gym_games import reference_policy
 
     policy = reference_policy(GAME)
     assemble, parse, commit, total = [], [], [], []

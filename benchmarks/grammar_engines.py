@@ -67,7 +67,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList
 
-    import games
+    import s3gym_games as games
     from s3gym_tui.engine.parsing import parse_reply
     from s3gym_tui.engine.prompts import build_messages
     from s3gym_tui.training.backend import quiet, resolve_base

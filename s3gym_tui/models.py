@@ -109,7 +109,7 @@ class RunConfig(Frozen):
     @field_validator("game")
     @classmethod
     def _known_game(cls, value: str) -> str:
-        from games import canonical
+        from s3gym_games import canonical
 
         return canonical(value)
 
@@ -287,7 +287,7 @@ class SweepConfig(Frozen):
     @field_validator("games")
     @classmethod
     def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from games import canonical
+        from s3gym_games import canonical
 
         games_ = tuple(dict.fromkeys(canonical(g) for g in value))
         return games_

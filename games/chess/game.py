@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from games.base import clean_action, Game, Outcome
-from games.chess.render import ChessBoards
+from s3gym_games.base import clean_action, Game, Outcome
+from s3gym_games.chess.render import ChessBoards
 
 Cell = tuple[int, int]
 
@@ -620,7 +620,7 @@ class ChessGame(Game[ChessConfig]):
         return text
 
     def render(self, focus: int = 0) -> ChessBoards:
-        """The boards for the terminal (games.chess.render): t0 large with coordinates, unless
+        """The boards for the terminal (s3gym_games.chess.render): t0 large with coordinates, unless
         `focus` counts back to an older board, the others in a strip as the width allows."""
         return ChessBoards(LABELS, [self._board(t) for t in self._times()], self.pieces, focus)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from games.base import Game, Outcome
+from s3gym_games.base import Game, Outcome
 
 COLLABORATE, CHEAT = "collaborate", "cheat"
 MOVES = (COLLABORATE, CHEAT)

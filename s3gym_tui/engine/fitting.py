@@ -24,7 +24,7 @@ class Fitted:
 def first_prompt_tokens(model: str, game_name: str) -> Optional[int]:
     """Tokens of the game's first prompt without history (litellm's count for the model)."""
     try:
-        import games
+        import s3gym_games as games
         from s3gym_tui.engine.prompts import build_messages
         from s3gym_tui.engine.tokens import count_tokens
 

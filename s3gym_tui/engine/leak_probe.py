@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.compare import hint_block
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import TurnRecord, build_messages

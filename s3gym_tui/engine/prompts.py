@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from games import Game
+from s3gym_games import Game
 
 HINT_HEADER = "Hint Messages:"
 HISTORY_CUT_MARK = "[{n} older episode(s) dropped to fit the history budget]"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink, RunFinished, SummaryWritten,
                                      ignore)
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import games
-from games import Game
+import s3gym_games as games
+from s3gym_games import Game
 from s3gym_tui.engine.events import EpisodeDone, EpisodeStarted, EventSink, StepDone, StepStarted, ignore
 from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.visibility import Vantage, is_evaluation, visible_episodes
 from s3gym_tui.models import Episode, Frozen, Step
 from s3gym_tui.store import Dataset, DatasetRow, LeakageError, StoreError

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER

@@ -101,7 +101,7 @@ def short_completion(game: str, seed: int, tokenizer: Any, max_tokens: int) -> O
     state of `seed`, with a score), or None. A constrained reply cut short never parses."""
     import random
 
-    import games as games_pkg
+    import s3gym_games as games_pkg
     from s3gym_tui.training.environment import MODE
 
     env = games_pkg.make(games_pkg.canonical(game), MODE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import TurnRecord, build_messages
 from s3gym_tui.engine.session import NO_ANSWER

@@ -79,7 +79,7 @@ def _action_rule(ctx: dict) -> Optional[str]:
     if ctx.get("grammar"):
         return str(ctx["grammar"]).strip()
     try:
-        import games
+        import s3gym_games as games
 
         env = games.game_class(str(ctx["game"])).replay(str(ctx.get("mode") or "explore"), int(ctx.get("seed") or 0),
                                                         [str(a) for a in ctx.get("actions") or []])

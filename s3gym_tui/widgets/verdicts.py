@@ -14,8 +14,8 @@ from typing import Optional, Sequence
 
 from rich.text import Text
 
-import games
-from games.base import GameError
+import s3gym_games as games
+from s3gym_games.base import GameError
 
 from s3gym_tui.engine.glossary import (OUT_OF_RANGE_MARK, OUT_OF_RANGE_MEANING, VERDICT_LABELS, VERDICT_MARKS,
                                       VERDICT_MEANINGS)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.compare import (align, best_pairs, context_at, cumulative_rewards,
                                       cumulative_self_scores, first_divergence, hint_block,
                                       same_action, state_at, summary_diff)

@@ -10,7 +10,7 @@ import sqlite3
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.engine import servers
 from s3gym_tui.engine.decoding import (ModelArgError, act_grammar, parse_model_args, storable_args)

@@ -14,7 +14,7 @@ import asyncio
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.engine import servers
 from s3gym_tui.engine.decoding import act_grammar

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.engine import prompt_cache
 from s3gym_tui.engine.estimate import estimate_run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -12,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-import games
-from games.base import GameError, StepResult
+import s3gym_games as games
+from s3gym_games.base import GameError, StepResult
 
 NAMES = games.names()
 SEEDS = [0, 1, 7, 1_000_000, 1_000_003]
@@ -59,7 +60,7 @@ def test_different_seeds_differ(name, mode):
 
 _SCRIPT = """
 import json, random, sys
-import games
+import s3gym_games as games
 name, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 g = games.make(name, mode); out = [g.reset(seed)]; rng = random.Random(5)
 for _ in range(80):
@@ -75,8 +76,8 @@ def test_identical_across_processes(name):
     outs = []
     for hash_seed in ("1", "2"):
         proc = subprocess.run([sys.executable, "-c", _SCRIPT, name, "eval", "1000001"], capture_output=True,
-                              text=True, check=True, env={"PYTHONHASHSEED": hash_seed, "PATH": ""},
-                              cwd=str(__import__("pathlib").Path(games.__file__).parent.parent))
+                              text=True, check=True, env={"PYTHONHASHSEED": hash_seed, "PATH": "",
+                                                         "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
     local = _random_play(name, "eval", 1000001)

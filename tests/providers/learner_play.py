@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import (TurnRecord, build_messages, build_summary_messages, parse_summary,
                                       render_episode_block)

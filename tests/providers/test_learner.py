@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import TurnRecord, build_messages, build_summary_messages, parse_summary
 from s3gym_tui.providers.learner import PromptError, prompts, reply

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 

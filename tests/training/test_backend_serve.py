@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.providers import is_builtin, make_context
 from s3gym_tui.training.dataset import build_dataset, training_examples

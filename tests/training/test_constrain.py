@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.training.learning_signal import no_signal_reason
 from s3gym_tui.training.rewards import zero_spread_share
 

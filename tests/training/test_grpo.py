@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.engine.prompts import SYSTEM_PROMPT, build_messages
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
@@ -83,7 +83,7 @@ def test_an_outcome_is_played_on_a_copy_of_the_state():
 @pytest.fixture
 def canary(monkeypatch):
     """Every valid step's verifier reward becomes a canary number that must never reach a judge prompt."""
-    from games.base import Game
+    from s3gym_games.base import Game
 
     real = Game.step
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit

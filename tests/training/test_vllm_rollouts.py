@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.parsing import parse_reply
 from s3gym_tui.engine.prompts import build_messages
 

@@ -11,7 +11,7 @@ from typing import Optional
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import Settings
 from s3gym_tui.engine.glossary import VERDICT_LABELS, VERDICT_MARKS
