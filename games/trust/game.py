@@ -85,6 +85,7 @@ class TrustGame(Game[TrustConfig]):
     """
 
     name = "trust"
+    fixed_length = True  # the rules' max steps are its length: the last one ends the game
     title = "Trust Evolution"
     description = "Iterated prisoner's dilemma against a hidden opponent strategy."
     CONFIGS = {

@@ -442,7 +442,7 @@ def test_episode_lasts_max_steps_and_truth_scores_one():
         res = game.step(truth_answer(game))
         steps += 1
         assert res.reward == 1.0
-    assert steps == 5 and game.truncated and game.score() == pytest.approx(1.0)
+    assert steps == 5 and game.terminated and not game.truncated and game.score() == pytest.approx(1.0)
     assert game.observation().startswith("Predictions made: 5 of 5.")
 
 

@@ -124,6 +124,62 @@ def test_step_cap_and_end(name, mode):
     assert game.steps <= game.max_steps
 
 
+def _episodes(name: str, mode: str):
+    """Finished episodes of random and reference play on a few seeds (both the mode's seed ranges)."""
+    for seed in (0, 5, 1_000_002):
+        for driver in ("random", "reference"):
+            game, rng, policy = games.make(name, mode), random.Random(seed), games.reference_policy(name)
+            game.reset(seed)
+            results = []
+            while not game.done:
+                action = game.sample_action(rng) if driver == "random" else policy.act(game.view()).action
+                results.append(game.step(action))
+            yield game, results
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mode", games.MODES)
+def test_only_a_step_cap_truncates_and_a_natural_end_terminates(name, mode):
+    for game, results in _episodes(name, mode):
+        assert not any(r.terminated or r.truncated for r in results[:-1])
+        last = results[-1]
+        assert last.terminated != last.truncated and (game.terminated, game.truncated) == (last.terminated,
+                                                                                           last.truncated)
+        if last.truncated:  # a cap, never the rules' own length
+            assert game.steps == game.max_steps and not (game.fixed_length and game.steps == game.config.max_steps)
+        if game.fixed_length and game.steps == game.config.max_steps:
+            assert last.terminated  # e.g. trust's tenth round, chess's fifth prediction
+
+
+def test_the_harness_cap_truncates_even_a_game_of_fixed_length():
+    from s3gym_games.trust.game import TrustConfig, TrustGame
+
+    class LongTrust(TrustGame):
+        CONFIGS = {m: TrustConfig(max_steps=100, opponent_weights=c.opponent_weights)
+                   for m, c in TrustGame.CONFIGS.items()}
+
+    class CappedTrust(TrustGame):
+        fixed_length = False  # the same ten steps read as a cap
+
+    for cls, steps, flags in ((LongTrust, 64, (False, True)), (CappedTrust, 10, (False, True)),
+                              (TrustGame, 10, (True, False))):
+        game = cls("eval")
+        game.reset(1_000_001)
+        while not game.done:
+            result = game.step("collaborate")
+        assert (game.steps, (result.terminated, result.truncated)) == (steps, flags), cls.__name__
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mode", games.MODES)
+def test_the_score_follows_from_the_step_rewards_as_stated(name, mode):
+    scale = games.game_class(name).score_per_reward(mode)
+    for game, results in _episodes(name, mode):
+        total = sum(r.reward for r in results)
+        assert game.score() == pytest.approx(scale * total, abs=1e-9)
+    assert scale == (pytest.approx(1 / 5) if name == "chess" else 1.0)  # chess: sum / max steps (games.md)
+
+
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("mode", games.MODES)
 def test_replay_and_verify_recompute_the_score(name, mode):
