@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table, stats_ms  # noqa: E402
 
 from s3gym_tui.engine.llm import CallResult, CallSettings  # noqa: E402
-from s3gym_tui.engine.parsing import parse_reply  # noqa: E402
+from s3gym_games.reply import parse_reply  # noqa: E402
 from s3gym_tui.engine.runner import ProtocolRunner, explore_episode_id  # noqa: E402
 from s3gym_tui.engine.session import EpisodeSession, Proposal  # noqa: E402
 from s3gym_tui.engine import tokens  # noqa: E402

@@ -15,7 +15,7 @@ from typing import Literal, Optional, Sequence
 
 import s3gym_games as games
 from s3gym_games.base import clean_action
-from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK
+from s3gym_games.prompt import HINT_HEADER, HISTORY_CUT_MARK
 from s3gym_tui.models import Episode, Run, Step, Summary
 
 Winner = Literal["history", "summary", "tie"]

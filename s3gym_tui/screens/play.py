@@ -460,7 +460,7 @@ class PlayScreen(SteadyLayout, Screen):
             self.show_position(len(self.steps))
 
     def show_proposal(self, proposal: Any) -> None:
-        from s3gym_tui.engine.prompts import messages_json
+        from s3gym_games.prompt import messages_json
 
         if not self.following:
             self.show_position(len(self.steps))

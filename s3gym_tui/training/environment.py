@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import s3gym_games as games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
-from s3gym_tui.engine.session import NO_ANSWER
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import SYSTEM_PROMPT, TurnRecord, build_messages
+from s3gym_games.reply import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
 
 MODE = "explore"

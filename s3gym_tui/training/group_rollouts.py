@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
 import s3gym_games as games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
-from s3gym_tui.engine.session import NO_ANSWER
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import SYSTEM_PROMPT, TurnRecord, build_messages
+from s3gym_games.reply import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
 from s3gym_tui.training.environment import GRAMMAR_KEY, MODE, GameEnvironment
 from s3gym_tui.training.grammar import AnswerLine, answer_line

@@ -65,7 +65,7 @@ class FrozenJudge:
 
         import torch
 
-        from s3gym_tui.engine.parsing import parse_reply
+        from s3gym_games.reply import parse_reply
         from s3gym_tui.training.decoding import Generator
 
         training = self.model.training

@@ -255,7 +255,7 @@ def _cap(requested: Any, cap: int) -> int:
 
 
 def _follows_contract(text: str, grammar: Optional[str]) -> bool:
-    from s3gym_tui.engine.parsing import parse_reply
+    from s3gym_games.reply import parse_reply
 
     parsed = parse_reply(text)
     return parsed.action is not None and parsed.self_score is not None and action_is_wellformed(parsed.action, grammar)

@@ -14,7 +14,7 @@ import json
 import pytest
 
 import s3gym_games as games
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 
 from tests.engine.helpers import check_run_consistency, run_protocol
 

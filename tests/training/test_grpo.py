@@ -10,7 +10,7 @@ import pytest
 
 import s3gym_games as games
 from s3gym_tui.cli import main
-from s3gym_tui.engine.prompts import SYSTEM_PROMPT, build_messages
+from s3gym_games.prompt import SYSTEM_PROMPT, build_messages
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit
 from s3gym_tui.training.environment import TOOL_TEMPLATE, GameEnvironment, completion_text, prompt_row

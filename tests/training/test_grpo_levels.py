@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import s3gym_games as games
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit
 
@@ -34,7 +34,7 @@ def _sampler(tiny_base, temperature=1.0, max_new_tokens=24):
 
 
 def test_replies_under_the_answer_line_grammar_parse_and_free_ones_of_a_random_model_do_not(tiny_base):
-    from s3gym_tui.engine.prompts import build_messages
+    from s3gym_games.prompt import build_messages
     from s3gym_tui.training.grammar import answer_line_pattern
     from s3gym_tui.training.sampling import constrained_slot
 

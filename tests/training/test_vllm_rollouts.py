@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 import s3gym_games as games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import build_messages
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import build_messages
 
 pytest.importorskip("trl")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from s3gym_tui.cli import main
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.training import stop

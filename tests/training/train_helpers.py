@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 import s3gym_games as games
 from s3gym_tui.engine.experience import turns_from_steps
-from s3gym_tui.engine.prompts import build_messages, messages_json
+from s3gym_games.prompt import build_messages, messages_json
 from s3gym_tui.models import EVAL_SEED_BASE, Episode, Run, RunConfig, Step
 from s3gym_tui.store import Store
 
