@@ -26,6 +26,7 @@ _NUMBER = re.compile(
 # is itself followed by white space or the end ("Score: -1.5." or "Score: 2, because ...").
 _AFTER = re.compile(r"$|\s|[.,;:!?)\]}'\"]+(?:\s|$)")
 NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
+MAX_ACTION_CHARS = 2_000  # the longest action played and stored; a longer one is cut (and the cut recorded)
 SCORE_LIMIT = 1e9  # larger magnitudes are not a reward estimate of any of the games
 
 
