@@ -16,11 +16,13 @@ def phase_of_seed(seed: int) -> Phase:
 
 
 def require_seed_of(mode: str, seed: int) -> int:
-    """The seed, if it belongs to `mode`'s range (eval mode: evaluation seeds only, explore mode:
-    exploration seeds only); ValueError naming the range otherwise."""
+    """The seed, if it belongs to `mode`'s range (eval mode: evaluation seeds only; explore mode, and so
+    rollouts and training: exploration seeds only); ValueError naming the range otherwise."""
     seed = int(seed)
-    if seed < EXPLORE_SEED_BASE or phase_of_seed(seed) != mode:
-        served = (f"seeds >= {EVAL_SEED_BASE:,}" if mode == "eval"
-                  else f"seeds {EXPLORE_SEED_BASE:,}..{EVAL_SEED_BASE - 1:,}")
-        raise ValueError(f"seed {seed} is not a {mode} seed: {mode} mode plays {served}")
-    return seed
+    if seed >= EXPLORE_SEED_BASE and phase_of_seed(seed) == mode:
+        return seed
+    what = ("an evaluation seed" if phase_of_seed(seed) == "eval" else
+            "an exploration seed" if seed >= EXPLORE_SEED_BASE else "below every seed range")
+    served = (f"seeds from {EVAL_SEED_BASE:,} up" if mode == "eval"
+              else f"seeds {EXPLORE_SEED_BASE:,}..{EVAL_SEED_BASE - 1:,}")
+    raise ValueError(f"seed {seed} is {what}: {mode} mode plays {served}")

@@ -43,8 +43,11 @@ def test_eval_mode_serves_evaluation_seeds_only_and_explore_mode_never(name):
         for seed in range(20):
             _, info = env.reset(seed=seed)
             assert phase_of_seed(info["game_seed"]) == mode
-        with pytest.raises(ValueError, match=f"is not a {mode} seed"):
+        other = "an exploration" if mode == "eval" else "an evaluation"
+        with pytest.raises(ValueError, match=f"is {other} seed: {mode} mode plays seeds"):
             env.reset(options={"game_seed": 7 if mode == "eval" else EVAL_SEED_BASE + 7})
+        with pytest.raises(ValueError, match="below every seed range"):
+            env.reset(options={"game_seed": -1})
         _, info = env.reset(options={"game_seed": EVAL_SEED_BASE + 7 if mode == "eval" else 7})
         assert info["game_seed"] == (EVAL_SEED_BASE + 7 if mode == "eval" else 7)
 

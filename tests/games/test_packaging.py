@@ -16,8 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _package_folders(folder: Path, name: str) -> set[str]:
-    return {name + "".join("." + part for part in p.parent.relative_to(folder).parts)
-            for p in folder.rglob("__init__.py") if "__pycache__" not in p.parts}
+    """The packages under `folder` (not what a build left there: `pip install ./games` builds in place)."""
+    found = set()
+    for path in folder.rglob("__init__.py"):
+        parts = path.parent.relative_to(folder).parts
+        if not (parts and parts[0] == "build") and "__pycache__" not in parts:
+            found.add(name + "".join("." + part for part in parts))
+    return found
 
 
 def test_both_distributions_list_every_package_folder():
