@@ -86,7 +86,7 @@ def child(phase: str, folder: Path, ids: dict, args) -> dict:
                                        rollout_step_cap=3, warm_start=0))
     else:
         from s3gym_games.prompt import SYSTEM_PROMPT
-        from s3gym_tui.training.environment import GameEnvironment
+        from s3gym_games.trl_env import GameEnvironment
         from s3gym_tui.training.onpolicy import train_onpolicy
 
         env = GameEnvironment()

@@ -37,7 +37,7 @@ def test_a_state_gives_the_papers_prompt_and_a_reply_in_the_contract_plays(name)
 
 def test_the_engine_builds_and_parses_with_the_package_functions():
     from s3gym_tui.engine import session
-    from s3gym_tui.training import environment
+    from s3gym_games import trl_env as environment
 
     assert session.build_messages is build_messages and session.parse_reply is parse_reply
     assert environment.build_messages is build_messages and environment.parse_reply is parse_reply

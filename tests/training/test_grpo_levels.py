@@ -248,7 +248,7 @@ def test_constrained_replies_follow_the_grammar_of_their_own_state_in_every_game
     both levels are legal for the state they answer."""
     import random
 
-    from s3gym_tui.training.environment import GRAMMAR_KEY, GameEnvironment
+    from s3gym_games.trl_env import GRAMMAR_KEY, GameEnvironment
     from s3gym_tui.training.grammar import action_is_wellformed
     from s3gym_tui.training.group_rollouts import GroupRollouts, episode_prompt
     from s3gym_tui.training.rollouts import StateStream
