@@ -1,5 +1,9 @@
 """Registry of the seven S3Gym games: `make(name, mode)`, `names()`, reference policies, verification.
 
+Beside them: `prompt` (the paper's prompt for a state), `reply` (the `Answer: ..., Score: ...` parser),
+`seeds` (the protocol's exploration and evaluation seed ranges), `gym_env` (Gymnasium environments, the
+gym extra) and `trl_env` (TRL's environment_factory).
+
 Third-party games join through the `s3gym.games` entry-point group (name = the game's name, value = a
 module exposing GAME, a Game subclass, and POLICY, a Policy class), as model providers do through
 `s3gym.providers`; a built-in game of the same name wins.
