@@ -125,22 +125,24 @@ def test_step_cap_and_end(name, mode):
 
 
 def _episodes(name: str, mode: str):
-    """Finished episodes of random and reference play on a few seeds (both the mode's seed ranges)."""
+    """Finished episodes of random and reference play on a few seeds (both the mode's seed ranges), with
+    the score after each step."""
     for seed in (0, 5, 1_000_002):
         for driver in ("random", "reference"):
             game, rng, policy = games.make(name, mode), random.Random(seed), games.reference_policy(name)
             game.reset(seed)
-            results = []
+            results, scores = [], []
             while not game.done:
                 action = game.sample_action(rng) if driver == "random" else policy.act(game.view()).action
                 results.append(game.step(action))
-            yield game, results
+                scores.append(game.score())
+            yield game, results, scores
 
 
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("mode", games.MODES)
 def test_only_a_step_cap_truncates_and_a_natural_end_terminates(name, mode):
-    for game, results in _episodes(name, mode):
+    for game, results, _ in _episodes(name, mode):
         assert not any(r.terminated or r.truncated for r in results[:-1])
         last = results[-1]
         assert last.terminated != last.truncated and (game.terminated, game.truncated) == (last.terminated,
@@ -174,9 +176,11 @@ def test_the_harness_cap_truncates_even_a_game_of_fixed_length():
 @pytest.mark.parametrize("mode", games.MODES)
 def test_the_score_follows_from_the_step_rewards_as_stated(name, mode):
     scale = games.game_class(name).score_per_reward(mode)
-    for game, results in _episodes(name, mode):
-        total = sum(r.reward for r in results)
-        assert game.score() == pytest.approx(scale * total, abs=1e-9)
+    for game, results, scores in _episodes(name, mode):
+        total = 0.0
+        for result, score in zip(results, scores):  # at every step, not only at the end
+            total += result.reward
+            assert score == pytest.approx(scale * total, abs=1e-9)
     assert scale == (pytest.approx(1 / 5) if name == "chess" else 1.0)  # chess: sum / max steps (games.md)
 
 
