@@ -20,8 +20,12 @@ from __future__ import annotations
 import string
 from typing import Any, Optional
 
-import gymnasium
-from gymnasium import spaces
+try:
+    import gymnasium
+    from gymnasium import spaces
+except ImportError as error:  # the optional extra is missing: say which one
+    raise ImportError("s3gym_games.gym_env needs gymnasium: pip install 's3gym-games[gym]' (or 's3gym[gym]')"
+                      ) from error
 
 import s3gym_games as games
 from s3gym_games.reply import MAX_ACTION_CHARS

@@ -4,6 +4,8 @@ seeds served by mode (eval mode: evaluation seeds only), and the README's exampl
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -95,3 +97,11 @@ def test_the_readme_example_runs():
     namespace: dict = {}
     exec(compile(block.group(1), "README.md", "exec"), namespace)
     assert namespace["info"]["score"] == namespace["total"]
+
+
+def test_without_gymnasium_the_import_names_the_extra():
+    code = "import sys; sys.modules['gymnasium'] = None\nimport s3gym_games.gym_env"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == ("ImportError: s3gym_games.gym_env needs gymnasium: "
+                                                    "pip install 's3gym-games[gym]' (or 's3gym[gym]')")
