@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table, stats_ms  # noqa: E402
 
 from s3gym_tui.engine.llm import CallResult, CallSettings  # noqa: E402
-from s3gym_tui.engine.parsing import parse_reply  # noqa: E402
+from s3gym_games.reply import parse_reply  # noqa: E402
 from s3gym_tui.engine.runner import ProtocolRunner, explore_episode_id  # noqa: E402
 from s3gym_tui.engine.session import EpisodeSession, Proposal  # noqa: E402
 from s3gym_tui.engine import tokens  # noqa: E402
@@ -44,7 +44,7 @@ def measure(n_previous: int, workdir: Path) -> list:
     episode = Episode(id=f"bench-{n_previous}", run_id=None, game=GAME, mode="explore", phase="explore",
                       seed=500_000, index=0, model=config.model, pathway="history")
     session = EpisodeSession(store, episode, CallSettings(model=config.model), state)
-    from games import reference_policy
+    from s3gym_games import reference_policy
 
     policy = reference_policy(GAME)
     assemble, parse, commit, total = [], [], [], []

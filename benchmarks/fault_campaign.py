@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 from s3gym_tui.engine.runner import ProtocolRunner  # noqa: E402
 from s3gym_tui.models import RunConfig  # noqa: E402
 from s3gym_tui.providers import fault  # noqa: E402

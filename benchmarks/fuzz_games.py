@@ -27,8 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import games  # noqa: E402
-from games.base import StepResult  # noqa: E402
+import s3gym_games as games  # noqa: E402
+from s3gym_games.base import StepResult  # noqa: E402
 
 ADVERSARIAL = [
     "", " ", "\x00", "\n", "\r\n\t", "END", "END.", "end", " End ", "ENDEND", "END, Score: 1",

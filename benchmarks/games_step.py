@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 
 
 def bench(name: str, mode: str, driver: str, seconds: float) -> tuple[float, float, int]:

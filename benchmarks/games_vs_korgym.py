@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 
 CAP = 64
 # our game -> KORGym folder under game_lib/

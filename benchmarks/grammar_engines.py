@@ -67,9 +67,9 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessorList
 
-    import games
-    from s3gym_tui.engine.parsing import parse_reply
-    from s3gym_tui.engine.prompts import build_messages
+    import s3gym_games as games
+    from s3gym_games.reply import parse_reply
+    from s3gym_games.prompt import build_messages
     from s3gym_tui.training.backend import quiet, resolve_base
     from s3gym_tui.training.constrain import make_constraint
     from s3gym_tui.training.grammar import action_is_wellformed, answer_line

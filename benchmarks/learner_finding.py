@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 
 CLI = [sys.executable, "-m", "s3gym_tui"]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table  # noqa: E402
 
-import games  # noqa: E402
-from s3gym_tui.engine.parsing import parse_reply  # noqa: E402
-from s3gym_tui.engine.prompts import (TurnRecord, build_messages, build_summary_messages,  # noqa: E402
+import s3gym_games as games  # noqa: E402
+from s3gym_games.reply import parse_reply  # noqa: E402
+from s3gym_games.prompt import (TurnRecord, build_messages, build_summary_messages,  # noqa: E402
                                       parse_summary, render_episode_block)
 from s3gym_tui.providers.learner import reply  # noqa: E402
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import litellm  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 from s3gym_tui import providers  # noqa: E402
 from s3gym_tui.providers import local, make_context  # noqa: E402
 from s3gym_tui.providers.scripted import ScriptedLLM  # noqa: E402

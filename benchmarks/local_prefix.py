@@ -30,10 +30,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._util import print_table  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 from s3gym_tui.engine.experience import ExperienceState, HistoryWindow, effective_budget  # noqa: E402
 from s3gym_tui.engine.llm import CallSettings  # noqa: E402
-from s3gym_tui.engine.prompts import TurnRecord, build_messages, render_episode_block  # noqa: E402
+from s3gym_games.prompt import TurnRecord, build_messages, render_episode_block  # noqa: E402
 from s3gym_tui.engine.session import EpisodeSession  # noqa: E402
 from s3gym_tui.models import Episode, RunConfig  # noqa: E402
 from s3gym_tui.providers import local  # noqa: E402

@@ -77,7 +77,7 @@ def wait_ready(base: str, process: subprocess.Popen, timeout_s: float = 120.0) -
 def one_run(db: Path, base: str, game: str, decoding: str, episodes: int, step_cap: int,
             max_tokens: int, model: str) -> dict:
     from s3gym_tui.cli import main
-    from s3gym_tui.engine.parsing import parse_reply
+    from s3gym_games.reply import parse_reply
     from s3gym_tui.store import Store
 
     started = time.perf_counter()

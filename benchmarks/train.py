@@ -85,8 +85,8 @@ def child(phase: str, folder: Path, ids: dict, args) -> dict:
                                        states_per_update=1, save_every=args.steps, max_completion_length=24,
                                        rollout_step_cap=3, warm_start=0))
     else:
-        from s3gym_tui.engine.prompts import SYSTEM_PROMPT
-        from s3gym_tui.training.environment import GameEnvironment
+        from s3gym_games.prompt import SYSTEM_PROMPT
+        from s3gym_games.trl_env import GameEnvironment
         from s3gym_tui.training.onpolicy import train_onpolicy
 
         env = GameEnvironment()

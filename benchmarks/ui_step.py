@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._screen import ScreenCells  # noqa: E402
 from benchmarks._util import print_table, stats_ms  # noqa: E402
 
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 from s3gym_tui.config import Settings  # noqa: E402
 from s3gym_tui.models import EVAL_SEED_BASE, Checkpoint, Episode, RunConfig, Step  # noqa: E402
 from s3gym_tui.store import Store  # noqa: E402

@@ -19,7 +19,12 @@ class GameError(ValueError):
 
 @dataclass(frozen=True)
 class StepResult:
-    """What one step returns. `reward` is the verifier's and must never reach the agent."""
+    """What one step returns. `reward` is the verifier's and must never reach the agent.
+
+    `terminated`: the game ended by its rules (a win, a loss, END, or the last step of a game whose
+    length is a rule, see Game.fixed_length). `truncated`: only a step cap stopped it (the game's
+    `max_steps` cap or the harness's 64), so it could have gone on; never both.
+    """
 
     observation: str
     feedback: str
@@ -80,6 +85,10 @@ class Game(ABC, Generic[ConfigT]):
     title: ClassVar[str]
     description: ClassVar[str]
     CONFIGS: ClassVar[Mapping[str, Any]]
+    # True: the rules fix the episode's length at the config's `max_steps` (trust's rounds, chess's
+    # predictions), so its last step ends the game (`terminated`). False: `max_steps` is a step cap, and
+    # reaching it is `truncated`. Either way the harness's cap (HARNESS_STEP_CAP) only ever truncates.
+    fixed_length: ClassVar[bool] = False
 
     def __init__(self, mode: str = "explore") -> None:
         if mode not in MODES:
@@ -132,7 +141,10 @@ class Game(ABC, Generic[ConfigT]):
         self.steps += 1
         self.terminated = self.terminated or outcome.terminated
         if not self.terminated and self.steps >= self.max_steps:
-            self.truncated = True
+            if self.fixed_length and self.steps >= self.config.max_steps:
+                self.terminated = True  # the game's last step by its rules: its natural end
+            else:
+                self.truncated = True  # a cap stopped a game that could have gone on
         info = {"valid": outcome.valid, "step": self.steps, **dict(outcome.info)}
         return StepResult(self.observation(), outcome.feedback, float(outcome.reward),
                           self.terminated, self.truncated, info)
@@ -219,6 +231,14 @@ class Game(ABC, Generic[ConfigT]):
     @abstractmethod
     def score_range(cls, mode: str) -> tuple[float, float]:
         """The (min, max) score an episode can reach in this mode."""
+
+    @classmethod
+    def score_per_reward(cls, mode: str) -> float:
+        """How the final score follows from the step rewards: at every step, `score()` equals
+        `score_per_reward(mode) * sum(rewards)`. 1 unless the rules say otherwise (chess: 1 / max_steps,
+        its score being the mean step reward over all the steps it could take, so that ending early
+        costs; its rewards then sum to up to max_steps while its score is at most 1)."""
+        return 1.0
 
     @classmethod
     @abstractmethod

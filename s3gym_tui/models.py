@@ -7,16 +7,15 @@ from typing import Annotated, Any, Iterable, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from s3gym_games.seeds import EVAL_SEED_BASE, EXPLORE_SEED_BASE, Phase, phase_of_seed  # noqa: F401 - the protocol's
+
 Pathway = Literal["none", "history", "summary", "trained"]
-Phase = Literal["explore", "eval"]
 Actor = Literal["model", "human", "human-edit"]
 PATHWAYS: tuple[str, ...] = ("none", "history", "summary", "trained")
 
 # Labels of annotations (store/annotations.py) everyone has; the config's `labels` adds more.
 DEFAULT_LABELS: tuple[str, ...] = ("mistake", "lucky", "insight", "leak?", "format")
 
-EXPLORE_SEED_BASE = 0
-EVAL_SEED_BASE = 1_000_000  # evaluation seeds are >= this, exploration seeds below it
 
 # SQLite stores integers in 64 bits: a larger one cannot be stored (or compared in a query).
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -39,11 +38,6 @@ def whole_number(text: str) -> Optional[int]:
 
 def utcnow() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-def phase_of_seed(seed: int) -> Phase:
-    """The phase a seed belongs to: the two ranges are disjoint and fixed for the project."""
-    return "eval" if seed >= EVAL_SEED_BASE else "explore"
 
 
 def explore_episode_id(run_id: str, index: int) -> str:
@@ -109,7 +103,7 @@ class RunConfig(Frozen):
     @field_validator("game")
     @classmethod
     def _known_game(cls, value: str) -> str:
-        from games import canonical
+        from s3gym_games import canonical
 
         return canonical(value)
 
@@ -287,7 +281,7 @@ class SweepConfig(Frozen):
     @field_validator("games")
     @classmethod
     def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from games import canonical
+        from s3gym_games import canonical
 
         games_ = tuple(dict.fromkeys(canonical(g) for g in value))
         return games_

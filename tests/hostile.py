@@ -84,7 +84,7 @@ def reply_for(request: dict) -> str:
     a summary request gets the corpus in all three sections."""
     messages = request.get("messages") or []
     prompt = " ".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))
-    if "<what worked>" in prompt:  # the summary request (engine.prompts)
+    if "<what worked>" in prompt:  # the summary request (s3gym_games.prompt)
         return ("Strategies to retain:\n" + CORPUS["report-payload"] + CORPUS["bidi-rlo"] + "\n"
                 "Mistakes to avoid:\n" + CORPUS["osc52-bel"] + CORPUS["c1-csi"] + "\n"
                 "Directions for the next episode:\n" + CORPUS["many-lines"][:400] + CORPUS["cr-overwrite"])

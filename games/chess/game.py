@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
-from games.base import clean_action, Game, Outcome
-from games.chess.render import ChessBoards
+from s3gym_games.base import HARNESS_STEP_CAP, clean_action, Game, Outcome
+from s3gym_games.chess.render import ChessBoards
 
 Cell = tuple[int, int]
 
@@ -447,6 +447,7 @@ class ChessGame(Game[ChessConfig]):
     """
 
     name = "chess"
+    fixed_length = True  # the rules' max steps are its length: the last one ends the game
     title = "Chess (hidden-rule prediction)"
     description = "Infer each piece's hidden movement rule from past boards and predict its next cell."
     CONFIGS = {
@@ -620,7 +621,7 @@ class ChessGame(Game[ChessConfig]):
         return text
 
     def render(self, focus: int = 0) -> ChessBoards:
-        """The boards for the terminal (games.chess.render): t0 large with coordinates, unless
+        """The boards for the terminal (s3gym_games.chess.render): t0 large with coordinates, unless
         `focus` counts back to an older board, the others in a strip as the width allows."""
         return ChessBoards(LABELS, [self._board(t) for t in self._times()], self.pieces, focus)
 
@@ -704,6 +705,11 @@ class ChessGame(Game[ChessConfig]):
     @classmethod
     def score_range(cls, mode: str) -> tuple[float, float]:
         return (0.0, 1.0)
+
+    @classmethod
+    def score_per_reward(cls, mode: str) -> float:
+        """The rules divide the summed step rewards by the max steps (games.md): 1 / max_steps."""
+        return 1.0 / min(cls.CONFIGS[mode].max_steps, HARNESS_STEP_CAP)
 
     @classmethod
     def step_reward_range(cls, mode: str) -> tuple[float, float]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from games.base import Move, Policy
-from games.chess.game import Cell, ChessView, candidate_cells
+from s3gym_games.base import Move, Policy
+from s3gym_games.chess.game import Cell, ChessView, candidate_cells
 
 
 def piece_tracks(view: ChessView) -> dict[str, list[Cell]]:

@@ -30,8 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import comb
 
-from games.base import Move, Policy
-from games.minesweeper.game import NEIGHBOURS, N_CELLS, MinesweeperView
+from s3gym_games.base import Move, Policy
+from s3gym_games.minesweeper.game import NEIGHBOURS, N_CELLS, MinesweeperView
 
 NODE_CAP = 20000  # search nodes per frontier component before falling back to estimates
 LOOK_NODE_CAP = 2000  # the same for each hypothetical board of the guess look-ahead

@@ -11,7 +11,7 @@ from typing import Union
 
 from rich.text import Text
 
-from games.base import Game, Outcome
+from s3gym_games.base import Game, Outcome
 
 # A unit is a 2-tuple (kind, value):
 #   ("num", Fraction)                      a signed exact rational, shown +7, -3, +5/2, 0

@@ -30,8 +30,8 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from games.base import Move, Policy
-from games.nullify.game import (MAX_DENOMINATOR, MAX_NUMERATOR, NUM, NullifyView, Unit, combine,
+from s3gym_games.base import Move, Policy
+from s3gym_games.nullify.game import (MAX_DENOMINATOR, MAX_NUMERATOR, NUM, NullifyView, Unit, combine,
                                 has_legal_move, is_num)
 
 State = tuple[Unit, ...]  # a sorted tuple of units: the canonical multiset of a board

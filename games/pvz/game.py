@@ -11,7 +11,7 @@ from typing import Optional
 from rich.console import Group
 from rich.text import Text
 
-from games.base import Game, Outcome
+from s3gym_games.base import Game, Outcome
 
 # letter -> (name, cost, hp); hp 0 = instant (never stays on the board)
 PLANTS: dict[str, tuple[str, int, int]] = {

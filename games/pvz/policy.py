@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from games.base import Move, Policy
-from games.pvz.game import PLANTS, ZOMBIES, PvzView
+from s3gym_games.base import Move, Policy
+from s3gym_games.pvz.game import PLANTS, ZOMBIES, PvzView
 
 _HORIZON = 18  # turns simulated ahead (existing zombies only; future spawns are unknown)
 _FIX_TYPES = ("W", "J", "H", "S", "F")

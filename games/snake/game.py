@@ -10,7 +10,7 @@ from functools import lru_cache
 from rich.console import Group
 from rich.text import Text
 
-from games.base import Game, Outcome
+from s3gym_games.base import Game, Outcome
 
 Cell = tuple[int, int]
 

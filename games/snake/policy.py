@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from games.base import Move, Policy
-from games.snake.game import (APPLE, BODY, DIRECTION_NAMES, DIRECTIONS, HEAD, OBSTACLE, OPPOSITE, WALL,
+from s3gym_games.base import Move, Policy
+from s3gym_games.snake.game import (APPLE, BODY, DIRECTION_NAMES, DIRECTIONS, HEAD, OBSTACLE, OPPOSITE, WALL,
                               Cell, SnakeView)
 
 _BODY_SEARCH_BUDGET = 4000  # DFS nodes spent reconstructing the body order from the grid

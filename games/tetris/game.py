@@ -10,8 +10,8 @@ from functools import lru_cache
 from rich.console import Group
 from rich.text import Text
 
-from games.base import Game, Outcome
-from games.layout import Beside, Tiles
+from s3gym_games.base import Game, Outcome
+from s3gym_games.layout import Beside, Tiles
 
 PIECES = ("I", "O", "T", "S", "Z", "J", "L")
 ROTATIONS = (0, 90, 180, 270)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from games.base import Move, Policy
-from games.tetris.game import SHAPES, Shape, TetrisView, column_tops, drop_at, landing_row
+from s3gym_games.base import Move, Policy
+from s3gym_games.tetris.game import SHAPES, Shape, TetrisView, column_tops, drop_at, landing_row
 
 # El-Tetris weights (Yiyuan Lee, 2013), tuned for Pierre Dellacherie's features:
 # landing height, rows eliminated, row transitions, column transitions, holes, cumulative wells.

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from games.base import Game, Outcome
+from s3gym_games.base import Game, Outcome
 
 COLLABORATE, CHEAT = "collaborate", "cheat"
 MOVES = (COLLABORATE, CHEAT)
@@ -85,6 +85,7 @@ class TrustGame(Game[TrustConfig]):
     """
 
     name = "trust"
+    fixed_length = True  # the rules' max steps are its length: the last one ends the game
     title = "Trust Evolution"
     description = "Iterated prisoner's dilemma against a hidden opponent strategy."
     CONFIGS = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from games.base import Move, Policy
-from games.trust.game import CHEAT, COLLABORATE, OPPONENTS, PAYOFF, TrustView, opponent_move
+from s3gym_games.base import Move, Policy
+from s3gym_games.trust.game import CHEAT, COLLABORATE, OPPONENTS, PAYOFF, TrustView, opponent_move
 
 DETERMINISTIC = tuple(o for o in OPPONENTS if o != "random")
 _NO_RNG = random.Random(0)  # never drawn from: deterministic strategies do not use it

@@ -59,7 +59,7 @@ def main(argv: Optional[list[str]] = None) -> int:
 def _main(argv: Optional[list[str]]) -> int:
     from pydantic import ValidationError
 
-    from games import GameError
+    from s3gym_games import GameError
     from s3gym_tui.config import ConfigError
     from s3gym_tui.engine.llm import ModelUnavailable
     from s3gym_tui.output import OutputError

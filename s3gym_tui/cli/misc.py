@@ -19,7 +19,7 @@ def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "-
     """Watch the game's reference policy play one episode in the terminal (no model, no store)."""
     import time
 
-    import games
+    import s3gym_games as games
     from s3gym_tui.cli.common import UserError
     from s3gym_tui.models import EVAL_SEED_BASE, phase_of_seed
 
@@ -99,7 +99,7 @@ def _scan_servers():
 @cli.command("games")
 def list_games() -> None:
     """The seven games."""
-    import games
+    import s3gym_games as games
 
     table = Table(title="games")
     table.add_column("name", no_wrap=True)

@@ -46,7 +46,7 @@ def parse_api_bases(values: List[str], models: List[str]) -> dict[str, tuple[str
 
 
 def _games(text: str) -> list[str]:
-    import games
+    import s3gym_games as games
 
     if text.strip().lower() == "all":
         return list(games.names())
@@ -58,7 +58,7 @@ def _games(text: str) -> list[str]:
 
 def check_models(models: List[str], game_names: List[str]) -> None:
     """Refuse, before anything is stored, a built-in model that cannot play a game of the sweep."""
-    import games
+    import s3gym_games as games
 
     from s3gym_tui.models import MODEL_FAMILIES
     from s3gym_tui.providers import split_model

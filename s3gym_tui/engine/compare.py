@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal, Optional, Sequence
 
-import games
-from games.base import clean_action
-from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK
+import s3gym_games as games
+from s3gym_games.base import clean_action
+from s3gym_games.prompt import HINT_HEADER, HISTORY_CUT_MARK
 from s3gym_tui.models import Episode, Run, Step, Summary
 
 Winner = Literal["history", "summary", "tie"]

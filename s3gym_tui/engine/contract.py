@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Iterable, Optional
 
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.session import NO_ANSWER
+from s3gym_games.reply import parse_reply
+from s3gym_games.reply import NO_ANSWER
 from s3gym_tui.models import Step
 
 WINDOW = 10  # recent model replies considered

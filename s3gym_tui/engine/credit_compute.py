@@ -93,7 +93,7 @@ def call_model(model: str, messages: list, ctx: dict) -> str:
 
 
 def _rules(game: str, mode: str, seed: int) -> str:
-    import games
+    import s3gym_games as games
 
     try:
         return games.game_class(game).replay(mode, seed, []).rules()

@@ -3,7 +3,7 @@ server's own form, and the provider arguments a person passes through (`--model-
 
 The grammar is the reply contract `Answer: <action>, Score: <number>` with the game's action rule
 for the current state (games' `action_grammar()`, GBNF): the embedded model gets the same one. A
-server that only takes `response_format` gets a JSON schema of the contract instead (engine.parsing
+server that only takes `response_format` gets a JSON schema of the contract instead (s3gym_games.reply
 reads `{"answer": ..., "score": ...}` replies)."""
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ class DemoSchedule(Frozen):
 
     def sweep(self) -> SweepConfig:
         """The learner's sweep: every game x pathway."""
-        import games
+        import s3gym_games as games
 
         settings = dict(explore_episodes=self.explore_episodes, eval_every=self.eval_every,
                         eval_episodes=self.eval_episodes, step_cap=self.step_cap)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-from s3gym_tui.engine.prompts import HISTORY_CUT_MARK, TurnRecord, render_episode_block
+from s3gym_games.prompt import HISTORY_CUT_MARK, TurnRecord, render_episode_block
 from s3gym_tui.engine.tokens import count_tokens
 from s3gym_tui.models import Episode, Step, Summary
 

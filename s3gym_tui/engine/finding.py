@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.compare import best_pairs, same_action
 from s3gym_tui.models import Episode
 from s3gym_tui.store.search import DEFAULT_LIMIT, SearchFilters, SearchResult

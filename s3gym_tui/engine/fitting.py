@@ -24,8 +24,8 @@ class Fitted:
 def first_prompt_tokens(model: str, game_name: str) -> Optional[int]:
     """Tokens of the game's first prompt without history (litellm's count for the model)."""
     try:
-        import games
-        from s3gym_tui.engine.prompts import build_messages
+        import s3gym_games as games
+        from s3gym_games.prompt import build_messages
         from s3gym_tui.engine.tokens import count_tokens
 
         game = games.make(game_name, "explore")

@@ -123,7 +123,7 @@ RANGE_TOLERANCE = 1e-9  # float noise allowed beyond the ends of a step's range
 @lru_cache(maxsize=None)
 def step_range(game: str, mode: str) -> Bounds:
     """The (min, max) verifier reward one step of `game` can pay in `mode` (the game's rules)."""
-    from games import game_class
+    from s3gym_games import game_class
 
     lo, hi = game_class(game).step_reward_range(mode)
     return float(lo), float(hi)
@@ -140,7 +140,7 @@ def out_of_range(game: str, mode: str, s: Optional[float]) -> bool:
 
 def range_text(game: str, mode: Optional[str] = None) -> str:
     """The step range as shown: '-1..3'. Without a mode: both modes' ranges, one when they agree."""
-    from games import MODES
+    from s3gym_games import MODES
 
     texts = {m: "{:g}..{:g}".format(*step_range(game, m)) for m in ((mode,) if mode else MODES)}
     if len(set(texts.values())) == 1:
@@ -413,7 +413,7 @@ def coupling(checkpoints: Iterable[tuple[float, Optional[float]]],
 
 def game_range_width(game: str, mode: str = "eval") -> float:
     """Width (max - min) of the game's score range in `mode` (the coupling's normaliser)."""
-    from games import game_class
+    from s3gym_games import game_class
 
     lo, hi = game_class(game).score_range(mode)
     return float(hi) - float(lo)

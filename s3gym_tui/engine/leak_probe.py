@@ -6,11 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.compare import hint_block
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import TurnRecord, build_messages
-from s3gym_tui.engine.session import NO_ANSWER
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import TurnRecord, build_messages
+from s3gym_games.reply import NO_ANSWER
 from s3gym_tui.models import Episode, Step, phase_of_seed
 
 LEARNER = "learner/"
@@ -59,7 +59,7 @@ def replay(episode: Episode, steps: Sequence[Step], hint: Optional[str], oracle:
     """The score of `episode`'s game played again by its learner with `hint` under Hint Messages: the
     steps the learner did not choose (a person's, a fork's copied ones) are taken as stored while the
     replay still follows the stored actions; every other step is the learner's reply to the prompt the
-    session would build (engine.prompts.build_messages)."""
+    session would build (s3gym_games.prompt.build_messages)."""
     from s3gym_tui.providers.learner import reply
 
     game = games.make(episode.game, episode.mode)

@@ -185,7 +185,7 @@ def curve_metrics(points: Iterable[Point], eps: float) -> CurveMetrics:
 
 def game_eps(game: str, mode: str = "eval") -> float:
     """The game's smallest non-zero score step in `mode` (NABA's eps)."""
-    from games import game_class
+    from s3gym_games import game_class
 
     return float(game_class(game).score_eps(mode))
 

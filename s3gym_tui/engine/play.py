@@ -79,7 +79,7 @@ def preview_action(game, action: str):
     """The game's answer (a StepResult: valid, feedback) to `action` in its current state, from a
     copy: the episode itself does not move. Lets a person see that an action would be refused
     before it costs a turn."""
-    import games
+    import s3gym_games as games
 
     probe = games.make(game.name, game.mode)
     probe.restore(game.snapshot())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Optional
 
-import games
+import s3gym_games as games
 
 
 class ModelRefused(ValueError):

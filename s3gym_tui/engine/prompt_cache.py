@@ -2,7 +2,7 @@
 (litellm's `cache_control_injection_points`), what a provider says it read from (and wrote to) its
 cache, and what caching can be expected to save (the lower bound of a plan's cost).
 
-The prompt keeps its stable parts first (engine.prompts.user_parts): system, Hint Messages, the turns
+The prompt keeps its stable parts first (s3gym_games.prompt.user_parts): system, Hint Messages, the turns
 of the current episode, then the step prompt. OpenAI, DeepSeek, xAI, Gemini 2.5 and servers with a
 prefix cache (vLLM, SGLang, llama.cpp) reuse such a prefix by themselves; Claude (Anthropic, Bedrock,
 Vertex, OpenRouter...) caches only up to blocks marked with `cache_control`."""

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 from typing import Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink, RunFinished, SummaryWritten,
                                      ignore)
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
 from s3gym_tui.engine.lease import LeaseKeeper
 from s3gym_tui.engine.limits import BudgetSpent
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
-from s3gym_tui.engine.prompts import build_summary_messages, parse_summary
+from s3gym_games.prompt import build_summary_messages, parse_summary
 from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.engine.visibility import STATE, Vantage, context_fields, visible_history
 from s3gym_tui.models import (Checkpoint, Episode, Run, RunConfig, Summary, eval_episode_id,

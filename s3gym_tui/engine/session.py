@@ -5,25 +5,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import games
-from games import Game
+import s3gym_games as games
+from s3gym_games import Game
 from s3gym_tui.engine.events import EpisodeDone, EpisodeStarted, EventSink, StepDone, StepStarted, ignore
 from s3gym_tui.engine.experience import ExperienceState, turns_from_steps
 from s3gym_tui.engine.llm import CallResult, CallSettings, complete
-from s3gym_tui.engine.parsing import ParsedReply, parse_reply
+from s3gym_games.reply import MAX_ACTION_CHARS, NO_ANSWER, ParsedReply, parse_reply
 from s3gym_tui.engine.prompt_cache import needs_marker
-from s3gym_tui.engine.prompts import build_messages, messages_json
+from s3gym_games.prompt import build_messages, messages_json
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.prompt_texts import compact_prompt, escape_refs, unescape_refs
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
-NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
 PROMPT_STRIDE = 8  # see EpisodeSession._prompt_base
 # What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
 # later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
-# game sees exactly the (cut) action that is stored, so the verifier's replay stays exact.
-MAX_ACTION_CHARS = 2_000
+# game sees exactly the (cut) action that is stored, so the verifier's replay stays exact
+# (MAX_ACTION_CHARS, s3gym_games.reply).
 MAX_REPLY_CHARS = 100_000
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.experience import effective_budget
 from s3gym_tui.engine.prompt_cache import cache_prices, cached_cost, episode_cache, needs_marker
-from s3gym_tui.engine.prompts import (SYSTEM_PROMPT, TurnRecord, build_messages, build_summary_messages,
+from s3gym_games.prompt import (SYSTEM_PROMPT, TurnRecord, build_messages, build_summary_messages,
                                       render_turns)
 from s3gym_tui.engine.tokens import count_tokens
 from s3gym_tui.models import RunConfig

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import games
+import s3gym_games as games
 from s3gym_tui import plugins
 
 # litellm fetches its price list from the network at import unless told otherwise: stay offline by default

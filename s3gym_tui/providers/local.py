@@ -253,7 +253,7 @@ class LocalLLM(CustomLLM):
         if rule:
             return str(rule).strip()
         try:  # rebuild the state to ask the game for its grammar
-            import games
+            import s3gym_games as games
 
             env = games.game_class(str(ctx["game"])).replay(str(ctx.get("mode") or "explore"),
                                                             int(ctx.get("seed") or 0),

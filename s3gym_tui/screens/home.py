@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Input, Label, OptionList, Select, Static
 from textual.widgets.option_list import Option
 
-import games
+import s3gym_games as games
 from s3gym_tui.models import EVAL_SEED_BASE, EXPLORE_SEED_BASE, phase_of_seed
 from s3gym_tui.screens.dialogs import PATHWAY_CHOICES, ConfirmDialog, EpisodePickerDialog
 from s3gym_tui.screens.home_runs import RunsPanel, store_token

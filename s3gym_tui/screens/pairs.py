@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Label, Select, Static
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.compare import EpisodePair, best_pairs
 from s3gym_tui.messages import PairsListed
 from s3gym_tui.screens.analysis_common import AnalysisScreen, fmt, fmt_signed

@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 from textual.worker import Worker
 
-import games
+import s3gym_games as games
 from s3gym_tui.messages import EpisodeFinished, ModelFailed, ProposalReady, StepCompleted, StepFailed
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.screens.dialogs import TextInputDialog
@@ -460,7 +460,7 @@ class PlayScreen(SteadyLayout, Screen):
             self.show_position(len(self.steps))
 
     def show_proposal(self, proposal: Any) -> None:
-        from s3gym_tui.engine.prompts import messages_json
+        from s3gym_games.prompt import messages_json
 
         if not self.following:
             self.show_position(len(self.steps))

@@ -34,7 +34,7 @@ class LiveDriver:
     # ----- opening -----------------------------------------------------------------------
     def open(self) -> bool:
         """Start the session (new episode or fork); False with `error` set when it cannot."""
-        import games
+        import s3gym_games as games
         from s3gym_tui.engine.play import fork_session, new_play_session
         from s3gym_tui.engine.visibility import Borrow
 

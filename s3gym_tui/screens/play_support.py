@@ -8,7 +8,7 @@ import importlib
 import sys
 from typing import Any, Optional, Protocol, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.models import Episode, Step
 
 _heap_frozen = False

@@ -72,7 +72,7 @@ class SearchFilters(Frozen):
     @classmethod
     def _known_games(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         """A game's canonical name (as stored); an unknown one is refused listing the seven, as every command does."""
-        from games import canonical
+        from s3gym_games import canonical
 
         return tuple(canonical(name) for name in value)
 

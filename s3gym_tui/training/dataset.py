@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.visibility import Vantage, is_evaluation, visible_episodes
 from s3gym_tui.models import Episode, Frozen, Step
 from s3gym_tui.store import Dataset, DatasetRow, LeakageError, StoreError
@@ -153,7 +153,7 @@ async def model_reply(model: str, episode: Episode, actions_before: Sequence[str
     """Another model's reply to the same prompt, if it follows the contract with an action the game
     accepts (validity is what the agent's feedback shows anyway; no reward is looked at)."""
     from s3gym_tui.engine.llm import CallSettings, complete
-    from s3gym_tui.engine.parsing import parse_reply
+    from s3gym_games.reply import parse_reply
 
     env = games.game_class(episode.game).replay(episode.mode, episode.seed, list(actions_before))
     if env.done:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from games.base import clean_action
+from s3gym_games.base import clean_action
 
 # The score the local provider's grammar allows (SCORE_RULE in providers/local.py), as a regex.
 SCORE_PATTERN = r"-?[0-9][0-9]?(?:\.[0-9])?"

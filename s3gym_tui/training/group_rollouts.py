@@ -31,12 +31,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
-from s3gym_tui.engine.session import NO_ANSWER
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import SYSTEM_PROMPT, TurnRecord, build_messages
+from s3gym_games.reply import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
-from s3gym_tui.training.environment import GRAMMAR_KEY, MODE, GameEnvironment
+from s3gym_games.trl_env import GRAMMAR_KEY, MODE, GameEnvironment, step_outcome
 from s3gym_tui.training.grammar import AnswerLine, answer_line
 
 SEED_KEY = "s3gym_seed"  # the seed of an episode-level prompt (a field of its system message)
@@ -278,7 +278,7 @@ class GroupRollouts:
         env = GameEnvironment()
         env.reset(game=self.game, seed=seed, actions=[s.action for s in steps],
                   scores=[s.self_score for s in steps])
-        return self.judge.score(env, env._outcome(reply))
+        return self.judge.score(env, step_outcome(env, reply))
 
     def episode(self, prompt: list, k: int, key: Optional[int] = None) -> Rollout:
         seed = require_exploration_seed(int(prompt[0][SEED_KEY]))  # engine.visibility: never an evaluation seed

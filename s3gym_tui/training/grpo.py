@@ -2,7 +2,7 @@
 updates (checkpoint x = 1, 2, ...), rewards self-judged by default (rewards.py; oracle: the ablation).
 
 - step level (default): states from on-policy rollouts on the run's exploration seeds (rollouts.py);
-  the game is TRL's environment (`environment_factory`, environment.py) and each state's G sampled
+  the game is TRL's environment (`environment_factory`, s3gym_games.trl_env) and each state's G sampled
   replies form a group. Our protocol has no tools (one reply, one action) and the engine re-sends the
   whole current episode with every action, so multi-turn play happens across prompts.
 - episode level (`level="episode"`): a group is G whole episodes on one exploration seed, played by
@@ -65,7 +65,7 @@ def episode_features():
 def state_features():
     from datasets import Features, List, Value
 
-    from s3gym_tui.training.environment import GRAMMAR_KEY
+    from s3gym_games.trl_env import GRAMMAR_KEY
 
     return Features({"prompt": List({"role": Value("string"), "content": Value("string"),
                                      GRAMMAR_KEY: Value("string")}),
@@ -101,8 +101,8 @@ def short_completion(game: str, seed: int, tokenizer: Any, max_tokens: int) -> O
     state of `seed`, with a score), or None. A constrained reply cut short never parses."""
     import random
 
-    import games as games_pkg
-    from s3gym_tui.training.environment import MODE
+    import s3gym_games as games_pkg
+    from s3gym_games.trl_env import MODE
 
     env = games_pkg.make(games_pkg.canonical(game), MODE)
     env.reset(seed)
@@ -128,7 +128,7 @@ def train_grpo(game: str, seeds: Sequence[int], base_dir: Path, out_dir: Path, c
     from datasets import IterableDataset
     from trl import GRPOConfig
 
-    from s3gym_tui.training.environment import GameEnvironment, ensure_tool_template
+    from s3gym_games.trl_env import GameEnvironment, ensure_tool_template
     from s3gym_tui.training.group_rollouts import GroupRollouts, episode_reward
     from s3gym_tui.training.grpo_trainer import S3GymGRPOTrainer
     from s3gym_tui.training.hf import (TRAINER_DIR, Reporter, adapted, compact_lm_head, existing_adapters, finish,

@@ -109,7 +109,7 @@ def _checkpoint_mean(store, run_id: Optional[str], x: Optional[int]) -> tuple[Op
 
 def normalise(game: str, mean: Optional[float]) -> Optional[float]:
     """The mean on the game's score range (eval mode), or None (no mean, or an unknown game)."""
-    import games
+    import s3gym_games as games
 
     if mean is None:
         return None

@@ -1,4 +1,4 @@
-"""GRPO rewards for one reply at one game state (see environment.py), from one of three sources:
+"""GRPO rewards for one reply at one game state (see s3gym_games.trl_env), from one of three sources:
 
 - self (the default, self-improvement): the agent's own judgement of the step, made after the fact
   by the frozen starting model (the LoRA adapter switched off) from what the agent saw: the rules, the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from s3gym_tui.training.environment import GameEnvironment, StepOutcome, completion_text
+from s3gym_games.trl_env import GameEnvironment, StepOutcome, completion_text, step_outcome
 from s3gym_tui.training.grammar import score_line
 
 REWARD_CLIP = 100.0
@@ -65,7 +65,7 @@ class FrozenJudge:
 
         import torch
 
-        from s3gym_tui.engine.parsing import parse_reply
+        from s3gym_games.reply import parse_reply
         from s3gym_tui.training.decoding import Generator
 
         training = self.model.training
@@ -117,7 +117,7 @@ def make_reward(source: str, judge: Optional[FrozenJudge] = None, format_weight:
                **kwargs) -> list[float]:
         values, verifier, parsed, source_values = [], [], [], []
         for completion, env in zip(completions, environments):
-            outcome = env._outcome(completion_text(completion))
+            outcome = step_outcome(env, completion_text(completion))
             verifier.append(outcome.reward)
             parsed.append(outcome.parsed)
             if source == "oracle":

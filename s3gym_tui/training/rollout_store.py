@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from s3gym_tui.engine.prompts import messages_json
+from s3gym_games.prompt import messages_json
 from s3gym_tui.models import Episode, Run, RunConfig, Step
 from s3gym_tui.store import TrainingSource
 from s3gym_tui.store.errors import StoreError

@@ -9,12 +9,12 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import TurnRecord, build_messages
-from s3gym_tui.engine.session import NO_ANSWER
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import TurnRecord, build_messages
+from s3gym_games.reply import NO_ANSWER
 from s3gym_tui.engine.visibility import require_exploration_seed
-from s3gym_tui.training.environment import MODE, prompt_row
+from s3gym_games.trl_env import MODE, prompt_row
 
 Policy = Callable[[list, Any], str]  # (messages, game) -> reply text
 OnRollout = Callable[[str, int, int], None]  # (game, seed, steps) when a rollout episode ends

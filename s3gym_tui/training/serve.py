@@ -79,7 +79,7 @@ def _action_rule(ctx: dict) -> Optional[str]:
     if ctx.get("grammar"):
         return str(ctx["grammar"]).strip()
     try:
-        import games
+        import s3gym_games as games
 
         env = games.game_class(str(ctx["game"])).replay(str(ctx.get("mode") or "explore"), int(ctx.get("seed") or 0),
                                                         [str(a) for a in ctx.get("actions") or []])
@@ -255,7 +255,7 @@ def _cap(requested: Any, cap: int) -> int:
 
 
 def _follows_contract(text: str, grammar: Optional[str]) -> bool:
-    from s3gym_tui.engine.parsing import parse_reply
+    from s3gym_games.reply import parse_reply
 
     parsed = parse_reply(text)
     return parsed.action is not None and parsed.self_score is not None and action_is_wellformed(parsed.action, grammar)

@@ -123,7 +123,7 @@ class TaspoAdvantages:
         return items, ext
 
     def _rules(self, seed: int) -> str:
-        import games
+        import s3gym_games as games
 
         try:
             return games.make(games.canonical(self.game), "explore").rules()

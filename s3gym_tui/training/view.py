@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.models import Run
 from s3gym_tui.store import Dataset, Training
 from s3gym_tui.training.dataset import SelectionQuality, selection_quality

@@ -13,7 +13,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from s3gym_tui.engine.judging import verdict
-from s3gym_tui.engine.prompts import HINT_HEADER, HISTORY_CUT_MARK
+from s3gym_games.prompt import HINT_HEADER, HISTORY_CUT_MARK
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.signals import follow, release

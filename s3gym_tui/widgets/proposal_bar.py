@@ -9,7 +9,7 @@ from textual import events
 from textual.message import Message
 from textual.widget import Widget
 
-from s3gym_tui.engine.prompts import format_score
+from s3gym_games.prompt import format_score
 from s3gym_tui.textgate import safe
 
 CHOICES = (("a", "Accept", "accept"), ("e", "Edit", "edit"), ("v", "Veto", "veto"))

@@ -19,7 +19,7 @@ from textual.strip import Strip
 
 from s3gym_tui.engine.glossary import OUT_OF_RANGE_MARK, VERDICT_LABELS, VERDICT_MARKS
 from s3gym_tui.engine.judging import verdict
-from s3gym_tui.engine.prompts import format_score
+from s3gym_games.prompt import format_score
 from s3gym_tui.models import Step
 from s3gym_tui.textgate import safe
 from s3gym_tui.widgets.scrollbars import QuietScrollBars

@@ -14,13 +14,13 @@ from typing import Optional, Sequence
 
 from rich.text import Text
 
-import games
-from games.base import GameError
+import s3gym_games as games
+from s3gym_games.base import GameError
 
 from s3gym_tui.engine.glossary import (OUT_OF_RANGE_MARK, OUT_OF_RANGE_MEANING, VERDICT_LABELS, VERDICT_MARKS,
                                       VERDICT_MEANINGS)
 from s3gym_tui.engine.judging import VERDICTS, Verdict, out_of_range, out_of_range_note, range_text, verdict
-from s3gym_tui.engine.prompts import format_score
+from s3gym_games.prompt import format_score
 
 LONG_LABELS: dict[str, str] = {"agree": "agrees", "over": "over-confident", "under": "under-confident",
                                "missing": "no self-score"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import Checkpoint, Episode, RunConfig, Step
 from s3gym_tui.store import Store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from s3gym_tui.engine.citations import cited, find, first_cited_at, lacking, rule_lines, step_lines
 from s3gym_tui.engine.compare import _excerpt
-from s3gym_tui.engine.prompts import TurnRecord, render_episode_block
+from s3gym_games.prompt import TurnRecord, render_episode_block
 
 HISTORY_REPLY = (
     "Experience: History of 6 previous episode(s), 26 situation-option pairs.\n"
@@ -26,7 +26,7 @@ SUMMARY = (
 
 
 def history_block() -> str:
-    """Two previous episodes as History renders them (engine.prompts), the second of three turns."""
+    """Two previous episodes as History renders them (s3gym_games.prompt), the second of three turns."""
     first = render_episode_block("Previous episode 1 (seed 0, 2 steps)", [
         TurnRecord("Round: 1 of 10", "collaborate", 0.0),
         TurnRecord("Round: 2 of 10\nHistory:\n  1: collaborate / collaborate", "collaborate", 2.0,

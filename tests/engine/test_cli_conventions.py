@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.cli.common import ENV_VARS, EXIT_CODES, console
 from s3gym_tui.store import Store

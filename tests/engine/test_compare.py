@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.compare import (align, best_pairs, context_at, cumulative_rewards,
                                       cumulative_self_scores, first_divergence, hint_block,
                                       same_action, state_at, summary_diff)
-from s3gym_tui.engine.prompts import HINT_HEADER
+from s3gym_games.prompt import HINT_HEADER
 from s3gym_tui.engine.runner import ProtocolRunner, eval_episode_id
 from s3gym_tui.engine.trial import try_summary
 from s3gym_tui.models import Episode, RunConfig, Step

@@ -10,12 +10,12 @@ import sqlite3
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.engine import servers
 from s3gym_tui.engine.decoding import (ModelArgError, act_grammar, parse_model_args, storable_args)
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.store import Store
 
 from tests.fake_openai import FakeOpenAI

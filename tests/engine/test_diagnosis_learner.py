@@ -21,7 +21,7 @@ from s3gym_tui.engine.glossary import FEW_BLOCKS, NO_VARIANCE
 from s3gym_tui.engine.judging import game_range_width, judging_report, verdict
 from s3gym_tui.engine.leak_probe import probe, without_evaluation_blocks
 from s3gym_tui.engine.play import fork_session
-from s3gym_tui.engine.prompts import TurnRecord, render_episode_block
+from s3gym_games.prompt import TurnRecord, render_episode_block
 from s3gym_tui.engine.report import game_scales, on_game_scales, run_report
 from s3gym_tui.engine.report_tables import build_report
 from s3gym_tui.engine.runner import ProtocolRunner, call_settings

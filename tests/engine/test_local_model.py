@@ -13,8 +13,8 @@ import json
 
 import pytest
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
 
 from tests.engine.helpers import check_run_consistency, run_protocol
 

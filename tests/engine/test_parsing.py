@@ -2,8 +2,8 @@
 
 import pytest
 
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import parse_summary
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import parse_summary
 
 
 @pytest.mark.parametrize("reply,action,score", [

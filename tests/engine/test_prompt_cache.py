@@ -9,12 +9,12 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.engine import prompt_cache
 from s3gym_tui.engine.estimate import estimate_run
 from s3gym_tui.engine.llm import _litellm
-from s3gym_tui.engine.prompts import TurnRecord, build_messages
+from s3gym_games.prompt import TurnRecord, build_messages
 from s3gym_tui.engine.sweep_plan import plan
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store

@@ -59,7 +59,7 @@ def test_default_size_run_on_trust(tmp_path, pathway):
 def test_verifier_rewards_never_reach_the_agent(tmp_path, monkeypatch):
     """Plant a canary value in every verifier reward: it is stored, and appears in no prompt,
     no history, no summary. With the oracle ablation it does appear (the test can fail)."""
-    from games.trust.game import TrustGame
+    from s3gym_games.trust.game import TrustGame
 
     original = TrustGame._apply
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.play import fork_session
 from s3gym_tui.engine.runner import ProtocolRunner, call_settings
 from s3gym_tui.models import RunConfig

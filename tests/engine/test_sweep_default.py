@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.store import Store
 

@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from games import make, reference_policy
-from games.chess.game import (
+from s3gym_games import make, reference_policy
+from s3gym_games.chess.game import (
     DIAGONALS, FAMILIES, HISTORY, KING, PATROL_SHAPES, SMALL_STEPS, WRAP_STEPS, ChessGame, ChessView,
     bounce_step, candidate_cells, candidate_moves, parse_prediction, patrol_perimeter, patrol_phases,
     patrol_step,
 )
-from games.chess.policy import ChessPolicy, piece_tracks
+from s3gym_games.chess.policy import ChessPolicy, piece_tracks
 
 N = 15
 EVAL_SEEDS = range(1_000_000, 1_000_050)
@@ -442,7 +442,7 @@ def test_episode_lasts_max_steps_and_truth_scores_one():
         res = game.step(truth_answer(game))
         steps += 1
         assert res.reward == 1.0
-    assert steps == 5 and game.truncated and game.score() == pytest.approx(1.0)
+    assert steps == 5 and game.terminated and not game.truncated and game.score() == pytest.approx(1.0)
     assert game.observation().startswith("Predictions made: 5 of 5.")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -12,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-import games
-from games.base import GameError, StepResult
+import s3gym_games as games
+from s3gym_games.base import GameError, StepResult
 
 NAMES = games.names()
 SEEDS = [0, 1, 7, 1_000_000, 1_000_003]
@@ -59,7 +60,7 @@ def test_different_seeds_differ(name, mode):
 
 _SCRIPT = """
 import json, random, sys
-import games
+import s3gym_games as games
 name, mode, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 g = games.make(name, mode); out = [g.reset(seed)]; rng = random.Random(5)
 for _ in range(80):
@@ -75,8 +76,8 @@ def test_identical_across_processes(name):
     outs = []
     for hash_seed in ("1", "2"):
         proc = subprocess.run([sys.executable, "-c", _SCRIPT, name, "eval", "1000001"], capture_output=True,
-                              text=True, check=True, env={"PYTHONHASHSEED": hash_seed, "PATH": ""},
-                              cwd=str(__import__("pathlib").Path(games.__file__).parent.parent))
+                              text=True, check=True, env={"PYTHONHASHSEED": hash_seed, "PATH": "",
+                                                         "PYTHONPATH": os.environ.get("PYTHONPATH", "")})
         outs.append(proc.stdout)
     assert outs[0] == outs[1]
     local = _random_play(name, "eval", 1000001)
@@ -121,6 +122,66 @@ def test_step_cap_and_end(name, mode):
     while not game.done:
         game.step(game.sample_action(rng))
     assert game.steps <= game.max_steps
+
+
+def _episodes(name: str, mode: str):
+    """Finished episodes of random and reference play on a few seeds (both the mode's seed ranges), with
+    the score after each step."""
+    for seed in (0, 5, 1_000_002):
+        for driver in ("random", "reference"):
+            game, rng, policy = games.make(name, mode), random.Random(seed), games.reference_policy(name)
+            game.reset(seed)
+            results, scores = [], []
+            while not game.done:
+                action = game.sample_action(rng) if driver == "random" else policy.act(game.view()).action
+                results.append(game.step(action))
+                scores.append(game.score())
+            yield game, results, scores
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mode", games.MODES)
+def test_only_a_step_cap_truncates_and_a_natural_end_terminates(name, mode):
+    for game, results, _ in _episodes(name, mode):
+        assert not any(r.terminated or r.truncated for r in results[:-1])
+        last = results[-1]
+        assert last.terminated != last.truncated and (game.terminated, game.truncated) == (last.terminated,
+                                                                                           last.truncated)
+        if last.truncated:  # a cap, never the rules' own length
+            assert game.steps == game.max_steps and not (game.fixed_length and game.steps == game.config.max_steps)
+        if game.fixed_length and game.steps == game.config.max_steps:
+            assert last.terminated  # e.g. trust's tenth round, chess's fifth prediction
+
+
+def test_the_harness_cap_truncates_even_a_game_of_fixed_length():
+    from s3gym_games.trust.game import TrustConfig, TrustGame
+
+    class LongTrust(TrustGame):
+        CONFIGS = {m: TrustConfig(max_steps=100, opponent_weights=c.opponent_weights)
+                   for m, c in TrustGame.CONFIGS.items()}
+
+    class CappedTrust(TrustGame):
+        fixed_length = False  # the same ten steps read as a cap
+
+    for cls, steps, flags in ((LongTrust, 64, (False, True)), (CappedTrust, 10, (False, True)),
+                              (TrustGame, 10, (True, False))):
+        game = cls("eval")
+        game.reset(1_000_001)
+        while not game.done:
+            result = game.step("collaborate")
+        assert (game.steps, (result.terminated, result.truncated)) == (steps, flags), cls.__name__
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("mode", games.MODES)
+def test_the_score_follows_from_the_step_rewards_as_stated(name, mode):
+    scale = games.game_class(name).score_per_reward(mode)
+    for game, results, scores in _episodes(name, mode):
+        total = 0.0
+        for result, score in zip(results, scores):  # at every step, not only at the end
+            total += result.reward
+            assert score == pytest.approx(scale * total, abs=1e-9)
+    assert scale == (pytest.approx(1 / 5) if name == "chess" else 1.0)  # chess: sum / max steps (games.md)
 
 
 @pytest.mark.parametrize("name", NAMES)

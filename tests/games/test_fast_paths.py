@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from games.snake.game import DIRECTIONS, interior_connected
-from games.tetris.game import draw_row
+from s3gym_games.snake.game import DIRECTIONS, interior_connected
+from s3gym_games.tetris.game import draw_row
 
 
 def _connected_by_search(size: int, obstacles: set) -> bool:
@@ -56,7 +56,7 @@ def test_tetris_row_text_matches_a_plain_drawing(width):
 def test_nullify_scale_candidates_match_fraction_arithmetic():
     from fractions import Fraction
 
-    from games.nullify.game import _readable, _scale_candidates, apply_op
+    from s3gym_games.nullify.game import _readable, _scale_candidates, apply_op
 
     values = {Fraction(n, d) for n in range(-120, 121) for d in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)}
     found = 0
@@ -73,7 +73,7 @@ def test_nullify_scale_candidates_match_fraction_arithmetic():
 def test_nullify_number_text_matches_the_plain_rule():
     from fractions import Fraction
 
-    from games.nullify.game import format_number, format_unit
+    from s3gym_games.nullify.game import format_number, format_unit
 
     for n in range(-30, 31):
         for d in range(1, 13):

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from games import make, reference_policy, verify_trajectory
-from games.base import Move, play
-from games.minesweeper import GAME, POLICY
-from games.minesweeper.game import NEIGHBOURS, MinesweeperGame, MinesweeperView
-from games.minesweeper.policy import MinesweeperPolicy, analyse
+from s3gym_games import make, reference_policy, verify_trajectory
+from s3gym_games.base import Move, play
+from s3gym_games.minesweeper import GAME, POLICY
+from s3gym_games.minesweeper.game import NEIGHBOURS, MinesweeperGame, MinesweeperView
+from s3gym_games.minesweeper.policy import MinesweeperPolicy, analyse
 
 EVAL_SEEDS = range(1_000_000, 1_000_050)
 
@@ -544,7 +544,7 @@ def test_solver_probabilities_match_brute_force():
 
 @pytest.mark.parametrize("cap", [20000, 3])
 def test_solver_certainties_are_sound_even_with_the_fallback(cap, monkeypatch):
-    import games.minesweeper.policy as policy_module
+    import s3gym_games.minesweeper.policy as policy_module
     monkeypatch.setattr(policy_module, "NODE_CAP", cap)
     monkeypatch.setattr(policy_module, "LOOK_NODE_CAP", min(cap, 2000))
     inexact = 0

@@ -8,8 +8,8 @@ from fractions import Fraction
 
 import pytest
 
-from games import make, reference_policy
-from games.nullify.game import (MAX_DENOMINATOR, MAX_NUMERATOR, NullifyGame, apply_op, combine,
+from s3gym_games import make, reference_policy
+from s3gym_games.nullify.game import (MAX_DENOMINATOR, MAX_NUMERATOR, NullifyGame, apply_op, combine,
                                 format_unit, has_legal_move, num, parse_unit)
 
 EVAL_SEEDS = range(1_000_000, 1_000_050)

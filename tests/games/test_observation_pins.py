@@ -22,7 +22,7 @@ import pytest
 from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-import games  # noqa: E402
+import s3gym_games as games  # noqa: E402
 
 PINS = Path(__file__).with_name("observation_pins.json")
 SEEDS = {"explore": (0, 3, 11), "eval": (1_000_000, 1_000_004)}

@@ -8,10 +8,10 @@ import statistics
 
 import pytest
 
-import games
-from games.base import play
-from games.pvz.game import PLANTS, PvzGame, spawn_plan
-from games.pvz.policy import PvzPolicy
+import s3gym_games as games
+from s3gym_games.base import play
+from s3gym_games.pvz.game import PLANTS, PvzGame, spawn_plan
+from s3gym_games.pvz.policy import PvzPolicy
 
 EVAL_SEEDS = range(1_000_000, 1_000_050)
 EXPLORE_SEEDS = range(0, 50)

@@ -8,8 +8,8 @@ import re
 import pytest
 from rich.console import Console
 
-import games
-from games.chess.render import ChessBoards
+import s3gym_games as games
+from s3gym_games.chess.render import ChessBoards
 
 WIDTHS = (33, 40, 50, 76, 116, 196)
 

@@ -7,10 +7,10 @@ import statistics
 
 import pytest
 
-import games
-from games.base import play
-from games.snake.game import START_BODY, SnakeGame, interior_connected, parse_direction
-from games.snake.policy import SnakePolicy, reconstruct_bodies
+import s3gym_games as games
+from s3gym_games.base import play
+from s3gym_games.snake.game import START_BODY, SnakeGame, interior_connected, parse_direction
+from s3gym_games.snake.policy import SnakePolicy, reconstruct_bodies
 
 EVAL_SEEDS = range(1_000_000, 1_000_050)
 EXPLORE_SEEDS = range(0, 50)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import games
-from games.minesweeper.game import MinesweeperGame
-from games.tetris.game import TetrisGame
+import s3gym_games as games
+from s3gym_games.minesweeper.game import MinesweeperGame
+from s3gym_games.tetris.game import TetrisGame
 
 SEEDS = 12
 EPS = 1e-12  # float noise of the declared bounds (e.g. minesweeper's -1/10)

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from games import make, reference_policy
-from games.tetris.game import PIECES, SHAPES, TetrisGame, column_range
+from s3gym_games import make, reference_policy
+from s3gym_games.tetris.game import PIECES, SHAPES, TetrisGame, column_range
 
 EVAL_SEEDS = range(1_000_000, 1_000_050)
 EXPLORE_SEEDS = range(0, 50)

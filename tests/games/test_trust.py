@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
-import games
-from games.base import Move, Policy, play
-from games.trust.game import CHEAT as X, COLLABORATE as C, OPPONENTS, TrustGame, opponent_move
+import s3gym_games as games
+from s3gym_games.base import Move, Policy, play
+from s3gym_games.trust.game import CHEAT as X, COLLABORATE as C, OPPONENTS, TrustGame, opponent_move
 
 RNG = random.Random(0)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import (TurnRecord, build_messages, build_summary_messages, parse_summary,
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import (TurnRecord, build_messages, build_summary_messages, parse_summary,
                                       render_episode_block)
 from s3gym_tui.models import Summary
 from s3gym_tui.providers.learner import reply

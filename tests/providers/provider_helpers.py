@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import re
 
-import games
+import s3gym_games as games
 
 ANSWER = re.compile(r"Answer:\s*(?P<action>.*?)(?:,\s*Score:\s*(?P<score>[-+]?\d+(?:\.\d+)?))?\s*$", re.MULTILINE)
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.providers import fault, make_context
 from s3gym_tui.providers.fault import CONTENT, FAULTS, TRANSIENT, scheduled_fault
 

@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import TurnRecord, build_messages, build_summary_messages, parse_summary
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import TurnRecord, build_messages, build_summary_messages, parse_summary
 from s3gym_tui.providers.learner import PromptError, prompts, reply
 from s3gym_tui.providers.learner.mind import RULES_PER_SECTION, summarise
 from s3gym_tui.providers.learner.readers import reader

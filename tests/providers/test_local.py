@@ -10,7 +10,7 @@ from typing import Optional
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui import providers
 from s3gym_tui.providers import local, make_context
 

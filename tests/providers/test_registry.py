@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from litellm import CustomLLM
 
-import games
+import s3gym_games as games
 from s3gym_tui import providers
 from s3gym_tui.providers import (BUILTIN_MODELS, DEFAULT_MODEL, context_window, is_builtin, make_context,
                                  s3gym_context)

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.providers import make_context
 
 from provider_helpers import PLAYABLE, parse_reply
@@ -95,7 +95,7 @@ async def test_unknown_task_is_refused(litellm_mod):
 
 
 async def test_game_not_written_yet_is_a_bad_request(litellm_mod, monkeypatch):
-    monkeypatch.setitem(games._REGISTRY, "ghost", "games.ghost_not_written")
+    monkeypatch.setitem(games._REGISTRY, "ghost", "s3gym_games.ghost_not_written")
     ctx = make_context("act", "ghost", "explore", 0)
     with pytest.raises(litellm_mod.BadRequestError, match="not available"):
         await litellm_mod.acompletion(model="scripted/ghost", messages=[{"role": "user", "content": "x"}],

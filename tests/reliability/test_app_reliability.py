@@ -263,7 +263,7 @@ async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp
     refused step is a notification, nothing half-stored, and play continues consistently after."""
     import sqlite3
 
-    import games
+    import s3gym_games as games
     from s3gym_tui.store.connection import Connection
 
     original_init = Connection.__init__

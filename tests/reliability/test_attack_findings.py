@@ -223,7 +223,7 @@ def test_a_run_killed_by_a_store_error_says_why(tmp_path):
 
 def test_huge_actions_and_replies_are_cut_with_a_fault_and_the_verifier_stays_exact(tmp_path, server,
                                                                                   key):
-    import games
+    import s3gym_games as games
 
     huge_action = "C" * 1_100_000
     server.behave(times=1, reply=f"Answer: {huge_action}, Score: 1")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
 from s3gym_tui.config import ConfigError
 from s3gym_tui.engine.play import PlayError, fork_session, new_play_session

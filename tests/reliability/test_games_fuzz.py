@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from benchmarks.fuzz_games import ADVERSARIAL, fuzz, mutate, next_action, random_unicode  # noqa: E402
@@ -28,7 +28,7 @@ def test_twenty_thousand_random_and_adversarial_actions_raise_nothing():
 
 
 def test_the_harness_reports_a_game_that_raises(monkeypatch):
-    from games.trust.game import TrustGame
+    from s3gym_games.trust.game import TrustGame
 
     original = TrustGame._apply
 

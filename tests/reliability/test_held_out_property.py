@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine import llm, runner, session
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import EVAL_SEED_BASE, Episode, RunConfig

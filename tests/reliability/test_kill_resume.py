@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 
@@ -93,7 +93,7 @@ def test_a_scripted_reply_is_a_function_of_the_request_alone(game):
     """What resume relies on: asked in a fresh process (no cached policy), the scripted model gives
     the move of the policy that played the whole episode (nullify's policy keeps a plan)."""
     from s3gym_tui.engine.llm import CallSettings, complete
-    from s3gym_tui.engine.parsing import parse_reply
+    from s3gym_games.reply import parse_reply
     from s3gym_tui.providers import scripted
 
     async def ask(mode, seed, actions):

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
 from s3gym_tui.providers import is_builtin, make_context
 from s3gym_tui.training.dataset import build_dataset, training_examples
 from s3gym_tui.training.grammar import action_is_wellformed
@@ -173,7 +173,7 @@ def test_trained_model_strings_are_builtin_and_registered_next_to_the_others():
 FRESH_PROCESS = """
 import asyncio, sys
 from s3gym_tui.engine.llm import CallSettings, complete
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 ctx = {"task": "act", "game": "trust", "mode": "eval", "seed": 1000000, "actions": [],
        "grammar": '"collaborate" | "cheat"'}
 result = asyncio.run(complete(CallSettings(model="trained/from-disk/1/repair", max_tokens=40, max_retries=0),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.training.learning_signal import no_signal_reason
 from s3gym_tui.training.rewards import zero_spread_share
 
@@ -36,8 +36,8 @@ def test_llguidance_compiles_every_games_gbnf(tiny_base, game):
 
 def test_constrained_replies_parse_and_a_hot_sampler_draws_every_legal_action(tiny_base):
     pytest.importorskip("llguidance")
-    from s3gym_tui.engine.parsing import parse_reply
-    from s3gym_tui.engine.prompts import build_messages
+    from s3gym_games.reply import parse_reply
+    from s3gym_games.prompt import build_messages
     from s3gym_tui.training.grammar import action_is_wellformed, answer_line
     from s3gym_tui.training.sampling import ReplySampler
 

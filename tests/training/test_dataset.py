@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.store import DatasetRow, LeakageError, StoreError, audit
 from s3gym_tui.training.dataset import (REFERENCE, build_dataset, parse_correction, reference_reply,
                                         selection_quality, training_examples)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.training.grammar import (FALLBACK_ACTION_PATTERN, GrammarError, action_is_wellformed,
                                         action_pattern, answer_line_pattern, gbnf_to_regex)
 

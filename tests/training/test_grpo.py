@@ -8,12 +8,12 @@ import json
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.cli import main
-from s3gym_tui.engine.prompts import SYSTEM_PROMPT, build_messages
+from s3gym_games.prompt import SYSTEM_PROMPT, build_messages
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit
-from s3gym_tui.training.environment import TOOL_TEMPLATE, GameEnvironment, completion_text, prompt_row
+from s3gym_games.trl_env import TOOL_TEMPLATE, GameEnvironment, completion_text, prompt_row, step_outcome
 from s3gym_tui.training.rewards import judge_messages, make_reward
 from s3gym_tui.training.rollouts import StateStream
 from train_helpers import add_trust_episode, trust_run
@@ -50,7 +50,7 @@ def test_the_tool_template_renders_ordinary_conversations_byte_identically(tiny_
     from transformers import AutoTokenizer
     from trl.chat_template_utils import supports_tool_calling
 
-    from s3gym_tui.training.environment import ensure_tool_template
+    from s3gym_games.trl_env import ensure_tool_template
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_base)
     assert not supports_tool_calling(tokenizer)
@@ -72,18 +72,18 @@ def test_an_outcome_is_played_on_a_copy_of_the_state():
     env.reset(game="trust", seed=4, actions=["collaborate"], scores=[2.0])
     game = games.game_class("trust").replay("explore", 4, ["collaborate"])
     expected = game.step("cheat")
-    outcome = env._outcome("Answer: cheat, Score: 3")
+    outcome = step_outcome(env, "Answer: cheat, Score: 3")
     assert (outcome.action, outcome.self_score, outcome.parsed, outcome.valid) == ("cheat", 3.0, True, True)
     assert (outcome.reward, outcome.feedback) == (expected.reward, expected.feedback)
     assert env.state == ("trust", 4, ("collaborate",))  # unchanged
-    garbage = env._outcome("no idea")
+    garbage = step_outcome(env, "no idea")
     assert not garbage.parsed and not garbage.valid and garbage.reward == 0
 
 
 @pytest.fixture
 def canary(monkeypatch):
     """Every valid step's verifier reward becomes a canary number that must never reach a judge prompt."""
-    from games.base import Game
+    from s3gym_games.base import Game
 
     real = Game.step
 
@@ -148,7 +148,7 @@ def test_the_frozen_judge_scores_with_the_base_weights(tiny_base):
     judged = FrozenJudge(policy, tokenizer)
     env = GameEnvironment()
     env.reset(game="trust", seed=0)
-    outcome = env._outcome("Answer: cheat, Score: 3")
+    outcome = step_outcome(env, "Answer: cheat, Score: 3")
     value = judged.score(env, outcome)
     assert value == plain.score(env, outcome) and -100 <= value <= 100  # the adapter was off
     assert judged.score(env, outcome) == value and judged.calls == 1  # cached per (state, action)
@@ -217,7 +217,7 @@ def test_grpo_trains_on_the_states_it_rolls_out(tiny_base, tmp_path, monkeypatch
         for state, text, value in zip(env_states, texts, values):
             env = GameEnvironment()
             env.reset(game=state[0], seed=state[1], actions=state[2])
-            outcome = env._outcome(text)
+            outcome = step_outcome(env, text)
             if reward == "oracle":  # the verifier's reward, minus the format term (1 by default) without an action
                 assert value == outcome.reward - (0.0 if outcome.parsed else 1.0)
             else:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit
 
@@ -34,7 +34,7 @@ def _sampler(tiny_base, temperature=1.0, max_new_tokens=24):
 
 
 def test_replies_under_the_answer_line_grammar_parse_and_free_ones_of_a_random_model_do_not(tiny_base):
-    from s3gym_tui.engine.prompts import build_messages
+    from s3gym_games.prompt import build_messages
     from s3gym_tui.training.grammar import answer_line_pattern
     from s3gym_tui.training.sampling import constrained_slot
 
@@ -248,7 +248,7 @@ def test_constrained_replies_follow_the_grammar_of_their_own_state_in_every_game
     both levels are legal for the state they answer."""
     import random
 
-    from s3gym_tui.training.environment import GRAMMAR_KEY, GameEnvironment
+    from s3gym_games.trl_env import GRAMMAR_KEY, GameEnvironment
     from s3gym_tui.training.grammar import action_is_wellformed
     from s3gym_tui.training.group_rollouts import GroupRollouts, episode_prompt
     from s3gym_tui.training.rollouts import StateStream

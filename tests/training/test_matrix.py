@@ -9,7 +9,7 @@ import itertools
 import pytest
 from rich.console import Console
 
-import games
+import s3gym_games as games
 
 from s3gym_tui.cli import main
 from s3gym_tui.models import Checkpoint, Episode, RunConfig

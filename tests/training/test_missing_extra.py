@@ -111,7 +111,7 @@ def test_the_training_package_imports_no_textual():
             "s3gym_tui.training.runs, s3gym_tui.training.view, s3gym_tui.training.console, "
             "s3gym_tui.training.grammar, s3gym_tui.training.decoding, s3gym_tui.training.grpo, "
             "s3gym_tui.training.onpolicy, s3gym_tui.training.distill, s3gym_tui.training.matrix, "
-            "s3gym_tui.training.environment, s3gym_tui.training.rewards, s3gym_tui.training.rollouts\n"
+            "s3gym_games.trl_env, s3gym_tui.training.rewards, s3gym_tui.training.rollouts\n"
             "assert 'textual' not in {m.split('.')[0] for m in sys.modules if sys.modules[m] is not None}")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]

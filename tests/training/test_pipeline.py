@@ -9,7 +9,7 @@ import json
 import pytest
 
 from s3gym_tui.cli import main
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, audit

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import audit
@@ -64,10 +64,10 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
 
     # one on-policy reverse-KL update of a fresh student towards the expert, on the expert's own prompts
     from s3gym_tui.training import serve
-    from s3gym_tui.training.environment import GameEnvironment
+    from s3gym_games.trl_env import GameEnvironment
     from pathlib import Path
 
-    from s3gym_tui.engine.prompts import SYSTEM_PROMPT
+    from s3gym_games.prompt import SYSTEM_PROMPT
     from s3gym_tui.training.onpolicy import train_onpolicy
 
     env = GameEnvironment()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.providers import make_context

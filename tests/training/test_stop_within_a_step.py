@@ -84,7 +84,7 @@ def test_a_stop_between_micro_batches_keeps_the_finished_update_and_resumes_to_t
 
 
 def test_a_stop_between_rollouts_names_the_rollout():
-    from s3gym_tui.training.environment import GRAMMAR_KEY, prompt_row
+    from s3gym_games.trl_env import GRAMMAR_KEY, prompt_row
     from s3gym_tui.training.group_rollouts import GroupRollouts
 
     class Sampler:

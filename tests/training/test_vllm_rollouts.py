@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import build_messages
+import s3gym_games as games
+from s3gym_games.reply import parse_reply
+from s3gym_games.prompt import build_messages
 
 pytest.importorskip("trl")
 
@@ -66,7 +66,7 @@ def _sampler(tiny_base, temperature=0.9, max_new_tokens=40):
 
 def _state(seed: int, game_name: str = "trust", actions=()) -> list:
     """A step-level prompt as TRL hands it over: the engine's messages, the state's grammar on the first."""
-    from s3gym_tui.training.environment import GRAMMAR_KEY
+    from s3gym_games.trl_env import GRAMMAR_KEY
 
     game = games.make(game_name, "explore")
     game.reset(seed)
@@ -226,7 +226,7 @@ def test_episode_level_through_a_server_is_refused_across_processes():
 
 
 def test_constrained_replies_of_different_states_are_asked_for_under_each_states_grammar(tiny_base):
-    from s3gym_tui.training.environment import GRAMMAR_KEY
+    from s3gym_games.trl_env import GRAMMAR_KEY
     from s3gym_tui.training.grammar import answer_line_pattern
     from s3gym_tui.training.group_rollouts import GroupRollouts
 

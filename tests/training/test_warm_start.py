@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from s3gym_tui.cli import main
-from s3gym_tui.engine.parsing import parse_reply
+from s3gym_games.reply import parse_reply
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.training import stop
@@ -33,7 +33,7 @@ def _no_stop_left():
 def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds(tiny_base):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    import games
+    import s3gym_games as games
     from s3gym_tui.training.grammar import answer_line_pattern
     from s3gym_tui.training.sampling import ReplySampler
     from s3gym_tui.training.warm_start import collect_examples

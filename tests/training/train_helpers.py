@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 from typing import Optional, Sequence
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.experience import turns_from_steps
-from s3gym_tui.engine.prompts import build_messages, messages_json
+from s3gym_games.prompt import build_messages, messages_json
 from s3gym_tui.models import EVAL_SEED_BASE, Episode, Run, RunConfig, Step
 from s3gym_tui.store import Store
 

@@ -9,7 +9,7 @@ import pytest
 
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.engine.compare import best_pairs, first_divergence
-from s3gym_tui.engine.prompts import format_score
+from s3gym_games.prompt import format_score
 from s3gym_tui.models import explore_episode_id
 from s3gym_tui.store import Store
 from tests.ui.demo_tour_data import tour_db, tour_template  # noqa: F401 - fixtures

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import DataTable, Input, OptionList, Select
 
-import games
+import s3gym_games as games
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.providers import BUILTIN_MODELS
 from s3gym_tui.screens.dialogs import EpisodePickerDialog

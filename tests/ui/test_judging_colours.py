@@ -11,12 +11,12 @@ from typing import Optional
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import Settings
 from s3gym_tui.engine.glossary import VERDICT_LABELS, VERDICT_MARKS
 from s3gym_tui.engine.judging import verdict
-from s3gym_tui.engine.prompts import format_score
+from s3gym_games.prompt import format_score
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.screens.compare import CompareScreen
 from s3gym_tui.screens.play import PlayScreen

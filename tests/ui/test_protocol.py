@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import games
+import s3gym_games as games
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import Settings
 from s3gym_tui.engine.glossary import OUT_OF_RANGE_MARK

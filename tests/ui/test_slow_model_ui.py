@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-import games
+import s3gym_games as games
 from s3gym_tui.app import S3GymApp
 from s3gym_tui.config import ModelSettings, Settings
 from s3gym_tui.models import Episode, Step

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-import games
+import s3gym_games as games
 from tests.ui.test_snapshots_play import settle, snapshot_app, snapshot_db_template  # noqa: F401 - fixtures
 
 SIZES = ((80, 24), (120, 40), (200, 50))

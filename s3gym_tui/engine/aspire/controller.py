@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.aspire.budget import Budget, Usage
 from s3gym_tui.engine.aspire.episodes import memories, play_run, player_model, run_usage
 from s3gym_tui.engine.aspire.goals import GOALS, Goal

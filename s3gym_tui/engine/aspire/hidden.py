@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.engine.aspire.episodes import play_run
 from s3gym_tui.engine.aspire.goals import GOALS, Goal, HiddenSuite, goal_by_id
 from s3gym_tui.store.aspire import AspireRun, Candidate, HiddenScore

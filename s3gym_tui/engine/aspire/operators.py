@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, Sequence
 
-from games import names as _names
+from s3gym_games import names as _names
 from s3gym_tui.engine.aspire.tools import TOOLS
 
 TOOL_GAMES = tuple(_names())

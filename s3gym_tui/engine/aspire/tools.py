@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import games
+import s3gym_games as games
 from s3gym_tui.models import EVAL_SEED_BASE
 
 MAX_EPISODES_PER_CALL = 5

@@ -7,7 +7,7 @@ from typing import Any
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
 
-import games
+import s3gym_games as games
 from s3gym_tui.providers._common import bad_request, build_response, estimate_tokens, prompt_text
 from s3gym_tui.providers.learner import PROVIDER, PromptError, reply
 

@@ -1,4 +1,5 @@
-"""Parse the response contract `Answer: <ACTION>, Score: <S>` out of a model reply."""
+"""Parse the response contract `Answer: <ACTION>, Score: <S>` out of a model reply (public API:
+`parse_reply(text) -> ParsedReply`; a reply without an answer is played as NO_ANSWER, an invalid action)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ _NUMBER = re.compile(
 # What may follow a number for it to be whole: the end, white space, or closing punctuation that
 # is itself followed by white space or the end ("Score: -1.5." or "Score: 2, because ...").
 _AFTER = re.compile(r"$|\s|[.,;:!?)\]}'\"]+(?:\s|$)")
+NO_ANSWER = "<no parsable answer>"  # what the game receives when a reply has no Answer line
+MAX_ACTION_CHARS = 2_000  # the longest action played and stored; a longer one is cut (and the cut recorded)
 SCORE_LIMIT = 1e9  # larger magnitudes are not a reward estimate of any of the games
 
 

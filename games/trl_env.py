@@ -1,11 +1,22 @@
-"""The games as TRL environments (GRPOTrainer's `environment_factory`), always in explore mode.
+"""The games as TRL environments (GRPOTrainer's `environment_factory`), always in explore mode: the public
+API the training pathway itself uses (s3gym_tui.training.grpo).
 
 Each GRPO prompt is one state an episode reached on an exploration seed: (game, seed, actions so far,
-the self-scores the agent gave them). `GameEnvironment.reset(...)` replays that state and returns the
-user message exactly as the engine builds it for an action call (rules, current episode so far,
-current state; no hint messages), so the policy is trained on the prompts it is evaluated on. The
-environment exposes no tools: one reply is one action, as in the protocol; the reward functions
-(rewards.py) step a copy of the state with the reply's action.
+the self-scores the agent gave them), a dataset row made by `prompt_row`. `GameEnvironment.reset(**row)`
+replays that state and returns the user message exactly as the engine builds it for an action call
+(rules, current episode so far, current state; no hint messages), so the policy is trained on the prompts
+it is evaluated on. An evaluation seed is refused (ValueError): training never sees held-out games. The
+environment exposes no tools: one reply is one action, as in the protocol; a reward function scores a
+reply with `step_outcome(env, reply)`, which steps a copy of the state with the reply's action (the state
+itself stays as it is). Use with TRL (the `trl` extra):
+
+    trainer = GRPOTrainer(model=..., train_dataset=Dataset.from_list([prompt_row("trust", 3, [], [])]),
+                          environment_factory=GameEnvironment, reward_funcs=[my_reward], ...)
+    def my_reward(completions, environments, **_):
+        return [step_outcome(env, completion_text(c)).reward for c, env in zip(completions, environments)]
+
+(`.reward` is the verifier's: the project's own runs train on the self-judged score instead, see
+s3gym_tui.training.rewards.)
 
 TRL requires a chat template that can render tool calls whenever an environment is used. SmolLM2's
 template cannot, so `ensure_tool_template` extends it with the usual tool-call branch; a conversation
@@ -17,11 +28,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-import games
-from s3gym_tui.engine.parsing import parse_reply
-from s3gym_tui.engine.prompts import SYSTEM_PROMPT, TurnRecord, build_messages
-from s3gym_tui.engine.session import NO_ANSWER
-from s3gym_tui.engine.visibility import require_exploration_seed
+import s3gym_games as games
+from s3gym_games.prompt import SYSTEM_PROMPT, TurnRecord, build_messages
+from s3gym_games.reply import NO_ANSWER, parse_reply
+from s3gym_games.seeds import require_seed_of
 
 MODE = "explore"
 # the state's action grammar (games' `action_grammar()`, which depends on the state: snake's reverse move,
@@ -67,7 +77,7 @@ class GameEnvironment:
 
     def reset(self, game: str = "", seed: int = 0, actions: Sequence[str] = (),
               scores: Sequence[Optional[float]] = (), **_: Any) -> str:
-        self._seed = require_exploration_seed(seed)  # engine.visibility: never an evaluation seed
+        self._seed = require_seed_of(MODE, seed)  # never an evaluation seed
         self._game, self._actions = games.canonical(game), [str(a) for a in actions]
         env = games.make(self._game, MODE)
         env.reset(self._seed)
@@ -94,18 +104,19 @@ class GameEnvironment:
     def game(self) -> Any:
         return self._env
 
-    def _outcome(self, reply: str) -> StepOutcome:
-        """Apply a reply's action to a copy of the state (the state itself stays as it is)."""
-        parsed = parse_reply(reply)
-        action = parsed.action if parsed.action is not None else NO_ANSWER
-        env = games.game_class(self._game).replay(MODE, self._seed, self._actions)
-        before = env.observation()
-        if env.done:
-            return StepOutcome(action, parsed.self_score, parsed.action is not None, False, "the episode is over",
-                               0.0, before, before, True)
-        result = env.step(action)
-        return StepOutcome(action, parsed.self_score, parsed.action is not None, result.valid, result.feedback,
-                           float(result.reward), before, env.observation(), result.done)
+def step_outcome(env: GameEnvironment, reply: str) -> StepOutcome:
+    """What a reply would do from the environment's state: its action applied to a copy of the state."""
+    parsed = parse_reply(reply)
+    action = parsed.action if parsed.action is not None else NO_ANSWER
+    name, seed, actions = env.state
+    game = games.game_class(name).replay(MODE, seed, list(actions))
+    before = game.observation()
+    if game.done:
+        return StepOutcome(action, parsed.self_score, parsed.action is not None, False, "the episode is over",
+                           0.0, before, before, True)
+    result = game.step(action)
+    return StepOutcome(action, parsed.self_score, parsed.action is not None, result.valid, result.feedback,
+                       float(result.reward), before, game.observation(), result.done)
 
 
 def completion_text(completion: Any) -> str:

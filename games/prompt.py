@@ -1,4 +1,9 @@
-"""Prompt assembly: system contract, Hint Messages block, current episode history, rules, step prompt."""
+"""The paper's prompt for a game state: system contract, Hint Messages, current episode, rules, step prompt.
+
+Public API (the engine builds every prompt with it): `build_messages(game, hint_text, turns, feedback)` gives
+the chat messages of an action call; experience enters as text (`hint_text`: previous episodes rendered by
+`render_episode_block`, or a summary); `build_summary_messages` / `parse_summary` are Summary Memory's call.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from games import Game
+from s3gym_games.base import Game
 
 HINT_HEADER = "Hint Messages:"
 HISTORY_CUT_MARK = "[{n} older episode(s) dropped to fit the history budget]"
