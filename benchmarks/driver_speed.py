@@ -118,6 +118,21 @@ def measure(concurrency: int, replicas: int, workdir: Path) -> list:
             after["connections"] - before["connections"], int(usage["unpriced"]), os.getloadavg()[0]]
 
 
+def plan_time() -> tuple[float, float, int]:
+    """(CPU s, wall s, runs) of planning the issue's 21-run sweep (7 served model names x Trust x
+    none/history/summary, 6 exploration episodes, 3 evaluation episodes every 3), tokenizer included."""
+    from s3gym_tui.engine.sweep_plan import plan
+    from s3gym_tui.models import SweepConfig
+
+    models = tuple(f"hosted_vllm/plan-{i}" for i in range(7))
+    config = SweepConfig(games=("trust",), pathways=("none", "history", "summary"), models=models,
+                         settings={"explore_episodes": 6, "eval_every": 3, "eval_episodes": 3},
+                         api_bases={m: ("http://127.0.0.1:9/v1",) for m in models})
+    cpu, wall = _cpu_s(), time.perf_counter()
+    planned = plan(config.run_configs())
+    return _cpu_s() - cpu, time.perf_counter() - wall, len(planned.runs)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--concurrency", default="1,16,96")
@@ -127,6 +142,7 @@ def main() -> None:
     from s3gym_tui.providers import configured_litellm
 
     configured_litellm()
+    plan_cpu, plan_wall, plan_runs = plan_time()
     profiler = None
     if args.profile:
         import cProfile
@@ -147,6 +163,8 @@ def main() -> None:
                 ["concurrency", "replicas", "status", "steps", "calls", "peak in flight", "driver CPU ms/step",
                  "steps/s", "connections opened (all replicas)", "unpriced calls", "load (1 min)"],
                 [[("—" if v is None else v) for v in row] for row in rows])
+    print(f"plan of a {plan_runs}-run sweep: {plan_cpu:.2f} s CPU, {plan_wall:.2f} s wall (first in the process: "
+          f"the tokenizer's load included)")
 
 
 if __name__ == "__main__":
