@@ -358,15 +358,27 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     tokens_in = _count(getattr(usage, "prompt_tokens", 0), "prompt_tokens", found)
     tokens_out = _count(getattr(usage, "completion_tokens", 0), "completion_tokens", found)
     cached, cache_write = cached_usage(usage, tokens_in, found)
-    try:
-        cost = float(litellm.completion_cost(completion_response=response))
-    except Exception:
-        cost = None
+    cost = _cost(litellm, response)
     if cost is not None and (not math.isfinite(cost) or cost < 0):
         found.append(f"impossible cost ({cost}); stored as unknown")
         cost = None
     return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found), original_reply=original,
                       tokens_cached=cached, tokens_cache_write=cache_write)
+
+
+def _cost(litellm, response: Any) -> Optional[float]:
+    """The call's cost from litellm's price map, None when it has no price for the model. litellm
+    prices every response as it returns it (`_hidden_params["response_cost"]`, None when unpriced):
+    that figure is taken, not computed a second time; a response it did not price (a streamed one,
+    rebuilt from its chunks) is priced here, once."""
+    hidden = getattr(response, "_hidden_params", None)
+    try:
+        if isinstance(hidden, dict) and "response_cost" in hidden:
+            stamped = hidden["response_cost"]
+            return None if stamped is None else float(stamped)
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - litellm raises plain Exception for a model it cannot price
+        return None
 
 
 # ----- calm retries ------------------------------------------------------------------------------
