@@ -133,6 +133,33 @@ def plan_time() -> tuple[float, float, int]:
     return _cpu_s() - cpu, time.perf_counter() - wall, len(planned.runs)
 
 
+def litellm_alone(calls: int = 400, concurrency: int = 16) -> float:
+    """CPU ms per call of litellm.acompletion alone (no engine, no store) against the same kind of
+    server: the floor under the driver's CPU per step while litellm makes the calls."""
+    from s3gym_tui.engine.llm import _litellm
+
+    litellm = _litellm()
+    server = ServerProcess()
+    try:
+        async def go() -> float:
+            gate = asyncio.Semaphore(concurrency)
+            messages = [{"role": "user", "content": "Your move? " * 200}]
+
+            async def one() -> None:
+                async with gate:
+                    await litellm.acompletion(model="hosted_vllm/floor", api_base=server.base_url, messages=messages,
+                                              max_tokens=200, num_retries=0)
+
+            await one()  # first-call set-up
+            cpu = _cpu_s()
+            await asyncio.gather(*(one() for _ in range(calls)))
+            return (_cpu_s() - cpu) * 1000 / calls
+
+        return asyncio.run(go())
+    finally:
+        server.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--concurrency", default="1,16,96")
@@ -143,6 +170,7 @@ def main() -> None:
 
     configured_litellm()
     plan_cpu, plan_wall, plan_runs = plan_time()
+    floor = litellm_alone()
     profiler = None
     if args.profile:
         import cProfile
@@ -163,6 +191,7 @@ def main() -> None:
                 ["concurrency", "replicas", "status", "steps", "calls", "peak in flight", "driver CPU ms/step",
                  "steps/s", "connections opened (all replicas)", "unpriced calls", "load (1 min)"],
                 [[("—" if v is None else v) for v in row] for row in rows])
+    print(f"litellm.acompletion alone (no engine, no store), 16 in flight: {floor:.2f} ms CPU a call")
     print(f"plan of a {plan_runs}-run sweep: {plan_cpu:.2f} s CPU, {plan_wall:.2f} s wall (first in the process: "
           f"the tokenizer's load included)")
 
