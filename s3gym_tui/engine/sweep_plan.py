@@ -151,9 +151,11 @@ def _summary_parts(game_name: str) -> tuple[str, ...]:
 
 def price(model: str, tokens_in: int, tokens_out: int) -> Optional[float]:
     """Dollars for these tokens at litellm's price of the model; None when it knows none."""
-    from s3gym_tui.engine.llm import _litellm
+    from s3gym_tui.engine.llm import _litellm, has_price
 
     litellm = _litellm()
+    if not has_price(litellm, model):  # as a call is priced (engine.llm): no price, not $0
+        return None
     try:
         prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=int(tokens_in),
                                                     completion_tokens=int(tokens_out))

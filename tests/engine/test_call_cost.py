@@ -65,3 +65,23 @@ def test_a_streamed_reply_is_priced_once_from_its_rebuilt_response(priced_here):
     assert streamed
     assert result.cost == pytest.approx(prompt + completion)
     assert len(priced_here) <= 1
+
+
+def test_a_model_without_a_price_behind_replicas_is_unpriced_not_free(priced_here):
+    """litellm's Router enters its model with no price and prices its calls at $0: stored unpriced."""
+    with FakeOpenAI(usage=USAGE) as one, FakeOpenAI(usage=USAGE) as two:
+        settings = CallSettings(model="hosted_vllm/unknown-replicated", api_bases=(one.base, two.base),
+                                max_retries=0, context_tokens=32_768)
+        result = asyncio.run(complete(settings, MESSAGES))
+    assert result.cost is None and result.tokens_in == 1000
+
+
+def test_a_priced_model_behind_replicas_keeps_its_price(priced_here):
+    litellm = _litellm()
+    prompt, completion = litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=1000,
+                                                completion_tokens=200)
+    with FakeOpenAI(usage=USAGE) as one, FakeOpenAI(usage=USAGE) as two:
+        settings = CallSettings(model="openai/gpt-4o-mini", api_bases=(one.base, two.base), max_retries=0,
+                                context_tokens=32_768)
+        result = asyncio.run(complete(settings, MESSAGES))
+    assert result.cost == pytest.approx(prompt + completion) and result.cost > 0
