@@ -7,8 +7,8 @@
 Figures tracked: median time to load one 64-step episode (target < 20 ms), add_step throughput
 (one transaction per step, as the runner writes them), DB size; plus open, list_runs and audit;
 and, from a real scripted Tetris run (pathway none, 3 exploration + 1 evaluation episode per
-checkpoint, 320 steps): bytes per stored step (target <= 3 KB; prompts are deltas, see
-store/prompt_delta.py) and the time to read a prompt back (target < 1 ms).
+checkpoint, 320 steps): bytes per stored step, full-text index included (target <= 3,072 B;
+prompts are deltas, see store/prompt_delta.py; pages of store.connection.PAGE_SIZE) and the time to read a prompt back (target < 1 ms).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def scripted_run_figures(path: Path, game: str = "tetris", pathway: str = "none"
                 t = time.perf_counter()
                 fresh.step_prompt(e.id, i)
                 sequential.append(time.perf_counter() - t)
-    verdict = "ok" if size / n <= 3000 else "TOO BIG (target <= 3 KB)"
+    verdict = "ok" if size / n <= 3072 else "TOO BIG (target <= 3,072 B)"
     return [
         (f"scripted {game} run, pathway {pathway}", f"{len(episodes)} episodes, {n} steps"),
         ("  database size per step", f"{size / n:,.0f} B ({size / 1e6:.2f} MB)  {verdict}"),

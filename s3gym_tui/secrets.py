@@ -21,11 +21,22 @@ CREDENTIALS_ENV = "S3GYM_API_CREDENTIALS"
 _SECRET_QUERY = re.compile(r"key|token|secret|password|passwd|auth|sig|credential", re.IGNORECASE)
 
 
+_SEEN: list = [None, []]  # (the environment's items when last read, its secret values)
+
+
 def secret_values() -> list[str]:
-    """The values of the secret-looking environment variables that are set, longest first."""
+    """The values of the secret-looking environment variables that are set, longest first. Read
+    again whenever the environment changed (a snapshot of its raw items is compared: the scan with
+    a pattern per name costs more than the compare, and it runs several times a step)."""
+    raw = getattr(os.environ, "_data", None)
+    snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+    if snapshot is not None and snapshot == _SEEN[0]:
+        return list(_SEEN[1])
     values = {value for name, value in os.environ.items()
               if len(value) >= MIN_SECRET_CHARS and SECRET_NAME.search(name)}
-    return sorted(values, key=len, reverse=True)
+    ordered = sorted(values, key=len, reverse=True)
+    _SEEN[:] = [snapshot, ordered]
+    return list(ordered)
 
 
 def redact_values(text: str, values: list[str] | None = None) -> str:

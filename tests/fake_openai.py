@@ -23,6 +23,12 @@ longest prefix it saw before as `usage.prompt_tokens_details.cached_tokens` (at 
 `cache_read_input_tokens` / `cache_creation_input_tokens` in the usage (an OpenAI-compatible proxy of
 Anthropic), caching only up to the blocks marked with `cache_control`. POST .../v1/messages answers
 in Anthropic's own Messages format with the same cache rules. Tokens are about four characters.
+
+Connections: it counts the TCP connections it accepted (`connections`). By default it speaks
+HTTP/1.0 and closes each connection after one answer; `keep_alive=True` speaks HTTP/1.1 and keeps
+them open like vLLM's or llama.cpp's server, so a client that pools connections opens few. `GET
+/_fake/stats` answers the counters as JSON (for a server in another process: `python -m
+tests.fake_openai --keep-alive` prints its base URL).
 """
 
 from __future__ import annotations
@@ -114,9 +120,17 @@ def _common(a: str, b: str) -> int:
 
 class _Handler(BaseHTTPRequestHandler):
     server: "FakeOpenAI"
+    # headers and body go out in two writes: with Nagle's algorithm the body waits for the client's
+    # delayed ACK (about 40 ms a request on a kept-alive connection)
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        if self.server.keep_alive:  # per connection: HTTP/1.1 keeps it open between requests
+            self.protocol_version = "HTTP/1.1"
+        super().setup()
 
     def _send(self, status: int, body: Any, headers: Optional[dict] = None) -> None:
         data = json.dumps(body).encode() if not isinstance(body, bytes) else body
@@ -133,7 +147,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.rstrip("/")
         with fake.lock:
             fake.gets.append(path)
-        if path == "/openapi.json" and fake.kind == "llama-cpp-python":
+        if path == "/_fake/stats":
+            self._send(200, fake.stats())
+        elif path == "/openapi.json" and fake.kind == "llama-cpp-python":
             self._send(200, {"openapi": "3.1.0", "info": {"title": "🦙 llama.cpp Python API", "version": "0.3.36"}})
         elif path == "/props" and fake.kind == "llama.cpp" and fake.context:
             self._send(200, {"default_generation_settings": {"n_ctx": fake.context}, "total_slots": 1})
@@ -257,6 +273,9 @@ class _Handler(BaseHTTPRequestHandler):
         reason, the usage (when asked with stream_options.include_usage) and [DONE]."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
+        if self.protocol_version != "HTTP/1.0":  # no length to tell the end by: the close tells it
+            self.send_header("Connection", "close")
+            self.close_connection = True
         self.end_headers()
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": request.get("model", "fake")}
@@ -297,8 +316,12 @@ class FakeOpenAI(ThreadingHTTPServer):
     def __init__(self, delay_s: float = 0.0, reply: Any = DEFAULT_REPLY, models=("fake",),
                  usage: Any = None, kind: str = "plain", context: Optional[int] = None,
                  enforce_context: bool = False, accepts: Optional[set] = None, port: int = 0,
-                 cache: Optional[str] = None, cache_min: int = 1024, cache_block: int = 128) -> None:
+                 cache: Optional[str] = None, cache_min: int = 1024, cache_block: int = 128,
+                 keep_alive: bool = False) -> None:
         super().__init__(("127.0.0.1", port), _Handler)
+        self.keep_alive = keep_alive
+        self.connections = 0  # TCP connections accepted
+        self._open: set[Any] = set()  # the connections being served (closed when it stops)
         self.kind = kind
         self.context = context
         self.enforce_context = enforce_context
@@ -318,6 +341,23 @@ class FakeOpenAI(ThreadingHTTPServer):
         self.lock = threading.Lock()
         self.hang = threading.Event()
         self._thread: Optional[threading.Thread] = None
+
+    def get_request(self):
+        request = super().get_request()
+        with self.lock:
+            self.connections += 1
+            self._open.add(request[0])
+        return request
+
+    def shutdown_request(self, request) -> None:
+        with self.lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def stats(self) -> dict[str, int]:
+        """The counters: connections accepted, requests answered with 200, the most in flight."""
+        with self.lock:
+            return {"connections": self.connections, "completed": self.completed, "peak": self.peak}
 
     def handle_error(self, request, client_address) -> None:
         """A client that gave up (a timeout) closes the socket under a slow reply: not an error."""
@@ -390,11 +430,25 @@ class FakeOpenAI(ThreadingHTTPServer):
             self.shutdown()
         self._thread = None
         self.server_close()
+        with self.lock:  # kept-alive connections would go on being served: a stopped server is gone
+            open_now, self._open = list(self._open), set()
+        for sock in open_now:
+            try:
+                sock.shutdown(2)
+            except OSError:
+                pass
 
 
-if __name__ == "__main__":  # a standalone server for manual checks: prints its base URL
-    import sys
+if __name__ == "__main__":  # a standalone server (manual checks, benchmarks): prints its base URL
+    import argparse
 
-    server = FakeOpenAI(delay_s=float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)
+    parser = argparse.ArgumentParser(description="A fake OpenAI-compatible server on 127.0.0.1.")
+    parser.add_argument("delay_s", nargs="?", type=float, default=0.0, help="seconds per answer")
+    parser.add_argument("--keep-alive", action="store_true", help="HTTP/1.1: connections stay open")
+    parser.add_argument("--reply", default=DEFAULT_REPLY)
+    parser.add_argument("--usage-auto", action="store_true", help="usage counted from the prompt (4 chars a token)")
+    options = parser.parse_args()
+    server = FakeOpenAI(delay_s=options.delay_s, reply=options.reply, keep_alive=options.keep_alive,
+                        usage="auto" if options.usage_auto else None)
     print(server.base_url, flush=True)
     server.serve_forever()

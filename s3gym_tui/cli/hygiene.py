@@ -51,6 +51,9 @@ def vacuum(db: Optional[Path] = DbOption) -> None:
                   f"  WAL      {_size(result.wal_before):>10} -> {_size(result.wal_after)}\n"
                   f"  together {_size(result.before_bytes):>10} -> {_size(result.after_bytes)} ({total})",
                   soft_wrap=True, highlight=False)
+    if result.page_before != result.page_after:
+        console.print(f"  pages    {result.page_before:>7,} B -> {result.page_after:,} B (the size new files use)",
+                      highlight=False)
     if not result.wal_folded:
         live = store.live_leases()
         who = (f"{'a live run' if len(live) == 1 else f'{len(live)} live runs'} "

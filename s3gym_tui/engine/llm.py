@@ -331,7 +331,7 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
                 continue
             latency = (time.perf_counter() - started) * 1000
             faults += _failover_note(settings, faults, response)
-            result = _result(litellm, response, latency, tuple(faults))
+            result = _result(litellm, response, latency, tuple(faults), settings.model)
             if limits is not None:
                 limits.record(result.cost)
             return result
@@ -339,7 +339,7 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         unbind(token)
 
 
-def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) -> CallResult:
+def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...], model: str = "") -> CallResult:
     try:
         content = response.choices[0].message.content
     except (AttributeError, IndexError, KeyError):
@@ -358,15 +358,45 @@ def _result(litellm, response: Any, latency_ms: float, faults: tuple[str, ...]) 
     tokens_in = _count(getattr(usage, "prompt_tokens", 0), "prompt_tokens", found)
     tokens_out = _count(getattr(usage, "completion_tokens", 0), "completion_tokens", found)
     cached, cache_write = cached_usage(usage, tokens_in, found)
-    try:
-        cost = float(litellm.completion_cost(completion_response=response))
-    except Exception:
-        cost = None
+    cost = _cost(litellm, response) if not model or has_price(litellm, model) else None
     if cost is not None and (not math.isfinite(cost) or cost < 0):
         found.append(f"impossible cost ({cost}); stored as unknown")
         cost = None
     return CallResult(reply, tokens_in, tokens_out, latency_ms, cost, faults + tuple(found), original_reply=original,
                       tokens_cached=cached, tokens_cache_write=cache_write)
+
+
+_PRICE_FIELDS = ("input_cost_per_token", "output_cost_per_token", "input_cost_per_character",
+                 "output_cost_per_character", "input_cost_per_second", "output_cost_per_second")
+_HAS_PRICE: dict[str, bool] = {}
+
+
+def has_price(litellm, model: str) -> bool:
+    """Whether litellm's price map gives the model a price (asked once per model). litellm's Router
+    enters the model of its replicas with no price, and then prices its calls at $0: such a call is
+    unpriced, not free (the built-in models are entered at $0 on purpose: they are free)."""
+    if model not in _HAS_PRICE:
+        try:  # the entry as the price map holds it (get_model_info fills a missing price with 0)
+            entry = litellm.model_cost.get(litellm.get_model_info(model).get("key") or model) or {}
+        except Exception:  # noqa: BLE001 - litellm raises plain Exception for a model it does not know
+            entry = {}
+        _HAS_PRICE[model] = any(entry.get(name) is not None for name in _PRICE_FIELDS)
+    return _HAS_PRICE[model]
+
+
+def _cost(litellm, response: Any) -> Optional[float]:
+    """The call's cost from litellm's price map, None when it has no price for the model. litellm
+    prices every response as it returns it (`_hidden_params["response_cost"]`, None when unpriced):
+    that figure is taken, not computed a second time; a response it did not price (a streamed one,
+    rebuilt from its chunks) is priced here, once."""
+    hidden = getattr(response, "_hidden_params", None)
+    try:
+        if isinstance(hidden, dict) and "response_cost" in hidden:
+            stamped = hidden["response_cost"]
+            return None if stamped is None else float(stamped)
+        return float(litellm.completion_cost(completion_response=response))
+    except Exception:  # noqa: BLE001 - litellm raises plain Exception for a model it cannot price
+        return None
 
 
 # ----- calm retries ------------------------------------------------------------------------------

@@ -226,6 +226,7 @@ def _ask_litellm(model: str) -> ServerInfo:
 
 _CACHE: dict[tuple[str, str], ServerInfo] = {}
 _LOCK = threading.Lock()
+_ASKING: dict[tuple[str, str], threading.Lock] = {}  # per (model, api base): held while it is asked
 
 
 def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROBE_TIMEOUT_S,
@@ -233,16 +234,19 @@ def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROB
     """What the model's server says about itself (cached; `fresh` asks again). For a served or
     hosted model: built-in models have no server (engine.fitting tells them apart)."""
     key = (model, api_base or "")
-    if not fresh:
-        with _LOCK:
-            if key in _CACHE:
-                return _CACHE[key]
-    if api_base:
-        info = _ask_server(model, api_base, timeout_s)
-    else:
-        info = _ask_litellm(model)
     with _LOCK:
-        _CACHE[key] = info
+        asking = _ASKING.setdefault(key, threading.Lock())
+    with asking:  # one question at a time per server: the runs of a sweep start together and wait
+        if not fresh:  # for the first answer instead of all asking at once
+            with _LOCK:
+                if key in _CACHE:
+                    return _CACHE[key]
+        if api_base:
+            info = _ask_server(model, api_base, timeout_s)
+        else:
+            info = _ask_litellm(model)
+        with _LOCK:
+            _CACHE[key] = info
     return info
 
 

@@ -5,6 +5,7 @@ plus a typical figure for replies of a usual length."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Optional, Sequence
 
 import s3gym_games as games
@@ -80,16 +81,24 @@ class SweepPlan:
         return sum(m.cost_typical_cached or 0.0 for m in self.models)
 
 
-def _shape(model: str, game_name: str, mode: str, seed: int) -> tuple[int, int, int]:
-    """(step cap, tokens of the first prompt, tokens one remembered turn adds) for a game (cached:
-    the same few games and models for every run of a sweep)."""
+@lru_cache(maxsize=256)
+def _texts(game_name: str, mode: str, seed: int) -> tuple[int, tuple[str, ...], str]:
+    """(step cap, the first prompt's parts, one remembered turn) of a game: made once per (game,
+    mode, seed), however many runs and models of a sweep share them (the reference move that fills
+    the turn can take a while, e.g. Trust's look-ahead)."""
     game = games.make(game_name, mode)
     game.reset(seed)
     move = games.reference_policy(game_name).act(game.view())
-    base = sum(count_tokens(model, m["content"]) for m in build_messages(game, None, [], ""))
-    turn = count_tokens(model, render_turns([TurnRecord(game.observation(), move.action, 1.0,
-                                                        "Feedback of the last action.")]))
-    return game.max_steps, base, turn
+    parts = tuple(str(m["content"]) for m in build_messages(game, None, [], ""))
+    turn = render_turns([TurnRecord(game.observation(), move.action, 1.0, "Feedback of the last action.")])
+    return game.max_steps, parts, turn
+
+
+def _shape(model: str, game_name: str, mode: str, seed: int) -> tuple[int, int, int]:
+    """(step cap, tokens of the first prompt, tokens one remembered turn adds) for a game; each
+    distinct text is counted once per model (engine.tokens caches the counts)."""
+    cap, parts, turn = _texts(game_name, mode, seed)
+    return cap, sum(count_tokens(model, part) for part in parts), count_tokens(model, turn)
 
 
 def _episode_in(steps: int, base: int, turn: int, hint: int) -> int:
@@ -126,8 +135,7 @@ def estimate_run(config: RunConfig) -> RunEstimate:
         read, write = episode_cache(cap_e, system + hint(x), turn_e, marked)
         cached, written = cached + config.eval_episodes * read, written + config.eval_episodes * write
     if config.pathway == "summary" and config.explore_episodes:
-        game = games.make(config.game, "explore")
-        rules = sum(count_tokens(config.model, m["content"]) for m in build_summary_messages(game, None, ""))
+        rules = sum(count_tokens(config.model, part) for part in _summary_parts(config.game))
         for x in range(1, config.explore_episodes + 1):  # a summary for every state after the first
             calls += 1
             tokens_in += rules + SUMMARY_TOKENS + min(budget, x * episode_history)
@@ -135,11 +143,19 @@ def estimate_run(config: RunConfig) -> RunEstimate:
                        calls * min(TYPICAL_REPLY_TOKENS, config.max_tokens), cached, written)
 
 
+@lru_cache(maxsize=64)
+def _summary_parts(game_name: str) -> tuple[str, ...]:
+    """The parts of a summary request's prompt for a game (before any history), made once."""
+    return tuple(str(m["content"]) for m in build_summary_messages(games.make(game_name, "explore"), None, ""))
+
+
 def price(model: str, tokens_in: int, tokens_out: int) -> Optional[float]:
     """Dollars for these tokens at litellm's price of the model; None when it knows none."""
-    from s3gym_tui.engine.llm import _litellm
+    from s3gym_tui.engine.llm import _litellm, has_price
 
     litellm = _litellm()
+    if not has_price(litellm, model):  # as a call is priced (engine.llm): no price, not $0
+        return None
     try:
         prompt, completion = litellm.cost_per_token(model=model, prompt_tokens=int(tokens_in),
                                                     completion_tokens=int(tokens_out))

@@ -9,7 +9,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Sequence
 
-from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.connection import PAGE_SIZE, Connection
 from s3gym_tui.store.credit_schema import remove_credit_of
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.leases import RunBusy, _lease, _SELECT as _SELECT_LEASES
@@ -70,6 +70,8 @@ class Compaction:
     wal_after: int
     wal_folded: bool = True
     frames_left: int = 0  # WAL frames the checkpoint could not copy back
+    page_before: int = 0  # the file's page size before and after (bytes; connection.PAGE_SIZE)
+    page_after: int = 0
 
     @property
     def before_bytes(self) -> int:
@@ -215,16 +217,51 @@ class Hygiene(Connection):
             raise StoreError(f"database {self.path} is open read-only: cannot vacuum it")
         before = self._sizes()
         try:
-            conn.execute("VACUUM")
-            busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            page_before = _pragma(conn, "page_size")
+            if page_before != PAGE_SIZE and _vacuum_to_page_size(conn):
+                busy, log, done = 0, 0, 0  # rewritten outside WAL mode: nothing waits in the WAL
+            else:
+                conn.execute("VACUUM")
+                busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            page_after = _pragma(conn, "page_size")
         except sqlite3.Error as err:
             raise self._wrap(err, "vacuum the database") from err
         left = max(0, log - done) if log >= 0 else 0
-        return Compaction(*before, *self._sizes(), wal_folded=not busy and not left, frames_left=left)
+        return Compaction(*before, *self._sizes(), wal_folded=not busy and not left, frames_left=left,
+                          page_before=page_before, page_after=page_after)
 
     def file_bytes(self) -> int:
         """The database file plus its WAL, in bytes."""
         return self._file_bytes()
+
+
+def _vacuum_to_page_size(conn: sqlite3.Connection) -> bool:
+    """VACUUM the file into PAGE_SIZE pages (a file made before new files used them), if this
+    connection has it alone: the page size changes only outside WAL mode, which needs every other
+    connection gone. False, with nothing changed, when another one has the file open."""
+    timeout_ms = _pragma(conn, "busy_timeout")
+    _pragma(conn, "busy_timeout = 0")  # someone else has it: no waiting, the pages stay
+    try:
+        mode = _pragma(conn, "journal_mode = DELETE")
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        _pragma(conn, f"busy_timeout = {int(timeout_ms)}")
+    try:
+        if str(mode).lower() != "delete":
+            return False
+        _pragma(conn, f"page_size = {PAGE_SIZE}")
+        conn.execute("VACUUM")
+        return True
+    finally:
+        _pragma(conn, "journal_mode = WAL")
+
+
+def _pragma(conn: sqlite3.Connection, pragma: str):
+    """The first value a PRAGMA answers, its statement run to the end (an unfinished one would hold
+    the file: a checkpoint after it fails "table is locked")."""
+    rows = conn.execute(f"PRAGMA {pragma}").fetchall()
+    return rows[0][0] if rows else None
 
 
 __all__ = ["Compaction", "Hygiene", "Removal"]

@@ -70,6 +70,32 @@ def test_the_plan_prices_with_litellm_and_says_which_models_it_cannot():
     assert mine.cost_max is None and planned.unpriced == ["hosted_vllm/mine"]
 
 
+def test_the_plan_makes_each_distinct_prompt_once_and_counts_each_part_once_per_model(monkeypatch):
+    """21 runs (7 model names x 3 pathways of one game): the game's first prompt and turn are made
+    once per (mode, seed), not once per run, and each distinct text is counted once per model."""
+    import games
+    from s3gym_tui.engine import sweep_plan, tokens
+
+    made, counted = [], []
+    real_policy, real_count = games.reference_policy, tokens._count
+    monkeypatch.setattr(games, "reference_policy", lambda name: made.append(name) or real_policy(name))
+    monkeypatch.setattr(tokens, "_count", lambda model, text: counted.append((model, text)) or real_count(model, text))
+    sweep_plan._texts.cache_clear()
+    sweep_plan._summary_parts.cache_clear()
+    tokens._CACHE.clear()
+    models = tuple(f"hosted_vllm/m{i}" for i in range(7))
+    config = SweepConfig(games=("trust",), pathways=("none", "history", "summary"), models=models,
+                         settings={**TINY, "explore_episodes": 6, "eval_every": 3, "eval_episodes": 3})
+    planned = plan(config.run_configs())
+    assert len(planned.runs) == 21 and planned.calls > 0
+    assert made == ["trust", "trust"]  # the explore and the eval seed's first move
+    assert len(counted) == len(set(counted))  # no text counted twice for a model
+    assert {model for model, _ in counted} == set(models)
+    sweep_plan._texts.cache_clear()
+    again = plan(config.run_configs())
+    assert again == planned  # the same figures whether or not the parts were made before
+
+
 def test_estimates_grow_with_the_history_budget():
     small, big = (estimate_run(SweepConfig(games=("snake",), pathways=("history",), models=("scripted",),
                                            settings={**TINY, "explore_episodes": 6, "history_budget": b}

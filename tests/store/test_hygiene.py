@@ -127,3 +127,68 @@ def test_vacuum_returns_the_space_and_the_cli_asks_first(tmp_path: Path, capsys)
     assert path.stat().st_size < before
     with Store(path) as store:
         assert [r.id for r in store.list_runs()] == [other]
+
+
+# ----- page size: new files use small pages, vacuum brings older files to them ---------------------
+def _older_file(path: Path) -> None:
+    """An SQLite file of 4 KiB pages with no tables: Store makes a store in it as files were made
+    before new files used PAGE_SIZE."""
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("CREATE TABLE scratch (a)")
+    conn.execute("DROP TABLE scratch")
+    conn.close()
+
+
+def _page_size(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA page_size").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_a_new_store_uses_small_pages(tmp_path: Path):
+    from s3gym_tui.store.connection import PAGE_SIZE
+
+    with Store(tmp_path / "new.db") as store:
+        _run(store, "none")
+    assert _page_size(tmp_path / "new.db") == PAGE_SIZE == 1024
+
+
+def test_vacuum_rewrites_an_older_file_into_small_pages_keeping_everything(tmp_path: Path, capsys):
+    path = tmp_path / "old.db"
+    _older_file(path)
+    with Store(path) as store:
+        run_id = _run(store, "summary")
+        hits = len(store.search("collaborate", limit=500).hits)
+        prompts = [store.step_prompt(e.id, i) for e in store.episodes(run_id) for i in range(e.n_steps)]
+    assert _page_size(path) == 4096 and hits > 0
+    rows = _rows(path, run_id)
+    assert main(["vacuum", "--db", str(path)]) == 0
+    assert "4,096 B -> 1,024 B" in capsys.readouterr().out
+    assert _page_size(path) == 1024
+    assert _rows(path, run_id) == rows
+    with Store(path) as store:
+        assert len(store.search("collaborate", limit=500).hits) == hits
+        assert [store.step_prompt(e.id, i) for e in store.episodes(run_id) for i in range(e.n_steps)] == prompts
+        assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_vacuum_keeps_the_pages_while_another_connection_has_the_file(tmp_path: Path):
+    path = tmp_path / "shared.db"
+    _older_file(path)
+    with Store(path) as store:
+        _run(store, "none")
+    other = sqlite3.connect(path)
+    other.execute("BEGIN")
+    other.execute("SELECT count(*) FROM steps").fetchone()  # a reader in another connection
+    try:
+        with Store(path) as store:
+            result = store.vacuum()
+        assert result.page_before == result.page_after == 4096  # refused at once: nothing waited for
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert _page_size(path) == 4096
