@@ -73,7 +73,7 @@ def test_the_plan_prices_with_litellm_and_says_which_models_it_cannot():
 def test_the_plan_makes_each_distinct_prompt_once_and_counts_each_part_once_per_model(monkeypatch):
     """21 runs (7 model names x 3 pathways of one game): the game's first prompt and turn are made
     once per (mode, seed), not once per run, and each distinct text is counted once per model."""
-    import games
+    import s3gym_games as games
     from s3gym_tui.engine import sweep_plan, tokens
 
     made, counted = [], []
