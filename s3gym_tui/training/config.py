@@ -36,7 +36,8 @@ class TrainerSettings(BaseModel):
     """What every local trainer takes: the optimizer schedule, the adapter (or a full fine-tune), the
     seed, the precision and where its logs go."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True, allow_inf_nan=False,
+                              str_strip_whitespace=True)
     method: ClassVar[str] = ""
 
     learning_rate: float = Field(5e-4, gt=0, le=1, **flag("--lr", "Learning rate (TRL's 2e-5 is far too low for "
@@ -131,7 +132,7 @@ class SftConfig(ExpertRecipe):
     max_length: Optional[int] = Field(None, ge=16, **flag("--max-length", "Drop (and name) examples longer than "
                                                                           "N tokens; default: cut nothing."))
     epochs: int = Field(2, ge=1, le=1000, **flag("--epochs", "Training epochs (one checkpoint each)."))
-    max_steps: int = Field(-1, ge=-1, **flag("--max-steps", "Cap on optimizer steps (overrides --epochs); -1: "
+    max_steps: int = Field(-1, **flag("--max-steps", "Cap on optimizer steps (overrides --epochs); -1: "
                                                             "follow --epochs."))
     batch_size: int = Field(1, ge=1, le=4096, **flag("--batch-size", "Examples per forward pass (RAM grows with "
                                                                      "it)."))
@@ -152,7 +153,7 @@ class SftConfig(ExpertRecipe):
 
     @model_validator(mode="after")
     def _rules(self) -> "SftConfig":
-        if self.max_steps == 0:
+        if self.max_steps != -1 and self.max_steps < 1:
             raise ValueError("--max-steps must be -1 (follow --epochs) or at least 1")
         if self.backend == "remote":
             if not self.remote_model:
@@ -279,7 +280,7 @@ class DistillConfig(TrainerSettings):
     threshold: Optional[float] = Field(None, ge=-1e6, le=1e6, **flag(
         "--threshold", "Keep expert steps whose self-score is above this (default: every reply of the expert)."))
     epochs: int = Field(1, ge=1, le=1000, **flag("--epochs", "Phase 1 (off-policy SFT) epochs."))
-    phase1_steps: int = Field(-1, ge=-1, **flag("--phase1-steps", "Cap on phase 1 optimizer steps (-1: follow "
+    phase1_steps: int = Field(-1, **flag("--phase1-steps", "Cap on phase 1 optimizer steps (-1: follow "
                                                                   "--epochs)."))
     batch_size: int = Field(1, ge=1, le=4096, **flag("--batch-size", "Phase 1 examples per forward pass."))
     grad_accum: int = Field(4, ge=1, le=4096, **flag("--grad-accum", "Phase 1 micro-batches per optimizer step."))
@@ -302,7 +303,7 @@ class DistillConfig(TrainerSettings):
         if self.full_finetune:
             raise ValueError("--full-finetune: distillation students are LoRA adapters (the teacher holds every "
                              "expert as an adapter of one base)")
-        if self.phase1_steps == 0:
+        if self.phase1_steps != -1 and self.phase1_steps < 1:
             raise ValueError("--phase1-steps must be -1 (follow --epochs) or at least 1")
         return self
 
@@ -344,6 +345,10 @@ def methods_with(name: str) -> list[str]:
     return [m for m, cls in RECIPES.items() if name in cls.model_fields]
 
 
+MODEL_NAME_FIELDS = frozenset({"base", "correction", "remote_model", "analyzer"})
+"""Recipe fields that name a model (an empty one is refused as such)."""
+
+
 def recipe_error(exc: Exception, cls: type[BaseModel]) -> RecipeError:
     """A pydantic ValidationError as one line naming the flag (`--lora-r 0: Input should be ...`)."""
     first = exc.errors()[0]  # type: ignore[attr-defined]
@@ -361,6 +366,14 @@ def recipe_error(exc: Exception, cls: type[BaseModel]) -> RecipeError:
         given = f"{given:g}"
     shown = f" {given}" if isinstance(given, (int, str)) and not isinstance(given, bool) and len(str(given)) <= 40 \
         else ""
+    if first.get("type") == "string_too_short":
+        what = "a model name" if name in MODEL_NAME_FIELDS else "it"
+        return RecipeError(f"{flag_of(name, cls)}: {what} cannot be empty")
+    if message.startswith("Input should be "):  # pydantic's wording in the house's: '--lr must be greater than 0 (given -1)'
+        wanted = message.removeprefix("Input should be ").replace("greater than or equal to", "at least") \
+            .replace("less than or equal to", "at most")
+        return RecipeError(f"{flag_of(name, cls)} must be {wanted}"
+                           + (f" (given{shown})" if shown else ""))
     return RecipeError(f"{flag_of(name, cls)}{shown}: {message}")
 
 

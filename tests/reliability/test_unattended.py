@@ -132,7 +132,7 @@ def test_a_training_prints_a_line_per_phase_and_update(tmp_path, capsys, monkeyp
     db = tmp_path / "t.db"
     run_protocol(db, run_id="src", model="scripted/trust", game="trust", explore_episodes=1, eval_episodes=0)
 
-    async def fake_train(store, run_id, options, hooks):
+    async def fake_train(store, run_id, options, hooks, out_dir=None):
         hooks.dataset_progress(5, 10)  # a detail: no line
         hooks.training_created(SimpleNamespace(id="train-x1"))
         for kind, step in (("load", 0), ("step", 1), ("step", 2), ("checkpoint", 2)):

@@ -171,8 +171,8 @@ def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
     source = _explored(db)
     for extra, needle in ((["--method", "grpo", "--vllm", "colocate"], "--vllm colocate needs vLLM, which is not "
                                                                           "installed"),
-                          (["--method", "grpo", "--vllm", "gpu"], "unknown --vllm mode 'gpu'"),
-                          (["--vllm", "server"], "--vllm applies to GRPO"),
+                          (["--method", "grpo", "--vllm", "gpu"], "--vllm must be 'server' or 'colocate' (given gpu)"),
+                          (["--vllm", "server"], "--vllm applies to grpo, taspo, not sft"),
                           (["--method", "grpo", "--vllm-url", "http://x"], "--vllm-url names the server")):
         assert main(["train", source, *extra, "--db", str(db)]) == 2
         err = capsys.readouterr().err

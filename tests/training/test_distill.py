@@ -135,8 +135,8 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
         # the matrix: every cell is the stored strict evaluation of that row on that game
         matrix = study_matrix(store, study.id)
         assert matrix.games == ("trust", "snake")
-        assert [r.kind for r in matrix.rows] == ["base", "expert", "expert", "phase1", "phase2", "off-only",
-                                                 "on-only", "mixed-sft"]
+        assert [r.kind for r in matrix.rows] == ["base", "base-grammar", "expert", "expert", "phase1", "phase2",
+                                                 "off-only", "on-only", "mixed-sft"]
         for row in matrix.rows:
             for game, cell in row.cells.items():
                 run = store.get_run(cell.run_id)
@@ -155,7 +155,7 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
         episodes = len(store.episodes())
         again = asyncio.run(resume_study(store, study.id))  # finished: nothing new
         assert again.status == "finished" and len(store.episodes()) == episodes
-        cell_run = matrix.rows[4].cells["snake"].run_id
+        cell_run = matrix.rows[5].cells["snake"].run_id
     capsys.readouterr()
     assert main(["matrix", study.id, "--db", str(db)]) == 0
     out = capsys.readouterr().out

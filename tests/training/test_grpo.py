@@ -263,7 +263,7 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     assert code == 2 and "unknown method 'ppo'" in capsys.readouterr().err
     code = main(["train", run.id, "--method", "grpo", "--reward", "verifier", "--db", str(db)])
     err = capsys.readouterr().err
-    assert code == 2 and "--reward verifier: Input should be 'self', 'stated' or 'oracle'" in err
+    assert code == 2 and "--reward must be 'self', 'stated' or 'oracle' (given verifier)" in err
 
 
 def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, tmp_path, capsys, monkeypatch):

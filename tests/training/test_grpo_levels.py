@@ -220,7 +220,7 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
     assert data["signal"][0]["parsed_share"] is not None and data["signal"][0]["free_parsed_share"] is not None
     bad = subprocess.run([sys.executable, "-m", "s3gym_tui", "train", run.id, "--method", "grpo", "--level", "game",
                           "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "--level game: Input should be 'step' or 'episode'" in bad.stderr
+    assert bad.returncode == 2 and "--level must be 'step' or 'episode' (given game)" in bad.stderr
 
 
 def test_a_group_split_across_processes_keeps_its_mix_of_constrained_and_free(monkeypatch):

@@ -143,7 +143,7 @@ async def test_refusals(store, tiny_base):
     source = await scripted_run(store)
     with pytest.raises(TrainingError, match="no examples"):
         await train_from_run(store, source.id, SftConfig(base=str(tiny_base), threshold=100.0))
-    with pytest.raises(RecipeError, match="--backend cloud: Input should be 'local' or 'remote'"):
+    with pytest.raises(RecipeError, match=r"--backend must be 'local' or 'remote' \(given cloud\)"):
         build("sft", {"backend": "cloud"})
     with pytest.raises(TrainingError, match="config.json"):
         await train_from_run(store, source.id, SftConfig(base="/nonexistent/model", max_examples=1))
