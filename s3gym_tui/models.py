@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Annotated, Any, Iterable, Literal, Optional
 
@@ -58,6 +59,32 @@ def is_explore_episode_id(run_id: str, episode_id: str) -> bool:
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+# ----- model arguments (checked where a RunConfig is made; parsed in engine.decoding) -----------------
+RESERVED_ARGS = frozenset({"model", "messages", "stream", "api_base", "base_url", "num_retries", "n"})
+_ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
+
+
+class ModelArgError(ValueError):
+    """A `--model-arg` that cannot be used (one line)."""
+
+
+def unstorable_number(value: Any) -> Optional[str]:
+    """Why an integer inside a model argument's value (nested in lists and objects too) cannot be stored
+    (SQLite's are 64-bit), None when every one can."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return next(filter(None, map(unstorable_number, value)), None)
+    return int64_problem(value)
+
+
+def check_arg_name(key: str) -> None:
+    if not _ARG_NAME.match(key):
+        raise ModelArgError(f"--model-arg {key!r}: not a parameter name")
+    if key in RESERVED_ARGS:
+        raise ModelArgError(f"--model-arg {key}: set by s3gym itself (use its own flag)")
+
+
 
 class RunConfig(Frozen):
     """Everything that defines a run (all pathways of a comparison share all but `pathway`)."""
@@ -92,8 +119,6 @@ class RunConfig(Frozen):
     @field_validator("model_args")
     @classmethod
     def _model_args(cls, value: dict[str, Any]) -> dict[str, Any]:
-        from s3gym_tui.engine.decoding import check_arg_name, unstorable_number
-
         for key, item in value.items():
             check_arg_name(str(key))
             if unstorable_number(item):

@@ -64,7 +64,7 @@ def _main(argv: Optional[list[str]]) -> int:
     from s3gym_tui.engine.llm import ModelUnavailable
     from s3gym_tui.output import OutputError
 
-    from s3gym_tui.__main__ import command_args
+    from s3gym_tui import command_args
 
     args = command_args(argv)  # bare `s3gym` is the app: `s3gym --db X --model M` opens it too
     if args[0] == "--version" and len(args) > 1:  # click's eager --version would print and ignore them

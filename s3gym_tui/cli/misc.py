@@ -119,7 +119,7 @@ def tui(db: Optional[Path] = DbOption,
     is `s3gym tui --db X --model M`)."""
     from contextlib import nullcontext
 
-    from s3gym_tui.__main__ import STARTING
+    from s3gym_tui import STARTING
     from s3gym_tui.cli.common import err, say_upgrade
     from s3gym_tui.textgate import safe_markup
 

@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any, Mapping, Optional
 
-from s3gym_tui.models import int64_problem
+from s3gym_tui.models import ModelArgError, RESERVED_ARGS, check_arg_name, unstorable_number  # noqa: F401 (re-exported)
 from s3gym_tui.secrets import REDACTED, SECRET_NAME, redact_values
 
 DECODINGS: tuple[str, ...] = ("free", "grammar")
@@ -104,14 +104,8 @@ def merge_params(kwargs: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, 
 
 
 # ----- model arguments ------------------------------------------------------------------------
-RESERVED_ARGS = frozenset({"model", "messages", "stream", "api_base", "base_url", "num_retries", "n"})
 _SECRET_ARG = re.compile(r"auth|bearer|cookie|passw|credential|secret|token$|key$|api_?key",
                          re.IGNORECASE)
-_ARG_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
-
-
-class ModelArgError(ValueError):
-    """A `--model-arg` that cannot be used (one line)."""
 
 
 def parse_value(text: str) -> Any:
@@ -137,23 +131,6 @@ def parse_model_args(items: list[str] | tuple[str, ...]) -> dict[str, Any]:
         if problem:
             raise ModelArgError(f"--model-arg {key}: {problem}")
     return out
-
-
-def unstorable_number(value: Any) -> Optional[str]:
-    """Why an integer inside a model argument's value (nested in lists and objects too) cannot be stored
-    (SQLite's are 64-bit), None when every one can."""
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return next(filter(None, map(unstorable_number, value)), None)
-    return int64_problem(value)
-
-
-def check_arg_name(key: str) -> None:
-    if not _ARG_NAME.match(key):
-        raise ModelArgError(f"--model-arg {key!r}: not a parameter name")
-    if key in RESERVED_ARGS:
-        raise ModelArgError(f"--model-arg {key}: set by s3gym itself (use its own flag)")
 
 
 def looks_secret(key: str) -> bool:

@@ -1,7 +1,7 @@
 """Grammar-constrained generation for transformers (needs torch): the game's own GBNF compiled by
 llguidance, applied as a LogitsProcessor that keeps EVERY token the grammar allows next (so a reply
 sampled at temperature T is drawn from the policy's distribution restricted to the grammar, not from
-a cut of it); the hand-written regex scan (decoding.RegexConstraint, its best-scored KEEP tokens only)
+a cut of it); the hand-written regex scan (regex_constraint.RegexConstraint, its best-scored KEEP tokens only)
 is the fallback when llguidance is not installed or cannot compile a grammar.
 
 Why llguidance (benchmarks/grammar_engines.py on this CPU, bundled SmolLM2-135M): it takes GBNF as the
@@ -120,7 +120,7 @@ def make_constraint(entry: dict[str, Any], line: Union[AnswerLine, str], prompt_
             raise ValueError(f"llguidance cannot constrain this reply (not installed, or the grammar does not "
                              f"compile): {(line.gbnf or line.regex)[:120]!r}")
     if processor is None:
-        from s3gym_tui.training.decoding import RegexConstraint, first_char_groups, token_pieces
+        from s3gym_tui.training.regex_constraint import RegexConstraint, first_char_groups, token_pieces
 
         if entry.get("pieces") is None:
             entry["pieces"] = token_pieces(entry["tokenizer"])

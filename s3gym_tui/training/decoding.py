@@ -1,6 +1,6 @@
 """Generation for the `trained` provider (needs torch): free replies that stop after the answer line,
 and replies constrained to the answer contract (constrain.py: the game's GBNF through llguidance; the
-regex scan below, RegexConstraint, is its fallback)."""
+regex scan of regex_constraint.py is its fallback)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import copy
 import re
 from typing import Any
 
-import regex
 import torch
-from transformers import LogitsProcessor, LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+from transformers import LogitsProcessorList, StoppingCriteria, StoppingCriteriaList
+
+from s3gym_tui.training.constrain import make_constraint
 
 # a complete contract line followed by a line break: nothing after it can change the parse much
 _ANSWER_DONE = re.compile(r"answer\s*:[^\n]*score\s*[:=]\s*[-+]?\d+(?:\.\d+)?[^\n]*\n", re.IGNORECASE)
@@ -19,17 +20,6 @@ _ANSWER_DONE = re.compile(r"answer\s*:[^\n]*score\s*[:=]\s*[-+]?\d+(?:\.\d+)?[^\
 def answer_line_done(text: str) -> bool:
     """Whether a free reply's text holds a complete answer line (what AnswerLineStop stops at)."""
     return _ANSWER_DONE.search(text) is not None
-
-
-def token_pieces(tokenizer: Any) -> list[str]:
-    """The text of every token id alone ('' for special tokens, which never enter a constrained line)."""
-    size = max(len(tokenizer), getattr(tokenizer, "vocab_size", 0))
-    pieces = tokenizer.batch_decode([[i] for i in range(size)], skip_special_tokens=False,
-                                    clean_up_tokenization_spaces=False)
-    for i in tokenizer.all_special_ids:
-        if 0 <= i < size:
-            pieces[i] = ""
-    return pieces
 
 
 class AnswerLineStop(StoppingCriteria):
@@ -43,57 +33,6 @@ class AnswerLineStop(StoppingCriteria):
         done = [bool(_ANSWER_DONE.search(self.tokenizer.decode(row[self.prompt_len:], skip_special_tokens=True)))
                 for row in input_ids]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)
-
-
-def first_char_groups(pieces: list[str]) -> dict[str, torch.Tensor]:
-    """Token ids grouped by the first character of their text (special tokens left out)."""
-    groups: dict[str, list[int]] = {}
-    for token, piece in enumerate(pieces):
-        if piece:
-            groups.setdefault(piece[0], []).append(token)
-    return {c: torch.tensor(ids, dtype=torch.long) for c, ids in groups.items()}
-
-
-class RegexConstraint(LogitsProcessor):
-    """The fallback constraint (constrain.make_constraint uses it only where llguidance cannot): only
-    tokens that keep the generated text a prefix of a full match survive; EOS only once the
-    text fully matches. The next characters the pattern allows are found first (one partial match per
-    distinct first character of the vocabulary), then only tokens starting with one of them are
-    checked, best-scored first, until KEEP of them are found (sampling is then among those: a cut of
-    the allowed distribution, which is why it is not the default)."""
-
-    KEEP = 8
-
-    def __init__(self, pattern: str, pieces: list[str], groups: dict[str, torch.Tensor], prompt_len: int,
-                 eos_id: int) -> None:
-        self.pattern = regex.compile(pattern)
-        self.pieces = pieces
-        self.groups = groups
-        self.prompt_len = prompt_len
-        self.eos_id = eos_id
-
-    def allowed(self, text: str, row: torch.Tensor) -> list[int]:
-        row = row.detach().float().cpu()  # the token groups live on the CPU
-        allowed: list[int] = [self.eos_id] if self.pattern.fullmatch(text) is not None else []
-        starts = [ids for c, ids in self.groups.items() if self.pattern.fullmatch(text + c, partial=True)]
-        if starts:
-            ids = torch.cat(starts)
-            found = 0
-            for token in ids[torch.argsort(row[ids], descending=True)].tolist():
-                if self.pattern.fullmatch(text + self.pieces[token], partial=True):
-                    allowed.append(token)
-                    found += 1
-                    if found >= self.KEEP:
-                        break
-        return allowed or [self.eos_id]
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        out = torch.full_like(scores, float("-inf"))
-        for b in range(input_ids.shape[0]):
-            text = "".join(self.pieces[t] for t in input_ids[b, self.prompt_len:].tolist())
-            keep = torch.tensor(self.allowed(text, scores[b]), device=scores.device)
-            out[b, keep] = scores[b, keep]
-        return out
 
 
 class Generator:
@@ -151,8 +90,6 @@ class Generator:
 
     def constrained(self, prompt: torch.Tensor, line: Any, max_new: int) -> tuple[str, int]:
         """A reply constrained to `line` (grammar.AnswerLine, or a bare regex) from its first token."""
-        from s3gym_tui.training.constrain import make_constraint
-
         constraint, _ = make_constraint(self.entry, line, prompt.shape[1], self.tokenizer.eos_token_id)
         ids, count = self._run(prompt, max_new, logits_processor=LogitsProcessorList([constraint]))
         return self.tokenizer.decode(ids, skip_special_tokens=True), count

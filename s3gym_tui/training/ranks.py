@@ -125,7 +125,7 @@ def follow() -> int:
         target: Any = importlib.import_module(module)
         for part in name.split("."):
             target = getattr(target, part)
-        from s3gym_tui.training.stop import TrainingStopped
+        from s3gym_tui.training.stopped import TrainingStopped
 
         try:
             target(*args, **kwargs)

@@ -21,17 +21,9 @@ from contextlib import contextmanager
 from typing import Any, Awaitable, Callable, Iterator, Optional, TypeVar
 
 from s3gym_tui.engine.interrupt import SIGNALS
+from s3gym_tui.training.stopped import TrainingStopped  # noqa: F401 (raised here; imported from here too)
 
 T = TypeVar("T")
-
-
-class TrainingStopped(KeyboardInterrupt):
-    """Raised once the trainer has saved its state after a requested stop (a KeyboardInterrupt, so every
-    handler that stores an interrupted training, study or run treats it as one)."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 _lock = threading.Lock()

@@ -57,7 +57,7 @@ def test_constrained_replies_parse_and_a_hot_sampler_draws_every_legal_action(ti
 
 def test_the_regex_scan_is_the_fallback(tiny_base, monkeypatch):
     from s3gym_tui.training import constrain
-    from s3gym_tui.training.decoding import RegexConstraint
+    from s3gym_tui.training.regex_constraint import RegexConstraint
     from s3gym_tui.training.grammar import answer_line
 
     monkeypatch.setattr(constrain, "_grammar_matcher", lambda entry, line: None)  # as if llguidance were missing
