@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from s3gym_tui.providers._common import content_text
+
 HINT = "Hint Messages:\n"
 CURRENT = "Current episode so far:\n"
 RULES = "Game rules:\n"
@@ -64,16 +66,6 @@ class SummaryPrompt:
     rules: str
     summary: Optional[str]
     history: str
-
-
-def content_text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
 
 
 def user_text(messages: list) -> str:
