@@ -117,9 +117,12 @@ def experience(reader: Reader, hint: Optional[str]) -> Experience:
 
 
 # ----- choosing --------------------------------------------------------------------------------------
-def _tiebreak(step_text: str, label: str) -> int:
-    return int.from_bytes(hashlib.blake2b(f"{step_text}\0{label}".encode("utf-8", "replace"),
-                                          digest_size=8).digest(), "big")
+def _tiebreak(prefix: "hashlib._Hash", label: str) -> int:
+    """A tie's order: the hash of the step's text, a NUL and the option's action (`prefix` has hashed the
+    first two once: the digest is the one of the whole text, without hashing a long board again per option)."""
+    hasher = prefix.copy()
+    hasher.update(label.encode("utf-8", "replace"))
+    return int.from_bytes(hasher.digest(), "big")
 
 
 def baseline(decision: Decision, evidence: Evidence) -> float:
@@ -193,7 +196,10 @@ def choose(reader: Reader, decision: Decision, evidence: Evidence, step_text: st
 
     best = max(map(rank, values))
     tied = [c for c in values if rank(c) == best]
-    return tied[0] if len(tied) == 1 else max(tied, key=lambda c: _tiebreak(step_text, c.option.action))
+    if len(tied) == 1:
+        return tied[0]
+    prefix = hashlib.blake2b(f"{step_text}\0".encode("utf-8", "replace"), digest_size=8)
+    return max(tied, key=lambda c: _tiebreak(prefix, c.option.action))
 
 
 # ----- the reply -------------------------------------------------------------------------------------
