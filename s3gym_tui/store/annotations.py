@@ -15,6 +15,7 @@ from s3gym_tui.models import DEFAULT_LABELS, Frozen, int64_problem, utcnow, whol
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.rows import from_row
 
 AnnotationKind = Literal["step", "episode", "summary"]
 MAX_LABEL_CHARS = 40
@@ -185,7 +186,7 @@ class AnnotationStore(Connection):
     def _annotations_where(self, conn: sqlite3.Connection, where: str,
                            params: Sequence[Any]) -> list[Annotation]:
         cursor = conn.execute(f"SELECT {', '.join(_COLS)} FROM annotations WHERE {where} ORDER BY id", params)
-        return [self._model(Annotation, dict(zip(_COLS, row)), f"annotation {row[0]}") for row in cursor]
+        return [from_row(Annotation, dict(zip(_COLS, row)), f"annotation {row[0]}") for row in cursor]
 
     def annotation_labels(self) -> dict[str, int]:
         """Every label in use with how many annotations carry it."""

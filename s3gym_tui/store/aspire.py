@@ -15,6 +15,7 @@ from s3gym_tui.models import utcnow
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection, _new_id
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.rows import one_row, row_dicts
 
 PROTOCOLS = ("final", "adaptive")
 ASPIRE_STATUSES = ("created", "running", "interrupted", "failed", "finished")
@@ -181,7 +182,7 @@ class AspireStore(Connection):
 
     def find_aspire_run(self, aspire_id: str) -> Optional[AspireRun]:
         with self._reading("read an ASPIRE run") as conn:
-            row = self._one(conn, "SELECT * FROM aspire_runs WHERE id = ?", (aspire_id,))
+            row = one_row(conn, "SELECT * FROM aspire_runs WHERE id = ?", (aspire_id,))
         return None if row is None else _run(row)
 
     def get_aspire_run(self, aspire_id: str) -> AspireRun:
@@ -202,8 +203,8 @@ class AspireStore(Connection):
     def list_aspire_runs(self, limit: int = 100) -> list[AspireRun]:
         """Newest first."""
         with self._reading("list ASPIRE runs") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_runs ORDER BY created_at DESC, rowid DESC "
-                                            "LIMIT ?", (int(limit),)))
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_runs ORDER BY created_at DESC, rowid DESC "
+                                          "LIMIT ?", (int(limit),)))
         return [_run(r) for r in rows]
 
     def set_aspire_status(self, aspire_id: str, status: str, reason: Optional[str] = None) -> None:
@@ -255,8 +256,8 @@ class AspireStore(Connection):
     def aspire_decisions(self, aspire_id: str, after: int = -1) -> list[Decision]:
         """The decisions with idx > `after`, in order (a live view polls with the last idx it has)."""
         with self._reading("read ASPIRE decisions") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_decisions WHERE aspire_run_id = ? AND idx > ? "
-                                            "ORDER BY idx", (aspire_id, int(after))))
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_decisions WHERE aspire_run_id = ? AND idx > ? "
+                                          "ORDER BY idx", (aspire_id, int(after))))
         return [_decision(r) for r in rows]
 
     def compute_split(self, aspire_id: str) -> dict[str, dict[str, Any]]:
@@ -292,7 +293,7 @@ class AspireStore(Connection):
 
     def get_aspire_candidate(self, candidate_id: str) -> Candidate:
         with self._reading("read an ASPIRE candidate") as conn:
-            row = self._one(conn, "SELECT * FROM aspire_candidates WHERE id = ?", (candidate_id,))
+            row = one_row(conn, "SELECT * FROM aspire_candidates WHERE id = ?", (candidate_id,))
         if row is None:
             raise StoreError(f"no candidate {candidate_id!r}")
         return Candidate(**row)
@@ -300,8 +301,8 @@ class AspireStore(Connection):
     def aspire_candidates(self, aspire_id: str) -> list[Candidate]:
         """In the order they were made (parents before children)."""
         with self._reading("read ASPIRE candidates") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_candidates WHERE aspire_run_id = ? "
-                                            "ORDER BY rowid", (aspire_id,)))
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_candidates WHERE aspire_run_id = ? "
+                                          "ORDER BY rowid", (aspire_id,)))
         return [Candidate(**r) for r in rows]
 
     def set_candidate_status(self, candidate_id: str, status: str) -> None:
@@ -325,8 +326,8 @@ class AspireStore(Connection):
 
     def aspire_claims(self, aspire_id: str) -> list[Claim]:
         with self._reading("read ASPIRE claims") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_claims WHERE aspire_run_id = ? ORDER BY rowid",
-                                            (aspire_id,)))
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_claims WHERE aspire_run_id = ? ORDER BY rowid",
+                                          (aspire_id,)))
         return [Claim(**r) for r in rows]
 
     def set_hidden_score(self, aspire_id: str, candidate_id: str, purpose: str, score: Optional[float],
@@ -344,8 +345,8 @@ class AspireStore(Connection):
 
     def hidden_scores(self, aspire_id: str) -> list[HiddenScore]:
         with self._reading("read hidden scores") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_scores WHERE aspire_run_id = ? ORDER BY rowid",
-                                            (aspire_id,)))
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_scores WHERE aspire_run_id = ? ORDER BY rowid",
+                                          (aspire_id,)))
         return [_score(r) for r in rows]
 
     def link_aspire_run(self, aspire_id: str, run_id: str, role: str, candidate_id: Optional[str] = None) -> None:
@@ -360,7 +361,7 @@ class AspireStore(Connection):
         if role is not None:
             sql, params = sql + " AND role = ?", params + [role]
         with self._reading("read an ASPIRE run's runs") as conn:
-            rows = self._dicts(conn.execute(sql + " ORDER BY rowid", params))
+            rows = row_dicts(conn.execute(sql + " ORDER BY rowid", params))
         return [RunLink(**r) for r in rows]
 
     def aspire_made_runs(self) -> set[str]:

@@ -14,6 +14,7 @@ from s3gym_tui.models import Episode, utcnow
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection, _new_id, _q
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.rows import one_row, row_dicts
 
 PI_PURPOSES = ("view", "training")
 PI_SOURCES = ("siblings", "off-trajectory")
@@ -91,20 +92,20 @@ class CreditStore(Connection):
         """The latest stored credit of the episode as raw rows ({credit, actions, items, evidence,
         extraction}), or None when none was computed."""
         with self._reading(f"read the credit of episode {episode_id!r}") as conn:
-            credit = self._one(conn, "SELECT * FROM episode_credits WHERE episode_id = ? "
-                                     "ORDER BY created_at DESC, rowid DESC LIMIT 1", (episode_id,))
+            credit = one_row(conn, "SELECT * FROM episode_credits WHERE episode_id = ? "
+                                   "ORDER BY created_at DESC, rowid DESC LIMIT 1", (episode_id,))
             if credit is None:
                 return None
-            actions = self._dicts(conn.execute("SELECT * FROM action_credits WHERE credit_id = ? "
-                                               "ORDER BY step_index", (credit["id"],)))
+            actions = row_dicts(conn.execute("SELECT * FROM action_credits WHERE credit_id = ? "
+                                             "ORDER BY step_index", (credit["id"],)))
             items, evidence, extraction = [], [], None
             if credit["extraction_id"] is not None:
-                extraction = self._one(conn, "SELECT id, game, mode, seed, episode_ids, successful_ids, "
-                                             "success_rule, purpose, source, analyzer, created_at "
-                                             "FROM pi_extractions WHERE id = ?", (credit["extraction_id"],))
-                items = self._dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? "
-                                                 "ORDER BY position", (credit["extraction_id"],)))
-                evidence = self._dicts(conn.execute(
+                extraction = one_row(conn, "SELECT id, game, mode, seed, episode_ids, successful_ids, "
+                                           "success_rule, purpose, source, analyzer, created_at "
+                                           "FROM pi_extractions WHERE id = ?", (credit["extraction_id"],))
+                items = row_dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? "
+                                               "ORDER BY position", (credit["extraction_id"],)))
+                evidence = row_dicts(conn.execute(
                     "SELECT v.* FROM pi_evidence v JOIN pi_items i ON i.id = v.item_id "
                     "WHERE i.extraction_id = ? ORDER BY i.position, v.episode_id, v.step_index",
                     (credit["extraction_id"],)))
@@ -118,7 +119,7 @@ class CreditStore(Connection):
         mode on every OTHER seed (the off-trajectory ablation's sources)."""
         op = "!=" if exclude_seed else "="
         with self._reading("read a task's episodes") as conn:
-            rows = self._dicts(conn.execute(
+            rows = row_dicts(conn.execute(
                 f"SELECT {', '.join(_q(c) for c in Episode.model_fields)} FROM episodes WHERE game = ? AND mode = ? AND seed {op} ? AND (status = 'finished' OR id = ?) "
                 "ORDER BY rowid", (game, mode, int(seed), include)))
         return [self._episode_from_row(r) for r in rows]
@@ -136,8 +137,8 @@ class CreditStore(Connection):
     def pi_items_of(self, extraction_id: str) -> list[dict]:
         """An extraction's items with their evidence: dicts of id, requirement, condition, cues, evidence."""
         with self._reading("read PI items") as conn:
-            items = self._dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? ORDER BY position",
-                                             (extraction_id,)))
+            items = row_dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? ORDER BY position",
+                                           (extraction_id,)))
             evidence = conn.execute("SELECT v.item_id, v.episode_id, v.step_index FROM pi_evidence v JOIN pi_items i "
                                     "ON i.id = v.item_id WHERE i.extraction_id = ? ORDER BY v.rowid",
                                     (extraction_id,)).fetchall()
@@ -149,4 +150,4 @@ class CreditStore(Connection):
     def pi_extraction(self, extraction_id: str) -> Optional[dict]:
         """One extraction's row (with its prompt and raw reply), or None."""
         with self._reading("read a PI extraction") as conn:
-            return self._one(conn, "SELECT * FROM pi_extractions WHERE id = ?", (extraction_id,))
+            return one_row(conn, "SELECT * FROM pi_extractions WHERE id = ?", (extraction_id,))

@@ -14,6 +14,7 @@ from s3gym_tui.secrets import redact_values
 from s3gym_tui.store.connection import Connection, _insert_sql, _is_eval, _new_id, _q
 from s3gym_tui.store.errors import LeakageError, StoreError, one_line
 from s3gym_tui.store.records import ROW_KINDS, Dataset, DatasetRow
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
 
 SUMMARY_STATUSES: tuple[str, ...] = get_args(Summary.model_fields["status"].annotation)
 _SUMMARY_COLS = tuple(Summary.model_fields)
@@ -28,11 +29,7 @@ class DerivedStore(Connection):
     # ------------------------------------------------------------------ summaries
 
     def _summary_from_row(self, row: Mapping[str, Any]) -> Summary:
-        data = dict(row)
-        what = f"summary {row['id']!r}"
-        data["source_episode_ids"] = self._json(data["source_episode_ids"] or "[]",
-                                                f"{what} (source_episode_ids)")
-        return self._model(Summary, data, what)
+        return from_row(Summary, row, f"summary {row['id']!r}", {"source_episode_ids": "[]"})
 
     def _insert_summary(self, conn: sqlite3.Connection, summary: Summary) -> None:
         data = summary.model_dump()
@@ -103,7 +100,7 @@ class DerivedStore(Connection):
 
     def get_summary(self, summary_id: str) -> Summary:
         with self._reading("read a summary") as conn:
-            row = self._one(conn, _SELECT_SUMMARY + " WHERE id = ?", (summary_id,))
+            row = one_row(conn, _SELECT_SUMMARY + " WHERE id = ?", (summary_id,))
         if row is None:
             raise StoreError(f"no summary {summary_id!r}")
         return self._summary_from_row(row)
@@ -114,8 +111,8 @@ class DerivedStore(Connection):
             return self._summaries_in(conn, run_id)
 
     def _summaries_in(self, conn: sqlite3.Connection, run_id: str) -> list[Summary]:
-        rows = self._dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
-                                        (run_id,)))
+        rows = row_dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
+                                      (run_id,)))
         return [self._summary_from_row(r) for r in rows]
 
     @staticmethod
@@ -223,7 +220,7 @@ class DerivedStore(Connection):
         """The run's curation log, oldest first: action, summary id and version, author, time,
         effective_from_x (the first experience state that sees it; None: no state will)."""
         with self._reading("read the curation log") as conn:
-            return self._dicts(conn.execute(
+            return row_dicts(conn.execute(
                 "SELECT a.id, a.action, a.summary_id, s.version, a.author, a.created_at, "
                 "a.effective_from_x FROM summary_actions a JOIN summaries s ON s.id = a.summary_id "
                 "WHERE a.run_id = ? ORDER BY a.id", (run_id,)))
@@ -306,12 +303,11 @@ class DerivedStore(Connection):
 
     def checkpoints(self, run_id: str) -> list[Checkpoint]:
         with self._reading("list checkpoints") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY x",
-                                            (run_id,)))
-        return [self._model(Checkpoint, {"run_id": r["run_id"], "x": r["x"],
-                                         "episode_ids": self._json(r["episode_ids"], f"checkpoint x={r['x']}"),
-                                         "scores": self._json(r["scores"], f"checkpoint x={r['x']}")},
-                            f"checkpoint x={r['x']}") for r in rows]
+            rows = row_dicts(conn.execute("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY x",
+                                          (run_id,)))
+        return [from_row(Checkpoint, {k: r[k] for k in ("run_id", "x", "episode_ids", "scores")},
+                         f"checkpoint x={r['x']} of run {run_id!r}", {"episode_ids": None, "scores": None})
+                for r in rows]
 
     # ------------------------------------------------------------------ training datasets
 
@@ -358,12 +354,10 @@ class DerivedStore(Connection):
 
     def get_dataset(self, dataset_id: str) -> Dataset:
         with self._reading("read a dataset") as conn:
-            row = self._one(conn, "SELECT * FROM datasets WHERE id = ?", (dataset_id,))
+            row = one_row(conn, "SELECT * FROM datasets WHERE id = ?", (dataset_id,))
         if row is None:
             raise StoreError(f"no dataset {dataset_id!r}")
-        what = f"dataset {dataset_id!r}"
-        return self._model(Dataset, {**row, "rule": self._json(row["rule"], what),
-                                     "counts": self._json(row["counts"], what)}, what)
+        return from_row(Dataset, row, f"dataset {dataset_id!r}", {"rule": None, "counts": None})
 
     def datasets(self, run_id: Optional[str] = None) -> list[Dataset]:
         with self._reading("list datasets") as conn:
@@ -381,5 +375,5 @@ class DerivedStore(Connection):
             params.append(kind)
         with self._reading("read dataset rows") as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [DatasetRow(episode_id=r[0], step_index=r[1], kind=r[2],
-                           messages=json.loads(r[3]), reason=r[4], tokens=r[5]) for r in rows]
+        return [from_row(DatasetRow, dict(zip(("episode_id", "step_index", "kind", "messages", "reason", "tokens"), r)),
+                         f"row of dataset {dataset_id!r}", {"messages": None}) for r in rows]

@@ -19,6 +19,7 @@ from s3gym_tui.secrets import redact_values, secret_values, strip_url_credential
 from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
 from s3gym_tui.store.sweeps import SweepStore
 from s3gym_tui.store.hygiene import Hygiene
 from s3gym_tui.store.leases import LeaseRecords
@@ -55,11 +56,10 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
     # ------------------------------------------------------------------ runs
 
     def _run_from_row(self, row: Mapping[str, Any]) -> Run:
-        what = f"run {row['id']!r}"
-        data = {"id": row["id"], "config": self._json(row["config"], f"{what} (config)"),
-                "status": row["status"], "created_at": row["created_at"], "note": row["note"],
+        data = {"id": row["id"], "config": row["config"], "status": row["status"],
+                "created_at": row["created_at"], "note": row["note"],
                 "status_reason": row.get("status_reason") or "", "sweep_id": row.get("sweep_id")}
-        return self._model(Run, data, what)
+        return from_row(Run, data, f"run {row['id']!r}", {"config": None})
 
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
                    note: str = "", sweep_id: Optional[str] = None) -> Run:
@@ -92,7 +92,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
 
     def get_run(self, run_id: str) -> Run:
         with self._reading("read a run") as conn:
-            row = self._one(conn, "SELECT * FROM runs WHERE id = ?", (run_id,))
+            row = one_row(conn, "SELECT * FROM runs WHERE id = ?", (run_id,))
         if row is None:
             raise StoreError(f"no run {run_id!r}")
         return self._run_from_row(row)
@@ -103,7 +103,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
         (hand-edited JSON, a bad status) is skipped and reported there as (run id, reason), so one
         damaged run does not hide the others; without it, it raises StoreError."""
         with self._reading("list runs") as conn:
-            rows = self._dicts(conn.execute(
+            rows = row_dicts(conn.execute(
                 "SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
                 (int(limit), int(offset))))
         if damaged is None:
@@ -135,11 +135,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
     # ------------------------------------------------------------------ episodes
 
     def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
-        data = dict(row)
-        what = f"episode {row['id']!r}"
-        data["history_episode_ids"] = self._json(data["history_episode_ids"] or "[]",
-                                                 f"{what} (history_episode_ids)")
-        return self._model(Episode, data, what)
+        return from_row(Episode, row, f"episode {row['id']!r}", {"history_episode_ids": "[]"})
 
     def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
         """Insert a new episode, enforcing the seed/phase split and the history guard.
@@ -220,7 +216,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
     def find_episode(self, episode_id: str) -> Optional[Episode]:
         """The episode, or None if there is none with this id."""
         with self._reading("read an episode") as conn:
-            row = self._one(conn, _SELECT_EPISODE + " WHERE id = ?", (episode_id,))
+            row = one_row(conn, _SELECT_EPISODE + " WHERE id = ?", (episode_id,))
         return None if row is None else self._episode_from_row(row)
 
     def episodes(self, run_id: Optional[str] = None, phase: Optional[str] = None,
@@ -236,7 +232,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
             sql += " LIMIT ?"
             params.append(int(limit))
         with self._reading("list episodes") as conn:
-            rows = self._dicts(conn.execute(sql, params))
+            rows = row_dicts(conn.execute(sql, params))
         return [self._episode_from_row(r) for r in rows]
 
     def finish_episode(self, episode_id: str, score: Optional[float],
@@ -349,11 +345,7 @@ class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, Annot
         with self._reading(f"read steps of episode {episode_id!r}") as conn:
             cursor = conn.execute(sql + ' WHERE episode_id = ? ORDER BY "index"', (episode_id,))
             rows = cursor.fetchall()
-        try:
-            return [Step.model_validate(dict(zip(_STEP_COLS, r))) for r in rows]
-        except ValidationError as err:
-            raise StoreError(f"stored step of episode {episode_id!r} does not validate "
-                             f"({err.errors()[0].get('msg')})") from err
+        return [from_row(Step, dict(zip(_STEP_COLS, r)), f"step of episode {episode_id!r}") for r in rows]
 
     def step_latencies(self, model: str, game: Optional[str] = None, limit: int = 200) -> list[float]:
         """Call times (ms) of the model's most recent stored steps (on `game` when given), newest

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, get_args
 
@@ -12,6 +11,7 @@ from s3gym_tui.models import Run, RunConfig, Sweep, SweepConfig
 from s3gym_tui.secrets import redact_values, strip_url_credentials
 from s3gym_tui.store.connection import Connection, _new_id
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
 
 SWEEP_STATUSES: tuple[str, ...] = get_args(Sweep.model_fields["status"].annotation)
 
@@ -69,13 +69,8 @@ class SweepStore(Connection):
     """Sweeps and their runs (mixed into Store)."""
 
     def _sweep_from_row(self, row: Mapping[str, Any]) -> Sweep:
-        try:
-            config = json.loads(row["config"])
-        except (TypeError, ValueError) as err:
-            raise StoreError(f"stored sweep {row['id']!r} has an unreadable config") from err
-        return self._model(Sweep, {"id": row["id"], "config": config, "status": row["status"],
-                                   "created_at": row["created_at"], "note": row["note"]},
-                           f"sweep {row['id']!r}")
+        return from_row(Sweep, {k: row[k] for k in ("id", "config", "status", "created_at", "note")},
+                        f"sweep {row['id']!r}", {"config": None})
 
     def create_sweep(self, config: SweepConfig, runs: Optional[Sequence[RunConfig]] = None,
                      sweep_id: Optional[str] = None) -> tuple[Sweep, list[Run]]:
@@ -106,7 +101,7 @@ class SweepStore(Connection):
 
     def find_sweep(self, sweep_id: str) -> Optional[Sweep]:
         with self._reading("read a sweep") as conn:
-            row = self._one(conn, "SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
+            row = one_row(conn, "SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
         return None if row is None else self._sweep_from_row(row)
 
     def get_sweep(self, sweep_id: str) -> Sweep:
@@ -118,8 +113,8 @@ class SweepStore(Connection):
     def list_sweeps(self, limit: int = 100) -> list[Sweep]:
         """Newest first."""
         with self._reading("list sweeps") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM sweeps ORDER BY created_at DESC, rowid DESC "
-                                            "LIMIT ?", (int(limit),)))
+            rows = row_dicts(conn.execute("SELECT * FROM sweeps ORDER BY created_at DESC, rowid DESC "
+                                          "LIMIT ?", (int(limit),)))
         return [self._sweep_from_row(r) for r in rows]
 
     def set_sweep_status(self, sweep_id: str, status: str, note: Optional[str] = None) -> Sweep:
@@ -145,8 +140,8 @@ class SweepStore(Connection):
     def sweep_runs(self, sweep_id: str) -> list[Run]:
         """The sweep's runs in the order they were planned."""
         with self._reading("list a sweep's runs") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM runs WHERE sweep_id = ? ORDER BY rowid",
-                                            (sweep_id,)))
+            rows = row_dicts(conn.execute("SELECT * FROM runs WHERE sweep_id = ? ORDER BY rowid",
+                                          (sweep_id,)))
         return [self._run_from_row(r) for r in rows]  # type: ignore[attr-defined]
 
     def sweep_progress(self, sweep_id: str) -> list[RunProgress]:

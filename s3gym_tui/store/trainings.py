@@ -11,7 +11,8 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 from s3gym_tui.models import EVAL_SEED_BASE, utcnow
 from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store.errors import LeakageError, StoreError
-from s3gym_tui.store.records import (TRAINING_STATUSES, ExpertRef, LossPoint, Study, Training,
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
+from s3gym_tui.store.records import (TRAINING_STATUSES, LossPoint, Study, Training,
                                      TrainingCheckpoint, TrainingSource)
 
 _JSON_FIELDS = ("games", "settings", "metrics")
@@ -31,10 +32,8 @@ class TrainingStore(DerivedStore):
     # ------------------------------------------------------------------ trainings
 
     def _training_from_row(self, row: Mapping[str, Any]) -> Training:
-        data = dict(row)
-        for key in _JSON_FIELDS:
-            data[key] = json.loads(data[key] or ("[]" if key == "games" else "{}"))
-        return self._model(Training, data, f"training {row['id']!r}")
+        return from_row(Training, row, f"training {row['id']!r}",
+                        {key: "[]" if key == "games" else "{}" for key in _JSON_FIELDS})
 
     def add_training(self, training: Training) -> Training:
         cols = ", ".join(f'"{c}"' for c in _TRAINING_COLS)
@@ -48,7 +47,7 @@ class TrainingStore(DerivedStore):
 
     def find_training(self, training_id: str) -> Optional[Training]:
         with self._reading("read a training") as conn:
-            row = self._one(conn, "SELECT * FROM trainings WHERE id = ?", (training_id,))
+            row = one_row(conn, "SELECT * FROM trainings WHERE id = ?", (training_id,))
         return None if row is None else self._training_from_row(row)
 
     def get_training(self, training_id: str) -> Training:
@@ -81,7 +80,7 @@ class TrainingStore(DerivedStore):
                 params.append(value)
         sql = "SELECT * FROM trainings" + (" WHERE " + " AND ".join(where) if where else "")
         with self._reading("list trainings") as conn:
-            rows = self._dicts(conn.execute(sql + " ORDER BY created_at, rowid LIMIT ?", [*params, int(limit)]))
+            rows = row_dicts(conn.execute(sql + " ORDER BY created_at, rowid LIMIT ?", [*params, int(limit)]))
         return [self._training_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ checkpoints and losses
@@ -96,9 +95,9 @@ class TrainingStore(DerivedStore):
 
     def training_checkpoints(self, training_id: str) -> list[TrainingCheckpoint]:
         with self._reading("list training checkpoints") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM training_checkpoints WHERE training_id = ? ORDER BY x",
-                                            (training_id,)))
-        return [self._model(TrainingCheckpoint, r, f"checkpoint {r['x']} of {training_id!r}") for r in rows]
+            rows = row_dicts(conn.execute("SELECT * FROM training_checkpoints WHERE training_id = ? ORDER BY x",
+                                          (training_id,)))
+        return [from_row(TrainingCheckpoint, r, f"checkpoint {r['x']} of {training_id!r}") for r in rows]
 
     def add_losses(self, training_id: str, points: Iterable[LossPoint]) -> int:
         """Record loss points (a point logged again at the same phase and step replaces the old one)."""
@@ -118,8 +117,8 @@ class TrainingStore(DerivedStore):
             params.append(phase)
         with self._reading("read losses") as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [LossPoint(phase=r[0], step=r[1], epoch=r[2], loss=r[3], metrics=json.loads(r[4] or "{}"))
-                for r in rows]
+        return [from_row(LossPoint, dict(zip(("phase", "step", "epoch", "loss", "metrics"), r)),
+                         f"loss of training {training_id!r}", {"metrics": "{}"}) for r in rows]
 
     # ------------------------------------------------------------------ evaluation runs
 
@@ -178,7 +177,8 @@ class TrainingStore(DerivedStore):
             params.append(kind)
         with self._reading("read training sources") as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [TrainingSource(kind=r[0], ref=r[1], game=r[2], seed=r[3], mode=r[4], n=r[5]) for r in rows]
+        return [from_row(TrainingSource, dict(zip(("kind", "ref", "game", "seed", "mode", "n"), r)),
+                         f"source of training {training_id!r}") for r in rows]
 
     def _require_training(self, conn: sqlite3.Connection, training_id: str) -> None:
         if not conn.execute("SELECT 1 FROM trainings WHERE id = ?", (training_id,)).fetchone():
@@ -221,13 +221,11 @@ class TrainingStore(DerivedStore):
         return study
 
     def _study_from_row(self, row: Mapping[str, Any]) -> Study:
-        return self._model(Study, {**row, "games": json.loads(row["games"]),
-                                   "experts": [ExpertRef.model_validate(e) for e in json.loads(row["experts"])],
-                                   "settings": json.loads(row["settings"] or "{}")}, f"study {row['id']!r}")
+        return from_row(Study, row, f"study {row['id']!r}", {"games": None, "experts": None, "settings": "{}"})
 
     def find_study(self, study_id: str) -> Optional[Study]:
         with self._reading("read a study") as conn:
-            row = self._one(conn, "SELECT * FROM studies WHERE id = ?", (study_id,))
+            row = one_row(conn, "SELECT * FROM studies WHERE id = ?", (study_id,))
         return None if row is None else self._study_from_row(row)
 
     def get_study(self, study_id: str) -> Study:
@@ -239,8 +237,8 @@ class TrainingStore(DerivedStore):
     def studies(self, limit: int = 1000) -> list[Study]:
         """Studies newest first."""
         with self._reading("list studies") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM studies ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                                            (int(limit),)))
+            rows = row_dicts(conn.execute("SELECT * FROM studies ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                                          (int(limit),)))
         return [self._study_from_row(r) for r in rows]
 
     def set_study_status(self, study_id: str, status: str) -> Study:
