@@ -46,7 +46,7 @@ def prepare(folder: Path, examples: int) -> dict:
     out = {}
     with _store(folder) as store:
         for game in ("trust", "snake"):
-            run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
+            run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
                                              explore_episodes=max(1, (examples + 9) // 10), eval_every=1,
                                              eval_episodes=0, step_cap=10))
             asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())

@@ -20,7 +20,7 @@ def _prompt(store, step) -> Optional[list]:
     if not step.prompt:
         return None
     try:
-        return json.loads(store.prompt_of(step))  # shared parts and deltas expanded
+        return json.loads(store.prompts.prompt_of(step))  # shared parts and deltas expanded
     except ValueError as err:
         raise StoreError(f"the stored prompt of step {step.index} of episode {step.episode_id!r} is not "
                          f"JSON; nothing more was exported") from err
@@ -30,7 +30,7 @@ def export_run(store, run: Run, out: TextIO) -> int:
     """Write the run as JSONL from one consistent read snapshot (a live run writing meanwhile
     cannot tear it); returns the number of lines written. Secret values are redacted."""
     with store.snapshot("export a run"):
-        run = store.get_run(run.id)
+        run = store.runs.get_run(run.id)
         return _export(store, run, out)
 
 
@@ -43,14 +43,14 @@ def _export(store, run: Run, out: TextIO) -> int:
         lines += 1
 
     emit("run", run.model_dump(mode="json"))
-    for episode in sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
+    for episode in sorted(store.episodes.list(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
         emit("episode", episode.model_dump(mode="json"))
-        for step in store.steps(episode.id):  # prompts as sent: shared parts expanded
+        for step in store.episodes.steps(episode.id):  # prompts as sent: shared parts expanded
             emit("step", {**step.model_dump(mode="json"), "prompt": _prompt(store, step)})
-    for summary in store.summaries(run.id):
+    for summary in store.summaries.list(run.id):
         emit("summary", summary.model_dump(mode="json"))
-    for checkpoint in store.checkpoints(run.id):
+    for checkpoint in store.checkpoints.list(run.id):
         emit("checkpoint", {**checkpoint.model_dump(mode="json"), "mean": checkpoint.mean})
-    for annotation in store.annotations(run_id=run.id):  # on its episodes, their steps, its summaries
+    for annotation in store.annotations.list(run_id=run.id):  # on its episodes, their steps, its summaries
         emit("annotation", {**annotation.model_dump(mode="json"), "target": annotation.target})
     return lines

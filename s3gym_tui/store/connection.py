@@ -91,7 +91,7 @@ def _new_id(prefix: str) -> str:
 
 class Connection:
     """One connection to a store file: safe opening, transactions, error wrapping and
-    the leakage look-ups shared by the record methods of DerivedStore and Store."""
+    the leakage look-ups shared by the repositories of Store."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
                  check: bool = True, busy_timeout: float = 10.0, create: bool = True,

@@ -39,7 +39,7 @@ def create_eval_run(store, training: Training, template: RunConfig, xs: Sequence
     contract (model .../repair; every repair is stored with its step); each a run of its own next to
     the run that scores the replies as written."""
     decoding = "repair" if repair else decoding
-    models = {c.x: decoded_model(c.model, decoding) for c in store.training_checkpoints(training.id)}
+    models = {c.x: decoded_model(c.model, decoding) for c in store.trainings.training_checkpoints(training.id)}
     xs = sorted(set(int(x) for x in xs))
     missing = [x for x in xs if x not in models]
     if not xs or missing:
@@ -53,13 +53,13 @@ def create_eval_run(store, training: Training, template: RunConfig, xs: Sequence
         max_tokens=template.max_tokens, temperature=template.temperature, decoding_seed=template.decoding_seed,
         step_cap=step_cap or template.step_cap, timeout_s=max(template.timeout_s, TRAINED_TIMEOUT_S),
         max_retries=template.max_retries)
-    run = store.create_run(config, run_id=run_id)
-    store.add_training_eval(training.id, config.game, run.id, xs)
+    run = store.runs.create_run(config, run_id=run_id)
+    store.trainings.add_training_eval(training.id, config.game, run.id, xs)
     return run
 
 
 def _link(store, run: Run) -> tuple[Training, str, tuple[int, ...]]:
-    link = store.training_of_run(run.id)
+    link = store.trainings.training_of_run(run.id)
     if link is None:
         raise NotATrainingRun(f"run {run.id!r} is not the evaluation run of a training")
     return link
@@ -70,7 +70,7 @@ def played_checkpoints(store, run: Run) -> dict[int, str]:
     training, _, xs = _link(store, run)
     decoding = run_decoding(run)
     models = {c.x: decoded_model(c.model, decoding) if decoding != "free" else c.model
-              for c in store.training_checkpoints(training.id)}
+              for c in store.trainings.training_checkpoints(training.id)}
     return {x: models[x] for x in run.config.checkpoints() if x in models and (not xs or x in xs)}
 
 
@@ -82,15 +82,15 @@ async def evaluate_training(store, run: Run, on_event: EventSink = ignore,
 
     models = played_checkpoints(store, run)
     # RunBusy if another process drives it
-    with holding(store, store.acquire_lease(run.id, "s3gym train (evaluation)")):
+    with holding(store, store.leases.acquire_lease(run.id, "s3gym train (evaluation)")):
         return await _evaluate(store, run, models, on_event, backoff_base_s)
 
 
 async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink,
                     backoff_base_s: float) -> list[Checkpoint]:
     cfg = run.config
-    done = {c.x: c for c in store.checkpoints(run.id)}
-    store.set_run_status(run.id, "running")
+    done = {c.x: c for c in store.checkpoints.list(run.id)}
+    store.runs.set_run_status(run.id, "running")
     scored: list[Checkpoint] = []
     try:
         for x, model in models.items():
@@ -105,7 +105,7 @@ async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink
                 episode = Episode(id=eval_episode_id(run.id, x, j), run_id=run.id, game=cfg.game, mode="eval",
                                   phase="eval", seed=cfg.eval_seed(j), index=j, checkpoint=x, model=model,
                                   pathway="trained")
-                existing = store.find_episode(episode.id)
+                existing = store.episodes.find_episode(episode.id)
                 if existing is not None and existing.status == "finished":
                     episodes.append(existing)
                     continue
@@ -114,13 +114,13 @@ async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink
                 episodes.append(session.finish("finished") if session.done else await session.play())
             checkpoint = Checkpoint(run_id=run.id, x=x, episode_ids=tuple(e.id for e in episodes),
                                     scores=tuple(float(e.score or 0.0) for e in episodes))
-            store.add_checkpoint(checkpoint)
+            store.checkpoints.add_checkpoint(checkpoint)
             on_event(CheckpointScored(checkpoint))
             scored.append(checkpoint)
     except BaseException:
-        store.set_run_status(run.id, "stopped")
+        store.runs.set_run_status(run.id, "stopped")
         raise
-    store.set_run_status(run.id, "finished")
+    store.runs.set_run_status(run.id, "finished")
     return scored
 
 
@@ -188,14 +188,14 @@ class TrainingReport:
 
 
 def _means(store, run: Run, models: dict[int, str]) -> dict[int, Checkpoint]:
-    return {c.x: c for c in store.checkpoints(run.id) if c.x in models}
+    return {c.x: c for c in store.checkpoints.list(run.id) if c.x in models}
 
 
 def _unparsed(store, run: Run) -> dict[int, tuple[int, int]]:
     """x -> (replies without a parsable answer, replies) over the run's evaluation episodes."""
     found: dict[int, tuple[int, int]] = {}
-    for episode in store.episodes(run.id, phase="eval"):
-        bad, total = count_unparsed(store.steps(episode.id, include_prompt=False))
+    for episode in store.episodes.list(run.id, phase="eval"):
+        bad, total = count_unparsed(store.episodes.steps(episode.id, include_prompt=False))
         old = found.get(episode.checkpoint, (0, 0))
         found[episode.checkpoint] = (old[0] + bad, old[1] + total)
     return found
@@ -207,7 +207,7 @@ def training_report(store, run: Run) -> TrainingReport:
         done = {"repair": "repaired its replies", "grammar": "constrained its replies to the grammar"}[run_decoding(run)]
         raise NotATrainingRun(f"run {run.id!r} {done}: its report is part of the report of the run that scored "
                               f"them as written")
-    cps: dict[int, TrainingCheckpoint] = {c.x: c for c in store.training_checkpoints(training.id)}
+    cps: dict[int, TrainingCheckpoint] = {c.x: c for c in store.trainings.training_checkpoints(training.id)}
     models = played_checkpoints(store, run)
     by_x = _means(store, run, models)
     points = [(x, by_x[x].mean if x in by_x else None) for x in models]
@@ -219,7 +219,7 @@ def training_report(store, run: Run) -> TrainingReport:
     if twin is not None:
         twin_models = played_checkpoints(store, twin)
         fixed = _means(store, twin, twin_models)
-        counts = store.repair_counts(twin.id)
+        counts = store.trainings.repair_counts(twin.id)
         repaired_curve = game_curve_metrics([(x, fixed[x].mean if x in fixed else None) for x in twin_models],
                                             run.config.game, "eval")
     r0 = fixed[0].mean if 0 in fixed else None
@@ -251,7 +251,7 @@ def training_report(store, run: Run) -> TrainingReport:
                                   cps[x].step, bad, total, repair, cps[x].repaired, grammar))
     paths = sorted({serving_path(m) for m in models.values()})
     return TrainingReport(run, training, game, tuple(rows), curve, tuple(r.epoch for r in rows if r.negative),
-                          tuple(store.losses(training.id)), twin, repaired_curve, "; ".join(paths),
+                          tuple(store.trainings.losses(training.id)), twin, repaired_curve, "; ".join(paths),
                           _source_x0(store, training, game), constrained_run, grammar_curve)
 
 
@@ -261,10 +261,10 @@ def _source_x0(store, training: Training, game: str) -> Optional[tuple[Optional[
     if not training.source_run:
         return None
     try:
-        source = store.get_run(training.source_run)
+        source = store.runs.get_run(training.source_run)
     except StoreError:
         return None
     if source.config.game != game:
         return None
-    found = {c.x: c for c in store.checkpoints(source.id)}
+    found = {c.x: c for c in store.checkpoints.list(source.id)}
     return (found[0].mean if 0 in found else None), serving_path(source.config.model)

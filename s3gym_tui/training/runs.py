@@ -120,9 +120,9 @@ def eval_runs(store, training: Training) -> list[tuple[str, Run, tuple[int, ...]
     from s3gym_tui.store import StoreError
 
     found = []
-    for game, run_id, xs in store.training_evals(training.id):
+    for game, run_id, xs in store.trainings.training_evals(training.id):
         try:
-            found.append((game, store.get_run(run_id), xs))
+            found.append((game, store.runs.get_run(run_id), xs))
         except StoreError:  # removed with `s3gym rm` meanwhile: the training keeps its checkpoints
             continue
     return found
@@ -140,7 +140,7 @@ def own_eval_run(store, training: Training, repair: bool = False, decoding: Opti
 
 def decoding_twin(store, run: Run, decoding: str) -> Optional[Run]:
     """The evaluation run of the same training, game and checkpoints as `run` decoded as `decoding`, if any."""
-    link = store.training_of_run(run.id)
+    link = store.trainings.training_of_run(run.id)
     if link is None:
         return None
     training, game, xs = link

@@ -27,7 +27,7 @@ def sizes_db(analysis_template, tmp_path):
     path = tmp_path / "sizes.db"
     shutil.copy(analysis_template, path)
     with Store(path) as store:
-        store.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6, eval_every=3,
+        store.runs.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6, eval_every=3,
                                    eval_episodes=2), run_id="chess-gguf-local")
     conn = sqlite3.connect(path)
     with conn:
