@@ -272,10 +272,9 @@ def training_gain(store, training) -> str:
     """The verdict of a training's last checkpoint on its own game (format gain, play gain, no gain, not split),
     '—' before it is evaluated."""
     from s3gym_tui.training.baseline import outcome
-    from s3gym_tui.training.evaluate import training_report
-    from s3gym_tui.training.runs import own_eval_run
+    from s3gym_tui.training.evaluate import own_eval_run, training_report
 
-    run = own_eval_run(store, training)
+    run = own_eval_run(store.trainings, store.runs, training)
     if run is None:
         return "—"
     found = outcome(training_report(store, run))
@@ -285,13 +284,13 @@ def training_gain(store, training) -> str:
 def training_json(store, training, shown_status: str) -> dict:
     """A training for `s3gym trainings --json`: its record, the status as shown, the learning signal
     per phase, and per checkpoint the figures as written and (separately) repaired."""
-    from s3gym_tui.training.evaluate import training_report
+    from s3gym_tui.training.evaluate import eval_runs, training_report
     from s3gym_tui.training.learning_signal import signal_summaries
     from s3gym_tui.training.baseline import baseline_text, splits
-    from s3gym_tui.training.runs import eval_runs, run_decoding
+    from s3gym_tui.training.runs import run_decoding
 
     reports = []
-    for game, run, _ in eval_runs(store, training):
+    for game, run, _ in eval_runs(store.trainings, store.runs, training):
         if run_decoding(run) != "free":
             continue
         report = training_report(store, run)

@@ -36,7 +36,8 @@ def episode_from_row(row: Mapping[str, Any]) -> Episode:
 class Episodes(Repository):
     """Episodes and steps. Reads and writes `episodes`, `steps`, `step_repairs` and the search index
     (a finished episode's steps); reads `runs` and `summaries` (the held-out guard, a summary's episode);
-    writes a summary through `summaries` (add_episode_with_summary); prompts compact through `prompts`."""
+    writes a summary through `summaries` (add_episode_with_summary); expands a delta prompt's base through
+    `prompts`."""
 
     def __init__(self, db: Connection, prompts: Prompts, summaries: Summaries) -> None:
         super().__init__(db)
@@ -44,9 +45,6 @@ class Episodes(Repository):
         self._summaries = summaries
 
     # ------------------------------------------------------------------ episodes
-
-    def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
-        return from_row(Episode, row, f"episode {row['id']!r}", {"history_episode_ids": "[]"})
 
     def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
         """Insert a new episode, enforcing the seed/phase split and the history guard.

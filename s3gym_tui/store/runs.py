@@ -27,12 +27,6 @@ def run_from_row(row: Mapping[str, Any]) -> Run:
 class Runs(Repository):
     """Runs. Reads and writes `runs`; reads `sweeps` (a run's sweep must exist)."""
 
-    def _run_from_row(self, row: Mapping[str, Any]) -> Run:
-        data = {"id": row["id"], "config": row["config"], "status": row["status"],
-                "created_at": row["created_at"], "note": row["note"],
-                "status_reason": row.get("status_reason") or "", "sweep_id": row.get("sweep_id")}
-        return from_row(Run, data, f"run {row['id']!r}", {"config": None})
-
     def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
                    note: str = "", sweep_id: Optional[str] = None) -> Run:
         """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'.

@@ -1,5 +1,5 @@
 """The summaries repository: versioned summaries (veto, pin, human edits), the curation log and
-the experience states (tables summaries, summary_actions, summary_states)."""
+the experience states (tables summaries, summary_actions, experience_states)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ MAX_EDIT_SECTION_CHARS = 20_000  # a human edit's section (the summary goes into
 
 
 class Summaries(Repository):
-    """Summaries. Reads and writes `summaries`, `summary_actions`, `summary_states`; reads `runs`,
-    `episodes`, `steps` and `checkpoints` (sources must be exploration data; which state comes next)."""
+    """Summaries. Reads and writes `summaries`, `summary_actions`, `experience_states`; reads `runs`
+    and `episodes` (sources must be exploration data; the episode a summary is written for)."""
 
     # ------------------------------------------------------------------ summaries
 

@@ -199,12 +199,12 @@ class _Study:
         self.hooks.training_created(training)
         try:
             result = together(train_lora, examples, self.base, Path(training.directory) / "adapters", config,
-                              progress=recording(self.store, training.id, self.hooks.train_event), resume=resume)
+                              progress=recording(self.store.trainings, training.id, self.hooks.train_event), resume=resume)
         except BaseException as exc:
-            mark_stopped(self.store, training.id, f"{training.role} training", exc)
+            mark_stopped(self.store.trainings, training.id, f"{training.role} training", exc)
             raise
         gc.collect()
-        return record_local(self.store, training, result)
+        return record_local(self.store.trainings, training, result)
 
     def _run_onpolicy(self, training: Training, rows: list[dict], updates: int,
                       init: Optional[Path]) -> Training:
@@ -226,14 +226,14 @@ class _Study:
                 batch=o.batch, learning_rate=o.learning_rate,
                 max_completion_length=o.max_completion_length, temperature=o.temperature, beta=o.beta,
                 save_every=o.save_every, lora=o, init_adapter=init,
-                progress=recording(self.store, training.id, self.hooks.train_event),
+                progress=recording(self.store.trainings, training.id, self.hooks.train_event),
                 resume=resume, phase=training.method)
         except BaseException as exc:
-            mark_stopped(self.store, training.id, f"{training.role} training", exc)
+            mark_stopped(self.store.trainings, training.id, f"{training.role} training", exc)
             raise
         gc.collect()
         training = self.store.trainings.update_training(training.id, metrics={**training.metrics, "routed": routed})
-        return record_local(self.store, training, result)
+        return record_local(self.store.trainings, training, result)
 
     def _sources(self, training: Training, sources: list[TrainingSource]) -> None:
         if not self.store.trainings.training_sources(training.id):

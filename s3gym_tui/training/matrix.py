@@ -151,12 +151,12 @@ CONSTRAINED_BASELINE = ("the base under the grammar row: the same base with ever
 def _constrained_base(store, study: Study, base_cells: dict[str, "Cell"]) -> Optional["MatrixRow"]:
     """The base under the grammar on each game (x = 0 of the game's expert evaluation under the grammar), when
     any game has one; its delta is against the base as written."""
-    from s3gym_tui.training.runs import own_eval_run
+    from s3gym_tui.training.evaluate import own_eval_run
 
     cells: dict[str, Cell] = {}
     for game in study.games:
         expert = next(e for e in study.experts if e.game == game)
-        run = own_eval_run(store, store.trainings.get_training(expert.training_id), decoding="grammar")
+        run = own_eval_run(store.trainings, store.runs, store.trainings.get_training(expert.training_id), decoding="grammar")
         from dataclasses import replace
 
         cell = _cell(store, game, run.id if run else None, 0, base_cells[game].mean)

@@ -9,15 +9,14 @@ from typing import Optional
 
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Training
-from s3gym_tui.training.evaluate import create_eval_run
+from s3gym_tui.training.evaluate import create_eval_run, own_eval_run
 from s3gym_tui.training.pipeline import TrainingError, evaluate_all
-from s3gym_tui.training.runs import own_eval_run
 
 
 def _column(store, study, options, game: str) -> tuple[RunConfig, Optional[str]]:
     """The template of a game's column, and the run giving its base cell (x = 0) when reusable."""
     expert = next(e for e in study.experts if e.game == game)
-    run = own_eval_run(store, store.trainings.get_training(expert.training_id))
+    run = own_eval_run(store.trainings, store.runs, store.trainings.get_training(expert.training_id))
     if run is None:
         raise TrainingError(f"expert {expert.training_id} has no evaluation run on {game}")
     o = options

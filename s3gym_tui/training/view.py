@@ -12,9 +12,8 @@ from s3gym_games.reply import parse_reply
 from s3gym_tui.models import Run
 from s3gym_tui.store import Dataset, Training
 from s3gym_tui.training.dataset import SelectionQuality, selection_quality
-from s3gym_tui.training.evaluate import TrainingReport, training_report
+from s3gym_tui.training.evaluate import TrainingReport, own_eval_run, training_report
 from s3gym_tui.training.matrix import LossCurve, Matrix, study_matrix
-from s3gym_tui.training.runs import own_eval_run
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ def dataset_view(store, dataset: Dataset) -> DatasetView:
 def _reports(store, trainings: list[Training]) -> list[TrainingReport]:
     reports = []
     for training in trainings:
-        run = own_eval_run(store, training)
+        run = own_eval_run(store.trainings, store.runs, training)
         if run is not None:
             reports.append(training_report(store, run))
     return reports

@@ -12,9 +12,8 @@ from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Training, TrainingCheckpoint, audit
 from s3gym_tui.training.dataset import build_dataset
-from s3gym_tui.training.evaluate import (NotATrainingRun, create_eval_run, evaluate_training, played_checkpoints,
-                                         training_report)
-from s3gym_tui.training.runs import eval_runs, own_eval_run
+from s3gym_tui.training.evaluate import (NotATrainingRun, create_eval_run, eval_runs, evaluate_training, own_eval_run,
+                                         played_checkpoints, training_report)
 
 
 @pytest.fixture
@@ -67,8 +66,8 @@ async def test_every_checkpoint_is_played_in_strict_mode_on_the_source_eval_seed
     cfg = trained.config
     assert (cfg.pathway, cfg.checkpoints(), cfg.eval_seed_base, cfg.game) == ("trained", [0, 1, 2], 1_000_010, "trust")
     assert store.trainings.training_of_run(trained.id) == (training, "trust", (0, 1, 2))
-    assert store.trainings.training_of_run(run.id) is None and own_eval_run(store, training).id == trained.id
-    assert played_checkpoints(store, trained) == models
+    assert store.trainings.training_of_run(run.id) is None and own_eval_run(store.trainings, store.runs, training).id == trained.id
+    assert played_checkpoints(store.trainings, trained) == models
     events = []
     checkpoints = await evaluate_training(store, trained, events.append, backoff_base_s=0)
     assert [c.x for c in checkpoints] == [0, 1, 2] == [c.x for c in store.checkpoints.list(trained.id)]
@@ -117,7 +116,7 @@ async def test_remote_style_checkpoints_play_with_their_step_cap(store, source):
     await evaluate_training(store, trained, backoff_base_s=0)
     assert all(e.n_steps == 4 for e in store.episodes.list(trained.id))
     assert [(r.repair, r.unparsed, r.replies) for r in training_report(store, trained).rows] == [(None, 0, 4)] * 2
-    assert [r.id for _, r, _ in eval_runs(store, training)] == [trained.id]
+    assert [r.id for _, r, _ in eval_runs(store.trainings, store.runs, training)] == [trained.id]
     with pytest.raises(ValueError, match="only trained/<id>/<x> replies can be repaired"):
         create_eval_run(store, training, run.config, [0, 3], repair=True)
 
@@ -158,8 +157,8 @@ async def test_replies_are_scored_as_written_and_repairs_are_stored_and_counted_
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
     written = create_eval_run(store, training, run.config, [0, 1], eval_episodes=1, step_cap=2)
     repaired = create_eval_run(store, training, run.config, [0, 1], eval_episodes=1, step_cap=2, repair=True)
-    assert repaired.config.model == f"trained/{tid}/1/repair" and own_eval_run(store, training).id == written.id
-    assert own_eval_run(store, training, repair=True).id == repaired.id
+    assert repaired.config.model == f"trained/{tid}/1/repair" and own_eval_run(store.trainings, store.runs, training).id == written.id
+    assert own_eval_run(store.trainings, store.runs, training, repair=True).id == repaired.id
 
     await evaluate_training(store, written, backoff_base_s=0)
     for episode in store.episodes.list(written.id):  # stored as the model wrote it, never repaired
@@ -202,7 +201,7 @@ async def test_an_evaluation_run_may_play_only_some_checkpoints_on_another_game(
                                        eval_seed_base=1_000_020, step_cap=3))
     cross = create_eval_run(store, training, snake.config, [2], game="snake")
     assert (cross.config.game, cross.config.eval_seed_base, cross.config.step_cap) == ("snake", 1_000_020, 3)
-    assert played_checkpoints(store, cross) == {2: "scripted/snake"}
+    assert played_checkpoints(store.trainings, cross) == {2: "scripted/snake"}
     await evaluate_training(store, cross, backoff_base_s=0)
     assert [c.x for c in store.checkpoints.list(cross.id)] == [2]
     report = training_report(store, cross)
