@@ -61,7 +61,7 @@ def _seed_db(path: Path) -> str:
 
     with Store(path) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
-                                         explore_episodes=2, eval_every=1, eval_episodes=1))
+                                              explore_episodes=2, eval_every=1, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         conn = store.conn
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

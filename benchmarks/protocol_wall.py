@@ -41,7 +41,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "wall.db")
         run = store.runs.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway=args.pathway,
-                                         explore_episodes=args.episodes))
+                                              explore_episodes=args.episodes))
         started = time.perf_counter()
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         wall = time.perf_counter() - started

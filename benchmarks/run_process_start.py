@@ -27,7 +27,7 @@ def one_round(folder: Path, index: int) -> tuple:
     db = folder / f"start-{index}.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=2000,
-                                         eval_every=1000, eval_episodes=0))
+                                              eval_every=1000, eval_episodes=0))
     children = ChildRuns(db)
     started = time.monotonic()
     child = children.start(resume_argv(run.id, db), f"bench-{index}")

@@ -90,7 +90,7 @@ def synthesise(path: Path, templates: Path, n_steps: int) -> float:
         for game in GAMES:
             for pathway in PATHWAYS:
                 run_ids.append((store.runs.create_run(RunConfig(model=f"bench/{game}", game=game, pathway=pathway,
-                                                           explore_episodes=30)).id, game, pathway))
+                                                                explore_episodes=30)).id, game, pathway))
         made = 0
         episode_no = 0
         while made < n_steps:
@@ -219,11 +219,11 @@ def store_times(scripted: Path, work: Path, rounds: int = 3) -> dict:
                 total = 0.0
                 for e, ss in steps:
                     ep = store.episodes.add_episode(Episode(**{**e.model_dump(), "id": e.id + "-copy", "run_id": run.id,
-                                                      "game": "trust", "n_steps": 0, "history_episode_ids": (),
-                                                      "summary_id": None, "fork_of": None, "fork_step": None,
-                                                      "experience_run_id": None, "experience_x": None,
-                                                      "experience_source": None, "mode": e.phase,
-                                                      "checkpoint": e.checkpoint}))
+                                                               "game": "trust", "n_steps": 0, "history_episode_ids": (),
+                                                               "summary_id": None, "fork_of": None, "fork_step": None,
+                                                               "experience_run_id": None, "experience_x": None,
+                                                               "experience_source": None, "mode": e.phase,
+                                                               "checkpoint": e.checkpoint}))
                     for s in ss:
                         step = Step(**{**s.model_dump(), "episode_id": ep.id, "prompt": s.prompt if not
                                        s.prompt.startswith("[[delta]]") else "[]"})

@@ -74,7 +74,7 @@ def _source(db: Path, game: str) -> str:
 
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1, step_cap=6))
+                                              eval_every=2, eval_episodes=1, step_cap=6))
         return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
 
 

@@ -114,7 +114,7 @@ def scripted_run_figures(path: Path, game: str = "tetris", pathway: str = "none"
 
     with Store(path) as store:
         run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                         explore_episodes=3, eval_every=3, eval_episodes=1))
+                                              explore_episodes=3, eval_every=3, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         episodes = store.episodes.list(run.id)

@@ -175,7 +175,7 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
     runs = {}
     for pathway in ("history", "summary"):
         runs[pathway] = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", pathway=pathway),
-                                         run_id=f"bench-snake-{pathway}")
+                                              run_id=f"bench-snake-{pathway}")
     out = []
     summary_run = runs["summary"]
     explore_ids = []
@@ -187,10 +187,10 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
         store.episodes.finish_episode(episode.id, float(k % 7))
         explore_ids.append(episode.id)
         store.summaries.add_summary(summary_run.id, f"Retain {k}: keep to open rows; " + "tip " * 40,
-                          f"Avoid {k}: turning into the body. " + "mistake " * 30,
-                          f"Next {k}: aim for the nearest apple. " + "plan " * 30,
-                          source_episode_ids=explore_ids[-3:], author="model:scripted/snake",
-                          for_episode_id=episode.id)
+                                    f"Avoid {k}: turning into the body. " + "mistake " * 30,
+                                    f"Next {k}: aim for the nearest apple. " + "plan " * 30,
+                                    source_episode_ids=explore_ids[-3:], author="model:scripted/snake",
+                                    for_episode_id=episode.id)
     for j in range(pairs):
         seed = EVAL_SEED_BASE + j
         ids = []
@@ -207,13 +207,13 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
     for n, x in enumerate(range(0, 31, 3)):  # 11 checkpoints of the Summary run
         chosen = tuple(evals[(n + i) % len(evals)] for i in range(3))
         store.checkpoints.add_checkpoint(Checkpoint(run_id=summary_run.id, x=x, episode_ids=chosen,
-                                        scores=(float(n), float(n + 1), float(n % 4))))
+                                                    scores=(float(n), float(n + 1), float(n % 4))))
     # a fork of the first History episode after 32 steps (what `C` compares with its original)
     source = out[0][0]
     copied = [s.model_copy(update={"episode_id": "bench-fork"}) for s in store.episodes.steps(source)[:32]]
     store.episodes.add_episode(Episode(id="bench-fork", run_id=None, game="snake", mode="eval", phase="eval",
-                              seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
-                              fork_of=source, fork_step=32), copied)
+                                       seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
+                                       fork_of=source, fork_step=32), copied)
     store.episodes.finish_episode("bench-fork", 3.0, "stopped")
     for run in runs.values():
         store.runs.set_run_status(run.id, "finished")

@@ -172,8 +172,9 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
     settings = Settings(player=player or model, step_cap=step_cap, requests=requests, score_all=score_all)
     store = _store(db, create=True, write=True)
     run = store.aspire.create_aspire_run(goal_id=chosen.id, goal_text=text, model=model, protocol=protocol,
-                                  budget=limits.as_dict(), operator="scripted" if model == "scripted" else "model",
-                                  explicit=explicit, settings=settings.__dict__)
+                                         budget=limits.as_dict(),
+                                         operator="scripted" if model == "scripted" else "model",
+                                         explicit=explicit, settings=settings.__dict__)
     console.print(f"ASPIRE run [bold]{safe_markup(run.id)}[/]: {safe_markup(text)}", soft_wrap=True)
     run_controller(store, run.id, make_operator(model, api_base))
 

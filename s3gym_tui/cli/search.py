@@ -189,8 +189,8 @@ def annotate(
     settings = load_settings()
     kind, episode_id, step_index, summary_id = parse_target(target)
     made = store.annotations.add_annotation(kind, label.strip(), author=human_author(settings.human_name), note=note,
-                                episode_id=episode_id, step_index=step_index, summary_id=summary_id,
-                                correction=correct, labels=settings.annotation_labels())
+                                            episode_id=episode_id, step_index=step_index, summary_id=summary_id,
+                                            correction=correct, labels=settings.annotation_labels())
     if as_json:
         emit_json(annotation_json(made))
         return

@@ -279,7 +279,8 @@ def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Option
     if budget is not None and spent >= budget:
         raise UserError(f"sweep {stored.id}: its budget of ${budget:.2f} is spent (${spent:.4f}); resume with "
                         f"a larger --budget-usd")
-    console.print(f"sweep {safe_markup(stored.id)}: {len(left)} of {len(store.sweeps.sweep_runs(stored.id))} runs left; "
+    total = len(store.sweeps.sweep_runs(stored.id))
+    console.print(f"sweep {safe_markup(stored.id)}: {len(left)} of {total} runs left; "
                   f"spent so far ${spent:.4f}", soft_wrap=True)
     plan = make_plan([r.config for r in left])
     print_plan(stored.config, plan)

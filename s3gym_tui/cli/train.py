@@ -262,7 +262,8 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
         summaries = signal_summaries(store.trainings.losses(t.id))
         signal = ", ".join(f"{s.no_signal}/{s.updates}" for s in summaries) or "-"
         cells = (t.id, t.method, t.role, ", ".join(t.games), shown_training_status(t.status, leases.get(t.id)),
-                 t.reward or "-", str(t.examples), str(len(store.trainings.training_checkpoints(t.id))), str(t.steps), signal,
+                 t.reward or "-", str(t.examples), str(len(store.trainings.training_checkpoints(t.id))),
+                 str(t.steps), signal,
                  training_gain(store, t), t.created_at[:19])
         table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)
@@ -315,4 +316,5 @@ def training_json(store, training, shown_status: str) -> dict:
     peak = None if scope is None else {"mb": training.metrics["peak_rss_mb"], "scope": scope,
                                        "label": SCOPE_LABELS[scope]}
     return {**training.model_dump(mode="json"), "shown_status": shown_status, "peak_rss": peak,
-            "signal": [s.as_dict() for s in signal_summaries(store.trainings.losses(training.id))], "evaluations": reports}
+            "signal": [s.as_dict() for s in signal_summaries(store.trainings.losses(training.id))],
+            "evaluations": reports}

@@ -176,7 +176,7 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
     elif settings.credit != "uniform":
         read_ids = [e.id for e in pool]
         extraction_id = store.credit.pi_extractions_for(read_ids, analyzer, settings.success_rule, settings.purpose,
-                                                 settings.source)
+                                                        settings.source)
         if extraction_id is None:
             progress(None, None, f"asking the analyzer {analyzer} for PI from {len(successful)} successful sibling(s)")
             sources = [(e.id, steps_of[e.id]) for e in successful]

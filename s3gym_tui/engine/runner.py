@@ -114,7 +114,7 @@ class ProtocolRunner:
         else:  # the last checkpoint's state (no exploration episode follows), or x already started
             producer = state_key if x < self.config.explore_episodes else None
             summary = self.store.summaries.add_summary(self.run.id, retain, avoid, nxt, game=self.config.game,
-                                             for_episode_id=producer, **fields)
+                                                       for_episode_id=producer, **fields)
         self.on_event(SummaryWritten(summary))
         return summary
 

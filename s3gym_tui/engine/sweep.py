@@ -145,7 +145,7 @@ class SweepRunner:
             raise
         except BaseException as exc:
             self.sweep = self.store.sweeps.set_sweep_status(self.sweep.id, "failed",
-                                                     note=f"{type(exc).__name__}: {exc}"[:300])
+                                                            note=f"{type(exc).__name__}: {exc}"[:300])
             raise
         left = self.pending()
         if not left:

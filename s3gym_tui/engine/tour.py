@@ -110,7 +110,8 @@ def _pair_stops(store, pair: EpisodePair) -> list[TourStop]:
     pairs_stop = TourStop("2", "pairs", "Pairs: the largest History-vs-Summary gaps",
                           "Evaluation pairs History won, largest score gap first (f cycles the filter, G the game). "
                           f"The top one: {_pair_text(pair)}.", winner="history")
-    h_episode, s_episode = store.episodes.get_episode(pair.history_episode), store.episodes.get_episode(pair.summary_episode)
+    h_episode = store.episodes.get_episode(pair.history_episode)
+    s_episode = store.episodes.get_episode(pair.summary_episode)
     h_steps = store.episodes.steps(h_episode.id, include_prompt=False)
     s_steps = store.episodes.steps(s_episode.id, include_prompt=False)
     k = first_divergence(h_steps, s_steps, h_episode.game)
@@ -145,8 +146,8 @@ def _pair_stops(store, pair: EpisodePair) -> list[TourStop]:
              "new version)." if rule else
              ", change or add a rule line, save with ctrl+s (a new version).")
     text += (f" Then t on v{summary.version} and t on your version: the test column is the mean score on the "
-             f"checkpoint's {store.runs.get_run(pair.summary_run).config.eval_episodes} evaluation seeds with each version"
-             " (played at once, as standalone episodes: the run's own record is unchanged).")
+             f"checkpoint's {store.runs.get_run(pair.summary_run).config.eval_episodes} evaluation seeds with each "
+             "version (played at once, as standalone episodes: the run's own record is unchanged).")
     summaries_stop = TourStop("4", "summaries", "Summaries: one rule, another score", text, run_id=pair.summary_run,
                               summary_id=summary.id)
     return [pairs_stop, compare_stop, summaries_stop]

@@ -77,9 +77,9 @@ def annotate(screen, *, kind: str, title: str, episode_id: Optional[str] = None,
             return
         try:
             made = store.annotations.add_annotation(kind, value["label"], author=human_author(app.settings.human_name),
-                                        note=value["note"], episode_id=episode_id, step_index=step_index,
-                                        summary_id=summary_id, correction=value["correction"],
-                                        labels=app.settings.annotation_labels())
+                                                    note=value["note"], episode_id=episode_id, step_index=step_index,
+                                                    summary_id=summary_id, correction=value["correction"],
+                                                    labels=app.settings.annotation_labels())
         except Exception as exc:  # noqa: BLE001 - one line, nothing stored
             app.notify(f"Not saved: {exc}", severity="error")
             return

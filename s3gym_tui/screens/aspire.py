@@ -180,8 +180,9 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
                 run = store.aspire.get_aspire_run(chosen)
                 decisions = store.aspire.aspire_decisions(chosen, after=after)
                 every = store.aspire.aspire_decisions(chosen) if after >= 0 else decisions
-                view = aspire_view(run, every, store.aspire.aspire_candidates(chosen), store.aspire.aspire_claims(chosen),
-                                   store.aspire.hidden_scores(chosen), store.aspire.compute_split(chosen))
+                view = aspire_view(run, every, store.aspire.aspire_candidates(chosen),
+                                   store.aspire.aspire_claims(chosen), store.aspire.hidden_scores(chosen),
+                                   store.aspire.compute_split(chosen))
                 lease = leases.get(chosen)
                 driver = lease.describe() if lease is not None else ""
         except Exception as exc:  # noqa: BLE001 - a message, not a crash

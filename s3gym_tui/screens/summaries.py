@@ -396,7 +396,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
                 return
             try:
                 new = self.app.store.summaries.edit_summary(summary.id, retain, avoid, nxt,
-                                                  author=self.author)
+                                                            author=self.author)
             except Exception as exc:  # noqa: BLE001
                 self.notify(f"Cannot save the edit: {exc}", severity="error")
                 return
@@ -414,7 +414,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             self.notify(problem, severity="error")
             return None
         new = self.app.store.summaries.edit_summary(summary.id, retain, avoid, nxt,
-                                          author=self.author)
+                                                    author=self.author)
         self._changed(new, f"Saved v{new.version} (edited from v{summary.version}).")
         return new
 

@@ -150,8 +150,8 @@ class Annotations(Repository):
         return rows[0]
 
     def list(self, *, episode_id: Optional[str] = None, step_index: Optional[int] = None,
-                    summary_id: Optional[str] = None, run_id: Optional[str] = None,
-                    label: Optional[str] = None, kind: Optional[str] = None) -> list[Annotation]:
+             summary_id: Optional[str] = None, run_id: Optional[str] = None,
+             label: Optional[str] = None, kind: Optional[str] = None) -> list[Annotation]:
         """Annotations, oldest first, filtered by what they are on (an episode: its own and its
         steps'; a run: on its episodes, their steps and its summaries) and label."""
         where, params = [], []

@@ -462,7 +462,7 @@ class Search(Repository):
     # ------------------------------------------------------------------ searching
 
     def find(self, query: str = "", filters: Optional[SearchFilters] = None, *, limit: int = DEFAULT_LIMIT,
-               divergences: Optional[Iterable[tuple[str, int]]] = None) -> SearchResult:
+             divergences: Optional[Iterable[tuple[str, int]]] = None) -> SearchResult:
         """Steps (and summary versions, episode notes) matching the words and the filters, newest first,
         at most `limit` of each kind (`more` says when there were more). `divergences`: the (episode,
         step index) pairs the divergences filter keeps (engine.finding computes them)."""

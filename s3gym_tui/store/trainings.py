@@ -73,7 +73,7 @@ class Trainings(Repository):
         return updated
 
     def list(self, *, source_run: Optional[str] = None, study_id: Optional[str] = None,
-                  role: Optional[str] = None, limit: int = 10_000) -> list[Training]:
+             role: Optional[str] = None, limit: int = 10_000) -> list[Training]:
         """Trainings oldest first, filtered by source run, study and role."""
         where, params = [], []
         for col, value in (("source_run", source_run), ("study_id", study_id), ("role", role)):

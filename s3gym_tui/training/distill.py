@@ -53,8 +53,8 @@ async def distill(store, specs: Sequence[str], options: DistillConfig = DistillC
     require_extra()
     base = store.trainings.get_training(experts[0].training_id).base
     study = store.trainings.add_study(Study(id=new_training_id("study"), games=tuple(e.game for e in experts),
-                                  experts=tuple(experts),
-                                  settings={**options.dump(), "base": base,
+                                            experts=tuple(experts),
+                                            settings={**options.dump(), "base": base,
                                             "out_dir": str(out_dir or training_root())}))
     return await run_study(store, study.id, hooks)
 
@@ -194,12 +194,13 @@ class _Study:
         from s3gym_tui.training.backend import train_lora
 
         resume = training.status in ("interrupted", "failed", "training")
-        training = self.store.trainings.update_training(training.id, status="training", error=None, examples=len(examples),
-                                              settings=config.dump())
+        training = self.store.trainings.update_training(training.id, status="training", error=None,
+                                                        examples=len(examples), settings=config.dump())
         self.hooks.training_created(training)
         try:
             result = together(train_lora, examples, self.base, Path(training.directory) / "adapters", config,
-                              progress=recording(self.store.trainings, training.id, self.hooks.train_event), resume=resume)
+                              progress=recording(self.store.trainings, training.id, self.hooks.train_event),
+                              resume=resume)
         except BaseException as exc:
             mark_stopped(self.store.trainings, training.id, f"{training.role} training", exc)
             raise
@@ -217,7 +218,7 @@ class _Study:
                     "init_adapter": str(init) if init else None,
                     "teachers": {e.game: e.model for e in self.study.experts}}
         training = self.store.trainings.update_training(training.id, status="training", error=None, examples=len(rows),
-                                              settings=settings)
+                                                        settings=settings)
         self.hooks.training_created(training)
         experts = {e.game: expert_adapter(self.store, e) for e in self.study.experts}
         try:
@@ -261,7 +262,8 @@ class _Study:
         from s3gym_tui.training.experts import require_signal
 
         for expert in self.study.experts:  # a study made before the check (resumed): refused here
-            cp = next((c for c in self.store.trainings.training_checkpoints(expert.training_id) if c.x == expert.x), None)
+            cp = next((c for c in self.store.trainings.training_checkpoints(expert.training_id) if c.x == expert.x),
+                      None)
             require_signal(self.store, expert.training_id, cp.step if cp else None)
         rows, prompt_sources = self._prompts(datasets)
         training = self._training("phase2", parent_id=phase1.id)

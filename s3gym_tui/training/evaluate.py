@@ -76,7 +76,8 @@ def eval_runs(trainings: Trainings, runs: Runs, training: Training) -> list[tupl
     return found
 
 
-def own_eval_run(trainings: Trainings, runs: Runs, training: Training, repair: bool = False, decoding: Optional[str] = None) -> Optional[Run]:
+def own_eval_run(trainings: Trainings, runs: Runs, training: Training, repair: bool = False,
+                 decoding: Optional[str] = None) -> Optional[Run]:
     """The first evaluation run of the training on its own (first) game, if there is one: the one
     scoring replies as the model wrote them, or the one decoding them as `decoding` (repair=True: 'repair')."""
     wanted = decoding or ("repair" if repair else "free")
@@ -301,7 +302,8 @@ def training_report(store, run: Run) -> TrainingReport:
                           _source_x0(runs, checkpoints, training, game), constrained_run, grammar_curve)
 
 
-def _source_x0(runs: Runs, checkpoints: Checkpoints, training: Training, game: str) -> Optional[tuple[Optional[float], str]]:
+def _source_x0(runs: Runs, checkpoints: Checkpoints, training: Training,
+               game: str) -> Optional[tuple[Optional[float], str]]:
     from s3gym_tui.store import StoreError
 
     if not training.source_run:

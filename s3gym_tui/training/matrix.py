@@ -156,7 +156,8 @@ def _constrained_base(store, study: Study, base_cells: dict[str, "Cell"]) -> Opt
     cells: dict[str, Cell] = {}
     for game in study.games:
         expert = next(e for e in study.experts if e.game == game)
-        run = own_eval_run(store.trainings, store.runs, store.trainings.get_training(expert.training_id), decoding="grammar")
+        run = own_eval_run(store.trainings, store.runs, store.trainings.get_training(expert.training_id),
+                           decoding="grammar")
         from dataclasses import replace
 
         cell = _cell(store, game, run.id if run else None, 0, base_cells[game].mean)
@@ -193,7 +194,8 @@ def study_matrix(store, study_id: str) -> Matrix:
         rows.append(MatrixRow(f"expert {expert.game} ({training.method}, x={expert.x})", "expert", expert.training_id,
                               {g: cell(expert.training_id, g, expert.x) for g in study.games}, expert.game,
                               training.steps))
-        losses.append(LossCurve(expert.training_id, f"expert {expert.game}", tuple(store.trainings.losses(expert.training_id))))
+        losses.append(LossCurve(expert.training_id, f"expert {expert.game}",
+                                tuple(store.trainings.losses(expert.training_id))))
     students = {t.role: t for t in store.trainings.list(study_id=study.id)}
     for role in ROLE_ORDER:
         training = students.get(role)

@@ -131,10 +131,11 @@ def record_local(trainings: Trainings, training: Training, result: TrainResult) 
     """Checkpoints (x = 0: the base), losses, throughput and the manifest of a finished local training."""
     from s3gym_tui.training import serve
 
-    trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=0, model=served_model(training.id, 0),
-                                                         step=0))
+    trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=0,
+                                                         model=served_model(training.id, 0), step=0))
     for x, path in sorted(result.adapters.items()):
-        trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=served_model(training.id, x),
+        trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x,
+                                                             model=served_model(training.id, x),
                                                              adapter=str(path), step=result.steps_at.get(x)))
     trainings.add_losses(training.id, result.losses)
     write_manifest(Path(training.directory), training.id, result.base_dir, result.adapters)
@@ -150,7 +151,8 @@ def record_local(trainings: Trainings, training: Training, result: TrainResult) 
                                      status="evaluating")
 
 
-def recording(trainings: Trainings, training_id: str, progress: Callable[[TrainEvent], None]) -> Callable[[TrainEvent], None]:
+def recording(trainings: Trainings, training_id: str,
+              progress: Callable[[TrainEvent], None]) -> Callable[[TrainEvent], None]:
     """The trainer's progress callback, storing every update's loss point (with its learning-signal
     figures) as it is logged, so a running or killed training shows what it has done so far."""
     from s3gym_tui.store import LossPoint
@@ -259,7 +261,8 @@ def _train_sft_local(store, training: Training, options_train: SftConfig, hooks:
     stop.set_phase("loading the base model")
     try:
         result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
-                          options_train, progress=recording(store.trainings, training.id, hooks.train_event), resume=resume)
+                          options_train, progress=recording(store.trainings, training.id, hooks.train_event),
+                          resume=resume)
     except BaseException as exc:
         mark_stopped(store.trainings, training.id, "training", exc)
         raise
@@ -288,7 +291,7 @@ async def _train_sft_remote(store, training: Training, exported: Exported, optio
     for x, model in ((0, result.base_model), (options.epochs, result.fine_tuned_model)):
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
     return store.trainings.update_training(training.id, remote_job=result.job_id, base=result.base_model,
-                                 epochs=options.epochs, train_seconds=result.seconds, status="evaluating")
+                                           epochs=options.epochs, train_seconds=result.seconds, status="evaluating")
 
 
 async def _sft_from_run(store, source: Run, options: SftConfig, hooks: Hooks, out_dir: Optional[Path],
@@ -425,7 +428,8 @@ async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None
         if repair and not recipe.repair:
             if training.backend != "local":
                 raise TrainingError(f"{training_id} was trained remotely: only local checkpoints can be repaired")
-            training = store.trainings.update_training(training.id, settings=_with(training.settings, recipe, repair=True))
+            training = store.trainings.update_training(training.id,
+                                                       settings=_with(training.settings, recipe, repair=True))
             if training.status == "finished":
                 training = store.trainings.update_training(training.id, status="evaluating")
         return await _resume(store, training, hooks)

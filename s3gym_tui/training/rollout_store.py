@@ -40,7 +40,7 @@ class RolloutStore:
                                    explore_episodes=max(1, len(self.seeds)), eval_episodes=0,
                                    step_cap=min(64, self.step_cap or 64), temperature=min(2.0, self.temperature))
                 self.run = self.store.runs.create_run(config, run_id=run_id,
-                                                 note=f"GRPO rollout episodes of training {self.training_id}")
+                                                      note=f"GRPO rollout episodes of training {self.training_id}")
                 self.store.runs.set_run_status(run_id, "running")
         return self.run
 

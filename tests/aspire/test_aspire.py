@@ -41,8 +41,8 @@ def only_run(db) -> str:
 
 def new_run(store, protocol="final", budget=Budget(), goal="canary", **settings):
     return store.aspire.create_aspire_run(goal_id=goal, goal_text=CANARY_GOALS[0].text, model="scripted", protocol=protocol,
-                                   budget=budget.as_dict(), operator="scripted",
-                                   settings=Settings(player="scripted", step_cap=6, **settings).__dict__)
+                                          budget=budget.as_dict(), operator="scripted",
+                                          settings=Settings(player="scripted", step_cap=6, **settings).__dict__)
 
 
 class ListOperator:
@@ -104,7 +104,7 @@ def test_full_run_per_protocol_through_the_cli(tmp_path, capsys, protocol):
         assert {e.seed for r in hidden_runs for e in store.episodes.list(r.id)} == set(suite_of(
             store, store.aspire.get_aspire_run(aid)).seeds())
         store.aspire.add_aspire_decision(aid, tool="look", arguments={}, result=f"[{seed}]", outcome="ok",
-                                  category="interpretation")
+                                         category="interpretation")
     code, out, _ = run_cli(capsys, "audit", "--db", db)
     assert code == 1 and f"ASPIRE run {aid}: hidden seed #1 in decision" in out and str(seed) not in out
 
@@ -208,7 +208,7 @@ def test_hidden_suite_never_reaches_the_agent(tmp_path):
             assert needle not in seen
         assert audit_aspire(store, run.id, CANARY_GOALS) == AspireAudit([], [])
         leak = store.aspire.add_aspire_decision(run.id, tool="look", arguments={}, result=f"seed {canaries[1]}",
-                                         outcome="ok", category="interpretation")
+                                                outcome="ok", category="interpretation")
         found = audit_aspire(store, run.id, CANARY_GOALS)
     assert found.leaks == [f"hidden seed #2 in decision {leak.idx} (look) result"] and not found.own
 

@@ -50,8 +50,8 @@ def test_tool_calls_json_text_and_malformed_replies(tmp_path, monkeypatch):
     monkeypatch.setattr(litellm, "acompletion", fake)
     with Store(tmp_path / "a.db") as store:
         aid = store.aspire.create_aspire_run(goal_id="canary", goal_text=CANARY_GOALS[0].text, model="openai/gpt-x",
-                                      protocol="final", budget=Budget().as_dict(),
-                                      settings=Settings(player="scripted", step_cap=4).__dict__).id
+                                             protocol="final", budget=Budget().as_dict(),
+                                             settings=Settings(player="scripted", step_cap=4).__dict__).id
         final = asyncio.run(Controller(store, aid, ModelOperator("openai/gpt-x"), CANARY_GOALS).run_all())
         decisions = store.aspire.aspire_decisions(aid)
         usage = store.aspire.get_aspire_run(aid).usage

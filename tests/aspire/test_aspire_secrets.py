@@ -27,8 +27,8 @@ GOAL = goal_by_id("cooperation")
 
 def new_run(store, goal=GOAL):
     return store.aspire.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol="final",
-                                   budget={"decisions": 12}, operator="scripted",
-                                   settings=Settings(player="scripted", step_cap=4).__dict__)
+                                          budget={"decisions": 12}, operator="scripted",
+                                          settings=Settings(player="scripted", step_cap=4).__dict__)
 
 
 def hidden_seeds(store, aspire_id) -> list[int]:

@@ -117,7 +117,7 @@ def test_runs_table_keeps_long_ids_and_numbers_whole_at_80_columns(tmp_path, cap
     with Store(db) as store:
         for i in range(3):
             store.runs.create_run(RunConfig(model="hosted_vllm/Qwen/Qwen2.5-72B-Instruct-AWQ", game="minesweeper",
-                                       pathway="summary"), run_id=f"minesweeper-summary-{i}0123456789ab")
+                                            pathway="summary"), run_id=f"minesweeper-summary-{i}0123456789ab")
     monkeypatch.setattr(console, "width", 80)
     code, out, _ = run_cli(capsys, "runs", "--db", str(db))
     assert code == 0 and "…" not in out and max(map(len, out.splitlines())) <= 80

@@ -151,7 +151,7 @@ def test_a_search_on_a_full_disk_says_so_and_that_its_results_are_incomplete(tmp
     with Store(db) as store:
         episode = store.episodes.add_episode(make_episode(None, id="ep", seed=4))
         store.episodes.add_steps([make_step("ep", i, feedback="queued grudge " + " ".join(f"w{i}x{k}" for k in range(300)))
-                         for i in range(30)])  # not indexed yet; their index needs new pages
+                                  for i in range(30)])  # not indexed yet; their index needs new pages
         assert store.search.search_backlog() == 30
     original = Connection._connect
 

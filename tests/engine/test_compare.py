@@ -98,8 +98,8 @@ def pathway_runs(tmp_path_factory):
     ids = {}
     for pathway in ("history", "summary", "none"):
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
-                                         explore_episodes=2, eval_every=2, eval_episodes=1),
-                               run_id=f"ctx-{pathway}")
+                                              explore_episodes=2, eval_every=2, eval_episodes=1),
+                                    run_id=f"ctx-{pathway}")
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         ids[pathway] = run.id
     store.close()
@@ -144,7 +144,7 @@ def test_context_at_uses_a_neighbouring_prompt_and_shortens_long_history(pathway
         store.episodes.add_episode(copy)
         # step 0 was a human action (no prompt stored): the block comes from step 1's prompt
         store.episodes.add_steps([s.model_copy(update={"episode_id": "copy", "prompt": "" if s.index == 0 else s.prompt})
-                         for s in steps])
+                                  for s in steps])
         ctx = context_at(store, store.episodes.get_episode("copy"), 0)
         assert ctx.step_index == 1 and "step 2" in ctx.note
         assert ctx.text.count("--- Previous episode") == 2

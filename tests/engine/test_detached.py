@@ -179,7 +179,7 @@ def test_a_resume_finds_the_credentials_in_the_config_file(tmp_path, monkeypatch
         monkeypatch.setenv("S3GYM_CONFIG", str(config))
         with Store(db) as store:
             made = store.runs.create_run(RunConfig(model="openai/fake", game="trust", explore_episodes=1, eval_every=1,
-                                              eval_episodes=0, step_cap=2, api_base=with_key(fake.base)))
+                                                   eval_episodes=0, step_cap=2, api_base=with_key(fake.base)))
             run = store.runs.get_run(made.id)  # as stored
             assert CANARY_QUERY_KEY not in run.config.api_base
         assert main(["resume", run.id, "--progress", "none", "--db", str(db)]) in (0, None), capsys.readouterr()

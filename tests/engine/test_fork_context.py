@@ -26,7 +26,7 @@ X002 = f"{RUN}-x002"
 
 def trust_run(store: Store, run_id: str, pathway: str = "history", episodes: int = 3):
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
-                                     explore_episodes=episodes, eval_every=3, eval_episodes=1), run_id=run_id)
+                                          explore_episodes=episodes, eval_every=3, eval_episodes=1), run_id=run_id)
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 

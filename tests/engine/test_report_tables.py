@@ -80,7 +80,7 @@ def test_a_checkpoint_without_evaluation_episodes_is_missing_not_zero(tmp_path, 
     db = tmp_path / "z.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=2, eval_every=1,
-                                         eval_episodes=0), run_id="trust-no-eval")
+                                              eval_episodes=0), run_id="trust-no-eval")
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         assert [c.mean for c in store.checkpoints.list(run.id)] == [None, None, None]
     code = main(["report", run.id, "--json", "--db", str(db)])
@@ -101,8 +101,8 @@ def long_ids_db(tmp_path_factory):
     with Store(path) as store:
         for pathway in ("history", "summary", "none"):
             run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
-                                             explore_episodes=3, eval_every=1, eval_episodes=1),
-                                   run_id=f"trust-{pathway}-long-0123456789abcdef01")
+                                                  explore_episodes=3, eval_every=1, eval_episodes=1),
+                                        run_id=f"trust-{pathway}-long-0123456789abcdef01")
             asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     return path
 

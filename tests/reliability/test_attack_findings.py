@@ -52,7 +52,7 @@ def _one_line_error(capsys) -> str:
 def _scripted_run(path: Path, game: str = "trust", **config) -> str:
     with Store(path) as store:
         run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=2,
-                                         eval_every=1, eval_episodes=1, **config))
+                                              eval_every=1, eval_episodes=1, **config))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         return run.id
 
@@ -207,7 +207,7 @@ def test_a_run_killed_by_a_store_error_says_why(tmp_path):
     db = tmp_path / "full.db"
     store = Store(db)
     run = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=50,
-                                     eval_episodes=0, pathway="history"))
+                                          eval_episodes=0, pathway="history"))
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count = {pages + 8}")
     with pytest.raises(StoreError, match="disk full"):
@@ -368,12 +368,12 @@ def test_a_provider_echoing_the_key_never_lands_it_anywhere(tmp_path, server, ke
     base = server.base_url + f"?api-key={KEY}"
     store = Store(db)
     with_user = store.runs.create_run(RunConfig(model="openai/fake", game="trust",
-                                           api_base=server.base_url.replace("http://", f"http://u:{KEY}@")))
+                                                api_base=server.base_url.replace("http://", f"http://u:{KEY}@")))
     assert store.runs.get_run(with_user.id).config.api_base == server.base_url  # user:password gone
     store.hygiene.remove_runs([with_user.id])
     run = store.runs.create_run(RunConfig(model="openai/fake", game="trust", api_base=base,
-                                     pathway="summary", explore_episodes=2, eval_every=1,
-                                     eval_episodes=1, step_cap=3))
+                                          pathway="summary", explore_episodes=2, eval_every=1,
+                                          eval_episodes=1, step_cap=3))
     final = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     assert final.status == "finished"
     stored = store.runs.get_run(run.id).config.api_base

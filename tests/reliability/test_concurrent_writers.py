@@ -95,7 +95,7 @@ def human_writer(path: Path, run_id: str, stop: threading.Event, errors: list[st
                         session.commit(None, action="collaborate", actor="human")
                         counts["steps"] += 1
                     summary = store.summaries.edit_summary(summary.id, f"retain {seed}", "avoid", "next",
-                                                 author="human:tester")
+                                                           author="human:tester")
                     store.runs.set_run_note(run_id, f"watched at {time.time():.3f}")
                     counts["edits"] += 1
                 except Exception as exc:  # noqa: BLE001

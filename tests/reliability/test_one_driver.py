@@ -149,7 +149,7 @@ def test_a_runner_that_loses_its_lease_stops_and_leaves_the_status_to_the_new_dr
 
     store = Store(tmp_path / "lost.db")
     run = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=500,
-                                     eval_episodes=0))
+                                          eval_episodes=0))
     runner = ProtocolRunner(store, run, backoff_base_s=0)
 
     async def drive():

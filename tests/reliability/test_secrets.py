@@ -181,7 +181,7 @@ async def test_no_key_in_app_screenshots(canary_env, echo_server, tmp_path, sett
     db = tmp_path / "app.db"
     with Store(db) as store:
         bad = store.runs.create_run(RunConfig(model="openai/gpt-4.1", api_base=echo_server.base, game="trust",
-                                         explore_episodes=1, eval_episodes=1, max_retries=0))
+                                              explore_episodes=1, eval_episodes=1, max_retries=0))
     app = S3GymApp(db_path=db, settings=settings)
     shots = []
     async with app.run_test(size=(140, 45)) as pilot:

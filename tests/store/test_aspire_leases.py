@@ -18,7 +18,7 @@ from s3gym_tui.store.leases import RunBusy
 def store(tmp_path):
     with Store(tmp_path / "a.db") as store:
         store.aspire.create_aspire_run(goal_id="rules", goal_text="g", model="scripted", protocol="final", budget={},
-                                aspire_id="asp-1")
+                                       aspire_id="asp-1")
         yield store
 
 

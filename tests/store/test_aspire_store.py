@@ -12,13 +12,13 @@ from s3gym_tui.store import Store, StoreError
 def test_aspire_run_decisions_candidates_claims_scores_round_trip(tmp_path):
     with Store(tmp_path / "s.db") as store:
         run = store.aspire.create_aspire_run(goal_id="planning", goal_text="plan better", model="scripted/x",
-                                      protocol="adaptive", budget={"calls": 10}, operator="scripted")
+                                             protocol="adaptive", budget={"calls": 10}, operator="scripted")
         assert run.status == "created" and run.budget == {"calls": 10} and not run.explicit
         d0 = store.aspire.add_aspire_decision(run.id, tool="look", arguments={"what": "games"}, result="7 games",
-                                       outcome="ok", category="interpretation", calls=1, tokens_in=5,
-                                       tokens_out=3, cost=None)
+                                              outcome="ok", category="interpretation", calls=1, tokens_in=5,
+                                              tokens_out=3, cost=None)
         d1 = store.aspire.add_aspire_decision(run.id, tool="practise", arguments="{not json", result="error: x",
-                                       outcome="error", category="practice", calls=1, cost=0.5, seconds=2.0)
+                                              outcome="error", category="practice", calls=1, cost=0.5, seconds=2.0)
         assert (d0.idx, d1.idx) == (0, 1) and d1.arguments == {"raw": "{not json"}  # raw text kept, not JSON
         assert [d.idx for d in store.aspire.aspire_decisions(run.id, after=0)] == [1]
         split = store.aspire.compute_split(run.id)
@@ -27,7 +27,7 @@ def test_aspire_run_decisions_candidates_claims_scores_round_trip(tmp_path):
 
         base = store.aspire.add_aspire_candidate(run.id, kind="base", model="scripted/x", frozen_ref="scripted/x")
         child = store.aspire.add_aspire_candidate(run.id, kind="memory", model="scripted/x", parent_id=base.id,
-                                           summary_id="s1", frozen_ref="s1", game="trust")
+                                                  summary_id="s1", frozen_ref="s1", game="trust")
         with pytest.raises(StoreError, match="no candidate"):
             store.aspire.add_aspire_candidate(run.id, kind="sft", model="m", parent_id="nope")
         with pytest.raises(StoreError, match="bad candidate kind"):

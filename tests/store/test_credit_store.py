@@ -24,9 +24,9 @@ def test_credit_round_trip(store: Store, explored):
     assert episode_credit(store, target.id) is None  # never computed: undefined
     ext = _extraction(store, explored)
     store.credit.add_episode_credit(target.id, extraction_id=ext, advantage=-0.5, reward=0.0,
-                             group_ids=[e.id for e in explored], analyzer="scripted/trust", scorer=None,
-                             credit="action", kappa=0.05, tau=1.0, eps_w=0.5, note="no scorer",
-                             actions=[(0, 1.2, 0.3, [f"{ext}.0"]), (1, None, None, [])])
+                                    group_ids=[e.id for e in explored], analyzer="scripted/trust", scorer=None,
+                                    credit="action", kappa=0.05, tau=1.0, eps_w=0.5, note="no scorer",
+                                    actions=[(0, 1.2, 0.3, [f"{ext}.0"]), (1, None, None, [])])
     credit = episode_credit(store, target.id)
     assert credit.advantage == -0.5 and credit.group == tuple(e.id for e in explored)
     assert credit.successful == (explored[1].id,) and credit.note == "no scorer"
@@ -52,8 +52,8 @@ def test_training_pi_never_reads_evaluation_episodes(store: Store, explored, eva
 def test_removing_a_run_removes_its_credit_and_the_pi_that_read_it(store: Store, run, explored):
     ext = _extraction(store, explored)
     store.credit.add_episode_credit(explored[0].id, extraction_id=ext, advantage=1.0, reward=1.0,
-                             group_ids=[e.id for e in explored], analyzer="a", scorer="s", credit="action",
-                             kappa=0.05, tau=1.0, eps_w=0.5, actions=[(0, 1.0, None, [])])
+                                    group_ids=[e.id for e in explored], analyzer="a", scorer="s", credit="action",
+                                    kappa=0.05, tau=1.0, eps_w=0.5, actions=[(0, 1.0, None, [])])
     store.hygiene.remove_runs([run.id])
     for table in ("pi_extractions", "pi_items", "pi_evidence", "episode_credits", "action_credits"):
         assert store.conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table
@@ -70,8 +70,8 @@ def test_audit_finds_evaluation_episodes_in_training_pi_written_around_the_guard
     store.conn.execute("UPDATE pi_extractions SET episode_ids = json_insert(episode_ids, '$[#]', ?) WHERE id = ?",
                        (evaluated[1].id, ext))
     store.credit.add_episode_credit(evaluated[1].id, extraction_id=None, advantage=1.0, reward=1.0, group_ids=[],
-                             analyzer="a", scorer=None, credit="action", kappa=0.05, tau=1.0, eps_w=0.5,
-                             actions=[], training_id="t-1")
+                                    analyzer="a", scorer=None, credit="action", kappa=0.05, tau=1.0, eps_w=0.5,
+                                    actions=[], training_id="t-1")
     found = {(f.episode_id, f.detail.split()[0]) for f in audit(store).eval_in_training_pi}
     assert found == {(evaluated[0].id, "training"), (evaluated[1].id, "training")} and \
         len(audit(store).eval_in_training_pi) == 3

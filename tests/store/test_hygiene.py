@@ -19,7 +19,7 @@ from s3gym_tui.store.leases import RunBusy
 
 def _run(store: Store, pathway: str, game: str = "trust") -> str:
     run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                     explore_episodes=3, eval_every=3, eval_episodes=1))
+                                          explore_episodes=3, eval_every=3, eval_episodes=1))
     asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     return run.id
 

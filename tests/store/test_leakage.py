@@ -43,7 +43,7 @@ def test_eval_episode_as_history_refused(store: Store, run: Run, explored, evalu
         store.episodes.add_episode(make_episode(run, index=3, history_episode_ids=history))
     # an eval episode may read exploration history, never the other way round
     ok = store.episodes.add_episode(make_episode(run, phase="eval", index=5, checkpoint=3,
-                                        history_episode_ids=(explored[0].id,)))
+                                                 history_episode_ids=(explored[0].id,)))
     assert store.episodes.get_episode(ok.id).history_episode_ids == (explored[0].id,)
     assert len(store.episodes.list(run.id)) == 6
 
@@ -51,14 +51,14 @@ def test_eval_episode_as_history_refused(store: Store, run: Run, explored, evalu
 def test_eval_episode_as_summary_source_refused(store: Store, run: Run, explored, evaluated):
     with pytest.raises(LeakageError, match="cannot be a summary source"):
         store.summaries.add_summary(run.id, "r", "a", "n",
-                          source_episode_ids=[explored[0].id, evaluated[1].id])
+                                    source_episode_ids=[explored[0].id, evaluated[1].id])
     with pytest.raises(LeakageError, match="cannot be a summary producer"):
         store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=evaluated[0].id)
     with pytest.raises(StoreError, match="unknown summary source episode 'ghost'"):
         store.summaries.add_summary(run.id, "r", "a", "n", source_episode_ids=["ghost"])
     assert store.summaries.list(run.id) == []
     assert store.summaries.add_summary(run.id, "r", "a", "n",
-                             source_episode_ids=[explored[0].id]).version == 1
+                                       source_episode_ids=[explored[0].id]).version == 1
 
 
 def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, explored, evaluated,
@@ -80,7 +80,7 @@ def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, e
     # all or nothing: a refused summary leaves no episode behind
     with pytest.raises(LeakageError, match="cannot be a summary source"):
         store.episodes.add_episode_with_summary(make_episode(run, index=4, id="x4"), "r", "a", "n",
-                                       source_episode_ids=[explored[0].id, evaluated[0].id])
+                                                source_episode_ids=[explored[0].id, evaluated[0].id])
     assert store.episodes.find_episode("x4") is None
     assert len(store.summaries.list(run.id)) == 1
     assert audit(store).ok
@@ -117,10 +117,10 @@ def _clean_data(store: Store, run: Run, explored, evaluated, make_episode):
     history = store.episodes.add_episode(make_episode(run, index=3, history_episode_ids=tuple(
         e.id for e in explored)))
     summary = store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=history.id,
-                                source_episode_ids=[e.id for e in explored])
+                                          source_episode_ids=[e.id for e in explored])
     store.episodes.set_episode_summary(history.id, summary.id)
     store.episodes.add_episode(make_episode(run, phase="eval", index=0, checkpoint=3,
-                                   summary_id=summary.id))
+                                            summary_id=summary.id))
     store.datasets.add_dataset(run.id, {"threshold": 0},
                       [{"episode_id": e.id, "step_index": 0, "kind": "kept"} for e in explored])
     return history, summary

@@ -183,7 +183,7 @@ def test_duplicate_step_refused_and_nothing_changes(store: Store, run: Run, make
     # a batch with a duplicate in the middle is all-or-nothing
     with pytest.raises(StoreError, match="step 0"):
         store.episodes.add_steps([make_step(episode.id, 1), make_step(episode.id, 0),
-                         make_step(episode.id, 2)])
+                                  make_step(episode.id, 2)])
     assert [s.action for s in store.episodes.steps(episode.id)] == ["C"]
     assert store.episodes.get_episode(episode.id).n_steps == 1
     assert store.conn.execute("SELECT count(*) FROM steps").fetchone()[0] == 1
@@ -204,8 +204,8 @@ def test_add_steps_bumps_each_episode(store: Store, run: Run, make_episode, make
 
 def test_summary_round_trip(store: Store, run: Run, explored):
     summary = store.summaries.add_summary(run.id, "keep cooperating", "do not defect first",
-                                "try tit-for-tat", source_episode_ids=[e.id for e in explored],
-                                author="model:scripted", for_episode_id=explored[-1].id)
+                                          "try tit-for-tat", source_episode_ids=[e.id for e in explored],
+                                          author="model:scripted", for_episode_id=explored[-1].id)
     assert store.summaries.get_summary(summary.id) == summary
     assert store.summaries.list(run.id) == [summary]
     assert summary.game == "trust" and summary.version == 1 and summary.status == "active"
@@ -226,10 +226,10 @@ def test_checkpoint_round_trip_and_refusals(store: Store, run: Run, explored, ev
     assert store.checkpoints.list(run.id) == [better]
     with pytest.raises(StoreError, match="not an evaluation episode"):
         store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=3, episode_ids=(explored[0].id,),
-                                        scores=(1.0,)))
+                                                    scores=(1.0,)))
     with pytest.raises(StoreError, match="no episode 'ghost'"):
         store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=3, episode_ids=("ghost",),
-                                        scores=(1.0,)))
+                                                    scores=(1.0,)))
     with pytest.raises(StoreError, match="no run 'ghost'"):
         store.checkpoints.add_checkpoint(Checkpoint(run_id="ghost", x=0, episode_ids=(), scores=()))
 
@@ -256,13 +256,13 @@ def test_dataset_round_trip(store: Store, run: Run, explored):
 def test_dataset_refusals_store_nothing(store: Store, run: Run, explored):
     with pytest.raises(StoreError, match="no step 9"):
         store.datasets.add_dataset(run.id, {}, [{"episode_id": explored[0].id, "step_index": 9,
-                                        "kind": "kept"}])
+                                                 "kind": "kept"}])
     with pytest.raises(StoreError, match="duplicate"):
         store.datasets.add_dataset(run.id, {}, [{"episode_id": explored[0].id, "step_index": 0,
-                                        "kind": "kept"}] * 2)
+                                                 "kind": "kept"}] * 2)
     with pytest.raises(StoreError, match="invalid dataset row"):
         store.datasets.add_dataset(run.id, {}, [{"episode_id": explored[0].id, "step_index": 0,
-                                        "kind": "maybe"}])
+                                                 "kind": "maybe"}])
     with pytest.raises(StoreError, match="unknown training row episode 'ghost'"):
         store.datasets.add_dataset(run.id, {}, [{"episode_id": "ghost", "step_index": 0, "kind": "kept"}])
     assert store.datasets.list() == []

@@ -38,7 +38,7 @@ def _targets(result) -> list[str]:
 def test_a_stored_step_is_found_at_once_and_gone_with_its_run(store: Store, run, db_path: Path):
     ep = store.episodes.add_episode(make_episode(run))
     store.episodes.add_steps([make_step(ep.id, 0, reply="I will avoid the left column. Answer: C"),
-                     make_step(ep.id, 1, feedback="the opponent holds a grudge")])
+                              make_step(ep.id, 1, feedback="the opponent holds a grudge")])
     assert _targets(store.search.find("left column")) == [f"{ep.id}#0"]
     assert _targets(store.search.find("grudge")) == [f"{ep.id}#1"]
     assert _targets(store.search.find('"column left"')) == []  # a phrase keeps its order
@@ -101,8 +101,8 @@ def test_the_verdict_filter_is_the_judging_rule():
 def test_filters_without_words_and_bad_ranges(store: Store, run):
     ep = store.episodes.add_episode(make_episode(run))
     store.episodes.add_steps([make_step(ep.id, 0, self_score=2.0, reward=-1.0),
-                     make_step(ep.id, 1, self_score=None, reward=1.0, fault="missing self-score"),
-                     make_step(ep.id, 2, self_score=-1.0, reward=3.0, actor="human")])
+                              make_step(ep.id, 1, self_score=None, reward=1.0, fault="missing self-score"),
+                              make_step(ep.id, 2, self_score=-1.0, reward=3.0, actor="human")])
     assert _targets(store.search.find("", SearchFilters(verdicts=("over",)))) == [f"{ep.id}#0"]
     assert _targets(store.search.find("", SearchFilters(faults=("missing",)))) == [f"{ep.id}#1"]
     assert _targets(store.search.find("", SearchFilters(actors=("human",), reward_min=2))) == [f"{ep.id}#2"]
@@ -127,10 +127,10 @@ def test_annotations_on_step_episode_and_summary(store: Store, run):
     store.episodes.add_steps([make_step(ep.id, 0), make_step(ep.id, 1)])
     summary = store.summaries.add_summary(run.id, "r", "a", "n")
     a = store.annotations.add_annotation("step", "mistake", author="human:ann", note="went left after all",
-                             episode_id=ep.id, step_index=1, correction="D")
+                                         episode_id=ep.id, step_index=1, correction="D")
     b = store.annotations.add_annotation("episode", "lucky", author="human:ann", episode_id=ep.id)
     c = store.annotations.add_annotation("summary", "insight", author="human:bob", note="names the grudge",
-                             summary_id=summary.id)
+                                         summary_id=summary.id)
     assert (a.target, b.target, c.target) == (f"{ep.id}#1", ep.id, f"summary:{summary.id}")
     assert store.annotations.list(run_id=run.id) == [a, b, c]
     assert store.annotations.annotations_of_steps(ep.id) == {1: [a]}

@@ -43,10 +43,10 @@ def populated(tmp_path_factory) -> Path:
             for i in range(3):
                 phase = "eval" if i == 2 else "explore"
                 ep = store.episodes.add_episode(make_episode(run, phase=phase, index=i, checkpoint=0 if phase == "eval"
-                                                    else None))
+                                                             else None))
                 episodes.append(ep)
         fork = store.episodes.add_episode(make_episode(runs[0], index=0, fork_of=episodes[0].id, fork_step=2,
-                                              seed=episodes[0].seed, id="fork-0"))
+                                                       seed=episodes[0].seed, id="fork-0"))
         episodes.append(fork)
         for ep in episodes:
             steps = []
@@ -60,10 +60,10 @@ def populated(tmp_path_factory) -> Path:
             for step in steps:
                 if rng.random() < 0.2:
                     store.annotations.add_annotation("step", rng.choice(LABELS), author="human:t", note=_text(rng, 2),
-                                         episode_id=ep.id, step_index=step.index)
+                                                     episode_id=ep.id, step_index=step.index)
             if rng.random() < 0.3:
                 store.annotations.add_annotation("episode", rng.choice(LABELS), author="human:t", note=_text(rng, 1),
-                                     episode_id=ep.id)
+                                                 episode_id=ep.id)
             if rng.random() < 0.5:
                 store.episodes.finish_episode(ep.id, 1.0)  # indexes its steps; the others wait for a search
         assert store.search.search_backlog() > 0

@@ -95,7 +95,7 @@ def test_edit_makes_a_new_version_with_author_and_parent(store: Store, run: Run,
               for_episode_id=explored[0].id)
     _add(store, run, "2")
     edited = store.summaries.edit_summary(v1.id, "retain edited", "avoid edited", "next edited",
-                                author="human:alice")
+                                          author="human:alice")
     assert edited.version == 3 and edited.parent_version == 1
     assert edited.author == "human:alice" and edited.created_at >= v1.created_at
     assert (edited.retain, edited.avoid, edited.next) == ("retain edited", "avoid edited",

@@ -16,19 +16,19 @@ from s3gym_tui.store import (ExpertRef, LeakageError, LossPoint, Store, StoreErr
 
 def test_a_training_and_its_tables_round_trip(store: Store, run, explored):
     dataset = store.datasets.add_dataset(run.id, {"threshold": 0}, [{"episode_id": explored[0].id, "step_index": 0,
-                                                            "kind": "kept", "tokens": 321}])
+                                                                     "kind": "kept", "tokens": 321}])
     t = store.trainings.add_training(Training(id="t1", method="grpo", games=("trust",), source_run=run.id, reward="oracle",
-                                    base="/b", settings={"grpo": {"updates": 3}}, metrics={"peak_rss_mb": 2800.5}))
+                                              base="/b", settings={"grpo": {"updates": 3}}, metrics={"peak_rss_mb": 2800.5}))
     assert store.trainings.get_training("t1") == t and store.trainings.find_training("nope") is None
     with pytest.raises(StoreError, match="already exists"):
         store.trainings.add_training(t)
     store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="t1", x=0, model="trained/t1/0", step=0))
     store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="t1", x=1, model="trained/t1/1", adapter="/a", step=4))
     store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="t1", x=1, model="trained/t1/1", adapter="/a", step=4,
-                                                     repaired=2))  # replaced, not duplicated
+                                                               repaired=2))  # replaced, not duplicated
     assert [(c.x, c.step, c.repaired) for c in store.trainings.training_checkpoints("t1")] == [(0, 0, None), (1, 4, 2)]
     store.trainings.add_losses("t1", [LossPoint(step=1, loss=2.5, phase="grpo", metrics={"reward": 0.5}),
-                            LossPoint(step=2, loss=2.0, phase="grpo")])
+                                      LossPoint(step=2, loss=2.0, phase="grpo")])
     store.trainings.add_losses("t1", [LossPoint(step=2, loss=1.5, phase="grpo")])
     assert [(p.step, p.loss) for p in store.trainings.losses("t1")] == [(1, 2.5), (2, 1.5)]
     assert store.trainings.losses("t1")[0].metrics == {"reward": 0.5} and store.trainings.losses("t1", "sft") == []
@@ -37,8 +37,8 @@ def test_a_training_and_its_tables_round_trip(store: Store, run, explored):
     assert store.trainings.training_evals("t1") == [("trust", evaluation.id, (0, 1))]
     assert store.trainings.training_of_run(evaluation.id) == (t, "trust", (0, 1)) and store.trainings.training_of_run(run.id) is None
     store.trainings.add_training_sources("t1", [TrainingSource(kind="dataset", ref=dataset.id, game="trust"),
-                                      TrainingSource(kind="rollout", game="trust", seed=4, mode="explore", n=7),
-                                      TrainingSource(kind="prompt", ref=explored[1].id, game="trust", n=2)])
+                                                TrainingSource(kind="rollout", game="trust", seed=4, mode="explore", n=7),
+                                                TrainingSource(kind="prompt", ref=explored[1].id, game="trust", n=2)])
     assert [s.kind for s in store.trainings.training_sources("t1")] == ["dataset", "rollout", "prompt"]
     assert store.trainings.training_sources("t1", "rollout")[0].n == 7
     done = store.trainings.update_training("t1", status="finished", steps=4)
@@ -91,8 +91,8 @@ def test_the_audit_covers_trainings(store: Store, run, explored, evaluated):
 
 def test_studies_round_trip(store: Store):
     study = store.trainings.add_study(Study(id="st", games=("trust", "snake"),
-                                  experts=(ExpertRef(training_id="a", x=1, game="trust", model="trained/a/1"),),
-                                  settings={"options": {"ablations": True}}))
+                                            experts=(ExpertRef(training_id="a", x=1, game="trust", model="trained/a/1"),),
+                                            settings={"options": {"ablations": True}}))
     assert store.trainings.get_study("st") == study and [s.id for s in store.trainings.studies()] == ["st"]
     assert store.trainings.set_study_settings("st", {"cells": {"a|trust": "r"}}).settings == {"cells": {"a|trust": "r"}}
     assert store.trainings.set_study_status("st", "finished").status == "finished"
@@ -115,9 +115,9 @@ def _old_file(path: Path, monkeypatch) -> str:
                 "losses": [{"step": 1, "epoch": 0.5, "loss": 2.0}, {"step": 2, "epoch": 1.0, "loss": 1.0}],
                 "train_seconds": 12.5, "settings": {"lora_r": 8}, "repairs": {"0": 3, "1": 1}}
         store.runs.create_run(RunConfig(model="trained/trust-trained-1/1", game="trust", pathway="trained"),
-                         run_id="trust-trained-1", note="training " + json.dumps(info))
+                              run_id="trust-trained-1", note="training " + json.dumps(info))
         store.runs.create_run(RunConfig(model="m", game="trust", pathway="trained"), run_id="broken",
-                         note="training {not json")
+                              note="training {not json")
         store.runs.create_run(RunConfig(model="m", game="trust"), run_id="plain", note="a person's note")
         assert store.schema_version == before
     monkeypatch.undo()

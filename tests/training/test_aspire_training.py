@@ -38,8 +38,8 @@ class Plan:
 def test_a_trained_candidate_through_the_training_pathway(tmp_path, tiny_base, method):
     with Store(tmp_path / "a.db") as store:
         aid = store.aspire.create_aspire_run(goal_id="g", goal_text=GOALS[0].text, model="scripted", protocol="final",
-                                      budget=Budget().as_dict(),
-                                      settings=Settings(player="scripted", step_cap=2, train_base=str(tiny_base)).__dict__).id
+                                             budget=Budget().as_dict(),
+                                             settings=Settings(player="scripted", step_cap=2, train_base=str(tiny_base)).__dict__).id
         final = asyncio.run(Controller(store, aid, Plan(method), GOALS).run_all())
         decisions = store.aspire.aspire_decisions(aid)
         cands = store.aspire.aspire_candidates(aid)

@@ -32,7 +32,7 @@ def _explored(db: Path) -> str:
     async def go() -> str:
         with Store(db) as store:
             run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                             eval_every=1, eval_episodes=1))
+                                                  eval_every=1, eval_episodes=1))
             return (await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
 
     return asyncio.run(go())
@@ -120,7 +120,7 @@ def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, mon
     with Store(db) as store:
         for game in ("trust", "snake"):
             run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
-                                             eval_every=1, eval_episodes=1, step_cap=3))
+                                                  eval_every=1, eval_episodes=1, step_cap=3))
             run = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
             options = SftConfig(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1, epochs=1,
                                 batch_size=2, grad_accum=1, learning_rate=1e-2)

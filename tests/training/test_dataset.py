@@ -121,7 +121,7 @@ async def test_evaluation_steps_never_enter_even_when_asked_for(store):
     # the store refuses an evaluation row written around the builder, and the audit stays clean
     with pytest.raises(LeakageError):
         store.datasets.add_dataset(run.id, {"rule": "by hand"}, [DatasetRow(episode_id=evaluation.id, step_index=0,
-                                                                   kind="kept")])
+                                                                            kind="kept")])
     assert audit(store).ok
     assert all(e["prompt"][0]["role"] == "system" for e in training_examples(store, build.dataset.id))
 

@@ -35,9 +35,9 @@ async def test_a_persons_corrected_action_becomes_the_target(store):
     run = trust_run(store)
     episode = add_trust_episode(store, run, SPECS)
     store.annotations.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=3,
-                         correction="collaborate")
+                                     correction="collaborate")
     store.annotations.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=2,
-                         correction="fly away")  # not an action of the game
+                                     correction="fly away")  # not an action of the game
     build = await build_dataset(store, run.id, threshold=0.0, exclude_labels=("mistake",), annotated_corrections=True)
     rows = {r.step_index: r for r in store.datasets.dataset_rows(build.dataset.id)}
     # the target's score is the self-score the agent stated at that step (1), never a reward the
@@ -57,7 +57,7 @@ def test_annotations_round_trip_through_export(store):
     episode = add_trust_episode(store, run, SPECS)
     summary = store.summaries.add_summary(run.id, "r", "a", "n")
     made = [store.annotations.add_annotation("step", "mistake", author="human:ann", note="went \x1b]0;x\x07 left",
-                                 episode_id=episode.id, step_index=1, correction="cheat"),
+                                             episode_id=episode.id, step_index=1, correction="cheat"),
             store.annotations.add_annotation("episode", "lucky", author="human:ann", episode_id=episode.id),
             store.annotations.add_annotation("summary", "insight", author="human:bob", summary_id=summary.id)]
     out = io.StringIO()
@@ -79,7 +79,7 @@ def test_s3gym_dataset_says_how_many_annotations_it_used(tmp_path, capsys, tiny_
         episode = add_trust_episode(store, run, SPECS)
         store.annotations.add_annotation("step", "leak?", author="human:ann", episode_id=episode.id, step_index=0)
         store.annotations.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=3,
-                             correction="collaborate")
+                                         correction="collaborate")
     code = main(["dataset", run.id, "-o", str(tmp_path / "out"), "--base", str(tiny_base), "--exclude-label", "leak?",
                  "--corrections", "--db", str(db)])
     out = capsys.readouterr()

@@ -62,7 +62,7 @@ def test_each_row_is_taught_by_its_own_games_expert(tiny_base):
 
 def _scripted_run(store, game):
     run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1, step_cap=3))
+                                          eval_every=1, eval_episodes=1, step_cap=3))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -225,7 +225,7 @@ def test_the_experts_are_checked_first(experts, capsys):
                 resolve_experts(store, specs)
         store.trainings.add_training(Training(id="elsewhere", games=("chess",), base="/some/other/base", status="finished"))
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="elsewhere", x=1, model="trained/elsewhere/1",
-                                                         adapter="/x"))
+                                                                   adapter="/x"))
         with pytest.raises(TrainingError, match="different base models"):
             resolve_experts(store, [ids["trust"], "elsewhere"])
         studies = len(store.trainings.studies())
@@ -245,15 +245,15 @@ def test_an_expert_that_learnt_nothing_cannot_teach(tmp_path, capsys):
     with Store(db) as store:
         for game, learnt in (("trust", False), ("snake", True)):
             source = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=1,
-                                                eval_episodes=1))
+                                                     eval_episodes=1))
             store.trainings.add_training(Training(id=f"g-{game}", method="grpo", games=(game,), source_run=source.id,
-                                        base="tiny", status="finished", steps=2))
+                                                  base="tiny", status="finished", steps=2))
             for x, step in ((0, 0), (1, 2)):
                 store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=f"g-{game}", x=x, step=step,
-                                                                 model=f"trained/g-{game}/{x}",
-                                                                 adapter=f"/a/{game}/{x}" if x else None))
+                                                                           model=f"trained/g-{game}/{x}",
+                                                                           adapter=f"/a/{game}/{x}" if x else None))
             store.trainings.add_losses(f"g-{game}", [LossPoint(step=s, loss=0.0, phase="grpo", metrics=flat if not learnt or
-                                                     s == 1 else {**flat, "frac_reward_zero_std": 0.5,
+                                                               s == 1 else {**flat, "frac_reward_zero_std": 0.5,
                                                                   "no_signal": 0.0}) for s in (1, 2)])
     code = main(["distill", "g-trust", "g-snake", "--db", str(db)])
     err = capsys.readouterr().err

@@ -19,7 +19,7 @@ from s3gym_tui.training.evaluate import (NotATrainingRun, create_eval_run, eval_
 @pytest.fixture
 async def source(store):
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                     eval_every=2, eval_episodes=2, eval_seed_base=1_000_010))
+                                          eval_every=2, eval_episodes=2, eval_seed_base=1_000_010))
     run = await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
     build = await build_dataset(store, run.id)
     return run, build.dataset
@@ -52,7 +52,7 @@ _n = iter(range(10_000))
 
 def stored_training(store, source_run, dataset, checkpoints) -> Training:
     training = store.trainings.add_training(Training(id=f"t-{next(_n)}", games=("trust",), source_run=source_run.id,
-                                           dataset_id=dataset.id, base="scripted", epochs=max(checkpoints), examples=3))
+                                                     dataset_id=dataset.id, base="scripted", epochs=max(checkpoints), examples=3))
     for x, model in checkpoints.items():
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
     return training
@@ -152,7 +152,7 @@ async def test_replies_are_scored_as_written_and_repairs_are_stored_and_counted_
     run, dataset = source
     tid = f"t-{next(_n)}"
     training = store.trainings.add_training(Training(id=tid, games=("trust",), source_run=run.id, dataset_id=dataset.id,
-                                           base="tiny", epochs=1, examples=3))
+                                                     base="tiny", epochs=1, examples=3))
     for x in (0, 1):
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
     written = create_eval_run(store, training, run.config, [0, 1], eval_episodes=1, step_cap=2)
@@ -198,7 +198,7 @@ async def test_an_evaluation_run_may_play_only_some_checkpoints_on_another_game(
     run, dataset = source
     training = stored_training(store, run, dataset, {0: "scripted/trust", 2: "scripted/snake"})
     snake = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=0, eval_episodes=1,
-                                       eval_seed_base=1_000_020, step_cap=3))
+                                            eval_seed_base=1_000_020, step_cap=3))
     cross = create_eval_run(store, training, snake.config, [2], game="snake")
     assert (cross.config.game, cross.config.eval_seed_base, cross.config.step_cap) == ("snake", 1_000_020, 3)
     assert played_checkpoints(store.trainings, cross) == {2: "scripted/snake"}

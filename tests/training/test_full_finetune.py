@@ -22,7 +22,7 @@ def test_a_full_fine_tune_saves_and_serves_whole_models(store, tiny_base):
     from s3gym_tui.training.serve import whole_model
 
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
+                                          eval_every=1, eval_episodes=1))
     run = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     options = SftConfig(base=str(tiny_base), full_finetune=True, epochs=1, batch_size=2, grad_accum=1,
                         learning_rate=1e-3, max_examples=2, eval_episodes=1, step_cap=1)

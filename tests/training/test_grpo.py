@@ -237,7 +237,7 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     db = tmp_path / "g.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1))
+                                              eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     code = main(["train", run.id, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base), "--updates", "2",
                  "--generations", "2", "--states-per-update", "1", "--save-every", "1", "--rollout-step-cap", "1",
@@ -288,7 +288,7 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     db = tmp_path / "z.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                         eval_every=1, eval_episodes=1))
+                                              eval_every=1, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     code = main(["train", run.id, "--method", "grpo", "--reward", "stated", "--base", str(tiny_base), "--updates", "2",
                  "--generations", "2", "--states-per-update", "1", "--save-every", "2", "--rollout-step-cap", "1",

@@ -184,7 +184,7 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
     db = tmp_path / "e.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1))
+                                              eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT),
                S3GYM_TRAINING_DIR=str(tmp_path / "training"))

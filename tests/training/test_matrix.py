@@ -34,7 +34,7 @@ def _training(store, tid, games, role="expert", **kw):
     t = store.trainings.add_training(Training(id=tid, games=games, role=role, status="finished", **kw))
     for x in (0, 1):
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}",
-                                                         adapter=None if x == 0 else f"/a/{tid}/{x}"))
+                                                                   adapter=None if x == 0 else f"/a/{tid}/{x}"))
     store.trainings.add_losses(tid, [LossPoint(step=1, loss=2.0, phase=t.method), LossPoint(step=2, loss=1.0, phase=t.method)])
     return t
 
@@ -65,7 +65,7 @@ def build(store):
             _scored(store, run, 1, scores[(training.id, game)])
             cells[f"{training.id}|{game}"] = run.id
     store.trainings.add_study(Study(id="st", games=("trust", "snake"), experts=tuple(experts),
-                          settings={"cells": cells, "base_cells": base_cells}, status="finished"))
+                                    settings={"cells": cells, "base_cells": base_cells}, status="finished"))
     return cells
 
 

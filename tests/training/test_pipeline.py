@@ -26,7 +26,7 @@ TINY = dict(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2)
 
 async def scripted_run(store, episodes=1):
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=episodes,
-                                     eval_every=episodes, eval_episodes=1))
+                                          eval_every=episodes, eval_episodes=1))
     return await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
 
 

@@ -29,7 +29,7 @@ def _explored(db: Path) -> str:
     async def go() -> str:
         with Store(db) as store:
             run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                             eval_every=1, eval_episodes=1))
+                                                  eval_every=1, eval_episodes=1))
             return (await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
 
     return asyncio.run(go())

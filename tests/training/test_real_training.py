@@ -28,7 +28,7 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
 
     monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
     source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
-                                        eval_every=3, eval_episodes=1))
+                                             eval_every=3, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     options = SftConfig(max_examples=6, eval_episodes=1, step_cap=3, epochs=2, batch_size=1, grad_accum=2,
                         learning_rate=5e-4)

@@ -143,7 +143,7 @@ def test_bad_recipe_files_are_one_line(tmp_path, store):
 def test_from_a_stored_training_re_runs_its_recipe(store):
     recipe = TaspoConfig(reward="oracle", credit="token", kappa=0.1, temperature=1.2, warm_start=4, seed=3)
     store.trainings.add_training(Training(id="t-new", method="taspo", games=("trust",), base="b",
-                                settings={**recipe.dump(), "seeds": [0, 1]}))
+                                          settings={**recipe.dump(), "seeds": [0, 1]}))
     assert store.trainings.get_training("t-new").settings["version"] == RECIPE_VERSION
     assert resolve_recipe(store, None, None, "t-new", {}) == recipe
     assert resolve_recipe(store, None, None, "t-new", {"seed": 4}) == recipe.model_copy(update={"seed": 4})

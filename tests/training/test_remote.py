@@ -137,7 +137,7 @@ def test_providers_without_a_fine_tuning_api_are_refused(model):
 @pytest.fixture
 async def explored(store):
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
+                                          eval_every=1, eval_episodes=1))
     return await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
 
 
@@ -170,7 +170,7 @@ def test_s3gym_train_remote(tmp_path, capsys, fake, offline_openai):
     db = tmp_path / "r.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                         eval_every=1, eval_episodes=1))
+                                              eval_every=1, eval_episodes=1))
     import asyncio
 
     with Store(db) as store:

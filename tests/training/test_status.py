@@ -64,9 +64,9 @@ def test_an_evaluating_training_is_driven_and_a_killed_one_is_interrupted(tmp_pa
     db = tmp_path / "s.db"
     with Store(db) as store:
         source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=1,
-                                            eval_every=1, eval_episodes=1))
+                                                 eval_every=1, eval_episodes=1))
         training = store.trainings.add_training(Training(id="t-slow", games=("trust",), source_run=source.id, base="x",
-                                               status="evaluating", backend="remote"))
+                                                         status="evaluating", backend="remote"))
         for x in (0, 1):
             store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="t-slow", x=x, model=f"slow/m{x}"))
         run = create_eval_run(store, training, source.config, [0, 1], eval_episodes=2, step_cap=40)

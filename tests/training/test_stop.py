@@ -40,7 +40,7 @@ def _no_stop_left():
 
 def _source(store, game="trust", episodes=1):
     run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=episodes,
-                                     eval_every=episodes, eval_episodes=1))
+                                          eval_every=episodes, eval_episodes=1))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 

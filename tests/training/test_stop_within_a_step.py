@@ -32,7 +32,7 @@ def _no_stop_left():
 
 def _source(store):
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
+                                          eval_every=1, eval_episodes=1))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 

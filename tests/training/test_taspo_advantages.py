@@ -172,7 +172,7 @@ def test_training_credit_is_stored_for_stored_rollouts(tiny, store):
     rollouts, mask = batch(tiny.tokenizer)
     for n, r in enumerate(rollouts):
         ep = store.episodes.add_episode(Episode(id=f"r{n}", run_id=run.id, game="trust", mode="explore", phase="explore",
-                                       seed=0, index=n, model="p", pathway="none"),
+                                                seed=0, index=n, model="p", pathway="none"),
                                [Step(episode_id=f"r{n}", index=s.index, observation=s.observation,
                                      prompt=json.dumps(s.prompt), reply=s.reply, action=s.action, self_score=1.0,
                                      reward=0.0, feedback=s.feedback, valid=True, terminated=False, truncated=False)

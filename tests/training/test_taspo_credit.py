@@ -20,15 +20,15 @@ from s3gym_tui.store import LeakageError
 def add_episode(store, run, moves, scores, *, seed=0, phase="explore", checkpoint=None, name=None):
     n = len(store.episodes.list()) if name is None else name
     ep = store.episodes.add_episode(Episode(id=f"ep{n}", run_id=run.id, game="trust", mode=phase, phase=phase, seed=seed,
-                                   index=int(n) if str(n).isdigit() else 0, checkpoint=checkpoint,
-                                   model="scripted/trust", pathway="none"))
+                                            index=int(n) if str(n).isdigit() else 0, checkpoint=checkpoint,
+                                            model="scripted/trust", pathway="none"))
     prompt = [{"role": "system", "content": "You play the trust game."}]
     for t, (a, s) in enumerate(zip(moves, scores)):
         messages = prompt + [{"role": "user", "content": f"Round {t}. Your move?"}]
         store.episodes.add_step(Step(episode_id=ep.id, index=t, observation=f"Round {t}.", prompt=json.dumps(messages),
-                            reply=f"Answer: {a}, Score: {s}", action=a, self_score=float(s), reward=0.0,
-                            feedback=f"you played {a}", valid=True, terminated=t == len(moves) - 1,
-                            truncated=False))
+                                     reply=f"Answer: {a}, Score: {s}", action=a, self_score=float(s), reward=0.0,
+                                     feedback=f"you played {a}", valid=True, terminated=t == len(moves) - 1,
+                                     truncated=False))
     return store.episodes.finish_episode(ep.id, score=float(sum(scores)))
 
 

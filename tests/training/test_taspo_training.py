@@ -82,7 +82,7 @@ def test_s3gym_train_method_taspo_end_to_end(tiny_base, tmp_path):
     db = tmp_path / "t.db"
     with Store(db) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1))
+                                              eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT),
                S3GYM_TRAINING_DIR=str(tmp_path / "training"))

@@ -69,7 +69,7 @@ def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds
 
 def _source(store, episodes=2):
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=episodes,
-                                     eval_every=episodes, eval_episodes=1))
+                                          eval_every=episodes, eval_episodes=1))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 

@@ -20,7 +20,7 @@ StepSpec = tuple[str, Optional[float], Optional[float]]
 
 def trust_run(store: Store, model: str = "scripted/trust") -> Run:
     return store.runs.create_run(RunConfig(model=model, game="trust", pathway="none", explore_episodes=3,
-                                      eval_every=3, eval_episodes=1))
+                                           eval_every=3, eval_episodes=1))
 
 
 def add_trust_episode(store: Store, run: Run, specs: Sequence[StepSpec], *, phase: str = "explore",

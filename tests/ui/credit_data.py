@@ -45,9 +45,9 @@ def add_credit(store, episode_id: str, extraction_id: str) -> list[float]:
         items = [f"{extraction_id}.{p}" for p in plan[step.index][1]] if step.index in plan else []
         actions.append((step.index, w, shift, items))
     store.credit.add_episode_credit(episode_id, extraction_id=extraction_id, advantage=advantages[episode_id],
-                             reward=REWARDS[episode_id], group_ids=GROUP, analyzer="scripted/trust",
-                             scorer="local/tiny-scorer", credit="action", kappa=KAPPA, tau=TAU, eps_w=EPS_W,
-                             actions=actions, note="PI from the successful siblings of seed 1000000")
+                                    reward=REWARDS[episode_id], group_ids=GROUP, analyzer="scripted/trust",
+                                    scorer="local/tiny-scorer", credit="action", kappa=KAPPA, tau=TAU, eps_w=EPS_W,
+                                    actions=actions, note="PI from the successful siblings of seed 1000000")
     return weights
 
 

@@ -55,8 +55,8 @@ async def test_home_a_opens_the_newest_run_live_and_hidden_scores_wait_for_the_e
 
         with Store(aspire_db) as other:  # the run's own process goes on
             other.aspire.add_aspire_decision(LIVE, tool="validate", arguments={"candidate": "live-memory", "seeds": [31]},
-                                      result="1 episode; own judgement: fine", outcome="ok", category="validation",
-                                      calls=7, cost=0.001)
+                                             result="1 episode; own judgement: fine", outcome="ok", category="validation",
+                                             calls=7, cost=0.001)
         await until(pilot, lambda: len(screen.decisions) == 6, what="the new decision")
         assert timeline(screen)[-1][1] == "  validate" and screen.chosen_decision.idx == 5  # the view follows
         assert "1 episode; own judgement: fine" in shown(screen, "#asp-decision")

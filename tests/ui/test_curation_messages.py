@@ -29,7 +29,7 @@ TESTER = "human:tester"  # the settings fixture's human_name
 async def partial_summary_run(store):
     """A Summary run stopped after exploration episode 3 of 9: versions written, states to come."""
     run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
-                                     explore_episodes=9, eval_every=3, eval_episodes=1))
+                                          explore_episodes=9, eval_every=3, eval_episodes=1))
     task: asyncio.Task
 
     def on_event(event):

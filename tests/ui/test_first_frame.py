@@ -48,7 +48,7 @@ async def test_the_first_frame_of_a_screen_is_the_settled_screen(demo_db, size, 
             have = len(store.summaries.list(ids["snake-summary"]))
             for k in range(have, 30):
                 store.summaries.add_summary(ids["snake-summary"], f"retain {k}", f"avoid {k}", f"next {k}",
-                                  author="human:t")
+                                            author="human:t")
     app = S3GymApp(db_path=path, settings=SETTINGS)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)

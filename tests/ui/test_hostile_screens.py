@@ -248,7 +248,7 @@ async def search(pilot, app):
     with Store(app.db_path) as store:
         episode = store.episodes.list(app.ids["played"])[0]
         store.annotations.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
-                             note="pwned " + CORPUS["report-payload"] + CORPUS["bidi-rlo"])
+                                         note="pwned " + CORPUS["report-payload"] + CORPUS["bidi-rlo"])
     await pilot.press("slash")
     await pilot.pause()
     app.screen.query_one("#search-input").value = "pwned"

@@ -439,8 +439,8 @@ async def test_history_prompt_marks_hint_block_and_cut(demo_db, settings):
     path, _ = demo_db
     with Store(path) as store:
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="history",
-                                         explore_episodes=4, eval_every=4, eval_episodes=0,
-                                         history_budget=500), run_id="tiny-budget")
+                                              explore_episodes=4, eval_every=4, eval_episodes=0,
+                                              history_budget=500), run_id="tiny-budget")
         await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -119,7 +119,7 @@ async def test_hostile_text_is_gated_in_the_results(demo_db, settings):
     with Store(path) as store:
         episode = store.episodes.list(ids["trust-summary"])[0]
         store.annotations.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
-                             note="zebra \x1b]52;c;cm0gLXJmIH4=\x07 \u202etxet\u202c \x9b2J")
+                                         note="zebra \x1b]52;c;cm0gLXJmIH4=\x07 \u202etxet\u202c \x9b2J")
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

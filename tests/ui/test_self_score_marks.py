@@ -56,7 +56,7 @@ def marked_db(tmp_path) -> Path:
         for episode_id, scores in (("overclaims", SCORES), ("clean", CLEAN)):
             steps = _steps(episode_id, scores)
             store.episodes.add_episode(Episode(id=episode_id, run_id=None, game="trust", mode="explore", phase="explore",
-                                      seed=SEED, index=0, model="m/x", pathway="none"), steps)
+                                               seed=SEED, index=0, model="m/x", pathway="none"), steps)
             store.episodes.finish_episode(episode_id, sum(s.reward for s in steps))
     return path
 

@@ -149,7 +149,7 @@ def add_gguf_run(path) -> str:
 
     with Store(path) as store:
         store.runs.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6),
-                         run_id="chess-gguf-local")
+                              run_id="chess-gguf-local")
     return "chess-gguf-local"
 
 

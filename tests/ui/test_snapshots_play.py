@@ -29,8 +29,8 @@ def build_snapshot_db(path: Path) -> None:
     store = Store(path)
     for run_id, game, pathway, episodes in RUNS:
         run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                         explore_episodes=episodes, eval_every=3, eval_episodes=2),
-                               run_id=run_id)
+                                              explore_episodes=episodes, eval_every=3, eval_episodes=2),
+                                    run_id=run_id)
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     store.close()
     conn = sqlite3.connect(path)  # fixed creation times (shown in the recent-runs table)

@@ -142,7 +142,7 @@ async def test_pin_keeps_the_version_and_stops_new_summaries_until_unpinned(demo
     async with app.run_test(size=(120, 40)) as pilot:
         store = app.store
         run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
-                                         explore_episodes=6, eval_every=3, eval_episodes=1))
+                                              explore_episodes=6, eval_every=3, eval_episodes=1))
         # run part of it: stop after exploration episode 2 is done
         task: asyncio.Task
 

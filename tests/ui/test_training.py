@@ -22,7 +22,7 @@ def stored_training(store, source_id: str, dataset_id: str):
     """A training run with its checkpoints written directly (no model needed for the UI)."""
     source = store.runs.get_run(source_id)
     training = store.trainings.add_training(Training(id=f"trust-sft-ui-{source_id[-6:]}", games=("trust",), source_run=source_id,
-                                           dataset_id=dataset_id, base="tiny", epochs=2, examples=5))
+                                                     dataset_id=dataset_id, base="tiny", epochs=2, examples=5))
     models = {x: f"trained/t-ui/{x}" for x in MEANS}
     for x, model in models.items():
         store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
@@ -133,14 +133,14 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
         run = stored_training(store, ids["trust-summary"], build.dataset.id)
         tid = run.id
         store.trainings.update_training(tid, method="grpo", status="evaluating",
-                              settings={"grpo": {"level": "episode", "sampling": "mixed", "format_weight": 1.0,
+                                        settings={"grpo": {"level": "episode", "sampling": "mixed", "format_weight": 1.0,
                                                  "warm_start": 16, "warm_start_epochs": 2}},
-                              metrics={"warm_start_examples": 15, "warm_start_first_loss": 1.618,
+                                        metrics={"warm_start_examples": 15, "warm_start_first_loss": 1.618,
                                        "warm_start_last_loss": 0.239})
         flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "grad_norm": 0.0, "parsed_replies": 0.0,
                 "no_signal": 1.0}
         store.trainings.add_losses(tid, [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in (1, 2)]
-                         + [LossPoint(step=3, loss=0.1, phase="grpo",
+                                   + [LossPoint(step=3, loss=0.1, phase="grpo",
                                       metrics={**flat, "frac_reward_zero_std": 0.5, "no_signal": 0.0})])
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -177,7 +177,7 @@ def stored_study(store) -> dict[str, str]:
     for tid, games, role in (("ui-e-trust", ("trust",), "expert"), ("ui-e-snake", ("snake",), "expert"),
                              ("ui-p2", ("trust", "snake"), "phase2")):
         store.trainings.add_training(Training(id=tid, games=games, role=role, study_id=None if role == "expert" else "ui-st",
-                                    method="sft" if role == "expert" else "distill-on", status="finished"))
+                                              method="sft" if role == "expert" else "distill-on", status="finished"))
         for x in (0, 1):
             store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
         store.trainings.add_losses(tid, [LossPoint(step=1, loss=1.5, phase="distill-on")])
@@ -198,7 +198,7 @@ def stored_study(store) -> dict[str, str]:
             if own:
                 base_cells[game] = run.id
     store.trainings.add_study(Study(id="ui-st", games=("trust", "snake"), experts=tuple(experts),
-                          settings={"cells": cells, "base_cells": base_cells}, status="finished"))
+                                    settings={"cells": cells, "base_cells": base_cells}, status="finished"))
     return cells
 
 

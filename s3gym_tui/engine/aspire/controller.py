@@ -123,7 +123,7 @@ class Controller:
             base = self.store.aspire.get_aspire_candidate(cid)
         except StoreError:
             base = self.store.aspire.add_aspire_candidate(self.id, kind="base", model=self.settings.player,
-                                                   frozen_ref=self.settings.player, candidate_id=cid)
+                                                          frozen_ref=self.settings.player, candidate_id=cid)
         self.store.aspire.set_aspire_candidates(self.id, base=base.id)
         return base
 
@@ -207,13 +207,15 @@ class Controller:
                             "episodes": [e.id for e in self.store.episodes.list(run.id) if e.phase == "explore"]})
         elif what == "episode":
             eid = need(args, "id", str, " (an episode id from look runs)")
-            mine = {link.run_id for link in self.store.aspire.aspire_links(self.id) if link.role in ("practice", "validation")}
+            mine = {link.run_id for link in self.store.aspire.aspire_links(self.id)
+                    if link.role in ("practice", "validation")}
             episode = self.store.episodes.find_episode(eid)
             if episode is None or episode.run_id not in mine or episode.phase != "explore":
                 raise ToolError(f"no episode {eid!r} among your practice and validation runs")
             out = {"episode": eid, "game": episode.game, "seed": episode.seed,
                    "steps": [{"i": s.index, "action": s.action, "your_self_score": s.self_score,
-                              "feedback": s.feedback[:200]} for s in self.store.episodes.steps(eid, include_prompt=False)]}
+                              "feedback": s.feedback[:200]}
+                             for s in self.store.episodes.steps(eid, include_prompt=False)]}
         elif what == "summaries":
             out = []
             for cand in self.store.aspire.aspire_candidates(self.id):
@@ -282,9 +284,9 @@ class Controller:
             except StoreError:
                 host = await self._notes_run(game)
                 summary = self.store.summaries.add_summary(host, *parts, author="model:aspire-agent")
-                cand = self.store.aspire.add_aspire_candidate(self.id, kind="memory", model=parent.model, parent_id=parent.id,
-                                                       game=game, summary_id=summary.id, frozen_ref=summary.id,
-                                                       decision_idx=idx, candidate_id=cid)
+                cand = self.store.aspire.add_aspire_candidate(self.id, kind="memory", model=parent.model,
+                                                              parent_id=parent.id, game=game, summary_id=summary.id,
+                                                              frozen_ref=summary.id, decision_idx=idx, candidate_id=cid)
             return ToolResult(json.dumps({"candidate": cand.id, "parent": parent.id, "kind": "memory",
                                           "game": game}), "update", candidate_id=cand.id)
         if action in ("sft", "grpo"):
@@ -298,9 +300,9 @@ class Controller:
         try:
             self.store.runs.get_run(run_id)
         except StoreError:
-            self.store.runs.create_run(RunConfig(model=player_model(self.settings.player, game), game=game, pathway="summary",
-                                            explore_episodes=0, eval_episodes=0),
-                                  run_id=run_id, note=f"aspire {self.id} memory")
+            self.store.runs.create_run(RunConfig(model=player_model(self.settings.player, game), game=game,
+                                                 pathway="summary", explore_episodes=0, eval_episodes=0),
+                                       run_id=run_id, note=f"aspire {self.id} memory")
             self.store.aspire.link_aspire_run(self.id, run_id, "memory")
         return run_id
 
@@ -340,8 +342,8 @@ class Controller:
         model = served_model(training.id, xs[-1] if xs else 0)
         game = self.store.runs.get_run(run_id).config.game
         cand = self.store.aspire.add_aspire_candidate(self.id, kind=method, model=model, parent_id=parent.id, game=game,
-                                               training_id=training.id, frozen_ref=model, decision_idx=idx,
-                                               candidate_id=cid)
+                                                      training_id=training.id, frozen_ref=model, decision_idx=idx,
+                                                      candidate_id=cid)
         self.store.aspire.link_aspire_run(self.id, training.id, "training", cand.id)
         return ToolResult(json.dumps({"candidate": cand.id, "parent": parent.id, "kind": method, "game": game}),
                           "update", candidate_id=cand.id)
@@ -382,14 +384,15 @@ class Controller:
         if delta is not None and (not isinstance(delta, (int, float)) or isinstance(delta, bool)):
             raise ToolError("claimed_delta must be a number or null")
         self.store.aspire.add_aspire_claim(self.id, text=claim[:2000], candidate_id=cand.id,
-                                    claimed_delta=None if delta is None else float(delta), decision_idx=idx)
+                                           claimed_delta=None if delta is None else float(delta), decision_idx=idx)
         self.store.aspire.set_aspire_candidates(self.id, final=cand.id)
         return ToolResult(json.dumps({"submitted": cand.id}), "submit", submitted=True)
 
     # ------------------------------------------------------------------ the end
     async def _finish(self, base: Candidate, reason: str) -> None:
         run = self.store.aspire.get_aspire_run(self.id)
-        final = self.store.aspire.get_aspire_candidate(run.final_candidate_id) if run.final_candidate_id else self._newest()
+        final = (self.store.aspire.get_aspire_candidate(run.final_candidate_id) if run.final_candidate_id
+                 else self._newest())
         self.store.aspire.set_aspire_candidates(self.id, final=final.id)
         suite, cap = self.suite, self.settings.step_cap
         await hidden_score(self.store, self.id, base, suite, cap, "base")

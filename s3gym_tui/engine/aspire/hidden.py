@@ -44,7 +44,7 @@ async def hidden_score(store, aspire_id: str, candidate: Candidate, suite: Hidde
     if known is not None:
         if known.purpose != purpose:
             return store.aspire.set_hidden_score(aspire_id, candidate.id, purpose, known.score, known.per_game,
-                                          known.episodes, known.run_ids)
+                                                 known.episodes, known.run_ids)
         return known
     per_game: dict[str, Optional[float]] = {}
     run_ids: list[str] = []
