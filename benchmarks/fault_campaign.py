@@ -75,7 +75,7 @@ def main() -> None:
                 fault.SETTINGS.transient_attempts = 99
                 down, stopped = run(Path(tmp) / f"{game}-{pathway}-down.db", config)
                 fault.SETTINGS.transient_attempts = 1
-                resumed = asyncio.run(ProtocolRunner(down, down.get_run("f"), backoff_base_s=0).run_protocol())
+                resumed = asyncio.run(ProtocolRunner(down, down.runs.get_run("f"), backoff_base_s=0).run_protocol())
                 if stopped.status != "stopped" or resumed.status != "finished" or \
                         trajectory(down, "f") != trajectory(store, "f"):
                     problems.append(f"{game}/{pathway}: stop ({stopped.status}) and resume ({resumed.status}) "

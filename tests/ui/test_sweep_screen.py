@@ -40,7 +40,7 @@ async def test_the_sweep_view_follows_a_headless_sweep_live(tmp_path, settings):
         go.wait()
         try:
             with Store(path) as own:
-                asyncio.run(SweepRunner(own, own.get_sweep(sweep.id), backoff_base_s=0).run())
+                asyncio.run(SweepRunner(own, own.sweeps.get_sweep(sweep.id), backoff_base_s=0).run())
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
 
