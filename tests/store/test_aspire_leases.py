@@ -1,4 +1,4 @@
-"""ASPIRE runs as processes: the one driver holds a lease (store.acquire_aspire_lease, engine.lease.driving_aspire),
+"""ASPIRE runs as processes: the one driver holds a lease (store.leases.acquire_aspire_lease, engine.lease.driving_aspire),
 renewed by a heartbeat; a second live driver is refused; a dead one (its process gone) can be taken over; the
 lease goes when the driver ends, and with the run."""
 
