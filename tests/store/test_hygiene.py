@@ -161,8 +161,8 @@ def test_vacuum_rewrites_an_older_file_into_small_pages_keeping_everything(tmp_p
     _older_file(path)
     with Store(path) as store:
         run_id = _run(store, "summary")
-        hits = len(store.search("collaborate", limit=500).hits)
-        prompts = [store.step_prompt(e.id, i) for e in store.episodes(run_id) for i in range(e.n_steps)]
+        hits = len(store.search.find("collaborate", limit=500).hits)
+        prompts = [store.prompts.step_prompt(e.id, i) for e in store.episodes.list(run_id) for i in range(e.n_steps)]
     assert _page_size(path) == 4096 and hits > 0
     rows = _rows(path, run_id)
     assert main(["vacuum", "--db", str(path)]) == 0
@@ -170,8 +170,9 @@ def test_vacuum_rewrites_an_older_file_into_small_pages_keeping_everything(tmp_p
     assert _page_size(path) == 1024
     assert _rows(path, run_id) == rows
     with Store(path) as store:
-        assert len(store.search("collaborate", limit=500).hits) == hits
-        assert [store.step_prompt(e.id, i) for e in store.episodes(run_id) for i in range(e.n_steps)] == prompts
+        assert len(store.search.find("collaborate", limit=500).hits) == hits
+        assert [store.prompts.step_prompt(e.id, i)
+                for e in store.episodes.list(run_id) for i in range(e.n_steps)] == prompts
         assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert store.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
@@ -186,7 +187,7 @@ def test_vacuum_keeps_the_pages_while_another_connection_has_the_file(tmp_path: 
     other.execute("SELECT count(*) FROM steps").fetchone()  # a reader in another connection
     try:
         with Store(path) as store:
-            result = store.vacuum()
+            result = store.hygiene.vacuum()
         assert result.page_before == result.page_after == 4096  # refused at once: nothing waited for
     finally:
         other.execute("COMMIT")
