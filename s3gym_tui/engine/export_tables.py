@@ -21,7 +21,7 @@ from s3gym_tui.engine.export_schema import SCHEMAS, ExportFormat, arrow_schema, 
 from s3gym_tui.engine.prompt_parts import PromptParts
 from s3gym_tui.models import Run
 from s3gym_tui.output import OutputError
-from s3gym_tui.secrets import redact_values
+from s3gym_tui.secrets import redact_values, secret_values
 from s3gym_tui.textgate import safe_json
 
 MANIFEST = "s3gym-export.json"
@@ -30,10 +30,14 @@ FILES = {"run": "runs", "episode": "episodes", "step": "steps", "summary": "summ
 BATCH_ROWS = 1000  # rows per Parquet row group write
 
 
-def _redacted(row: dict[str, Any]) -> dict[str, Any]:
+def _redacted(row: dict[str, Any], secrets: list[str]) -> dict[str, Any]:
+    """The row with every secret value redacted from its strings (and lists of strings)."""
+    if not secrets:
+        return row
+
     def clean(value: Any) -> Any:
         if isinstance(value, str):
-            return redact_values(value)
+            return redact_values(value, secrets)
         if isinstance(value, list):
             return [clean(v) for v in value]
         return value
@@ -140,9 +144,10 @@ def _write(store, run: Run, tmp: Path, fmt: ExportFormat, full_prompts: bool) ->
                       else _Jsonl(tmp / f"{name}.{suffix}")) for name in names}
     counts = dict.fromkeys(names, 0)
     parts = PromptParts()
+    secrets = secret_values()
 
     def emit(name: str, record: dict) -> None:
-        writers[name].write(_redacted(typed_row(name, record)))
+        writers[name].write(_redacted(typed_row(name, record), secrets))
         counts[name] += 1
 
     try:
@@ -152,7 +157,7 @@ def _write(store, run: Run, tmp: Path, fmt: ExportFormat, full_prompts: bool) ->
             if kind == "step":
                 payload = {**payload, "prompt": None}
                 if stored.prompt:  # None for a person's move
-                    text = redact_values(store.prompt_of(stored))  # as sent: shared parts, deltas expanded
+                    text = redact_values(store.prompt_of(stored), secrets)  # as sent: shared parts, deltas expanded
                     if full_prompts:
                         payload["prompt"] = text
                     else:

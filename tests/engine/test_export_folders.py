@@ -26,7 +26,7 @@ def db(tmp_path) -> tuple[Path, str]:
         run = store.create_run(RunConfig(model="scripted/trust", game="trust"), note=f"key {SECRET}")
         store.add_episode(Episode(id="ep", run_id=run.id, game="trust", mode="explore", phase="explore", seed=0,
                                   index=0, model="scripted/trust", pathway="none"))
-        prompt = json.dumps([{"role": "user", "content": f"play ({SECRET})\n" + "".join(f"rule {i}\n" for i in range(400))}])
+        prompt = json.dumps([{"role": "user", "content": f"play ({SECRET})\n" + "".join(f"rule {i}\n" for i in range(2000))}])
         store.add_steps([Step(episode_id="ep", index=i, observation="o", prompt=prompt, reply=f"Answer: C {SECRET}",
                               action="C", self_score=None, reward=1.0, feedback="ok", valid=True,
                               terminated=i == 1, truncated=False) for i in range(2)])
@@ -77,7 +77,7 @@ def test_both_folder_formats_hold_the_same_rows(db, tmp_path, capsys):
         assert pq.read_table(tmp_path / "parquet" / f"{name}.parquet").to_pylist() == lines, name
     steps = pq.read_table(tmp_path / "parquet" / "steps.parquet").to_pylist()
     assert steps[0]["prompt_part_ids"] == steps[1]["prompt_part_ids"] and steps[0]["prompt"] is None
-    assert len(steps[0]["prompt_part_ids"]) > 1  # a 3.6 KB prompt is cut into parts, each written once
+    assert len(steps[0]["prompt_part_ids"]) > 1  # a 20 KB prompt is cut into parts, each written once
 
 
 @pytest.mark.parametrize("case", ["unknown format", "no folder", "unwritable", "a file", "the database",
