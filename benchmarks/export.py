@@ -13,6 +13,8 @@ file and the wall time of the export (in process, one consistent read snapshot e
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -50,8 +52,9 @@ def main_() -> None:
     if db is None:
         db = work / "history.db"
         started = time.perf_counter()
-        code = main(["run", args.game, "-m", f"scripted/{args.game}", "-p", "history", "--episodes",
-                     str(args.episodes), "--progress", "none", "--db", str(db)])
+        with open(os.devnull, "w") as quiet, contextlib.redirect_stdout(quiet):  # the run's report
+            code = main(["run", args.game, "-m", f"scripted/{args.game}", "-p", "history", "--episodes",
+                         str(args.episodes), "--progress", "none", "--db", str(db)])
         if code != 0:
             sys.exit(f"the run failed (exit code {code})")
         print(f"scripted {args.game} History run, {args.episodes} exploration episodes: "
