@@ -1,5 +1,7 @@
-"""Inspect eval log export of a run (`s3gym export --format inspect`): a `.eval` (or `.json`) file that
-`inspect view` opens, built with Inspect's own types and written by its own writer (inspect_ai.log).
+"""Inspect eval log export of a run (`s3gym export --format inspect`): a `.eval` file that `inspect view`
+opens, built with Inspect's own types and written by its own writer (inspect_ai.log). Only `.eval`: the
+viewer lists a `.json` log only under Inspect's own file names (timestamp_task_id.json), and
+`inspect log convert` makes one from the `.eval` file when wanted.
 
 One sample per episode, exploration and evaluation alike (the phase, checkpoint x and index in its
 metadata): its messages are, step by step, the prompt as sent (system and user messages, the Hint
@@ -26,7 +28,7 @@ from s3gym_tui.output import OutputError, check_target
 from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.errors import StoreError
 
-SUFFIXES = {".eval": "eval", ".json": "json"}  # Inspect's two log formats, told by the file's suffix
+SUFFIX = ".eval"  # Inspect's log format (a zip: a header, then one JSON member per sample)
 SCORER = "verifier"
 
 
@@ -40,16 +42,15 @@ def check_inspect() -> None:
 
 
 def check_log_path(path: Path, db_path: Optional[Path]) -> Path:
-    """The output file, or OutputError when it does not end in .eval or .json (or check_target refuses it)."""
+    """The output file, or OutputError when it does not end in .eval (or check_target refuses it)."""
     path = check_target(Path(path), db_path)
-    if path.suffix not in SUFFIXES:
-        raise OutputError(f"{path.name}: an Inspect log is a .eval file (or .json): name it RUN.eval "
-                          f"(nothing was written)")
+    if path.suffix != SUFFIX:
+        raise OutputError(f"{path.name}: an Inspect log is a .eval file: name it RUN.eval (nothing was written)")
     return path
 
 
 def export_inspect(store, run: Run, path: Path) -> int:
-    """Write the run as an Inspect eval log at `path` (.eval or .json) from one consistent read
+    """Write the run as an Inspect eval log at `path` (a .eval file) from one consistent read
     snapshot; returns the number of samples (episodes) written."""
     path = check_log_path(path, store.path)
     check_inspect()
@@ -243,7 +244,7 @@ def _write(log, path: Path) -> None:
     except OSError as err:
         raise OutputError(f"cannot write in {path.parent}: {err.strerror or err} (nothing was written)") from err
     try:
-        write_eval_log(log, tmp, format=SUFFIXES[path.suffix])
+        write_eval_log(log, tmp, format="eval")
         os.replace(tmp, path)
     except OSError as err:
         _remove(tmp)
