@@ -65,7 +65,8 @@ def eval_log(store, run: Run):
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
 
     episodes = sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index))
-    samples = [_sample(store, run, episode) for episode in episodes]
+    secrets = secret_values()
+    samples = [_redacted(_sample(store, run, episode), secrets) for episode in episodes]  # one at a time
     config = run.config.model_dump(mode="json")
     config["model_args"] = storable_args(run.config.model_args)
     config["api_base"] = strip_url_credentials(run.config.api_base)
@@ -83,12 +84,12 @@ def eval_log(store, run: Run):
     results = EvalResults(total_samples=len(samples),
                           completed_samples=sum(1 for e in episodes if e.status == "finished"),
                           scores=_eval_scores(episodes))
-    log = EvalLog(
+    header = _redacted(EvalLog(
         status="success" if run.status == "finished" else "started" if run.status in ("created", "running")
         else "cancelled" if run.status == "stopped" else "error",
-        eval=spec, results=results, samples=samples,
-        stats=EvalStats(started_at=run.created_at, completed_at=max(finished) if finished else ""))
-    return _redacted(log)
+        eval=spec, results=results,
+        stats=EvalStats(started_at=run.created_at, completed_at=max(finished) if finished else "")), secrets)
+    return header.model_copy(update={"samples": samples})
 
 
 def _sample(store, run: Run, episode: Episode):
@@ -214,13 +215,11 @@ def _packages() -> dict[str, str]:
     return found
 
 
-def _redacted(log):
-    """The log with every secret value redacted from every string in it (one pass over its JSON form)."""
-    from inspect_ai.log import EvalLog
-
-    secrets = secret_values()
+def _redacted(model, secrets: list[str]):
+    """The Inspect object (a sample, the log's header) with every secret value redacted from every string
+    in it, keys included (one pass over its JSON form, validated again as its own type)."""
     if not secrets:
-        return log
+        return model
 
     def clean(value: Any) -> Any:
         if isinstance(value, str):
@@ -231,7 +230,7 @@ def _redacted(log):
             return {clean(k): clean(v) for k, v in value.items()}
         return value
 
-    return EvalLog.model_validate(clean(log.model_dump(mode="json", exclude_none=False)))
+    return type(model).model_validate(clean(model.model_dump(mode="json")))
 
 
 def _write(log, path: Path) -> None:
