@@ -380,7 +380,7 @@ def audit(db: Optional[Path] = DbOption) -> None:
 @cli.command()
 def export(run_id: str = typer.Argument(...),
            out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: "
-                                              "stdout), or the folder of jsonl-dir and parquet."),
+                                              "stdout), the folder of jsonl-dir and parquet, or inspect's .eval file."),
            fmt: ExportFormat = typer.Option(ExportFormat.jsonl.value, "--format", "-f", case_sensitive=False,
                                             help="jsonl: one file, one record a line with its type | jsonl-dir, "
                                             "parquet: a folder with one typed file per record type (runs, "
