@@ -13,6 +13,7 @@ from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
                                   console, decoding_choice, emit_json, err, flags_named, model_args_given,
                                   model_name)
+from s3gym_tui.engine.export_schema import ExportFormat
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
@@ -378,16 +379,35 @@ def audit(db: Optional[Path] = DbOption) -> None:
 
 @cli.command()
 def export(run_id: str = typer.Argument(...),
-           out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: stdout)."),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: "
+                                              "stdout), or the folder of jsonl-dir and parquet."),
+           fmt: ExportFormat = typer.Option(ExportFormat.jsonl.value, "--format", "-f", case_sensitive=False,
+                                            help="jsonl: one file, one record a line with its type | jsonl-dir, "
+                                            "parquet: a folder with one typed file per record type (runs, "
+                                            "episodes, steps, prompt_parts, summaries, checkpoints, annotations)."),
+           full_prompts: bool = typer.Option(False, "--full-prompts", help="jsonl-dir, parquet: each step's "
+                                             "prompt as sent in `prompt` instead of the ids of its shared "
+                                             "prompt_parts."),
            db: Optional[Path] = DbOption) -> None:
-    """Export a run's episodes and steps as JSONL (one object a line)."""
+    """Export a run's episodes and steps as JSONL (one object a line), or as a folder of typed JSONL or
+    Parquet files, one per record type."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.engine.export_tables import export_tables
     from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
     if out is not None and str(out) == "-":
         out = None  # `-o -`: stdout, like the default
+    fmt = ExportFormat(getattr(fmt, "value", fmt))
+    if fmt != ExportFormat.jsonl and not out:
+        raise UserError(f"--format {fmt.value} writes a folder: name it with -o FOLDER")
+    if fmt == ExportFormat.jsonl and full_prompts:
+        raise UserError("--full-prompts is for --format jsonl-dir or parquet (jsonl always has full prompts)")
     try:
+        if fmt != ExportFormat.jsonl:
+            counts = export_tables(store, store.get_run(run_id), out, fmt, full_prompts)
+            console.print(f"wrote {sum(counts.values())} rows in {len(counts)} files to {safe_markup(str(out))}")
+            return
         if out:  # before anything is written: never the database, never a half-written file
             check_target(out, store.path)
         run = store.get_run(run_id)

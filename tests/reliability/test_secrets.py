@@ -14,6 +14,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from s3gym_tui.cli import main
@@ -151,6 +152,11 @@ def test_no_key_in_database_exports_or_cli_output(canary_env, echo_server, tmp_p
         out = tmp_path / f"{run.id}.jsonl"
         assert main(["export", run.id, "-o", str(out), "--db", str(db)]) == 0
         outputs.append(out.read_text())
+        for fmt in ("jsonl-dir", "parquet"):  # every file of the folder formats, Parquet read back as values
+            folder = tmp_path / f"{run.id}-{fmt}"
+            assert main(["export", run.id, "-f", fmt, "-o", str(folder), "--db", str(db)]) == 0
+            outputs += [json.dumps(pq.read_table(p).to_pylist()) if p.suffix == ".parquet" else p.read_text()
+                        for p in folder.iterdir()]
     for args in (["runs"], ["report"], ["audit"]):
         main([*args, "--db", str(db)])
     captured = capsys.readouterr()
