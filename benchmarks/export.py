@@ -1,11 +1,13 @@
 """Export benchmark: size and time of `s3gym export` for a scripted History run, in the single-file
 JSONL format (every step's prompt expanded: the format before the folder exports) and in the folder
-formats (one typed file per record type; steps list shared prompt parts, or --full-prompts).
+formats (one typed file per record type; steps list shared prompt parts, or --full-prompts) and as an
+Inspect eval log (a zip of one JSON member per episode, zstd-compressed, repeated texts stored once).
 
     python benchmarks/export.py                        # snake, 30 exploration episodes (the run's defaults otherwise)
     python benchmarks/export.py --episodes 6 --game trust
     python benchmarks/export.py --db /tmp/h30.db --run RUN   # an existing run: no new run
     python benchmarks/export.py --keep                 # keep the database and the exports
+    python benchmarks/export.py --format jsonl --format inspect   # only these formats
 
 Figures: the run's steps, then per format the bytes written, bytes per step, the ratio to the single
 file and the wall time of the export (in process, one consistent read snapshot each)."""
@@ -32,7 +34,8 @@ FORMATS = {"jsonl (one file, before)": ["-o", "{out}.jsonl"],
            "jsonl-dir": ["-f", "jsonl-dir", "-o", "{out}"],
            "parquet": ["-f", "parquet", "-o", "{out}"],
            "jsonl-dir --full-prompts": ["-f", "jsonl-dir", "--full-prompts", "-o", "{out}"],
-           "parquet --full-prompts": ["-f", "parquet", "--full-prompts", "-o", "{out}"]}
+           "parquet --full-prompts": ["-f", "parquet", "--full-prompts", "-o", "{out}"],
+           "inspect (.eval)": ["-f", "inspect", "-o", "{out}.eval"]}
 
 
 def _size(path: Path) -> int:
@@ -46,6 +49,8 @@ def main_() -> None:
     parser.add_argument("--db", type=Path, help="an existing database (with --run): no new run")
     parser.add_argument("--run", help="the run to export from --db")
     parser.add_argument("--keep", action="store_true", help="keep the database and the exports")
+    parser.add_argument("--format", action="append", choices=[n.split()[0] for n in FORMATS], dest="formats",
+                        help="measure only these formats (repeatable; the first measured is the ratio's base)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="s3gym-export-bench-"))
     db, run_id = args.db, args.run
@@ -66,6 +71,8 @@ def main_() -> None:
     print(f"run {run.id}: {len(episodes)} episodes, {steps:,} steps; database {_size(db) / 1e6:.1f} MB")
     rows, before = [], None
     for name, template in FORMATS.items():
+        if args.formats and name.split()[0] not in args.formats:
+            continue
         out = work / name.split()[0].replace("(", "")
         out = out.with_name(out.name + ("-full" if "full" in name else ""))
         argv = [a.format(out=out) for a in template]

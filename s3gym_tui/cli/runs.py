@@ -380,18 +380,21 @@ def audit(db: Optional[Path] = DbOption) -> None:
 @cli.command()
 def export(run_id: str = typer.Argument(...),
            out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: "
-                                              "stdout), or the folder of jsonl-dir and parquet."),
+                                              "stdout), the folder of jsonl-dir and parquet, or inspect's .eval file."),
            fmt: ExportFormat = typer.Option(ExportFormat.jsonl.value, "--format", "-f", case_sensitive=False,
                                             help="jsonl: one file, one record a line with its type | jsonl-dir, "
                                             "parquet: a folder with one typed file per record type (runs, "
-                                            "episodes, steps, prompt_parts, summaries, checkpoints, annotations)."),
+                                            "episodes, steps, prompt_parts, summaries, checkpoints, annotations) "
+                                            "| inspect: an Inspect eval log (-o RUN.eval) for `inspect view`, "
+                                            "one sample per episode."),
            full_prompts: bool = typer.Option(False, "--full-prompts", help="jsonl-dir, parquet: each step's "
                                              "prompt as sent in `prompt` instead of the ids of its shared "
                                              "prompt_parts."),
            db: Optional[Path] = DbOption) -> None:
-    """Export a run's episodes and steps as JSONL (one object a line), or as a folder of typed JSONL or
-    Parquet files, one per record type."""
+    """Export a run's episodes and steps as JSONL (one object a line), as a folder of typed JSONL or
+    Parquet files, one per record type, or as an Inspect eval log."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.engine.export_inspect import export_inspect
     from s3gym_tui.engine.export_tables import export_tables
     from s3gym_tui.output import OutputError, atomic_text, check_target
 
@@ -399,11 +402,17 @@ def export(run_id: str = typer.Argument(...),
     if out is not None and str(out) == "-":
         out = None  # `-o -`: stdout, like the default
     fmt = ExportFormat(getattr(fmt, "value", fmt))
+    if fmt == ExportFormat.inspect and not out:
+        raise UserError("--format inspect writes an Inspect log file: name it with -o RUN.eval")
     if fmt != ExportFormat.jsonl and not out:
         raise UserError(f"--format {fmt.value} writes a folder: name it with -o FOLDER")
-    if fmt == ExportFormat.jsonl and full_prompts:
-        raise UserError("--full-prompts is for --format jsonl-dir or parquet (jsonl always has full prompts)")
+    if fmt in (ExportFormat.jsonl, ExportFormat.inspect) and full_prompts:
+        raise UserError(f"--full-prompts is for --format jsonl-dir or parquet ({fmt.value} always has full prompts)")
     try:
+        if fmt == ExportFormat.inspect:
+            count = export_inspect(store, store.get_run(run_id), out)
+            console.print(f"wrote {count} samples (episodes) to {safe_markup(str(out))}")
+            return
         if fmt != ExportFormat.jsonl:
             counts = export_tables(store, store.get_run(run_id), out, fmt, full_prompts)
             console.print(f"wrote {sum(counts.values())} rows in {len(counts)} files to {safe_markup(str(out))}")

@@ -19,6 +19,7 @@ class ExportFormat(str, Enum):
     jsonl = "jsonl"  # one file, one record a line with its "type" (export.py)
     jsonl_dir = "jsonl-dir"  # a folder: one JSONL file per record type
     parquet = "parquet"  # a folder: one Parquet file per record type
+    inspect = "inspect"  # one Inspect eval log (.eval or .json) for `inspect view` (export_inspect.py)
 
 
 STRING, INT, FLOAT, BOOL = "string", "int64", "float64", "bool"

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import uuid
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -157,6 +158,10 @@ def test_no_key_in_database_exports_or_cli_output(canary_env, echo_server, tmp_p
             assert main(["export", run.id, "-f", fmt, "-o", str(folder), "--db", str(db)]) == 0
             outputs += [json.dumps(pq.read_table(p).to_pylist()) if p.suffix == ".parquet" else p.read_text()
                         for p in folder.iterdir()]
+        log = tmp_path / f"{run.id}.eval"  # an Inspect log: a zip, read member by member
+        assert main(["export", run.id, "-f", "inspect", "-o", str(log), "--db", str(db)]) == 0
+        with zipfile.ZipFile(log) as archive:
+            outputs += [archive.read(name).decode("utf-8", "replace") for name in archive.namelist()]
     for args in (["runs"], ["report"], ["audit"]):
         main([*args, "--db", str(db)])
     captured = capsys.readouterr()
