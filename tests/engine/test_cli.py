@@ -86,6 +86,21 @@ def test_run_prints_the_estimate_first_and_estimate_only_creates_nothing(tmp_pat
     assert out.index("estimate") < out.index("run trust-none-")  # printed before the run starts
 
 
+def test_estimate_prints_for_a_run_that_could_not_start_yet(tmp_path, capsys, monkeypatch):
+    """A run refused before anything is stored (here: no API key yet) can still be priced with --estimate,
+    as `sweep --plan` prices its runs; the refusal is said, and nothing is created."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    db = tmp_path / "est.db"
+    code, out, err = run_cli(capsys, "run", "trust", "-m", "openai/gpt-4.1", "--episodes", "3", "--eval-every",
+                             "3", "--eval-episodes", "1", "--estimate", "--db", str(db))
+    assert code == 0, err
+    assert "at most 50 model calls: 30 exploration" in out and "cost:" in out
+    assert "it could not start now" in out and "OPENAI_API_KEY" in out
+    assert not db.exists()
+    code, _, err = run_cli(capsys, "run", "trust", "-m", "openai/gpt-4.1", "--episodes", "3", "--db", str(db))
+    assert code == 2 and "OPENAI_API_KEY" in err and not db.exists()  # without --estimate: refused
+
+
 def test_run_refuses_a_scripted_model_of_another_game(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", "snake", "-m", "scripted/pvz", "--db", str(tmp_path / "x.db"))
     assert code == 2 and "scripted/pvz plays pvz only" in err and not (tmp_path / "x.db").exists()
