@@ -119,9 +119,26 @@ def test_run_warns_when_most_replies_do_not_parse(tmp_path, capsys, monkeypatch)
     assert "warning:" in out and "of its last 3 replies did not parse" in out and "100%" in out
 
 
+def test_the_app_without_a_terminal_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """Without a terminal (a script, a pipe, a job runner) the app would wait for keys forever: refused
+    in one line (after the config and the database are checked, whose errors come first)."""
+    from s3gym_tui.app import S3GymApp
+    from s3gym_tui.cli import misc
+
+    monkeypatch.setattr(misc, "terminal_attached", lambda: False)
+    monkeypatch.setattr(S3GymApp, "run", lambda self: pytest.fail("the app was opened"))
+    db = tmp_path / "none.db"
+    for args in (["--db", str(db)], ["tui", "--db", str(db)]):
+        code, out, err = run_cli(capsys, *args)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and "the app needs a terminal" in lines[0], out + err
+
+
 def test_bare_options_open_the_app(tmp_path, monkeypatch, capsys):
     from s3gym_tui.app import S3GymApp
+    from s3gym_tui.cli import misc
 
+    monkeypatch.setattr(misc, "terminal_attached", lambda: True)  # as in a terminal
     opened = []
     monkeypatch.setattr(S3GymApp, "run", lambda self: opened.append((self.db_path, self.settings.default_model)))
     db = tmp_path / "bare.db"
