@@ -13,7 +13,8 @@ from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
-def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "--mode"),
+def play(game: str = typer.Argument(...),
+         mode: str = typer.Option("explore", "--mode", help="explore | eval (the seed must be of that mode)."),
          seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Default: the mode's first seed."),
          delay: float = typer.Option(0.0, "--delay", min=0.0, max=60.0, help="Seconds between steps.")) -> None:
     """Watch the game's reference policy play one episode in the terminal (no model, no store)."""
