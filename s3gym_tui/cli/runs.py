@@ -83,11 +83,19 @@ def run(
                            api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
                            max_retries=max_retries, model_args=args,
                            **{k: v for k, v in chosen.items() if v is not None})
-    _preflight(config)  # a doomed run is refused before anything is stored
+    problem = None
+    try:
+        _preflight(config)  # a doomed run is refused before anything is stored
+    except UserError as exc:
+        if not estimate_only:
+            raise
+        problem = exc  # the estimate is still printed, as `sweep --plan` prints its plan
     config = _fit_to_server(config)
     estimate = estimate_run(config)
     console.print("[bold]estimate[/] " + "\n         ".join(safe_markup(line) for line in estimate.lines()),
                   soft_wrap=True)
+    if problem is not None:
+        console.print(f"[yellow]it could not start now[/]: {safe_markup(str(problem))}", soft_wrap=True)
     if estimate_only:
         return
     store = _store(db, create=True)
