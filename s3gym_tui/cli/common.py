@@ -43,7 +43,7 @@ class _Console(GatedConsole):
 console = _Console(width=None if sys.stdout.isatty() else 200)
 err = _Console(stderr=True, width=None if sys.stderr.isatty() else 400)
 
-# Exit codes (distinct, documented in --help and the README).
+# Exit codes (distinct, documented in --help and docs/cli.md).
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1  # a check found a problem (audit: a leak)
 EXIT_USAGE = 2  # usage error, or a run refused before anything was stored

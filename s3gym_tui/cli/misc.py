@@ -13,7 +13,8 @@ from s3gym_tui.textgate import safe_markup
 
 
 @cli.command()
-def play(game: str = typer.Argument(...), mode: str = typer.Option("explore", "--mode"),
+def play(game: str = typer.Argument(...),
+         mode: str = typer.Option("explore", "--mode", help="explore | eval (the seed must be of that mode)."),
          seed: Optional[int] = typer.Option(None, "--seed", min=0, help="Default: the mode's first seed."),
          delay: float = typer.Option(0.0, "--delay", min=0.0, max=60.0, help="Seconds between steps.")) -> None:
     """Watch the game's reference policy play one episode in the terminal (no model, no store)."""
@@ -111,6 +112,13 @@ def list_games() -> None:
     console.print(table)
 
 
+def terminal_attached() -> bool:
+    """Whether the app can run here: Textual reads keys from stdin and draws on stderr."""
+    import sys
+
+    return sys.stdin.isatty() and sys.__stderr__ is not None and sys.__stderr__.isatty()
+
+
 @cli.command()
 def tui(db: Optional[Path] = DbOption,
         model: Optional[str] = typer.Option(None, "--model", "-m", callback=model_name, help="Default model "
@@ -120,7 +128,7 @@ def tui(db: Optional[Path] = DbOption,
     from contextlib import nullcontext
 
     from s3gym_tui import STARTING
-    from s3gym_tui.cli.common import err, say_upgrade
+    from s3gym_tui.cli.common import UserError, err, say_upgrade
     from s3gym_tui.textgate import safe_markup
 
     # the imports and the database check take seconds on a loaded machine: a line says so meanwhile
@@ -139,6 +147,9 @@ def tui(db: Optional[Path] = DbOption,
 
         # a corrupt, newer or unreadable database: one line, before the screen opens
         Store(app.db_path, notify=upgraded).close()
+    if not terminal_attached():  # else the app waits for keys that never come, drawing into a file
+        raise UserError("the app needs a terminal (stdin and stderr); in a script use a command: "
+                        "s3gym --help lists them")
     app.run()
     if app.return_code:  # the app crashed (Textual printed why): the process says so too
         raise typer.Exit(app.return_code)

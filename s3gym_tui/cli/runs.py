@@ -13,6 +13,7 @@ from s3gym_tui.cli.parallel import data_parallel
 from s3gym_tui.cli.common import (DbOption, JsonOption, ProgressOption, Stopped, UserError, _fmt, _store, cli,
                                   console, decoding_choice, emit_json, err, flags_named, model_args_given,
                                   model_name)
+from s3gym_tui.engine.export_schema import ExportFormat
 from s3gym_tui.progress import ProgressMode
 from s3gym_tui.textgate import safe_markup
 
@@ -82,11 +83,19 @@ def run(
                            api_bases=tuple(bases) if len(bases) > 1 else (), oracle_feedback=oracle_feedback,
                            max_retries=max_retries, model_args=args,
                            **{k: v for k, v in chosen.items() if v is not None})
-    _preflight(config)  # a doomed run is refused before anything is stored
+    problem = None
+    try:
+        _preflight(config)  # a doomed run is refused before anything is stored
+    except UserError as exc:
+        if not estimate_only:
+            raise
+        problem = exc  # the estimate is still printed, as `sweep --plan` prints its plan
     config = _fit_to_server(config)
     estimate = estimate_run(config)
     console.print("[bold]estimate[/] " + "\n         ".join(safe_markup(line) for line in estimate.lines()),
                   soft_wrap=True)
+    if problem is not None:
+        console.print(f"[yellow]it could not start now[/]: {safe_markup(str(problem))}", soft_wrap=True)
     if estimate_only:
         return
     store = _store(db, create=True)
@@ -378,16 +387,44 @@ def audit(db: Optional[Path] = DbOption) -> None:
 
 @cli.command()
 def export(run_id: str = typer.Argument(...),
-           out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: stdout)."),
+           out: Optional[Path] = typer.Option(None, "--out", "-o", help="The JSONL file (default, or `-`: "
+                                              "stdout), the folder of jsonl-dir and parquet, or inspect's .eval file."),
+           fmt: ExportFormat = typer.Option(ExportFormat.jsonl.value, "--format", "-f", case_sensitive=False,
+                                            help="jsonl: one file, one record a line with its type | jsonl-dir, "
+                                            "parquet: a folder with one typed file per record type (runs, "
+                                            "episodes, steps, prompt_parts, summaries, checkpoints, annotations) "
+                                            "| inspect: an Inspect eval log (-o RUN.eval) for `inspect view`, "
+                                            "one sample per episode."),
+           full_prompts: bool = typer.Option(False, "--full-prompts", help="jsonl-dir, parquet: each step's "
+                                             "prompt as sent in `prompt` instead of the ids of its shared "
+                                             "prompt_parts."),
            db: Optional[Path] = DbOption) -> None:
-    """Export a run's episodes and steps as JSONL (one object a line)."""
+    """Export a run's episodes and steps as JSONL (one object a line), as a folder of typed JSONL or
+    Parquet files, one per record type, or as an Inspect eval log."""
     from s3gym_tui.engine.export import export_run
+    from s3gym_tui.engine.export_inspect import export_inspect
+    from s3gym_tui.engine.export_tables import export_tables
     from s3gym_tui.output import OutputError, atomic_text, check_target
 
     store = _store(db)
     if out is not None and str(out) == "-":
         out = None  # `-o -`: stdout, like the default
+    fmt = ExportFormat(getattr(fmt, "value", fmt))
+    if fmt == ExportFormat.inspect and not out:
+        raise UserError("--format inspect writes an Inspect log file: name it with -o RUN.eval")
+    if fmt != ExportFormat.jsonl and not out:
+        raise UserError(f"--format {fmt.value} writes a folder: name it with -o FOLDER")
+    if fmt in (ExportFormat.jsonl, ExportFormat.inspect) and full_prompts:
+        raise UserError(f"--full-prompts is for --format jsonl-dir or parquet ({fmt.value} always has full prompts)")
     try:
+        if fmt == ExportFormat.inspect:
+            count = export_inspect(store, store.runs.get_run(run_id), out)
+            console.print(f"wrote {count} samples (episodes) to {safe_markup(str(out))}")
+            return
+        if fmt != ExportFormat.jsonl:
+            counts = export_tables(store, store.runs.get_run(run_id), out, fmt, full_prompts)
+            console.print(f"wrote {sum(counts.values())} rows in {len(counts)} files to {safe_markup(str(out))}")
+            return
         if out:  # before anything is written: never the database, never a half-written file
             check_target(out, store.path)
         run = store.runs.get_run(run_id)

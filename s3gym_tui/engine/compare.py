@@ -17,6 +17,7 @@ import s3gym_games as games
 from s3gym_games.base import clean_action
 from s3gym_games.prompt import HINT_HEADER, HISTORY_CUT_MARK
 from s3gym_tui.models import Episode, Run, Step, Summary
+from s3gym_tui.engine.pathways import IN_CONTEXT
 
 Winner = Literal["history", "summary", "tie"]
 TIE_TOLERANCE = 1e-9
@@ -203,7 +204,7 @@ def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHA
     `steps` (the episode's steps, prompts not needed) saves reading them again. `focus` (a reply's
     engine.citations.Citations): a long block is shown around the first line it cites, when the usual
     excerpt would leave that line out."""
-    kind = episode.pathway if episode.pathway in ("history", "summary") else "none"
+    kind = episode.pathway if episode.pathway in IN_CONTEXT else "none"
     if steps is None:
         steps = store.episodes.steps(episode.id, include_prompt=False)
     if not steps:
@@ -294,7 +295,7 @@ def best_pairs(store, limit: Optional[int] = 100, winner: Optional[Winner] = Non
     by_key: dict[tuple[str, str], dict[str, list[Run]]] = {}
     for run in _all_runs(store):
         cfg = run.config
-        if cfg.pathway not in ("history", "summary"):
+        if cfg.pathway not in IN_CONTEXT:
             continue
         if game is not None and cfg.game != game:
             continue

@@ -34,9 +34,11 @@ class ExperienceState:
     summary: Optional[Summary] = None
 
     def hint_text(self) -> Optional[str]:
-        if self.pathway == "history" and self.history and self.history.text:
+        """What goes in the prompt as Hint Messages: the state holds only what its pathway gave it
+        (engine.pathways), the history window's text or the summary's tips."""
+        if self.history is not None and self.history.text:
             return self.history.text
-        if self.pathway == "summary" and self.summary is not None:
+        if self.summary is not None:
             return self.summary.as_tips()
         return None
 

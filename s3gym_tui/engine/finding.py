@@ -10,6 +10,7 @@ import s3gym_games as games
 from s3gym_tui.engine.compare import best_pairs, same_action
 from s3gym_tui.models import Episode
 from s3gym_tui.store.search import DEFAULT_LIMIT, SearchFilters, SearchResult
+from s3gym_tui.engine.pathways import IN_CONTEXT
 
 
 def compare_pairs(store, game: Optional[str] = None) -> list[tuple[str, str]]:
@@ -55,7 +56,7 @@ def compare_partner(store, episode: Episode) -> Optional[str]:
     History/Summary pair, else another episode of the same game and seed (None when there is none)."""
     if episode.fork_of:
         return episode.fork_of
-    if episode.phase == "eval" and episode.pathway in ("history", "summary"):
+    if episode.phase == "eval" and episode.pathway in IN_CONTEXT:
         for pair in best_pairs(store, limit=None, game=episode.game):
             if episode.id == pair.history_episode:
                 return pair.summary_episode

@@ -12,6 +12,7 @@ from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.engine.visibility import (CHOSEN, NONE, SOURCE, Borrow, ContextLeak, Vantage, as_the_source,
                                          borrowed, context_fields, vantage_of)
 from s3gym_tui.models import Episode, Run, phase_of_seed
+from s3gym_tui.engine.pathways import IN_CONTEXT
 
 
 class PlayError(ValueError):
@@ -31,7 +32,7 @@ def new_play_session(store, game: str, mode: str, seed: int, settings: CallSetti
                         f"{mode} episodes use {'seeds >= 1000000' if mode == 'eval' else 'seeds < 1000000'}")
     if experience is not None:
         (vantage, state), how = experience, CHOSEN
-    elif source_run is not None and pathway in ("history", "summary"):
+    elif source_run is not None and pathway in IN_CONTEXT:
         (vantage, state), how = borrowed(store, source_run.id, pathway, settings.model), CHOSEN
     else:
         (vantage, state), how = (Vantage(None), ExperienceState(0, pathway)), NONE

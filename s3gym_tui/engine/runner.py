@@ -10,6 +10,7 @@ from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink
                                      ignore)
 from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
 from s3gym_tui.engine.lease import LeaseKeeper
+from s3gym_tui.engine.pathways import pathway
 from s3gym_tui.engine.limits import BudgetSpent
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_games.prompt import build_summary_messages, parse_summary
@@ -67,16 +68,7 @@ class ProtocolRunner:
 
     async def experience_state(self, x: int) -> ExperienceState:
         """The agent's experience after x exploration episodes (what eval at x and episode x see)."""
-        pathway = self.config.pathway
-        if pathway == "history":
-            budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens,
-                                      self.config.context_tokens)
-            window = history_window(self.config.model, self._finished_explore(x), budget,
-                                    self.config.oracle_feedback)
-            return ExperienceState(x, pathway, history=window)
-        if pathway == "summary":
-            return ExperienceState(x, pathway, summary=await self.summary_for(x))
-        return ExperienceState(x, pathway)
+        return await pathway(self.config.pathway).experience(self, x)
 
     async def summary_for(self, x: int) -> Optional[Summary]:
         """The summary state x uses: the pinned version as is, else the one the model writes for x

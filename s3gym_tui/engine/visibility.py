@@ -16,6 +16,7 @@ from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effe
                                          history_window)
 from s3gym_tui.models import (Episode, Step, Summary, explore_episode_id, is_explore_episode_id, phase_of_seed,
                               summary_in_use)
+from s3gym_tui.engine.pathways import IN_CONTEXT
 
 # who decided what an episode sees (Episode.experience_source)
 STATE, SOURCE, CHOSEN, NONE = "state", "source", "chosen", "none"
@@ -190,7 +191,7 @@ def experience_at(store, vantage: Vantage, pathway: str, model: str,
                   summary: Optional[Summary] = None) -> ExperienceState:
     """What an episode at `vantage` sees on `pathway`: the history window of the episodes it may see
     (the run's budget and oracle setting), or `summary` (default: the version its state used)."""
-    if vantage.run_id is None or pathway not in ("history", "summary"):
+    if vantage.run_id is None or pathway not in IN_CONTEXT:
         return ExperienceState(vantage.x, pathway)
     config = store.runs.get_run(vantage.run_id).config
     if pathway == "history":
@@ -207,7 +208,7 @@ def as_the_source(store, source: Episode, pathway: str, model: str) -> tuple[Van
     it saw (its history ids and cut, its summary version); on another pathway, its state's."""
     here = vantage_of(store, source)
     vantage = Vantage(here.run_id, here.x, here.exclude, here.limits)
-    if pathway != source.pathway or pathway not in ("history", "summary"):
+    if pathway != source.pathway or pathway not in IN_CONTEXT:
         return vantage, experience_at(store, vantage, pathway, model)
     if pathway == "summary":
         summary = store.summaries.get_summary(source.summary_id) if source.summary_id else None

@@ -34,7 +34,7 @@ ENV_VAR = "S3GYM_DB"
 # and a store has over a hundred of them, most empty until their feature is used (464 KB at 4 KiB);
 # a step's row (about 1.4 KB) keeps its first part in the table's page and its tail in an overflow
 # page filled to the byte. The scripted Tetris probe of benchmarks/store.py: 3,456 -> 2,221 bytes a
-# step, index included; prompt and episode reads as fast (README, Storage). Files made before keep
+# step, index included; prompt and episode reads as fast (docs/database.md, Pages). Files made before keep
 # their page size until `s3gym vacuum` rewrites them (Hygiene.vacuum, when it has the file alone).
 PAGE_SIZE = 1024
 

@@ -62,7 +62,7 @@ def parse(stored: str) -> Delta:
     return Delta(data[0], data[1], data[2], data[3], data[4], data[5], tuple(data[6]))
 
 
-def _common_prefix(a: str, b: str) -> int:
+def common_prefix(a: str, b: str) -> int:
     """Length of the longest common prefix (compared a chunk at a time, then bisected)."""
     n = min(len(a), len(b))
     i = 0
@@ -100,7 +100,7 @@ def diff(text: str, base: str) -> list[Op]:
     """Ops that rebuild `text` from `base`: the common prefix, then copies of runs of at least
     BLOCK characters found through an index of the base's aligned blocks, literals between."""
     ops: list[Op] = []
-    start = _common_prefix(text, base)
+    start = common_prefix(text, base)
     if start:
         ops.append([0, start])
     index: dict[str, int] = {}

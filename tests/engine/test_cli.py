@@ -86,6 +86,21 @@ def test_run_prints_the_estimate_first_and_estimate_only_creates_nothing(tmp_pat
     assert out.index("estimate") < out.index("run trust-none-")  # printed before the run starts
 
 
+def test_estimate_prints_for_a_run_that_could_not_start_yet(tmp_path, capsys, monkeypatch):
+    """A run refused before anything is stored (here: no API key yet) can still be priced with --estimate,
+    as `sweep --plan` prices its runs; the refusal is said, and nothing is created."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    db = tmp_path / "est.db"
+    code, out, err = run_cli(capsys, "run", "trust", "-m", "openai/gpt-4.1", "--episodes", "3", "--eval-every",
+                             "3", "--eval-episodes", "1", "--estimate", "--db", str(db))
+    assert code == 0, err
+    assert "at most 50 model calls: 30 exploration" in out and "cost:" in out
+    assert "it could not start now" in out and "OPENAI_API_KEY" in out
+    assert not db.exists()
+    code, _, err = run_cli(capsys, "run", "trust", "-m", "openai/gpt-4.1", "--episodes", "3", "--db", str(db))
+    assert code == 2 and "OPENAI_API_KEY" in err and not db.exists()  # without --estimate: refused
+
+
 def test_run_refuses_a_scripted_model_of_another_game(tmp_path, capsys):
     code, _, err = run_cli(capsys, "run", "snake", "-m", "scripted/pvz", "--db", str(tmp_path / "x.db"))
     assert code == 2 and "scripted/pvz plays pvz only" in err and not (tmp_path / "x.db").exists()
@@ -104,9 +119,26 @@ def test_run_warns_when_most_replies_do_not_parse(tmp_path, capsys, monkeypatch)
     assert "warning:" in out and "of its last 3 replies did not parse" in out and "100%" in out
 
 
+def test_the_app_without_a_terminal_is_refused_in_one_line(tmp_path, monkeypatch, capsys):
+    """Without a terminal (a script, a pipe, a job runner) the app would wait for keys forever: refused
+    in one line (after the config and the database are checked, whose errors come first)."""
+    from s3gym_tui.app import S3GymApp
+    from s3gym_tui.cli import misc
+
+    monkeypatch.setattr(misc, "terminal_attached", lambda: False)
+    monkeypatch.setattr(S3GymApp, "run", lambda self: pytest.fail("the app was opened"))
+    db = tmp_path / "none.db"
+    for args in (["--db", str(db)], ["tui", "--db", str(db)]):
+        code, out, err = run_cli(capsys, *args)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 2 and len(lines) == 1 and "the app needs a terminal" in lines[0], out + err
+
+
 def test_bare_options_open_the_app(tmp_path, monkeypatch, capsys):
     from s3gym_tui.app import S3GymApp
+    from s3gym_tui.cli import misc
 
+    monkeypatch.setattr(misc, "terminal_attached", lambda: True)  # as in a terminal
     opened = []
     monkeypatch.setattr(S3GymApp, "run", lambda self: opened.append((self.db_path, self.settings.default_model)))
     db = tmp_path / "bare.db"

@@ -41,16 +41,16 @@ def test_help_documents_every_exit_code_and_every_environment_variable(capsys):
     assert [n for n, _ in EXIT_CODES] == [0, 1, 2, 3, 130]
     for name, _ in ENV_VARS:
         assert name in out
-    # every S3GYM_ variable the code reads is listed (in --help and in the README)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    # every S3GYM_ variable the code reads is listed (in --help and in the command line conventions)
+    conventions = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     read = set()
     for path in (ROOT / "s3gym_tui").rglob("*.py"):
         read |= set(re.findall(r"\"(S3GYM_[A-Z_]+)\"", path.read_text(encoding="utf-8")))
     assert read >= {"S3GYM_DB", "S3GYM_CONFIG", "S3GYM_MODEL", "S3GYM_THEME", "S3GYM_TRAINING_DIR"}
     for name in read:
-        assert name in out and name in readme, name
+        assert name in out and name in conventions, name
     for number, _ in EXIT_CODES:
-        assert re.search(rf"\|\s*{number}\s*\|", readme), number
+        assert re.search(rf"\|\s*{number}\s*\|", conventions), number
 
 
 def test_exit_codes_are_distinct_by_cause(tmp_path, capsys, monkeypatch):

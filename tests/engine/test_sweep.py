@@ -10,7 +10,8 @@ import pytest
 
 from s3gym_tui.cli import main
 from s3gym_tui.engine.sweep import SweepRunEvent, SweepRunner
-from s3gym_tui.engine.sweep_plan import estimate_run, plan, price
+from s3gym_tui.engine.estimate import estimate_run, price
+from s3gym_tui.engine.sweep_plan import plan
 from s3gym_tui.models import SweepConfig
 from s3gym_tui.store import Store
 
@@ -56,7 +57,7 @@ def test_the_plan_counts_the_calls_a_sweep_makes_and_prices_known_models(tmp_pat
     assert usage["cost"] == 0 and planned.cost_max == 0 and not planned.unpriced
     history = next(e for e in planned.runs if e.config.pathway == "history")
     none = next(e for e in planned.runs if e.config.pathway == "none")
-    assert history.tokens_in > none.tokens_in  # previous episodes ride along
+    assert history.input_tokens > none.input_tokens  # previous episodes ride along
 
 
 def test_the_plan_prices_with_litellm_and_says_which_models_it_cannot():
@@ -74,24 +75,24 @@ def test_the_plan_makes_each_distinct_prompt_once_and_counts_each_part_once_per_
     """21 runs (7 model names x 3 pathways of one game): the game's first prompt and turn are made
     once per (mode, seed), not once per run, and each distinct text is counted once per model."""
     import s3gym_games as games
-    from s3gym_tui.engine import sweep_plan, tokens
+    from s3gym_tui.engine import estimate, tokens
 
     made, counted = [], []
     real_policy, real_count = games.reference_policy, tokens._count
     monkeypatch.setattr(games, "reference_policy", lambda name: made.append(name) or real_policy(name))
     monkeypatch.setattr(tokens, "_count", lambda model, text: counted.append((model, text)) or real_count(model, text))
-    sweep_plan._texts.cache_clear()
-    sweep_plan._summary_parts.cache_clear()
+    estimate._texts.cache_clear()
+    estimate._summary_parts.cache_clear()
     tokens._CACHE.clear()
     models = tuple(f"hosted_vllm/m{i}" for i in range(7))
     config = SweepConfig(games=("trust",), pathways=("none", "history", "summary"), models=models,
                          settings={**TINY, "explore_episodes": 6, "eval_every": 3, "eval_episodes": 3})
     planned = plan(config.run_configs())
     assert len(planned.runs) == 21 and planned.calls > 0
-    assert made == ["trust", "trust"]  # the explore and the eval seed's first move
+    assert made == ["trust"] * 4  # the first move of the three exploration seeds and the evaluation seed
     assert len(counted) == len(set(counted))  # no text counted twice for a model
     assert {model for model, _ in counted} == set(models)
-    sweep_plan._texts.cache_clear()
+    estimate._texts.cache_clear()
     again = plan(config.run_configs())
     assert again == planned  # the same figures whether or not the parts were made before
 
@@ -100,7 +101,7 @@ def test_estimates_grow_with_the_history_budget():
     small, big = (estimate_run(SweepConfig(games=("snake",), pathways=("history",), models=("scripted",),
                                            settings={**TINY, "explore_episodes": 6, "history_budget": b}
                                            ).run_configs()[0]) for b in (1_000, 100_000))
-    assert small.calls == big.calls and small.tokens_in < big.tokens_in
+    assert small.calls == big.calls and small.input_tokens < big.input_tokens
 
 
 def test_the_plan_is_printed_and_nothing_is_stored_without_yes(tmp_path, capsys, monkeypatch):

@@ -1,5 +1,5 @@
 """The Gymnasium adapter: registered ids per game and mode, Gymnasium's own env checker on all of them,
-seeds served by mode (eval mode: evaluation seeds only), and the README's example run as written."""
+seeds served by mode (eval mode: evaluation seeds only), and docs/games.md's example run as written."""
 
 from __future__ import annotations
 
@@ -90,12 +90,12 @@ def test_bad_arguments_are_refused_with_one_line():
         S3GymEnv("trust", render_mode="human")
 
 
-def test_the_readme_example_runs():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- gymnasium example -->\n```python\n(.*?)```", readme, re.S)
-    assert block, "the README's Gymnasium example is missing"
+def test_the_documented_example_runs():
+    page = (ROOT / "docs" / "games.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- gymnasium example -->\n```python\n(.*?)```", page, re.S)
+    assert block, "docs/games.md's Gymnasium example is missing"
     namespace: dict = {}
-    exec(compile(block.group(1), "README.md", "exec"), namespace)
+    exec(compile(block.group(1), "docs/games.md", "exec"), namespace)
     assert namespace["info"]["score"] == namespace["total"]
 
 

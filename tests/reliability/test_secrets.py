@@ -11,9 +11,11 @@ import subprocess
 import sys
 import threading
 import uuid
+import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from s3gym_tui.cli import main
@@ -151,6 +153,15 @@ def test_no_key_in_database_exports_or_cli_output(canary_env, echo_server, tmp_p
         out = tmp_path / f"{run.id}.jsonl"
         assert main(["export", run.id, "-o", str(out), "--db", str(db)]) == 0
         outputs.append(out.read_text())
+        for fmt in ("jsonl-dir", "parquet"):  # every file of the folder formats, Parquet read back as values
+            folder = tmp_path / f"{run.id}-{fmt}"
+            assert main(["export", run.id, "-f", fmt, "-o", str(folder), "--db", str(db)]) == 0
+            outputs += [json.dumps(pq.read_table(p).to_pylist()) if p.suffix == ".parquet" else p.read_text()
+                        for p in folder.iterdir()]
+        log = tmp_path / f"{run.id}.eval"  # an Inspect log: a zip, read member by member
+        assert main(["export", run.id, "-f", "inspect", "-o", str(log), "--db", str(db)]) == 0
+        with zipfile.ZipFile(log) as archive:
+            outputs += [archive.read(name).decode("utf-8", "replace") for name in archive.namelist()]
     for args in (["runs"], ["report"], ["audit"]):
         main([*args, "--db", str(db)])
     captured = capsys.readouterr()
@@ -197,14 +208,14 @@ async def test_no_key_in_app_screenshots(canary_env, echo_server, tmp_path, sett
         await pilot.press("y")
         for _ in range(2400):
             await pilot.pause(0.05)
-            if Store(db).runs.get_run(bad.id).status == "stopped" and not app.screen.running \
+            if Store(db).runs.runs.get_run(bad.id).status == "stopped" and not app.screen.running \
                     and any(n.severity == "error" for n in app._notifications):
                 break
         await app.workers.wait_for_complete()
         await pilot.pause(0.2)
         shots.append(app.export_screenshot())
         notes = " ".join(str(n.message) for n in app._notifications)
-    assert Store(db).runs.get_run(bad.id).status == "stopped"
+    assert Store(db).runs.runs.get_run(bad.id).status == "stopped"
     assert echo_server.seen and leaks(echo_server.seen[0])  # the key did go out
     assert "redacted" in notes or "redacted" in shots[-1]  # the error is on screen
     assert not [leaks(s) for s in shots if leaks(s)] and not leaks(notes)

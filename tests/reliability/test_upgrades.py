@@ -280,7 +280,10 @@ def test_the_app_command_says_it_on_stderr_and_passes_it_to_the_app(tmp_path, ca
 
     db = tmp_path / "x.db"
     build_old_store(db, 2)
+    from s3gym_tui.cli import misc
+
     handed: list[list[str]] = []
+    monkeypatch.setattr(misc, "terminal_attached", lambda: True)  # as in a terminal
     monkeypatch.setattr(S3GymApp, "run", lambda self: handed.append(list(self._upgrade_notices)))
     assert main(["tui", "--db", str(db)]) == 0
     notice = one_line(capsys.readouterr().err)

@@ -80,6 +80,9 @@ async def test_run_dialog_shows_an_estimate_and_checks_its_fields(app, demo_db):
         dialog.query_one("#run-explore_episodes", Input).value = "6"
         await settle(pilot)
         assert dialog.estimate.calls == 6 * 10 + 3 * 3 * 10
+        from s3gym_tui.engine.sweep_plan import plan  # the dialog's figures are the sweep plan's for its run
+
+        assert plan([dialog.estimate.config]).runs == (dialog.estimate,)
         assert "at most 150 model calls" in str(dialog.query_one("#run-estimate").render())
         dialog.query_one("#run-step_cap", Input).value = "99"
         await pilot.pause()
