@@ -208,14 +208,14 @@ async def test_no_key_in_app_screenshots(canary_env, echo_server, tmp_path, sett
         await pilot.press("y")
         for _ in range(2400):
             await pilot.pause(0.05)
-            if Store(db).runs.runs.get_run(bad.id).status == "stopped" and not app.screen.running \
+            if Store(db).runs.get_run(bad.id).status == "stopped" and not app.screen.running \
                     and any(n.severity == "error" for n in app._notifications):
                 break
         await app.workers.wait_for_complete()
         await pilot.pause(0.2)
         shots.append(app.export_screenshot())
         notes = " ".join(str(n.message) for n in app._notifications)
-    assert Store(db).runs.runs.get_run(bad.id).status == "stopped"
+    assert Store(db).runs.get_run(bad.id).status == "stopped"
     assert echo_server.seen and leaks(echo_server.seen[0])  # the key did go out
     assert "redacted" in notes or "redacted" in shots[-1]  # the error is on screen
     assert not [leaks(s) for s in shots if leaks(s)] and not leaks(notes)
