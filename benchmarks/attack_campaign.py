@@ -60,8 +60,8 @@ def _seed_db(path: Path) -> str:
     from s3gym_tui.store import Store
 
     with Store(path) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
-                                         explore_episodes=2, eval_every=1, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
+                                              explore_episodes=2, eval_every=1, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         conn = store.conn
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -280,7 +280,7 @@ def _server_faults(work: Path) -> Tally:
         tally.cases += 1
         lines = _explanation(err)
         with Store(db) as store:
-            runs = store.list_runs()
+            runs = store.runs.list_runs()
             run = runs[0] if runs else None
         ended = run is not None and (run.status == "finished" or (run.status == "stopped"
                                                                  and run.status_reason))

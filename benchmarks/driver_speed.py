@@ -100,14 +100,14 @@ def measure(concurrency: int, replicas: int, workdir: Path) -> list:
             warm_up(server.base_url)
         before = _total(servers)
         store = Store(workdir / f"driver-{concurrency}-{replicas}.db")
-        sweep, _ = store.create_sweep(sweep_config(concurrency, tuple(s.base_url for s in servers)))
+        sweep, _ = store.sweeps.create_sweep(sweep_config(concurrency, tuple(s.base_url for s in servers)))
         cpu, wall = _cpu_s(), time.perf_counter()
         final = asyncio.run(SweepRunner(store, sweep, backoff_base_s=0).run())
         cpu, wall = _cpu_s() - cpu, time.perf_counter() - wall
         after = _total(servers)
         with store._reading("count the steps") as conn:  # noqa: SLF001 - a benchmark's look inside
             steps = conn.execute("SELECT count(*) FROM steps").fetchone()[0]
-        usage = store.sweep_usage(sweep.id)
+        usage = store.sweeps.sweep_usage(sweep.id)
         store.close()
     finally:
         for server in servers:

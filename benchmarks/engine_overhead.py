@@ -31,7 +31,7 @@ def measure(n_previous: int, workdir: Path) -> list:
     store = Store(workdir / f"overhead-{n_previous}.db")
     config = RunConfig(model=f"scripted/{GAME}", game=GAME, pathway="history", explore_episodes=n_previous,
                        eval_every=max(1, n_previous), eval_episodes=0, history_budget=100_000)
-    run = store.create_run(config)
+    run = store.runs.create_run(config)
     runner = ProtocolRunner(store, run, backoff_base_s=0)
     asyncio.run(runner.run_protocol())
     tokens._CACHE.clear()

@@ -65,8 +65,8 @@ def main_() -> None:
         print(f"scripted {args.game} History run, {args.episodes} exploration episodes: "
               f"{time.perf_counter() - started:.1f} s")
     with Store(db) as store:
-        run = store.get_run(run_id) if run_id else store.list_runs(limit=1)[0]
-        episodes = store.episodes(run.id)
+        run = store.runs.get_run(run_id) if run_id else store.runs.list_runs(limit=1)[0]
+        episodes = store.episodes.list(run.id)
         steps = sum(e.n_steps for e in episodes)
     print(f"run {run.id}: {len(episodes)} episodes, {steps:,} steps; database {_size(db) / 1e6:.1f} MB")
     rows, before = [], None

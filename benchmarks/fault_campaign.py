@@ -34,7 +34,7 @@ from tests.reliability.support import expected_fault, fault_evidence  # noqa: E4
 
 def run(path: Path, config: RunConfig, run_id: str = "f") -> tuple[Store, object]:
     store = Store(path)
-    created = store.create_run(config, run_id=run_id)
+    created = store.runs.create_run(config, run_id=run_id)
     return store, asyncio.run(ProtocolRunner(store, created, backoff_base_s=0).run_protocol())
 
 
@@ -63,8 +63,8 @@ def main() -> None:
                 runs += 1
                 if final.status != "finished" or not audit(store).ok:
                     problems.append(f"{game}/{pathway}: status {final.status}, audit ok {audit(store).ok}")
-                for episode in store.episodes("f"):
-                    for step in store.steps(episode.id):
+                for episode in store.episodes.list("f"):
+                    for step in store.episodes.steps(episode.id):
                         kind = expected_fault(episode.seed, step.index)
                         steps += 1
                         if kind:
@@ -75,7 +75,7 @@ def main() -> None:
                 fault.SETTINGS.transient_attempts = 99
                 down, stopped = run(Path(tmp) / f"{game}-{pathway}-down.db", config)
                 fault.SETTINGS.transient_attempts = 1
-                resumed = asyncio.run(ProtocolRunner(down, down.get_run("f"), backoff_base_s=0).run_protocol())
+                resumed = asyncio.run(ProtocolRunner(down, down.runs.get_run("f"), backoff_base_s=0).run_protocol())
                 if stopped.status != "stopped" or resumed.status != "finished" or \
                         trajectory(down, "f") != trajectory(store, "f"):
                     problems.append(f"{game}/{pathway}: stop ({stopped.status}) and resume ({resumed.status}) "

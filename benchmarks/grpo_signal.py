@@ -42,8 +42,8 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="grpo-signal-"))
     with Store(folder / "b.db") as store:
-        run = store.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway="none",
-                                         explore_episodes=2, eval_every=2, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway="none",
+                                              explore_episodes=2, eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         seeds = [run.config.explore_seed(i) for i in range(2)]
     base = resolve_base("default")

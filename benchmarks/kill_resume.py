@@ -92,25 +92,25 @@ def fast_backoff() -> None:
 
 def snapshot(store: Store, run_id: str) -> dict[str, Any]:
     """Everything about a run that must be reproducible (no ids of random origin, no times)."""
-    versions = {s.id: s.version for s in store.summaries(run_id)}
+    versions = {s.id: s.version for s in store.summaries.list(run_id)}
     episodes, steps = {}, {}
-    for e in store.episodes(run_id):
+    for e in store.episodes.list(run_id):
         episodes[e.id] = dict(seed=e.seed, phase=e.phase, mode=e.mode, index=e.index,
                               checkpoint=e.checkpoint, status=e.status, score=e.score,
                               n_steps=e.n_steps, summary=versions.get(e.summary_id),
                               history=list(e.history_episode_ids), cut=e.history_cut)
-        for s in store.steps(e.id):
+        for s in store.episodes.steps(e.id):
             try:
-                prompt = store.prompt_of(s)
+                prompt = store.prompts.prompt_of(s)
             except StoreError as err:  # a prompt whose base step was lost cannot be rebuilt
                 prompt = f"<unreadable: {err}>"
             steps[(e.id, s.index)] = (s.observation, prompt, s.reply, s.action,
                                       s.self_score, s.reward, s.feedback, s.valid, s.terminated,
                                       s.truncated, s.actor, s.fault, s.tokens_in, s.tokens_out)
     summaries = {s.version: (s.retain, s.avoid, s.next, list(s.source_episode_ids), s.for_episode_id,
-                             s.author, s.status, s.pinned) for s in store.summaries(run_id)}
-    checkpoints = {c.x: (list(c.episode_ids), list(c.scores)) for c in store.checkpoints(run_id)}
-    return {"status": store.get_run(run_id).status, "episodes": episodes, "steps": steps,
+                             s.author, s.status, s.pinned) for s in store.summaries.list(run_id)}
+    checkpoints = {c.x: (list(c.episode_ids), list(c.scores)) for c in store.checkpoints.list(run_id)}
+    return {"status": store.runs.get_run(run_id).status, "episodes": episodes, "steps": steps,
             "summaries": summaries, "checkpoints": checkpoints}
 
 
@@ -218,7 +218,7 @@ class Life:
 
 def _install_child_hooks(life: Life, log_fd: int) -> None:
     """In the child: report committed steps to the parent, and die at a write boundary."""
-    from s3gym_tui.store.store import Store as StoreClass
+    from s3gym_tui.store.episodes import Episodes
 
     writes = {"n": 0}
     target = int(life.param)
@@ -237,7 +237,7 @@ def _install_child_hooks(life: Life, log_fd: int) -> None:
             os.kill(os.getpid(), signal.SIGKILL)
 
     Connection._tx = tx
-    original_add_steps = StoreClass.add_steps
+    original_add_steps = Episodes.add_steps
 
     def add_steps(self, steps, repairs=None):
         steps = list(steps)
@@ -245,7 +245,7 @@ def _install_child_hooks(life: Life, log_fd: int) -> None:
         os.write(log_fd, "".join(f"{s.episode_id}\t{s.index}\n" for s in steps).encode())
         return n
 
-    StoreClass.add_steps = add_steps
+    Episodes.add_steps = add_steps
 
 
 def stored_status(db: Path, run_id: str) -> Optional[str]:
@@ -323,7 +323,7 @@ def reference_run(path: Path, run_id: str, config: RunConfig) -> dict:
 
     fresh_model_state()
     with Store(path) as store:
-        run = store.create_run(config, run_id=run_id)
+        run = store.runs.create_run(config, run_id=run_id)
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         return snapshot(store, run_id)
 
@@ -351,7 +351,7 @@ def chaos(kills: int, seed: int, workdir: Path, scenarios: Optional[list[int]] =
         config = RunConfig(model=f"{provider}/{game}", game=game, pathway=pathway, **ROUND_SIZE)
         ref = reference_run(workdir / f"ref-{run_id}.db", run_id, config)
         with Store(db) as store:
-            store.create_run(config, run_id=run_id)
+            store.runs.create_run(config, run_id=run_id)
         fig.rounds += 1
         fig.scenarios.append(run_id)
         log_path, err_path = workdir / f"{run_id}.log", workdir / f"{run_id}.err"

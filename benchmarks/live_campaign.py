@@ -43,14 +43,14 @@ notes = []
 while not stop.exists():
     try:
         with Store(path, read_only=True, check=False) as store, store.snapshot():
-            for run in store.list_runs(limit=1000):
-                for episode in store.episodes(run.id):
-                    steps = store.steps(episode.id, include_prompt=False)
+            for run in store.runs.list_runs(limit=1000):
+                for episode in store.episodes.list(run.id):
+                    steps = store.episodes.steps(episode.id, include_prompt=False)
                     if episode.n_steps != len(steps) or [s.index for s in steps] != list(range(len(steps))):
                         torn += 1
                         notes.append(f"{episode.id}: n_steps {episode.n_steps}, {len(steps)} steps")
-                for summary in store.summaries(run.id):
-                    store.current_summary(run.id)
+                for summary in store.summaries.list(run.id):
+                    store.summaries.current_summary(run.id)
         polls += 1
     except StoreError as exc:
         errors += 1
@@ -63,7 +63,7 @@ SEEN = r"""
 import sys
 from s3gym_tui.store import Store
 with Store(sys.argv[1], read_only=True, check=False) as store:
-    s = store.get_summary(sys.argv[2])
+    s = store.summaries.get_summary(sys.argv[2])
     print(s.retain + "\x1f" + s.status + "\x1f" + str(int(s.pinned)))
 """
 
@@ -136,8 +136,8 @@ async def _app_round(db: Path, rng: random.Random, figures: Figures) -> None:
         store = app.store
 
         def summary_run():
-            for run in store.list_runs(limit=50):
-                if run.config.pathway == "summary" and store.summaries(run.id):
+            for run in store.runs.list_runs(limit=50):
+                if run.config.pathway == "summary" and store.summaries.list(run.id):
                     return run
             return None
 
@@ -145,11 +145,11 @@ async def _app_round(db: Path, rng: random.Random, figures: Figures) -> None:
         if run is None:
             figures.problems.append("no summary run appeared")
             return
-        runs = store.list_runs(limit=50)
+        runs = store.runs.list_runs(limit=50)
         screens = [lambda: app.open_protocol(run.id), lambda: app.open_summaries(run.id),
                    lambda: app.open_report([r.id for r in runs[:3]]), app.open_pairs,
                    lambda: app.open_training(run.id)]
-        episodes = [e for e in store.episodes(run.id) if e.status == "finished"]
+        episodes = [e for e in store.episodes.list(run.id) if e.status == "finished"]
         if len(episodes) >= 2:
             screens.append(lambda: app.open_compare(episodes[0].id, episodes[1].id))
             screens.append(lambda: app.open_episode(episodes[-1].id))

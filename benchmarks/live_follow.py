@@ -27,7 +27,7 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 store = Store(sys.argv[1])
 for i in range(int(sys.argv[2])):
-    store.create_run(RunConfig(model="scripted/trust", game="trust"), run_id=f"w-{i}")
+    store.runs.create_run(RunConfig(model="scripted/trust", game="trust"), run_id=f"w-{i}")
     print(f"{time.time():.6f}", flush=True)
     time.sleep(float(sys.argv[3]))
 """
@@ -41,7 +41,7 @@ def main() -> None:
     path = Path(tempfile.mkdtemp(prefix="live-follow-")) / "live.db"
     with Store(path) as store:
         for i in range(200):
-            store.create_run(RunConfig(model="scripted/trust", game="trust"), run_id=f"seed-{i}")
+            store.runs.create_run(RunConfig(model="scripted/trust", game="trust"), run_id=f"seed-{i}")
     watcher = StoreWatcher(path)
     watcher.changed()
     idle = []

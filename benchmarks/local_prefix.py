@@ -72,7 +72,7 @@ def history_hint(game: str, budget: int) -> HistoryWindow:
 
 def episode_steps(store: Store, game: str, steps: int, experience: ExperienceState, max_tokens: int,
                   seed: int) -> list[list]:
-    run = store.create_run(RunConfig(
+    run = store.runs.create_run(RunConfig(
         model=MODEL, game=game, pathway=experience.pathway, explore_episodes=1, max_tokens=max_tokens))
     episode = Episode(id=f"{run.id}-x000", run_id=run.id, game=game, mode="explore", phase="explore", seed=seed,
                       index=0, model=MODEL, pathway=experience.pathway)

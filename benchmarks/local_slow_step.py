@@ -84,7 +84,7 @@ def play(steps: int, timeout_s: float, retries: int) -> list[list]:
     rows: list[list] = []
     with tempfile.TemporaryDirectory(prefix="servers-slow-step-") as tmp:
         store = Store(Path(tmp) / "bench.db")
-        run = store.create_run(RunConfig(model=MODEL, game="chess", explore_episodes=1))
+        run = store.runs.create_run(RunConfig(model=MODEL, game="chess", explore_episodes=1))
         episode = Episode(id=f"{run.id}-x000", run_id=run.id, game="chess", mode="explore", phase="explore",
                           seed=0, index=0, model=MODEL, pathway="none")
         settings = CallSettings(model=MODEL, timeout_s=timeout_s, max_retries=retries, seed=0)

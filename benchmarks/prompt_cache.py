@@ -66,16 +66,16 @@ def run_style(style: str, episodes: int, game: str) -> list:
     with FakeOpenAI(reply=PLAY, cache=style) as server, tempfile.TemporaryDirectory() as tmp:
         base = server.base_url if style == "openai" else server.base_url.removesuffix("/v1")
         store = Store(Path(tmp) / "bench.db")
-        run = store.create_run(config.model_copy(update={"api_base": base}))
+        run = store.runs.create_run(config.model_copy(update={"api_base": base}))
         started = time.perf_counter()
         final = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         wall = time.perf_counter() - started
         shares, first_diff = [], {}
         steps = []
-        for episode in store.episodes(run.id):
-            stored = store.steps(episode.id, include_prompt=False)
+        for episode in store.episodes.list(run.id):
+            stored = store.episodes.steps(episode.id, include_prompt=False)
             steps += stored
-            texts = [_text(store.step_prompt(episode.id, s.index)) for s in stored]
+            texts = [_text(store.prompts.step_prompt(episode.id, s.index)) for s in stored]
             for before, after in zip(texts, texts[1:]):
                 common = _common(before, after)
                 shares.append(common / len(after))

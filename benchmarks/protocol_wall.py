@@ -40,15 +40,15 @@ def main() -> None:
     ScriptedLLM.acompletion = slow  # every call, exploration, evaluation and summaries, pays the latency
     with tempfile.TemporaryDirectory() as tmp:
         store = Store(Path(tmp) / "wall.db")
-        run = store.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway=args.pathway,
-                                         explore_episodes=args.episodes))
+        run = store.runs.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway=args.pathway,
+                                              explore_episodes=args.episodes))
         started = time.perf_counter()
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         wall = time.perf_counter() - started
-        explore_calls = sum(len(store.steps(e.id)) for e in store.episodes(run.id, phase="explore"))
-        eval_calls = sum(len(store.steps(e.id)) for e in store.episodes(run.id, phase="eval"))
-        summary_calls = len(store.summaries(run.id))
-        last_eval = max((len(store.steps(e.id)) for e in store.episodes(run.id, phase="eval")
+        explore_calls = sum(len(store.episodes.steps(e.id)) for e in store.episodes.list(run.id, phase="explore"))
+        eval_calls = sum(len(store.episodes.steps(e.id)) for e in store.episodes.list(run.id, phase="eval"))
+        summary_calls = len(store.summaries.list(run.id))
+        last_eval = max((len(store.episodes.steps(e.id)) for e in store.episodes.list(run.id, phase="eval")
                          if e.checkpoint == args.episodes), default=0)
     critical = (explore_calls + summary_calls) * args.latency
     serial = (explore_calls + eval_calls + summary_calls) * args.latency

@@ -26,17 +26,17 @@ from s3gym_tui.store import Store  # noqa: E402
 def one_round(folder: Path, index: int) -> tuple:
     db = folder / f"start-{index}.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=2000,
-                                         eval_every=1000, eval_episodes=0))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=2000,
+                                              eval_every=1000, eval_episodes=0))
     children = ChildRuns(db)
     started = time.monotonic()
     child = children.start(resume_argv(run.id, db), f"bench-{index}")
     lease_s = step_s = None
     with Store(db, read_only=True) as store:
         while child.alive and time.monotonic() - started < 300:
-            if lease_s is None and store.lease(run.id) is not None:
+            if lease_s is None and store.leases.lease(run.id) is not None:
                 lease_s = time.monotonic() - started
-            if lease_s is not None and sum(e.n_steps for e in store.episodes(run.id)) > 0:
+            if lease_s is not None and sum(e.n_steps for e in store.episodes.list(run.id)) > 0:
                 step_s = time.monotonic() - started
                 break
             time.sleep(0.02)
@@ -45,12 +45,12 @@ def one_round(folder: Path, index: int) -> tuple:
     stored_s = None
     with Store(db, read_only=True) as store:
         while child.alive and stored_s is None:
-            if store.get_run(run.id).status == "stopped" and store.lease(run.id) is None:
+            if store.runs.get_run(run.id).status == "stopped" and store.leases.lease(run.id) is None:
                 stored_s = time.monotonic() - stop_at
             time.sleep(0.005)
         child.process.wait(timeout=120)
         exit_s = time.monotonic() - stop_at
-        assert store.get_run(run.id).status == "stopped", store.get_run(run.id).status
+        assert store.runs.get_run(run.id).status == "stopped", store.runs.get_run(run.id).status
     return lease_s, step_s, stored_s, exit_s
 
 

@@ -89,8 +89,8 @@ def synthesise(path: Path, templates: Path, n_steps: int) -> float:
         run_ids = []
         for game in GAMES:
             for pathway in PATHWAYS:
-                run_ids.append((store.create_run(RunConfig(model=f"bench/{game}", game=game, pathway=pathway,
-                                                           explore_episodes=30)).id, game, pathway))
+                run_ids.append((store.runs.create_run(RunConfig(model=f"bench/{game}", game=game, pathway=pathway,
+                                                                explore_episodes=30)).id, game, pathway))
         made = 0
         episode_no = 0
         while made < n_steps:
@@ -130,7 +130,7 @@ def synthesise(path: Path, templates: Path, n_steps: int) -> float:
         print(f"  {made:,} steps stored in {inserted:.0f} s; indexing them (as the first search of an "
               f"upgraded file does) ...", flush=True)
         started = time.perf_counter()
-        store.index_backlog()
+        store.search.index_backlog()
         indexed = time.perf_counter() - started
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return inserted, indexed
@@ -148,14 +148,14 @@ def query_times(path: Path, n: int = 60) -> dict:
     hits = []
     with Store(path, read_only=True) as store:
         started = time.perf_counter()
-        store.search(f"{vocab[3]} {vocab[40]}", filters[0])
+        store.search.find(f"{vocab[3]} {vocab[40]}", filters[0])
         cold = time.perf_counter() - started
         for i in range(n):
             # one common word (rank < 50) and one of the tail (rank 50..2000): mixed frequency
             words = f"{vocab[rng.randrange(50)]} {vocab[rng.randrange(50, 2000)]}"
             f = filters[i % len(filters)]
             started = time.perf_counter()
-            result = store.search(words, f)
+            result = store.search.find(words, f)
             times.append(time.perf_counter() - started)
             hits.append(len(result.hits))
     times.sort()
@@ -204,8 +204,8 @@ def index_size(scripted: Path, work: Path) -> dict:
 def store_times(scripted: Path, work: Path, rounds: int = 3) -> dict:
     """add_step per step, with and without the index triggers, interleaved rounds (medians)."""
     with Store(scripted, read_only=True) as src:
-        episodes = [e for e in src.episodes() if e.n_steps][:40]
-        steps = [(e, src.steps(e.id)) for e in episodes]
+        episodes = [e for e in src.episodes.list() if e.n_steps][:40]
+        steps = [(e, src.episodes.steps(e.id)) for e in episodes]
     results: dict[str, list[float]] = {"with": [], "without": []}  # medians of add_step; *_total: means
     for r in range(rounds):
         for kind in ("without", "with") if r % 2 else ("with", "without"):
@@ -214,24 +214,24 @@ def store_times(scripted: Path, work: Path, rounds: int = 3) -> dict:
                 if kind == "without":
                     for name in TRIGGERS:
                         store.conn.execute(f"DROP TRIGGER IF EXISTS {name}")
-                run = store.create_run(RunConfig(model="bench/x", game="trust"))
+                run = store.runs.create_run(RunConfig(model="bench/x", game="trust"))
                 per_step = []
                 total = 0.0
                 for e, ss in steps:
-                    ep = store.add_episode(Episode(**{**e.model_dump(), "id": e.id + "-copy", "run_id": run.id,
-                                                      "game": "trust", "n_steps": 0, "history_episode_ids": (),
-                                                      "summary_id": None, "fork_of": None, "fork_step": None,
-                                                      "experience_run_id": None, "experience_x": None,
-                                                      "experience_source": None, "mode": e.phase,
-                                                      "checkpoint": e.checkpoint}))
+                    ep = store.episodes.add_episode(Episode(**{**e.model_dump(), "id": e.id + "-copy", "run_id": run.id,
+                                                               "game": "trust", "n_steps": 0, "history_episode_ids": (),
+                                                               "summary_id": None, "fork_of": None, "fork_step": None,
+                                                               "experience_run_id": None, "experience_x": None,
+                                                               "experience_source": None, "mode": e.phase,
+                                                               "checkpoint": e.checkpoint}))
                     for s in ss:
                         step = Step(**{**s.model_dump(), "episode_id": ep.id, "prompt": s.prompt if not
                                        s.prompt.startswith("[[delta]]") else "[]"})
                         started = time.perf_counter()
-                        store.add_step(step)
+                        store.episodes.add_step(step)
                         per_step.append(time.perf_counter() - started)
                     started = time.perf_counter()
-                    store.finish_episode(ep.id, e.score)  # indexes the episode's steps (with the index)
+                    store.episodes.finish_episode(ep.id, e.score)  # indexes the episode's steps (with the index)
                     total += time.perf_counter() - started
                 results[kind].append(statistics.median(per_step))
                 results[kind + "_total"] = results.get(kind + "_total", []) + [(sum(per_step) + total) / len(per_step)]

@@ -87,8 +87,8 @@ def one_run(db: Path, base: str, game: str, decoding: str, episodes: int, step_c
                  "--timeout", "300", "--progress", "plain", "--db", str(db)])
     wall = time.perf_counter() - started
     with Store(db) as store:
-        run = next(r for r in store.list_runs() if r.config.decoding == decoding)
-        steps = [s for e in store.episodes(run.id) for s in store.steps(e.id, include_prompt=False)]
+        run = next(r for r in store.runs.list_runs() if r.config.decoding == decoding)
+        steps = [s for e in store.episodes.list(run.id) for s in store.episodes.steps(e.id, include_prompt=False)]
     parsed = [parse_reply(s.reply) for s in steps if s.actor == "model"]
     answered = sum(p.action is not None for p in parsed)
     whole = sum(p.action is not None and p.self_score is not None for p in parsed)

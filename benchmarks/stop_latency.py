@@ -30,7 +30,7 @@ def _losses(db: Path) -> int:
     from s3gym_tui.store import Store
 
     with Store(db) as store:
-        return sum(len(store.losses(t.id)) for t in store.trainings())
+        return sum(len(store.trainings.losses(t.id)) for t in store.trainings.list())
 
 
 def _command(args: list[str], db: Path, env: dict, sig: int) -> dict:
@@ -63,7 +63,7 @@ def _experts(db: Path, base: str, env: dict) -> list[str]:
                         "--max-examples", "4", "--eval-episodes", "1", "--step-cap", "1", "--db", str(db),
                         "--progress", "none"], env=env, cwd=str(ROOT), check=True, capture_output=True)
         with Store(db) as store:
-            ids.append(store.trainings(source_run=run)[0].id)
+            ids.append(store.trainings.list(source_run=run)[0].id)
     return ids
 
 
@@ -73,8 +73,8 @@ def _source(db: Path, game: str) -> str:
     from s3gym_tui.store import Store
 
     with Store(db) as store:
-        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1, step_cap=6))
+        run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=2,
+                                              eval_every=2, eval_episodes=1, step_cap=6))
         return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
 
 

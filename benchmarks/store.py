@@ -113,14 +113,14 @@ def scripted_run_figures(path: Path, game: str = "tetris", pathway: str = "none"
     from s3gym_tui.engine.runner import ProtocolRunner
 
     with Store(path) as store:
-        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                         explore_episodes=3, eval_every=3, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
+                                              explore_episodes=3, eval_every=3, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        episodes = store.episodes(run.id)
+        episodes = store.episodes.list(run.id)
         n = sum(e.n_steps for e in episodes)
         stored = store.conn.execute("SELECT sum(length(prompt)) FROM steps").fetchone()[0]
-        full = sum(len(store.step_prompt(e.id, i)) for e in episodes for i in range(e.n_steps))
+        full = sum(len(store.prompts.step_prompt(e.id, i)) for e in episodes for i in range(e.n_steps))
     size = path.stat().st_size
     cold_last, cold_any, sequential = [], [], []
     rng = random.Random(1)
@@ -129,13 +129,13 @@ def scripted_run_figures(path: Path, game: str = "tetris", pathway: str = "none"
             for target, samples in ((e.n_steps - 1, cold_last), (rng.randrange(e.n_steps), cold_any)):
                 with Store(path, check=False) as fresh:
                     t = time.perf_counter()
-                    fresh.step_prompt(e.id, target)
+                    fresh.prompts.step_prompt(e.id, target)
                     samples.append(time.perf_counter() - t)
     with Store(path, check=False) as fresh:
         for e in episodes:
             for i in range(e.n_steps):
                 t = time.perf_counter()
-                fresh.step_prompt(e.id, i)
+                fresh.prompts.step_prompt(e.id, i)
                 sequential.append(time.perf_counter() - t)
     verdict = "ok" if size / n <= 3072 else "TOO BIG (target <= 3,072 B)"
     return [
@@ -201,13 +201,13 @@ def main(argv: list[str] | None = None) -> int:
         for n in range(args.loads):
             episode_id = sampled[n % len(sampled)]
             t = time.perf_counter()
-            episode = store.get_episode(episode_id)
-            steps = store.steps(episode_id)
+            episode = store.episodes.get_episode(episode_id)
+            steps = store.episodes.steps(episode_id)
             full.append(time.perf_counter() - t)
             assert len(steps) == STEPS == episode.n_steps
             t = time.perf_counter()
-            store.get_episode(episode_id)
-            store.steps(episode_id, include_prompt=False)
+            store.episodes.get_episode(episode_id)
+            store.episodes.steps(episode_id, include_prompt=False)
             light.append(time.perf_counter() - t)
         verdict = "ok" if statistics.median(full) < 0.020 else "TOO SLOW (target < 20 ms)"
         rows.append((f"load one {STEPS}-step episode ({args.prompt_bytes} B prompts)",
@@ -217,15 +217,15 @@ def main(argv: list[str] | None = None) -> int:
         t_list = []
         for _ in range(50):
             t = time.perf_counter()
-            store.list_runs(limit=50)
+            store.runs.list_runs(limit=50)
             t_list.append(time.perf_counter() - t)
         rows.append(("list_runs(limit=50)", _ms(t_list)))
         t = time.perf_counter()
-        run_eps = store.episodes("run-000007")
+        run_eps = store.episodes.list("run-000007")
         rows.append(("episodes(run) (63 rows)", f"{(time.perf_counter() - t) * 1000:.2f} ms"
                                                 f" ({len(run_eps)} episodes)"))
 
-        run = store.create_run(RunConfig(model="openai/gpt-4.1", game="tetris"))
+        run = store.runs.create_run(RunConfig(model="openai/gpt-4.1", game="tetris"))
         episodes = [Episode(id=f"ins-{e}", run_id=run.id, game="tetris", mode="explore",
                             phase="explore", seed=e, index=e, model="openai/gpt-4.1",
                             pathway="none") for e in range((args.inserts + STEPS - 1) // STEPS)]
@@ -233,9 +233,9 @@ def main(argv: list[str] | None = None) -> int:
                    for n in range(args.inserts)]  # built before timing: only the store is timed
         t = time.perf_counter()
         for episode in episodes:
-            store.add_episode(episode)
+            store.episodes.add_episode(episode)
         for step in pending:
-            store.add_step(step)
+            store.episodes.add_step(step)
         elapsed = time.perf_counter() - t
         rows.append(("add_step (1 transaction each)",
                      f"{len(pending) / elapsed:,.0f} steps/s ({elapsed / len(pending) * 1000:.2f}"

@@ -43,11 +43,11 @@ def main() -> None:
                                  api_bases={model: (server.base_url,)}, concurrency=limit, runs_per_model=limit)
             planned = plan(config.run_configs())
             store = Store(Path(tmp) / "bench.db")
-            sweep, _ = store.create_sweep(config)
+            sweep, _ = store.sweeps.create_sweep(config)
             started = time.perf_counter()
             final = asyncio.run(SweepRunner(store, sweep, backoff_base_s=0).run())
             wall = time.perf_counter() - started
-            usage = store.sweep_usage(sweep.id)
+            usage = store.sweeps.sweep_usage(sweep.id)
             rows.append([limit, final.status, usage["calls"], planned.calls, usage["tokens_in"], planned.tokens_in,
                          server.peak, wall, usage["calls"] * args.latency / wall])
             store.close()

@@ -82,8 +82,8 @@ def main() -> None:
     results: dict[tuple[str, int], tuple] = {}
     started_all = time.perf_counter()
     with Store(folder / "b.db") as store:
-        source = store.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway="none",
-                                            explore_episodes=2, eval_every=2, eval_episodes=args.eval_episodes))
+        source = store.runs.create_run(RunConfig(model=f"scripted/{args.game}", game=args.game, pathway="none",
+                                                 explore_episodes=2, eval_every=2, eval_episodes=args.eval_episodes))
         asyncio.run(ProtocolRunner(store, source, backoff_base_s=0).run_protocol())
         print(f"source run {source.id}: {args.game}, {args.eval_episodes} evaluation episodes, step cap "
               f"{args.step_cap}; budget per training: {args.updates} updates x G={args.generations} episodes "

@@ -46,9 +46,9 @@ def prepare(folder: Path, examples: int) -> dict:
     out = {}
     with _store(folder) as store:
         for game in ("trust", "snake"):
-            run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
-                                             explore_episodes=max(1, (examples + 9) // 10), eval_every=1,
-                                             eval_episodes=0, step_cap=10))
+            run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
+                                                  explore_episodes=max(1, (examples + 9) // 10), eval_every=1,
+                                                  eval_episodes=0, step_cap=10))
             asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
             out[game] = {"run": run.id,
                          "dataset": asyncio.run(build_dataset(store, run.id, max_examples=examples)).dataset.id}

@@ -87,9 +87,9 @@ def main() -> None:
     started_all = time.perf_counter()
     with Store(folder / "b.db") as store:
         for game in [g for g in args.games.split(",") if g]:
-            source = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
-                                                explore_episodes=args.explore_episodes,
-                                                eval_every=args.explore_episodes, eval_episodes=args.eval_episodes))
+            source = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none",
+                                                     explore_episodes=args.explore_episodes,
+                                                     eval_every=args.explore_episodes, eval_episodes=args.eval_episodes))
             asyncio.run(ProtocolRunner(store, source, backoff_base_s=0).run_protocol())
             print(f"{game}: source run {source.id}, exploration seeds "
                   f"{[source.config.explore_seed(i) for i in range(args.explore_episodes)]}, "
@@ -159,9 +159,9 @@ def base_alone(store, source, args, figures: list) -> None:
 
     base = resolve_base(None)
     tid = new_training_id(f"{source.config.game}-base")
-    training = store.add_training(Training(id=tid, method="grpo", games=(source.config.game,), source_run=source.id,
-                                           base=str(base), directory=str(training_root() / tid), status="finished"))
-    store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=0, model=served_model(tid, 0), step=0))
+    training = store.trainings.add_training(Training(id=tid, method="grpo", games=(source.config.game,), source_run=source.id,
+                                                     base=str(base), directory=str(training_root() / tid), status="finished"))
+    store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=0, model=served_model(tid, 0), step=0))
     write_manifest(training_root() / tid, tid, base, {})
     serve.HANDLER.add_training(tid, base, {})
     serve.register()

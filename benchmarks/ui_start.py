@@ -57,8 +57,8 @@ def build_db(path: Path) -> None:
 
     with Store(path) as store:
         for game, pathway in (("trust", "history"), ("trust", "summary"), ("snake", "summary")):
-            run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                             explore_episodes=3, eval_every=3, eval_episodes=1))
+            run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
+                                                  explore_episodes=3, eval_every=3, eval_episodes=1))
             asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 

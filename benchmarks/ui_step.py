@@ -174,49 +174,49 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
     rng = random.Random(7)
     runs = {}
     for pathway in ("history", "summary"):
-        runs[pathway] = store.create_run(RunConfig(model="scripted/snake", game="snake", pathway=pathway),
-                                         run_id=f"bench-snake-{pathway}")
+        runs[pathway] = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", pathway=pathway),
+                                              run_id=f"bench-snake-{pathway}")
     out = []
     summary_run = runs["summary"]
     explore_ids = []
     for k in range(30):  # the Summary run's exploration episodes (the sources of its 30 summary versions)
         episode = Episode(id=f"{summary_run.id}-x{k}", run_id=summary_run.id, game="snake", mode="explore",
                           phase="explore", seed=k, index=k, model=summary_run.config.model, pathway="summary")
-        store.add_episode(episode)
-        store.add_steps(_policy_steps(episode, k, "explore", rng, prompt_bytes))
-        store.finish_episode(episode.id, float(k % 7))
+        store.episodes.add_episode(episode)
+        store.episodes.add_steps(_policy_steps(episode, k, "explore", rng, prompt_bytes))
+        store.episodes.finish_episode(episode.id, float(k % 7))
         explore_ids.append(episode.id)
-        store.add_summary(summary_run.id, f"Retain {k}: keep to open rows; " + "tip " * 40,
-                          f"Avoid {k}: turning into the body. " + "mistake " * 30,
-                          f"Next {k}: aim for the nearest apple. " + "plan " * 30,
-                          source_episode_ids=explore_ids[-3:], author="model:scripted/snake",
-                          for_episode_id=episode.id)
+        store.summaries.add_summary(summary_run.id, f"Retain {k}: keep to open rows; " + "tip " * 40,
+                                    f"Avoid {k}: turning into the body. " + "mistake " * 30,
+                                    f"Next {k}: aim for the nearest apple. " + "plan " * 30,
+                                    source_episode_ids=explore_ids[-3:], author="model:scripted/snake",
+                                    for_episode_id=episode.id)
     for j in range(pairs):
         seed = EVAL_SEED_BASE + j
         ids = []
         for pathway, run in runs.items():
             episode = Episode(id=f"{run.id}-e{j}", run_id=run.id, game="snake", mode="eval", phase="eval",
                               seed=seed, index=j, checkpoint=0, model=run.config.model, pathway=pathway)
-            store.add_episode(episode)
+            store.episodes.add_episode(episode)
             steps = _policy_steps(episode, seed, "eval", rng, prompt_bytes)
-            store.add_steps(steps)
-            store.finish_episode(episode.id, float(sum(s.reward for s in steps)))
+            store.episodes.add_steps(steps)
+            store.episodes.finish_episode(episode.id, float(sum(s.reward for s in steps)))
             ids.append(episode.id)
         out.append((ids[0], ids[1]))
     evals = [b for _, b in out]
     for n, x in enumerate(range(0, 31, 3)):  # 11 checkpoints of the Summary run
         chosen = tuple(evals[(n + i) % len(evals)] for i in range(3))
-        store.add_checkpoint(Checkpoint(run_id=summary_run.id, x=x, episode_ids=chosen,
-                                        scores=(float(n), float(n + 1), float(n % 4))))
+        store.checkpoints.add_checkpoint(Checkpoint(run_id=summary_run.id, x=x, episode_ids=chosen,
+                                                    scores=(float(n), float(n + 1), float(n % 4))))
     # a fork of the first History episode after 32 steps (what `C` compares with its original)
     source = out[0][0]
-    copied = [s.model_copy(update={"episode_id": "bench-fork"}) for s in store.steps(source)[:32]]
-    store.add_episode(Episode(id="bench-fork", run_id=None, game="snake", mode="eval", phase="eval",
-                              seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
-                              fork_of=source, fork_step=32), copied)
-    store.finish_episode("bench-fork", 3.0, "stopped")
+    copied = [s.model_copy(update={"episode_id": "bench-fork"}) for s in store.episodes.steps(source)[:32]]
+    store.episodes.add_episode(Episode(id="bench-fork", run_id=None, game="snake", mode="eval", phase="eval",
+                                       seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
+                                       fork_of=source, fork_step=32), copied)
+    store.episodes.finish_episode("bench-fork", 3.0, "stopped")
     for run in runs.values():
-        store.set_run_status(run.id, "finished")
+        store.runs.set_run_status(run.id, "finished")
     return out
 
 

@@ -91,22 +91,22 @@ async def build_db(path: Path) -> dict:
 
     store = Store(path)
     for run_id, game, pathway, episodes in RUNS:
-        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                         explore_episodes=episodes, eval_every=3, eval_episodes=2),
-                               run_id=run_id, note=f"{game} {pathway} (scripted reference player)")
+        run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
+                                              explore_episodes=episodes, eval_every=3, eval_episodes=2),
+                                    run_id=run_id, note=f"{game} {pathway} (scripted reference player)")
         await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
     # a person curates the Trust summary: two edits and a veto
-    versions = store.summaries("trust-summary-demo")
+    versions = store.summaries.list("trust-summary-demo")
     latest = versions[-1]
-    edited = store.edit_summary(
+    edited = store.summaries.edit_summary(
         latest.id, retain=latest.retain + "\n- Collaborate while the opponent collaborates.",
         avoid=latest.avoid + "\n- Do not cheat twice in a row: it ends the trust.",
         next=latest.next, author="human:alice")
-    store.edit_summary(edited.id, retain=edited.retain, avoid=edited.avoid,
-                       next="Probe once with a cheat in round 3, then mirror the opponent.",
-                       author="human:bob")
+    store.summaries.edit_summary(edited.id, retain=edited.retain, avoid=edited.avoid,
+                                 next="Probe once with a cheat in round 3, then mirror the opponent.",
+                                 author="human:bob")
     if len(versions) > 1:
-        store.update_summary_status(versions[0].id, "vetoed", author="human:alice")
+        store.summaries.update_summary_status(versions[0].id, "vetoed", author="human:alice")
     # a fork: the History episode from step 4, continued with Summary experience
     source = explore_episode_id(FORK_SOURCE_RUN, FORK_INDEX)
     session = fork_session(store, source, FORK_STEP, CallSettings(model="scripted/trust", backoff_base_s=0),
@@ -202,9 +202,9 @@ async def nav_search(pilot, ids) -> None:
     from s3gym_tui.store import Store
 
     with Store(pilot.app.db_path) as store:  # a person's mark, found among the results
-        episode = store.episodes("trust-summary-demo", phase="eval")[0]
-        store.add_annotation("step", "mistake", author="human:alice", episode_id=episode.id, step_index=1,
-                             note="walked into the opponent's grudge", correction="collaborate")
+        episode = store.episodes.list("trust-summary-demo", phase="eval")[0]
+        store.annotations.add_annotation("step", "mistake", author="human:alice", episode_id=episode.id, step_index=1,
+                                         note="walked into the opponent's grudge", correction="collaborate")
     await press(pilot, "slash")
     pilot.app.screen.query_one("#search-input").value = "opponent cheat game:trust phase:eval"
     await press(pilot, "enter")
@@ -296,27 +296,29 @@ async def nav_training(pilot, ids) -> None:
     means = {0: 0.0, 1: 3.0, 2: 3.0}  # the bundled model's figures in benchmarks/train_learns.py
     with Store(pilot.app.db_path) as store:
         await build_dataset(store, source_id, threshold=1.5, correction="reference")
-        source = store.get_run(source_id)
-        training = store.add_training(Training(
+        source = store.runs.get_run(source_id)
+        training = store.trainings.add_training(Training(
             id=tid, method="grpo", reward="oracle", games=("trust",), source_run=source_id, base="smollm2-135m",
             epochs=2, steps=4, examples=16, status="finished",
             settings={"grpo": {"level": "step", "sampling": "mixed", "format_weight": 1.0, "warm_start": 16,
                                "warm_start_epochs": 2}},
             metrics={"warm_start_examples": 16, "warm_start_first_loss": 2.59, "warm_start_last_loss": 0.21}))
         for x in means:
-            store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
+            store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x,
+                                                                       model=f"trained/{tid}/{x}"))
         flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "parsed_replies": 1.0, "no_signal": 1.0}
-        store.add_losses(tid, [LossPoint(step=i, loss=2.6 - 0.075 * i, phase="warm-start") for i in range(1, 33)]
-                         + [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in range(1, 5)])
+        store.trainings.add_losses(tid, [LossPoint(step=i, loss=2.6 - 0.075 * i, phase="warm-start")
+                                         for i in range(1, 33)]
+                                   + [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in range(1, 5)])
         run = create_eval_run(store, training, source.config, list(means), eval_episodes=1, run_id=tid)
         for x, mean in means.items():
             episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game="trust", mode="eval", phase="eval",
                               seed=run.config.eval_seed(0), index=0, checkpoint=x, model=f"trained/{tid}/{x}",
                               pathway="trained")
-            store.add_episode(episode)
-            store.finish_episode(episode.id, mean)
-            store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
-        store.set_run_status(run.id, "finished")
+            store.episodes.add_episode(episode)
+            store.episodes.finish_episode(episode.id, mean)
+            store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
+        store.runs.set_run_status(run.id, "finished")
     pilot.app.open_training(source_id)
     await settle(pilot)
 

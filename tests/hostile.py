@@ -110,49 +110,49 @@ def build_hostile_db(path: Path, base_url: str, server=None) -> dict:
     store = Store(path)
     small = dict(game="trust", explore_episodes=3, eval_every=3, eval_episodes=1, step_cap=4, max_retries=0,
                  api_base=base_url)
-    played = store.create_run(RunConfig(model=MODEL, pathway="summary", **small))
+    played = store.runs.create_run(RunConfig(model=MODEL, pathway="summary", **small))
     asyncio.run(ProtocolRunner(store, played, backoff_base_s=0).run_protocol())
-    paired = store.create_run(RunConfig(model=MODEL, pathway="history", **small))  # History vs Summary pairs
+    paired = store.runs.create_run(RunConfig(model=MODEL, pathway="history", **small))  # History vs Summary pairs
     asyncio.run(ProtocolRunner(store, paired, backoff_base_s=0).run_protocol())
-    stopped = store.create_run(RunConfig(model="hosted_vllm/fake", pathway="history", **small))
+    stopped = store.runs.create_run(RunConfig(model="hosted_vllm/fake", pathway="history", **small))
     if server is not None:  # the 400 of the report: its message becomes the run's stop reason
         server.behave(times=None, status=400, raw_body=ERROR_BODY)
         asyncio.run(ProtocolRunner(store, stopped, backoff_base_s=0).run_protocol())
         server.rules.clear()
     hostile_id = "run-" + short("osc0-bel") + short("c1-csi") + short("bidi-rlo")
-    named = store.create_run(RunConfig(model="hosted_vllm/" + short("report-payload"), pathway="history",
-                                       **{**small, "api_base": "http://127.0.0.1:9/" + short("osc2-st")}),
-                             run_id=hostile_id, note=CORPUS["report-payload"] + CORPUS["many-lines"])
-    store.set_run_status(named.id, "failed", reason="400 " + ONE_LINE["report-payload"] + ONE_LINE["osc52-st"])
-    store.set_run_note(played.id, CORPUS["rich-markup"] + CORPUS["report-payload"])
-    store.add_summary(played.id, CORPUS["report-payload"] + CORPUS["textual-markup"],
-                      CORPUS["osc52-st"] + CORPUS["c1-osc"], CORPUS["cr-overwrite"] + CORPUS["tag-chars"],
-                      author="human:" + short("osc2-st"))
-    sweep, _ = store.create_sweep(SweepConfig(games=("trust",), pathways=("none",),
-                                              models=("hosted_vllm/" + short("osc52-bel"),),
-                                              settings={"explore_episodes": 3, "eval_every": 3,
+    named = store.runs.create_run(RunConfig(model="hosted_vllm/" + short("report-payload"), pathway="history",
+                                            **{**small, "api_base": "http://127.0.0.1:9/" + short("osc2-st")}),
+                                  run_id=hostile_id, note=CORPUS["report-payload"] + CORPUS["many-lines"])
+    store.runs.set_run_status(named.id, "failed", reason="400 " + ONE_LINE["report-payload"] + ONE_LINE["osc52-st"])
+    store.runs.set_run_note(played.id, CORPUS["rich-markup"] + CORPUS["report-payload"])
+    store.summaries.add_summary(played.id, CORPUS["report-payload"] + CORPUS["textual-markup"],
+                                CORPUS["osc52-st"] + CORPUS["c1-osc"], CORPUS["cr-overwrite"] + CORPUS["tag-chars"],
+                                author="human:" + short("osc2-st"))
+    sweep, _ = store.sweeps.create_sweep(SweepConfig(games=("trust",), pathways=("none",),
+                                                     models=("hosted_vllm/" + short("osc52-bel"),),
+                                                     settings={"explore_episodes": 3, "eval_every": 3,
                                                         "eval_episodes": 1}))
-    store.set_sweep_status(sweep.id, "stopped", note=CORPUS["report-payload"] + CORPUS["dcs"])
+    store.sweeps.set_sweep_status(sweep.id, "stopped", note=CORPUS["report-payload"] + CORPUS["dcs"])
     dataset = asyncio.run(build_dataset(store, played.id, threshold=-1e9)).dataset
-    training = store.add_training(Training(id="sft-" + short("osc52-st") + short("c1-dcs"), games=("trust",),
-                                           source_run=played.id, dataset_id=dataset.id, base="tiny", epochs=1,
-                                           status="failed", error=CORPUS["report-payload"]))
+    training = store.trainings.add_training(Training(id="sft-" + short("osc52-st") + short("c1-dcs"), games=("trust",),
+                                                     source_run=played.id, dataset_id=dataset.id, base="tiny", epochs=1,
+                                                     status="failed", error=CORPUS["report-payload"]))
     for x in (0, 1):
-        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x,
-                                                         model="trained/" + short("osc0-bel") + f"/{x}"))
-    store.add_losses(training.id, [LossPoint(step=i, loss=3.0 - i, phase="sft") for i in (1, 2)])
+        store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x,
+                                                                   model="trained/" + short("osc0-bel") + f"/{x}"))
+    store.trainings.add_losses(training.id, [LossPoint(step=i, loss=3.0 - i, phase="sft") for i in (1, 2)])
     evaluation = create_eval_run(store, training, played.config, [0, 1], eval_episodes=1)
     for x, mean in ((0, 2.0), (1, 1.0)):
         episode = Episode(id=f"{evaluation.id}-c{x}", run_id=evaluation.id, game="trust", mode="eval",
                           phase="eval", seed=evaluation.config.eval_seed(0), index=0, checkpoint=x,
                           model="trained/" + short("osc0-bel"), pathway="trained")
-        store.add_episode(episode)
-        store.finish_episode(episode.id, mean)
-        store.add_checkpoint(Checkpoint(run_id=evaluation.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
-    store.add_study(Study(id="study-" + short("osc2-st") + short("c1-csi"), games=("trust",),
-                          experts=(ExpertRef(training_id=training.id, x=1, game="trust",
+        store.episodes.add_episode(episode)
+        store.episodes.finish_episode(episode.id, mean)
+        store.checkpoints.add_checkpoint(Checkpoint(run_id=evaluation.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
+    store.trainings.add_study(Study(id="study-" + short("osc2-st") + short("c1-csi"), games=("trust",),
+                                    experts=(ExpertRef(training_id=training.id, x=1, game="trust",
                                              model="trained/x/1"),),
-                          settings={"cells": {f"{training.id}|trust": evaluation.id},
+                                    settings={"cells": {f"{training.id}|trust": evaluation.id},
                                     "base_cells": {"trust": evaluation.id}}, status="failed"))
     ids = {"played": played.id, "paired": paired.id, "stopped": stopped.id, "named": named.id, "sweep": sweep.id,
            "training": training.id, "evaluation": evaluation.id, "aspire": _hostile_aspire(store)}
@@ -173,26 +173,26 @@ def build_hostile_db(path: Path, base_url: str, server=None) -> dict:
 def _hostile_aspire(store) -> str:
     """An ASPIRE run whose goal, model, decisions (tool, arguments, result, the agent's words), candidates,
     claim and status reason are hostile; it has ended, so its hidden scores are shown too."""
-    aspire = store.create_aspire_run(goal_id="rules", goal_text=CORPUS["report-payload"] + CORPUS["bidi-rlo"],
-                                     model="hosted_vllm/" + short("osc52-st"), protocol="final", budget={"calls": 9},
-                                     aspire_id="aspire-" + short("osc0-bel") + short("c1-csi"))
-    store.add_aspire_decision(aspire.id, tool="practise" + ONE_LINE["osc2-st"],
-                              arguments={"game": CORPUS["osc52-bel"], "note": CORPUS["many-lines"]},
-                              result=CORPUS["report-payload"] + CORPUS["cr-overwrite"], outcome="refused",
-                              category="practice", reply=CORPUS["csi-erase-screen"] + CORPUS["dcs"], calls=1)
-    base = store.add_aspire_candidate(aspire.id, kind="base", model="m", candidate_id=aspire.id + "-base",
-                                      note=CORPUS["c1-osc"])
-    child = store.add_aspire_candidate(aspire.id, kind="memory", model="m", parent_id=base.id,
-                                       candidate_id="cand-" + short("osc0-bel"),
-                                       frozen_ref=CORPUS["osc8-link"], note=CORPUS["report-payload"])
-    store.add_aspire_decision(aspire.id, tool="validate", arguments={"candidate": child.id}, outcome="ok",
-                              result=CORPUS["osc52-st"] + CORPUS["tag-chars"], category="validation")
-    store.add_aspire_claim(aspire.id, text=CORPUS["report-payload"] + CORPUS["rich-markup"], candidate_id=child.id,
-                           claimed_delta=0.5)
-    store.set_hidden_score(aspire.id, base.id, "base", 0.25, {}, 2)
-    store.set_hidden_score(aspire.id, child.id, "final", 0.5, {}, 2)
-    store.set_aspire_candidates(aspire.id, base=base.id, final=child.id)
-    store.set_aspire_status(aspire.id, "finished", ONE_LINE["report-payload"] + ONE_LINE["c1-dcs"])
+    aspire = store.aspire.create_aspire_run(goal_id="rules", goal_text=CORPUS["report-payload"] + CORPUS["bidi-rlo"],
+                                            model="hosted_vllm/" + short("osc52-st"), protocol="final", budget={"calls": 9},
+                                            aspire_id="aspire-" + short("osc0-bel") + short("c1-csi"))
+    store.aspire.add_aspire_decision(aspire.id, tool="practise" + ONE_LINE["osc2-st"],
+                                     arguments={"game": CORPUS["osc52-bel"], "note": CORPUS["many-lines"]},
+                                     result=CORPUS["report-payload"] + CORPUS["cr-overwrite"], outcome="refused",
+                                     category="practice", reply=CORPUS["csi-erase-screen"] + CORPUS["dcs"], calls=1)
+    base = store.aspire.add_aspire_candidate(aspire.id, kind="base", model="m", candidate_id=aspire.id + "-base",
+                                             note=CORPUS["c1-osc"])
+    child = store.aspire.add_aspire_candidate(aspire.id, kind="memory", model="m", parent_id=base.id,
+                                              candidate_id="cand-" + short("osc0-bel"),
+                                              frozen_ref=CORPUS["osc8-link"], note=CORPUS["report-payload"])
+    store.aspire.add_aspire_decision(aspire.id, tool="validate", arguments={"candidate": child.id}, outcome="ok",
+                                     result=CORPUS["osc52-st"] + CORPUS["tag-chars"], category="validation")
+    store.aspire.add_aspire_claim(aspire.id, text=CORPUS["report-payload"] + CORPUS["rich-markup"], candidate_id=child.id,
+                                  claimed_delta=0.5)
+    store.aspire.set_hidden_score(aspire.id, base.id, "base", 0.25, {}, 2)
+    store.aspire.set_hidden_score(aspire.id, child.id, "final", 0.5, {}, 2)
+    store.aspire.set_aspire_candidates(aspire.id, base=base.id, final=child.id)
+    store.aspire.set_aspire_status(aspire.id, "finished", ONE_LINE["report-payload"] + ONE_LINE["c1-dcs"])
     return aspire.id
 
 

@@ -54,20 +54,20 @@ def run_controller(store, aspire_id: str, operator, goals=None) -> None:
     except RunBusy as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        store.set_aspire_status(aspire_id, "interrupted", "interrupted (Ctrl-C)")
+        store.aspire.set_aspire_status(aspire_id, "interrupted", "interrupted (Ctrl-C)")
         err.print(f"ASPIRE run {safe_markup(aspire_id)} interrupted (Ctrl-C): stored data is intact")
         err.print(f"resume with: s3gym aspire --resume {safe_markup(aspire_id)}", highlight=False)
         raise typer.Exit(EXIT_INTERRUPTED)
     except ModelUnavailable as exc:
-        store.set_aspire_status(aspire_id, "interrupted", f"model: {exc}")
+        store.aspire.set_aspire_status(aspire_id, "interrupted", f"model: {exc}")
         raise Stopped(f"ASPIRE run {aspire_id} stopped: {exc}", resume=aspire_id) from None
     print_outcome(store, final.id)
 
 
 def print_outcome(store, aspire_id: str) -> None:
-    run = store.get_aspire_run(aspire_id)
-    scores = {s.purpose: s for s in store.hidden_scores(aspire_id)}
-    claims = store.aspire_claims(aspire_id)
+    run = store.aspire.get_aspire_run(aspire_id)
+    scores = {s.purpose: s for s in store.aspire.hidden_scores(aspire_id)}
+    claims = store.aspire.aspire_claims(aspire_id)
     console.print(f"ASPIRE run [bold]{safe_markup(run.id)}[/] {run.status} ({safe_markup(run.status_reason)}); "
                   f"goal {safe_markup(run.goal_id)}{' (explicit)' if run.explicit else ''}, protocol {run.protocol}",
                   soft_wrap=True)
@@ -80,7 +80,7 @@ def print_outcome(store, aspire_id: str) -> None:
     measured = None if not base or not final or base.score is None or final.score is None else final.score - base.score
     console.print(f"  claimed delta {_fmt(claim.claimed_delta if claim else None)}, measured delta {_fmt(measured)}; "
                   f"claim: {safe_markup(claim.text, one_line=True) if claim else '—'}", soft_wrap=True)
-    split = store.compute_split(aspire_id)
+    split = store.aspire.compute_split(aspire_id)
     total = sum(v["seconds"] for v in split.values()) or None
     parts = ", ".join(f"{k} {v['decisions']} ({v['seconds'] / total:.0%} of time)" if total else f"{k} {v['decisions']}"
                       for k, v in sorted(split.items()))
@@ -121,10 +121,10 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
     if audit or show:
         store = _store(db)
         target = audit or show
-        if store.find_aspire_run(target) is None:
+        if store.aspire.find_aspire_run(target) is None:
             raise UserError(f"no ASPIRE run {target!r}")
         if show:
-            for d in store.aspire_decisions(target):
+            for d in store.aspire.aspire_decisions(target):
                 console.print(decision_line(d), soft_wrap=True, highlight=False)
             print_outcome(store, target)
             return
@@ -147,7 +147,7 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
         return
     if resume:
         store = _store(db, write=True)
-        run = store.find_aspire_run(resume)
+        run = store.aspire.find_aspire_run(resume)
         if run is None:
             raise UserError(f"no ASPIRE run {resume!r}")
         if run.status == "finished":
@@ -171,9 +171,10 @@ def aspire(goal: Optional[str] = typer.Option(None, "--goal", help="A vague goal
     text = chosen.explicit_text() if explicit else (goal or chosen.text)
     settings = Settings(player=player or model, step_cap=step_cap, requests=requests, score_all=score_all)
     store = _store(db, create=True, write=True)
-    run = store.create_aspire_run(goal_id=chosen.id, goal_text=text, model=model, protocol=protocol,
-                                  budget=limits.as_dict(), operator="scripted" if model == "scripted" else "model",
-                                  explicit=explicit, settings=settings.__dict__)
+    run = store.aspire.create_aspire_run(goal_id=chosen.id, goal_text=text, model=model, protocol=protocol,
+                                         budget=limits.as_dict(),
+                                         operator="scripted" if model == "scripted" else "model",
+                                         explicit=explicit, settings=settings.__dict__)
     console.print(f"ASPIRE run [bold]{safe_markup(run.id)}[/]: {safe_markup(text)}", soft_wrap=True)
     run_controller(store, run.id, make_operator(model, api_base))
 

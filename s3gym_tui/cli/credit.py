@@ -107,7 +107,7 @@ def credit(episode: str = typer.Argument(..., help="The episode id."),
 
     given = any(v is not None for v in (analyzer, scorer, kappa, tau, eps_w, mode, success, pi_source))
     with _store(db) as reading:
-        reading.get_episode(episode)  # StoreError: one line
+        reading.episodes.get_episode(episode)  # StoreError: one line
         stored = None if (given or recompute) else episode_credit(reading, episode)
     if stored is None:
         settings = CreditSettings(analyzer=analyzer, scorer=scorer,

@@ -61,10 +61,10 @@ def demo(db: Optional[Path] = typer.Option(None, "--db", help="Where to build it
     try:
         mark = DemoMark(schedule=plan, pid=os.getpid(), host=HOST, contrast_note=note)
         write_mark(store, mark)  # first: from here on the file is a demo database, replaceable
-        stored = store.create_sweep(learner, learner_runs)[0]
+        stored = store.sweeps.create_sweep(learner, learner_runs)[0]
         sweeps = [stored]
         if contrast is not None:
-            sweeps.append(store.create_sweep(contrast, contrast_runs)[0])
+            sweeps.append(store.sweeps.create_sweep(contrast, contrast_runs)[0])
         mark = mark.model_copy(update={"sweep_id": stored.id,
                                        "contrast_sweep_id": sweeps[1].id if len(sweeps) > 1 else None})
         write_mark(store, mark)

@@ -55,9 +55,9 @@ def distill(
     except TrainingError as exc:
         raise UserError(str(exc)) from None
     _check_eval_settings(store, resolved, options.eval_episodes, options.step_cap)
-    before = {s.id for s in store.studies(limit=1)}
+    before = {s.id for s in store.trainings.studies(limit=1)}
     _run_study(store, lambda hooks: run_distill(store, experts, options, hooks, out_dir=out), progress,
-               study=lambda: next((s.id for s in store.studies(limit=1) if s.id not in before), None))
+               study=lambda: next((s.id for s in store.trainings.studies(limit=1) if s.id not in before), None))
 
 
 def _check_eval_settings(store, resolved, eval_episodes: Optional[int], step_cap: Optional[int]) -> None:
@@ -115,14 +115,14 @@ def matrix(study_id: Optional[str] = typer.Argument(None, help="A study (default
 
     store = _store(db)
     if study_id is None:
-        studies = store.studies(limit=1)
+        studies = store.trainings.studies(limit=1)
         if not studies:
             raise UserError("no study yet: `s3gym distill EXPERT EXPERT ...` makes one")
         study_id = studies[0].id
     print_matrix(console, study_matrix(store, study_id))
     from s3gym_tui.store.leases import shown_study_status
 
-    leases = store.training_leases()
-    status = shown_study_status(store.get_study(study_id).status,
-                                [leases.get(t.id) for t in store.trainings(study_id=study_id)])
+    leases = store.leases.training_leases()
+    status = shown_study_status(store.trainings.get_study(study_id).status,
+                                [leases.get(t.id) for t in store.trainings.list(study_id=study_id)])
     console.print(f"[dim]study {safe_markup(study_id)}: {safe_markup(status)}[/]")

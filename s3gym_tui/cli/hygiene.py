@@ -27,14 +27,14 @@ def remove(run_ids: List[str] = typer.Argument(..., help="Runs to remove."),
     """Remove runs with their episodes, steps, summaries, checkpoints, datasets, and the forks and
     summary trials made from them (a run being driven is refused)."""
     store = _store(db, write=True)
-    plan = store.removal_plan(run_ids)
+    plan = store.hygiene.removal_plan(run_ids)
     console.print(f"removing {safe_markup(plan.describe())}: {safe_markup(', '.join(plan.run_ids))}")
     if not yes:
         if not sys.stdin.isatty():
             raise UserError("not removing without confirmation: add --yes (nothing was removed)")
         if not typer.confirm("remove them?", default=False):
             raise UserError("cancelled (nothing was removed)")
-    done = store.remove_runs(run_ids)
+    done = store.hygiene.remove_runs(run_ids)
     console.print(f"removed {safe_markup(done.describe())}; {_size(done.free_bytes)} free inside the file "
                   f"(`s3gym vacuum` returns it to the disk)")
 
@@ -43,7 +43,7 @@ def remove(run_ids: List[str] = typer.Argument(..., help="Runs to remove."),
 def vacuum(db: Optional[Path] = DbOption) -> None:
     """Compact the database file (returns the space of removed runs to the disk)."""
     store = _store(db, write=True)
-    result = store.vacuum()
+    result = store.hygiene.vacuum()
     change = result.before_bytes - result.after_bytes
     total = f"{_size(change)} reclaimed" if change >= 0 else f"{_size(-change)} more, for now"
     console.print(f"vacuumed {safe_markup(store.path)}\n"
@@ -55,7 +55,7 @@ def vacuum(db: Optional[Path] = DbOption) -> None:
         console.print(f"  pages    {result.page_before:>7,} B -> {result.page_after:,} B (the size new files use)",
                       highlight=False)
     if not result.wal_folded:
-        live = store.live_leases()
+        live = store.leases.live_leases()
         who = (f"{'a live run' if len(live) == 1 else f'{len(live)} live runs'} "
                f"({', '.join(f'{run_id} · PID {lease.pid}' for run_id, lease in sorted(live.items()))})"
                if live else "another process (a reader or a writer)")

@@ -32,14 +32,14 @@ def report(run_ids: List[str] = typer.Argument(None, metavar="[RUN]..."),
     if sweep is not None:
         if run_ids:
             raise UserError("give run ids or --sweep, not both")
-        stored = store.get_sweep(sweep)
-        runs = store.sweep_runs(stored.id)
+        stored = store.sweeps.get_sweep(sweep)
+        runs = store.sweeps.sweep_runs(stored.id)
         meta["sweep"] = {"id": stored.id, "status": stored.status, "note": stored.note,
-                         "config": stored.config.model_dump(mode="json"), "usage": store.sweep_usage(stored.id)}
+                         "config": stored.config.model_dump(mode="json"), "usage": store.sweeps.sweep_usage(stored.id)}
     else:
-        aspire_made = store.aspire_made_runs()  # practice, validation and hidden runs of ASPIRE: its own table
-        runs = [store.get_run(r) for r in run_ids] if run_ids else \
-            [r for r in store.list_runs(limit=10_000) if r.status == "finished" and r.id not in aspire_made]
+        aspire_made = store.aspire.aspire_made_runs()  # practice, validation and hidden runs of ASPIRE: its own table
+        runs = [store.runs.get_run(r) for r in run_ids] if run_ids else \
+            [r for r in store.runs.list_runs(limit=10_000) if r.status == "finished" and r.id not in aspire_made]
     from s3gym_tui.engine.aspire.report import aspire_rows, aspire_summary
 
     aspire = aspire_rows(store) if sweep is None and not run_ids else []

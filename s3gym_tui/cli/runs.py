@@ -99,7 +99,7 @@ def run(
     if estimate_only:
         return
     store = _store(db, create=True)
-    new_run = store.create_run(config)
+    new_run = store.runs.create_run(config)
     console.print(f"run [bold]{safe_markup(new_run.id)}[/] · {config.game} · {safe_markup(config.model)} · "
                   f"pathway {config.pathway}")
     _follow(store, new_run, progress_mode=progress)
@@ -126,7 +126,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
     from s3gym_tui.secrets import strip_url_credentials
 
     store = _store(db, write=True)
-    aspire_run = store.find_aspire_run(run_id)
+    aspire_run = store.aspire.find_aspire_run(run_id)
     if aspire_run is not None:  # an ASPIRE run (s3gym aspire): its controller continues it
         from s3gym_tui.cli.aspire import make_operator, run_controller
 
@@ -134,19 +134,19 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
             raise UserError(f"ASPIRE run {run_id} is finished")
         run_controller(store, aspire_run.id, make_operator(aspire_run.model, api_base))
         return
-    if store.find_training(run_id) is not None:
+    if store.trainings.find_training(run_id) is not None:
         from s3gym_tui.cli.train import resume_training_cli
 
         resume_training_cli(store, run_id, progress, repair)
         return
-    if store.find_study(run_id) is not None:
+    if store.trainings.find_study(run_id) is not None:
         from s3gym_tui.cli.distill import resume_study_cli
 
         resume_study_cli(store, run_id, progress)
         return
-    if repair and store.training_of_run(run_id) is None:
+    if repair and store.trainings.training_of_run(run_id) is None:
         raise UserError("--repair applies to a training (or its evaluation run), not a run, study or sweep")
-    sweep = store.find_sweep(run_id)
+    sweep = store.sweeps.find_sweep(run_id)
     if sweep is not None:
         from s3gym_tui.cli.sweep import resume_sweep
 
@@ -156,7 +156,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
         return
     if budget_usd is not None or concurrency is not None or runs_per_model is not None:
         raise UserError("--budget-usd, --concurrency and --runs-per-model apply to a sweep, not a run")
-    target = store.get_run(run_id)
+    target = store.runs.get_run(run_id)
     if api_base is not None:
         if strip_url_credentials(api_base) != target.config.api_base:
             raise UserError(f"--api-base {strip_url_credentials(api_base)} is not the run's api base "
@@ -164,7 +164,7 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
         target = target.model_copy(update={"config": target.config.model_copy(
             update={"api_base": api_base})})
     if target.config.pathway == "trained":
-        link = store.training_of_run(run_id)
+        link = store.trainings.training_of_run(run_id)
         if link is None:
             raise UserError(f"{run_id} is a training's evaluation run without its training: nothing to resume")
         from s3gym_tui.cli.train import resume_training_cli
@@ -239,14 +239,14 @@ def _follow(store, run, verb: str = "run", progress_mode: Optional[ProgressMode]
     from s3gym_tui.store.leases import RunBusy
 
     cfg = run.config
-    episodes = store.episodes(run.id)
+    episodes = store.episodes.list(run.id)
     done_explore = sum(1 for e in episodes if e.phase == "explore" and e.status == "finished")
     done_eval = sum(1 for e in episodes if e.phase == "eval" and e.status == "finished")
     progress = JobProgress(console, progress_mode)
     explore_task = progress.add_task("exploration", total=cfg.explore_episodes, completed=done_explore)
     cps = cfg.checkpoints()
     eval_task = progress.add_task("evaluation", total=len(cps) * cfg.eval_episodes, completed=done_eval)
-    cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints(run.id)))
+    cp_task = progress.add_task("checkpoints", total=len(cps), completed=len(store.checkpoints.list(run.id)))
     step_task = progress.add_task("episode steps", total=None, detail=True)
     outcome: dict = {}
     watch = ContractWatch(cfg.model)
@@ -309,10 +309,10 @@ def list_runs(db: Optional[Path] = DbOption,
 
     store = _store(db)
     damaged: list[tuple[str, str]] = []
-    runs = store.sweep_runs(store.get_sweep(sweep).id)[:limit] if sweep else \
-        store.list_runs(limit=limit, damaged=damaged)
-    leases = store.live_leases()
-    cache = store.cache_usage([r.id for r in runs])
+    runs = store.sweeps.sweep_runs(store.sweeps.get_sweep(sweep).id)[:limit] if sweep else \
+        store.runs.list_runs(limit=limit, damaged=damaged)
+    leases = store.leases.live_leases()
+    cache = store.sweeps.cache_usage([r.id for r in runs])
 
     def share(run_id: str):  # None (— / null): no call of the run said what its provider cached
         cached, tokens_in = cache.get(run_id, (0, 0))
@@ -369,7 +369,7 @@ def audit(db: Optional[Path] = DbOption) -> None:
     store = _store(db)
     result = run_audit(store)
     # ASPIRE runs: no hidden seed or suite name reached the agent (engine/aspire/audit.py)
-    audits = {run.id: audit_aspire(store, run.id) for run in store.list_aspire_runs(limit=100_000)}
+    audits = {run.id: audit_aspire(store, run.id) for run in store.aspire.list_aspire_runs(limit=100_000)}
     hidden = [f"ASPIRE run {aid}: {p}" for aid, found in audits.items() for p in found.leaks]
     guessed = {aid: len(found.own) for aid, found in audits.items() if found.own}
     if result.ok and not hidden:
@@ -418,16 +418,16 @@ def export(run_id: str = typer.Argument(...),
         raise UserError(f"--full-prompts is for --format jsonl-dir or parquet ({fmt.value} always has full prompts)")
     try:
         if fmt == ExportFormat.inspect:
-            count = export_inspect(store, store.get_run(run_id), out)
+            count = export_inspect(store, store.runs.get_run(run_id), out)
             console.print(f"wrote {count} samples (episodes) to {safe_markup(str(out))}")
             return
         if fmt != ExportFormat.jsonl:
-            counts = export_tables(store, store.get_run(run_id), out, fmt, full_prompts)
+            counts = export_tables(store, store.runs.get_run(run_id), out, fmt, full_prompts)
             console.print(f"wrote {sum(counts.values())} rows in {len(counts)} files to {safe_markup(str(out))}")
             return
         if out:  # before anything is written: never the database, never a half-written file
             check_target(out, store.path)
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         if not out:
             export_run(store, run, sys.stdout)
             return

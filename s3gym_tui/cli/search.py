@@ -23,13 +23,13 @@ def index_backlog(store, progress_mode: Optional[ProgressMode] = None) -> None:
     results); Ctrl-C keeps what was indexed and the next search goes on."""
     from s3gym_tui.progress import JobProgress
 
-    total = store.search_backlog()
+    total = store.search.search_backlog()
     if total < PROGRESS_FROM or store.read_only:
         return  # a few: the search indexes them itself
     with JobProgress(err, progress_mode) as progress:
         progress.note(f"indexing {total:,} older steps for search (once; Ctrl-C keeps what is done)")
         task = progress.add_task("indexing steps", total=total)
-        store.index_backlog(lambda done, _total: progress.update(task, completed=done))
+        store.search.index_backlog(lambda done, _total: progress.update(task, completed=done))
 
 
 def search_filters(**given):
@@ -177,7 +177,7 @@ def annotate(
     if remove is not None:
         if target or label:
             raise UserError("--remove takes an annotation id alone (no TARGET or LABEL)")
-        gone = store.remove_annotation(remove)
+        gone = store.annotations.remove_annotation(remove)
         if as_json:
             emit_json(annotation_json(gone))
         else:
@@ -188,9 +188,9 @@ def annotate(
         raise UserError("name what to annotate and the label: s3gym annotate EPISODE#INDEX mistake --note '...'")
     settings = load_settings()
     kind, episode_id, step_index, summary_id = parse_target(target)
-    made = store.add_annotation(kind, label.strip(), author=human_author(settings.human_name), note=note,
-                                episode_id=episode_id, step_index=step_index, summary_id=summary_id,
-                                correction=correct, labels=settings.annotation_labels())
+    made = store.annotations.add_annotation(kind, label.strip(), author=human_author(settings.human_name), note=note,
+                                            episode_id=episode_id, step_index=step_index, summary_id=summary_id,
+                                            correction=correct, labels=settings.annotation_labels())
     if as_json:
         emit_json(annotation_json(made))
         return
@@ -210,7 +210,7 @@ def list_annotations(
     from s3gym_tui.store.annotations import annotation_json
 
     store = _store(db)
-    found = store.annotations(run_id=run, episode_id=episode, label=label)
+    found = store.annotations.list(run_id=run, episode_id=episode, label=label)
     if as_json:
         emit_json([annotation_json(a) for a in found])
         return

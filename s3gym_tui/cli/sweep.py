@@ -226,7 +226,7 @@ def sweep(
     if plan_only or not confirm(yes, f"Start these {len(runs)} runs?"):
         console.print("not started; nothing was stored")
         return
-    stored, _ = store.create_sweep(config, runs)
+    stored, _ = store.sweeps.create_sweep(config, runs)
     console.print(f"sweep [bold]{safe_markup(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
                   f"`s3gym resume {safe_markup(stored.id)}`)", soft_wrap=True)
     follow_sweep(store, stored, progress, runtime_args)
@@ -268,18 +268,19 @@ def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Option
     if updates:
         with flags_named():
             config = stored.config.model_validate({**stored.config.model_dump(), **updates})
-        stored = store.set_sweep_config(stored.id, config)
-    left = [r for r in store.sweep_runs(stored.id) if r.status != "finished"]
+        stored = store.sweeps.set_sweep_config(stored.id, config)
+    left = [r for r in store.sweeps.sweep_runs(stored.id) if r.status != "finished"]
     if not left:
-        store.set_sweep_status(stored.id, "finished", note="")
+        store.sweeps.set_sweep_status(stored.id, "finished", note="")
         console.print(f"sweep {safe_markup(stored.id)} is finished: `s3gym report --sweep {safe_markup(stored.id)}`")
         return
-    spent = store.sweep_usage(stored.id)["cost"]
+    spent = store.sweeps.sweep_usage(stored.id)["cost"]
     budget = stored.config.budget_usd
     if budget is not None and spent >= budget:
         raise UserError(f"sweep {stored.id}: its budget of ${budget:.2f} is spent (${spent:.4f}); resume with "
                         f"a larger --budget-usd")
-    console.print(f"sweep {safe_markup(stored.id)}: {len(left)} of {len(store.sweep_runs(stored.id))} runs left; "
+    total = len(store.sweeps.sweep_runs(stored.id))
+    console.print(f"sweep {safe_markup(stored.id)}: {len(left)} of {total} runs left; "
                   f"spent so far ${spent:.4f}", soft_wrap=True)
     plan = make_plan([r.config for r in left])
     print_plan(stored.config, plan)
@@ -336,7 +337,7 @@ def follow_sweeps(store, sweeps, progress_mode: Optional[ProgressMode] = None,
     except StoreError as exc:  # even the sweep's own status could not be written (the disk is full)
         raise Stopped(f"sweep {sweeps[0].id} stopped: {exc}", resume=sweeps[0].id) from None
     for final in finals:
-        usage = store.sweep_usage(final.id)
+        usage = store.sweeps.sweep_usage(final.id)
         console.print(f"sweep [bold]{safe_markup(final.id)}[/] {final.status}: {usage['calls']:,} model calls, "
                       f"{usage['tokens_in']:,} tokens in, {usage['tokens_out']:,} out, ${usage['cost']:,.4f}"
                       + (f" ({usage['unpriced']:,} calls unpriced)" if usage["unpriced"] else ""), soft_wrap=True)
@@ -355,7 +356,7 @@ def _sweep_follower(store, stored, runner, progress, watches: dict, several: boo
     from s3gym_tui.engine.contract import ContractWatch
     from s3gym_tui.engine.sweep import SweepRunEnded, SweepRunEvent, SweepRunStarted
 
-    all_runs = store.sweep_runs(stored.id)
+    all_runs = store.sweeps.sweep_runs(stored.id)
     done = sum(r.status == "finished" for r in all_runs)
     title = f"[bold]sweep {safe_markup(stored.id)}[/]" if several else "[bold]sweep[/]"
     overall = progress.add_task(title, total=len(all_runs), completed=done)
@@ -369,7 +370,7 @@ def _sweep_follower(store, stored, runner, progress, watches: dict, several: boo
     def on_event(event) -> None:
         if isinstance(event, SweepRunStarted):
             cfg = event.run.config
-            done_eps = sum(1 for e in store.episodes(event.run.id) if e.status == "finished")
+            done_eps = sum(1 for e in store.episodes.list(event.run.id) if e.status == "finished")
             total = cfg.explore_episodes + len(cfg.checkpoints()) * cfg.eval_episodes
             label = safe_markup(f"{cfg.game} {cfg.pathway} {cfg.model}", one_line=True)
             tasks[event.run.id] = progress.add_task(label, total=total, completed=done_eps, announce=True)
@@ -423,10 +424,10 @@ def print_replies(store, sweep_id: str) -> None:
     from s3gym_tui.engine.report_tables import INT, TEXT, Column, ReportTable
 
     counts: dict[str, list[int]] = {}
-    for run in store.sweep_runs(sweep_id):
+    for run in store.sweeps.sweep_runs(sweep_id):
         unparsed, replies = 0, 0
-        for episode in store.episodes(run.id):
-            bad, seen = count_unparsed(store.steps(episode.id))
+        for episode in store.episodes.list(run.id):
+            bad, seen = count_unparsed(store.episodes.steps(episode.id))
             unparsed, replies = unparsed + bad, replies + seen
         row = counts.setdefault((run.config.model, run.config.decoding), [0, 0, 0])
         row[0] += 1
@@ -455,8 +456,8 @@ def list_sweeps(db: Optional[Path] = DbOption, limit: int = typer.Option(50, "--
 
     store = _store(db)
     rows = []
-    for item in store.list_sweeps(limit=limit):
-        progress = store.sweep_progress(item.id)
+    for item in store.sweeps.list_sweeps(limit=limit):
+        progress = store.sweeps.sweep_progress(item.id)
         rows.append((item.id, item.status, len(progress), sum(p.status == "finished" for p in progress),
                      ",".join(item.config.models), item.created_at[:19], item.note))
     if as_json:

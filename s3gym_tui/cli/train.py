@@ -44,7 +44,7 @@ def train(
     store = _store(db, write=True) if from_training is not None else None  # a recipe alone is checked first
     recipe = resolve_recipe(store, method, config, from_training, recipe_values or {})
     store = store or _store(db, write=True)
-    source = store.get_run(run_id)  # an unknown run: one line, before anything loads
+    source = store.runs.get_run(run_id)  # an unknown run: one line, before anything loads
     check_eval_settings(source.config, recipe.eval_episodes, recipe.step_cap)
     from s3gym_tui.training.options import vllm_problem
     from s3gym_tui.training.ranks import world
@@ -68,7 +68,7 @@ def train(
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        training = store.get_training(bars.training_id) if bars.training_id else None
+        training = store.trainings.get_training(bars.training_id) if bars.training_id else None
         interrupted(f"training {training.id} {training.error}" if training and training.error else None,
                     training.id if training else None)
     print_outcome(console, outcome)
@@ -88,7 +88,7 @@ def resolve_recipe(store, method: Optional[str], config: Optional[Path], from_tr
     values: dict = {}
     try:
         if from_training is not None:
-            stored = store.get_training(from_training)
+            stored = store.trainings.get_training(from_training)
             if stored.role != "expert":
                 raise UserError(f"{from_training} is part of study {stored.study_id}: its recipe is the study's")
             previous = stored_recipe(stored.settings, stored.method)
@@ -171,7 +171,7 @@ def resume_training_cli(store, training_id: str, progress: Optional[ProgressMode
     except (MissingExtra, TrainingError) as exc:
         raise UserError(str(exc)) from None
     except KeyboardInterrupt:
-        training = store.get_training(training_id)
+        training = store.trainings.get_training(training_id)
         interrupted(f"training {training_id} {training.error or 'interrupted'}", training_id)
     print_outcome(console, outcome)
 
@@ -202,7 +202,7 @@ def dataset(
     from s3gym_tui.training.dataset import build_dataset, export_jsonl
 
     store = _store(db, write=True)
-    source = store.get_run(run_id)
+    source = store.runs.get_run(run_id)
     if source.config.pathway == "trained":
         raise UserError(f"run {run_id!r} is a training run: build datasets from the run that explored")
     if out.exists() and not out.is_dir():
@@ -246,8 +246,8 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
     from s3gym_tui.training.learning_signal import signal_summaries
 
     store = _store(db)
-    leases = store.training_leases()
-    trainings = store.trainings(limit=limit)
+    leases = store.leases.training_leases()
+    trainings = store.trainings.list(limit=limit)
     if as_json:
         from s3gym_tui.cli.common import emit_json
 
@@ -259,10 +259,11 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
                 "no signal", "gain", "created"):
         table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
     for t in trainings:
-        summaries = signal_summaries(store.losses(t.id))
+        summaries = signal_summaries(store.trainings.losses(t.id))
         signal = ", ".join(f"{s.no_signal}/{s.updates}" for s in summaries) or "-"
         cells = (t.id, t.method, t.role, ", ".join(t.games), shown_training_status(t.status, leases.get(t.id)),
-                 t.reward or "-", str(t.examples), str(len(store.training_checkpoints(t.id))), str(t.steps), signal,
+                 t.reward or "-", str(t.examples), str(len(store.trainings.training_checkpoints(t.id))),
+                 str(t.steps), signal,
                  training_gain(store, t), t.created_at[:19])
         table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)
@@ -272,10 +273,9 @@ def training_gain(store, training) -> str:
     """The verdict of a training's last checkpoint on its own game (format gain, play gain, no gain, not split),
     '—' before it is evaluated."""
     from s3gym_tui.training.baseline import outcome
-    from s3gym_tui.training.evaluate import training_report
-    from s3gym_tui.training.runs import own_eval_run
+    from s3gym_tui.training.evaluate import own_eval_run, training_report
 
-    run = own_eval_run(store, training)
+    run = own_eval_run(store.trainings, store.runs, training)
     if run is None:
         return "—"
     found = outcome(training_report(store, run))
@@ -285,13 +285,13 @@ def training_gain(store, training) -> str:
 def training_json(store, training, shown_status: str) -> dict:
     """A training for `s3gym trainings --json`: its record, the status as shown, the learning signal
     per phase, and per checkpoint the figures as written and (separately) repaired."""
-    from s3gym_tui.training.evaluate import training_report
+    from s3gym_tui.training.evaluate import eval_runs, training_report
     from s3gym_tui.training.learning_signal import signal_summaries
     from s3gym_tui.training.baseline import baseline_text, splits
-    from s3gym_tui.training.runs import eval_runs, run_decoding
+    from s3gym_tui.training.runs import run_decoding
 
     reports = []
-    for game, run, _ in eval_runs(store, training):
+    for game, run, _ in eval_runs(store.trainings, store.runs, training):
         if run_decoding(run) != "free":
             continue
         report = training_report(store, run)
@@ -316,4 +316,5 @@ def training_json(store, training, shown_status: str) -> dict:
     peak = None if scope is None else {"mb": training.metrics["peak_rss_mb"], "scope": scope,
                                        "label": SCOPE_LABELS[scope]}
     return {**training.model_dump(mode="json"), "shown_status": shown_status, "peak_rss": peak,
-            "signal": [s.as_dict() for s in signal_summaries(store.losses(training.id))], "evaluations": reports}
+            "signal": [s.as_dict() for s in signal_summaries(store.trainings.losses(training.id))],
+            "evaluations": reports}

@@ -158,7 +158,7 @@ def _validations(candidate_id: str, decisions: Sequence) -> tuple[str, ...]:
 
 
 def compute_split(split: Mapping[str, Mapping[str, Any]]) -> tuple[ComputeShare, ...]:
-    """store.compute_split() as shares of the model calls, in the issue's order."""
+    """store.aspire.compute_split() as shares of the model calls, in the issue's order."""
     total = sum(int(v.get("calls") or 0) for v in split.values())
     tokens = sum(int(v.get("tokens") or 0) for v in split.values())
     seconds = sum(float(v.get("seconds") or 0.0) for v in split.values())

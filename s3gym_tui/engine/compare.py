@@ -206,7 +206,7 @@ def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHA
     excerpt would leave that line out."""
     kind = episode.pathway if episode.pathway in IN_CONTEXT else "none"
     if steps is None:
-        steps = store.steps(episode.id, include_prompt=False)
+        steps = store.episodes.steps(episode.id, include_prompt=False)
     if not steps:
         return StepContext("none", "", None, note="no steps stored")
     index = max(0, min(index, len(steps) - 1))
@@ -217,7 +217,7 @@ def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHA
         rules = None
     order = [index] + list(range(index - 1, -1, -1)) + list(range(index + 1, len(steps)))
     for i in order:
-        prompt = store.step_prompt(episode.id, steps[i].index)
+        prompt = store.prompts.step_prompt(episode.id, steps[i].index)
         if not prompt:
             continue
         block = hint_block(prompt, rules)
@@ -235,7 +235,7 @@ def context_at(store, episode: Episode, index: int, max_chars: int = EXCERPT_CHA
                            len(block), omitted, note)
     if episode.pathway == "summary" and episode.summary_id:
         try:
-            summary = store.get_summary(episode.summary_id)
+            summary = store.summaries.get_summary(episode.summary_id)
         except Exception:
             summary = None
         if summary is not None:
@@ -279,7 +279,7 @@ def _all_runs(store, page: int = 500) -> list[Run]:
     offset = 0
     while True:
         damaged: list[tuple[str, str]] = []  # a damaged run cannot be paired: skipped
-        chunk = store.list_runs(limit=page, offset=offset, damaged=damaged)
+        chunk = store.runs.list_runs(limit=page, offset=offset, damaged=damaged)
         runs.extend(chunk)
         offset += page
         if len(chunk) + len(damaged) < page:
@@ -305,7 +305,7 @@ def best_pairs(store, limit: Optional[int] = 100, winner: Optional[Winner] = Non
 
     def evals(run: Run) -> dict[tuple[int, int], Episode]:
         if run.id not in cache:
-            cache[run.id] = {(e.seed, e.checkpoint): e for e in store.episodes(run.id, phase="eval")
+            cache[run.id] = {(e.seed, e.checkpoint): e for e in store.episodes.list(run.id, phase="eval")
                              if e.status == "finished" and e.score is not None
                              and e.checkpoint is not None}
         return cache[run.id]

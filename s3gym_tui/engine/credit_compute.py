@@ -61,11 +61,11 @@ def default_analyzer(store: "Store", ep: "Episode") -> tuple[str, Optional[str]]
     if askable(ep.model):
         return ep.model, None
     provider, name = split_model(ep.model)
-    training = store.find_training(name.partition("/")[0]) if provider == "trained" else None
+    training = store.trainings.find_training(name.partition("/")[0]) if provider == "trained" else None
     source = None
     if training is not None and training.source_run:
         try:
-            source = store.get_run(training.source_run).config.model
+            source = store.runs.get_run(training.source_run).config.model
         except Exception:  # noqa: BLE001 - a removed source run: the embedded model
             source = None
     if source and askable(source):
@@ -103,7 +103,7 @@ def _rules(game: str, mode: str, seed: int) -> str:
 
 def _messages(store: "Store", step: "Step") -> list[dict]:
     try:
-        messages = json.loads(store.prompt_of(step))
+        messages = json.loads(store.prompts.prompt_of(step))
         if isinstance(messages, list) and all(isinstance(m, dict) for m in messages):
             return messages
     except Exception:  # noqa: BLE001 - a damaged prompt falls back to what the agent saw
@@ -113,7 +113,7 @@ def _messages(store: "Store", step: "Step") -> list[dict]:
 
 def _pool(store: "Store", ep: "Episode", settings: CreditSettings) -> list["Episode"]:
     if settings.source == "off-trajectory":
-        pool = [ep, *store.task_episodes(ep.game, ep.mode, ep.seed, exclude_seed=True)]
+        pool = [ep, *store.credit.task_episodes(ep.game, ep.mode, ep.seed, exclude_seed=True)]
     else:
         pool = pi.sibling_group(store, ep)
     if settings.purpose == "training":  # the held-out line: exploration episodes only
@@ -132,14 +132,14 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
     StoreError with one line."""
     settings.check()
     progress(None, None, "finding the siblings")
-    ep = store.get_episode(episode_id)
+    ep = store.episodes.get_episode(episode_id)
     if settings.purpose == "training" and (ep.phase != "explore" or ep.mode != "explore"):
         from s3gym_tui.store.errors import LeakageError
 
         raise LeakageError(f"episode {episode_id!r} is an evaluation episode: it never trains")
     analyzer, why = (settings.analyzer, None) if settings.analyzer else default_analyzer(store, ep)
     pool = _pool(store, ep, settings)
-    steps_of = {e.id: store.steps(e.id, include_prompt=False) for e in pool}
+    steps_of = {e.id: store.episodes.steps(e.id, include_prompt=False) for e in pool}
     if settings.source == "off-trajectory":  # each source judged within its own task's group
         outcomes = [pi.outcome(store, e, settings.success_rule, steps_of[e.id]) for e in pool]
         by_seed: dict[int, list[int]] = {}
@@ -175,8 +175,8 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
         notes.append("no successful sibling other than this episode: uniform credit (plain GRPO)")
     elif settings.credit != "uniform":
         read_ids = [e.id for e in pool]
-        extraction_id = store.pi_extractions_for(read_ids, analyzer, settings.success_rule, settings.purpose,
-                                                 settings.source)
+        extraction_id = store.credit.pi_extractions_for(read_ids, analyzer, settings.success_rule, settings.purpose,
+                                                        settings.source)
         if extraction_id is None:
             progress(None, None, f"asking the analyzer {analyzer} for PI from {len(successful)} successful sibling(s)")
             sources = [(e.id, steps_of[e.id]) for e in successful]
@@ -185,7 +185,7 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
                    "trajectories": [[[s.index, s.action] for s in steps] for _, steps in sources]}
             reply = analyze(analyzer, messages, ctx)
             parsed = pi.parse_items(reply, sources)
-            extraction_id = store.add_pi_extraction(
+            extraction_id = store.credit.add_pi_extraction(
                 game=ep.game, mode=ep.mode, seed=ep.seed, episode_ids=read_ids,
                 successful_ids=[e.id for e in successful], success_rule=settings.success_rule, analyzer=analyzer,
                 prompt=json.dumps(messages), reply=reply, purpose=settings.purpose, source=settings.source,
@@ -193,7 +193,7 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
                         "evidence": i.evidence} for i in parsed])
         items = [PiItem(id=r["id"], requirement=r["requirement"], condition=r["condition"],
                         evidence=tuple(r["evidence"]), cues=tuple(r["cues"]))
-                 for r in store.pi_items_of(extraction_id)]
+                 for r in store.credit.pi_items_of(extraction_id)]
         if not items:
             notes.append(f"the analyzer {analyzer} wrote no usable PI item: uniform credit")
     target_steps = steps_of[ep.id]
@@ -228,7 +228,7 @@ def compute_credit(store: "Store", episode_id: str, settings: CreditSettings = C
         weights = [1.0] * len(target_steps)
     else:
         weights = list(taspo_weights(advantage, per_action, settings.kappa, settings.tau, settings.eps_w))
-    store.add_episode_credit(
+    store.credit.add_episode_credit(
         ep.id, extraction_id=extraction_id, advantage=advantage, reward=reward, group_ids=group_ids,
         analyzer=analyzer, scorer=scorer_name, credit=settings.credit, kappa=settings.kappa, tau=settings.tau,
         eps_w=settings.eps_w, note="; ".join(notes), training_id=settings.training_id,

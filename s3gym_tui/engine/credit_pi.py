@@ -66,7 +66,7 @@ class ParsedItem:
 
 def sibling_group(store: "Store", episode: "Episode") -> list["Episode"]:
     """The finished episodes of the episode's task (game, mode, seed), the episode itself included."""
-    return store.task_episodes(episode.game, episode.mode, episode.seed, include=episode.id)
+    return store.credit.task_episodes(episode.game, episode.mode, episode.seed, include=episode.id)
 
 
 def outcome(store: "Store", episode: "Episode", rule: str = "self",
@@ -77,7 +77,7 @@ def outcome(store: "Store", episode: "Episode", rule: str = "self",
         raise ValueError(f"unknown success rule {rule!r}: one of {', '.join(SUCCESS_RULES)}")
     if rule == "verifier":
         return episode.score
-    steps = store.steps(episode.id, include_prompt=False) if steps is None else steps
+    steps = store.episodes.steps(episode.id, include_prompt=False) if steps is None else steps
     scores = [s.self_score for s in steps if s.self_score is not None and s.self_score == s.self_score]
     return sum(scores) if scores else None
 

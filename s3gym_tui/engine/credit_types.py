@@ -82,7 +82,7 @@ class EpisodeCredit:
 
 def episode_credit(store: "Store", episode_id: str) -> Optional[EpisodeCredit]:
     """The latest stored credit of the episode, or None when it was never computed (undefined)."""
-    rows = store.credit_rows(episode_id)
+    rows = store.credit.credit_rows(episode_id)
     if rows is None:
         return None
     return credit_from_rows(store, episode_id, rows)
@@ -97,7 +97,7 @@ def credit_from_rows(store: "Store", episode_id: str, rows: dict) -> EpisodeCred
                          evidence=tuple(evidence.get(r["id"], ())), cues=tuple(json.loads(r["cues"] or "[]")))
                   for r in rows["items"])
     by_id = {i.id: i for i in items}
-    actions_text = {s.index: s.action for s in store.steps(episode_id, include_prompt=False)}
+    actions_text = {s.index: s.action for s in store.episodes.steps(episode_id, include_prompt=False)}
     actions = tuple(ActionCredit(step=int(a["step_index"]), action=actions_text.get(int(a["step_index"]), ""),
                                  weight=a["weight"], shift=a["shift"],
                                  items=tuple(by_id[i] for i in json.loads(a["item_ids"] or "[]") if i in by_id))

@@ -10,7 +10,7 @@ from s3gym_tui.models import Run, Summary, summary_in_use
 
 
 def what_is_used(versions: Sequence[Summary], x: int) -> str:
-    """What state x is played with, given the versions as they are now (Store.begin_state's rule):
+    """What state x is played with, given the versions as they are now (Summaries.begin_state's rule):
     the pinned version as is; at x = 0 the current version as is (nothing to summarise yet); else a
     summary the model writes from the current version (or from scratch without one)."""
     current = summary_in_use(versions)

@@ -138,7 +138,7 @@ def mark_of_file(path: Path) -> Optional[DemoMark]:
 
 
 def write_mark(store, mark: DemoMark) -> None:
-    store.set_meta_value(MARK_KEY, mark.model_dump_json())
+    store.meta.set_meta_value(MARK_KEY, mark.model_dump_json())
 
 
 class DemoRefused(ValueError):

@@ -156,7 +156,7 @@ class ChildRun:
             try:
                 from s3gym_tui.store.leases import HOST
 
-                self.run_id = next((lease.run_id for lease in store.live_aspire_leases().values()
+                self.run_id = next((lease.run_id for lease in store.leases.live_aspire_leases().values()
                                     if lease.pid == self.pid and lease.host == HOST), None)
             except Exception:  # noqa: BLE001 - found at the next look
                 pass
@@ -164,7 +164,7 @@ class ChildRun:
             try:
                 from s3gym_tui.store.leases import HOST
 
-                self.run_id = next((lease.run_id for lease in store.live_leases().values()
+                self.run_id = next((lease.run_id for lease in store.leases.live_leases().values()
                                     if lease.pid == self.pid and lease.host == HOST), None)
             except Exception:  # noqa: BLE001 - found at the next look
                 pass

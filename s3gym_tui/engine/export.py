@@ -21,7 +21,7 @@ def _prompt(store, step) -> Optional[list]:
     if not step.prompt:
         return None
     try:
-        return json.loads(store.prompt_of(step))  # shared parts and deltas expanded
+        return json.loads(store.prompts.prompt_of(step))  # shared parts and deltas expanded
     except ValueError as err:
         raise StoreError(f"the stored prompt of step {step.index} of episode {step.episode_id!r} is not "
                          f"JSON; nothing more was exported") from err
@@ -32,15 +32,15 @@ def records(store, run: Run) -> Iterator[tuple[str, dict, object]]:
     order: the run, each episode then its steps (prompts not read: a step's `prompt` is its stored
     form), summaries, checkpoints (with their mean) and annotations (with their target)."""
     yield "run", run.model_dump(mode="json"), run
-    for episode in sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
+    for episode in sorted(store.episodes.list(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index)):
         yield "episode", episode.model_dump(mode="json"), episode
-        for step in store.steps(episode.id):
+        for step in store.episodes.steps(episode.id):
             yield "step", step.model_dump(mode="json"), step
-    for summary in store.summaries(run.id):
+    for summary in store.summaries.list(run.id):
         yield "summary", summary.model_dump(mode="json"), summary
-    for checkpoint in store.checkpoints(run.id):
+    for checkpoint in store.checkpoints.list(run.id):
         yield "checkpoint", {**checkpoint.model_dump(mode="json"), "mean": checkpoint.mean}, checkpoint
-    for annotation in store.annotations(run_id=run.id):  # on its episodes, their steps, its summaries
+    for annotation in store.annotations.list(run_id=run.id):  # on its episodes, their steps, its summaries
         yield "annotation", {**annotation.model_dump(mode="json"), "target": annotation.target}, annotation
 
 
@@ -48,7 +48,7 @@ def export_run(store, run: Run, out: TextIO) -> int:
     """Write the run as JSONL from one consistent read snapshot (a live run writing meanwhile
     cannot tear it); returns the number of lines written. Secret values are redacted."""
     with store.snapshot("export a run"):
-        run = store.get_run(run.id)
+        run = store.runs.get_run(run.id)
         return _export(store, run, out)
 
 

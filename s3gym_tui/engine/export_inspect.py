@@ -55,7 +55,7 @@ def export_inspect(store, run: Run, path: Path) -> int:
     path = check_log_path(path, store.path)
     check_inspect()
     with store.snapshot("export a run"):
-        log = eval_log(store, store.get_run(run.id))
+        log = eval_log(store, store.runs.get_run(run.id))
     _write(log, path)
     return len(log.samples or [])
 
@@ -64,7 +64,7 @@ def eval_log(store, run: Run):
     """The run as an inspect_ai.log.EvalLog (samples included), secret values redacted."""
     from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats
 
-    episodes = sorted(store.episodes(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index))
+    episodes = sorted(store.episodes.list(run.id), key=lambda e: (e.phase, e.checkpoint or 0, e.index))
     secrets = secret_values()
     samples = [_redacted(_sample(store, run, episode), secrets) for episode in episodes]  # one at a time
     config = run.config.model_dump(mode="json")
@@ -96,7 +96,7 @@ def _sample(store, run: Run, episode: Episode):
     from inspect_ai.log import EvalSample
     from inspect_ai.model import ChatMessageAssistant, ModelOutput, ModelUsage
 
-    steps = store.steps(episode.id)
+    steps = store.episodes.steps(episode.id)
     messages: list = []
     first_prompt: Optional[list] = None
     for step in steps:
@@ -135,7 +135,7 @@ def _prompt_messages(store, step: Step) -> list:
     if not step.prompt:
         return []
     try:
-        sent = json.loads(store.prompt_of(step))
+        sent = json.loads(store.prompts.prompt_of(step))
     except ValueError as err:
         raise StoreError(f"the stored prompt of step {step.index} of episode {step.episode_id!r} is not "
                          f"JSON; nothing was exported") from err

@@ -115,7 +115,7 @@ def export_tables(store, run: Run, folder: Path, fmt: ExportFormat, full_prompts
         raise OutputError(f"cannot write in {folder.parent}: {err.strerror or err} (nothing was written)") from err
     try:
         with store.snapshot("export a run"):
-            counts = _write(store, store.get_run(run.id), tmp, fmt, full_prompts)
+            counts = _write(store, store.runs.get_run(run.id), tmp, fmt, full_prompts)
         _replace(tmp, folder)
     except OSError as err:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -157,7 +157,7 @@ def _write(store, run: Run, tmp: Path, fmt: ExportFormat, full_prompts: bool) ->
             if kind == "step":
                 payload = {**payload, "prompt": None}
                 if stored.prompt:  # None for a person's move
-                    text = redact_values(store.prompt_of(stored), secrets)  # as sent: shared parts, deltas expanded
+                    text = redact_values(store.prompts.prompt_of(stored), secrets)  # as sent: shared parts, deltas expanded
                     if full_prompts:
                         payload["prompt"] = text
                     else:

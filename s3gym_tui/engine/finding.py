@@ -17,7 +17,7 @@ def compare_pairs(store, game: Optional[str] = None) -> list[tuple[str, str]]:
     """The pairs Compare shows: History vs Summary evaluation episodes (the Pairs screen's) and every
     fork with its source."""
     pairs = [(p.history_episode, p.summary_episode) for p in best_pairs(store, limit=None, game=game)]
-    return pairs + store.fork_pairs(game)
+    return pairs + store.search.fork_pairs(game)
 
 
 def first_action_divergence(a: list[str], b: list[str], game: Optional[str] = None) -> Optional[int]:
@@ -31,7 +31,7 @@ def first_action_divergence(a: list[str], b: list[str], game: Optional[str] = No
 def divergence_steps(store, filters: SearchFilters) -> set[tuple[str, int]]:
     """(episode, step index) of the first divergence of every Compare pair, on both sides."""
     pairs = [(a, b, g) for g in (filters.games or games.names()) for a, b in compare_pairs(store, g)]
-    actions = store.episode_actions(sorted({e for a, b, _ in pairs for e in (a, b)}))
+    actions = store.search.episode_actions(sorted({e for a, b, _ in pairs for e in (a, b)}))
     found: set[tuple[str, int]] = set()
     for a, b, game in pairs:  # each pair by its game's rule of the same move
         k = first_action_divergence(actions[a], actions[b], game)
@@ -48,7 +48,7 @@ def find(store, query: str = "", filters: Optional[SearchFilters] = None, *,
     """store.search, with the divergence filter's steps computed when it is asked for."""
     filters = filters or SearchFilters()
     divergences = divergence_steps(store, filters) if filters.divergences else None
-    return store.search(query, filters, limit=limit, divergences=divergences)
+    return store.search.find(query, filters, limit=limit, divergences=divergences)
 
 
 def compare_partner(store, episode: Episode) -> Optional[str]:
@@ -62,7 +62,7 @@ def compare_partner(store, episode: Episode) -> Optional[str]:
                 return pair.summary_episode
             if episode.id == pair.summary_episode:
                 return pair.history_episode
-    return store.same_seed_episode(episode.id)
+    return store.search.same_seed_episode(episode.id)
 
 
 # ----- one line of words and filters (the app's Search box) -----------------------------------------

@@ -88,7 +88,7 @@ def _recorded_hint(store, episode: Episode, steps: Sequence[Step]) -> Optional[s
     """The Hint Messages block the learner chose its steps with (a fork's copied steps carry its source's)."""
     rules = games.make(episode.game, episode.mode).rules()
     for step in steps[int(episode.fork_step or 0):]:
-        prompt = store.step_prompt(episode.id, step.index) if step.actor == "model" else ""
+        prompt = store.prompts.step_prompt(episode.id, step.index) if step.actor == "model" else ""
         if prompt:
             return hint_block(prompt, rules)
     return None
@@ -102,8 +102,8 @@ def probe(store, episode: Episode) -> LeakProbe:
                          f"replay exactly")
     if episode.status != "finished" or episode.score is None:
         raise ValueError(f"episode {episode.id} is not finished")
-    steps = store.steps(episode.id)
-    run = store.get_run(episode.run_id) if episode.run_id else None
+    steps = store.episodes.steps(episode.id)
+    run = store.runs.get_run(episode.run_id) if episode.run_id else None
     hint = _recorded_hint(store, episode, steps)
     cleaned, dropped = without_evaluation_blocks(hint) if hint else (hint, ())
     replayed = replay(episode, steps, cleaned or None,

@@ -39,7 +39,7 @@ class LeaseKeeper:
             store = self.store_type(self.path, check=False, busy_timeout=self.busy_timeout)
             while not self._stop.wait(self.interval):
                 try:
-                    if not store.renew_lease(self.lease):
+                    if not store.leases.renew_lease(self.lease):
                         self.lost = True
                         self.on_lost()
                         return
@@ -68,7 +68,7 @@ def holding(store, lease) -> Iterator[None]:
         keeper.stop()
         if not keeper.lost:
             try:
-                store.release_lease(lease)
+                store.leases.release_lease(lease)
             except Exception:  # noqa: BLE001 - the lease lapses by itself once this process is gone
                 pass
 
@@ -88,7 +88,7 @@ def driving_training(store, training_id: str, command: str = "s3gym train") -> I
         finally:
             _HELD_TRAININGS[training_id] -= 1
         return
-    with holding(store, store.acquire_training_lease(training_id, command)):
+    with holding(store, store.leases.acquire_training_lease(training_id, command)):
         _HELD_TRAININGS[training_id] = 1
         try:
             yield
@@ -101,5 +101,5 @@ def driving_aspire(store, aspire_id: str, command: str = "s3gym aspire") -> Iter
     """Hold an ASPIRE run's lease (renewed by a LeaseKeeper) while this process drives its controller,
     so the app follows it as running and a killed process reads as interrupted. RunBusy when another
     live process drives it (a second `s3gym aspire --resume` of the same run is refused)."""
-    with holding(store, store.acquire_aspire_lease(aspire_id, command)):
+    with holding(store, store.leases.acquire_aspire_lease(aspire_id, command)):
         yield

@@ -52,10 +52,10 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
     saw at that state (its history ids and cut, its summary version), unless `borrow` names other
     experience a person chose: then it records that choice, and a borrow from the source's own run
     stops at the source's state. Never the source itself, nor anything after it (engine.visibility)."""
-    source = store.find_episode(source_episode_id)
+    source = store.episodes.find_episode(source_episode_id)
     if source is None:
         raise PlayError(f"no episode {source_episode_id!r} to fork from")
-    steps = store.steps(source.id)
+    steps = store.episodes.steps(source.id)
     if isinstance(at_step, bool) or not isinstance(at_step, int) or not 0 <= at_step <= len(steps):
         raise PlayError(f"episode {source.id} has {len(steps)} steps; cannot fork after step {at_step}")
     pathway = pathway or source.pathway
@@ -72,8 +72,8 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
         id=f"fork-{uuid.uuid4().hex[:10]}", run_id=None, game=source.game, mode=source.mode,
         phase=source.phase, seed=source.seed, index=0, model=settings.model, pathway=pathway,
         fork_of=source.id, fork_step=at_step, **context)
-    store.add_episode(episode, [s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
-    return EpisodeSession(store, store.find_episode(episode.id), settings, experience, on_event)
+    store.episodes.add_episode(episode, [s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
+    return EpisodeSession(store, store.episodes.find_episode(episode.id), settings, experience, on_event)
 
 
 def preview_action(game, action: str):

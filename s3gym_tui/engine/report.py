@@ -118,16 +118,16 @@ def on_game_scales(reports: Sequence[RunReport]) -> list[RunReport]:
 
 def run_report(store, run: Run) -> RunReport:
     config = run.config
-    by_x = {c.x: c.mean for c in store.checkpoints(run.id)}
+    by_x = {c.x: c.mean for c in store.checkpoints.list(run.id)}
     points = tuple((x, by_x.get(x)) for x in config.checkpoints())
     curve = game_curve_metrics(points, config.game, "eval")
     explore_steps: list[tuple[int, Optional[float], float]] = []
     explore_scores: list[float] = []
     eval_pairs: list[StepPair] = []
     usage, done, replicas = Usage(), 0, ReplicaFaults()
-    for episode in store.episodes(run.id):
+    for episode in store.episodes.list(run.id):
         done += episode.status == "finished"
-        steps = store.steps(episode.id, include_prompt=False)  # prompts are not needed here
+        steps = store.episodes.steps(episode.id, include_prompt=False)  # prompts are not needed here
         for s in steps:
             if s.actor == "model":
                 usage = usage.plus(s.tokens_in, s.tokens_out, s.cost, s.tokens_cached)
@@ -139,7 +139,7 @@ def run_report(store, run: Run) -> RunReport:
                 explore_scores.append(episode.score)
         else:
             eval_pairs.extend((s.self_score, s.reward) for s in steps)
-    for summary in store.summaries(run.id):
+    for summary in store.summaries.list(run.id):
         if summary.author.startswith("model"):
             usage = usage.plus(summary.tokens_in, summary.tokens_out, summary.cost)
     explore_pairs = [(s, r) for _, s, r in explore_steps]

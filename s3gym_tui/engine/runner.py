@@ -33,7 +33,7 @@ def call_settings(config: RunConfig, backoff_base_s: float = 0.5) -> CallSetting
 def _bounded(section: str) -> str:
     """A model-written summary section within the store's per-section limit (it goes into every
     later prompt), with a visible mark where it was cut."""
-    from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS
+    from s3gym_tui.store.summaries import MAX_EDIT_SECTION_CHARS
 
     if len(section) <= MAX_EDIT_SECTION_CHARS:
         return section
@@ -74,13 +74,13 @@ class ProtocolRunner:
         """The summary state x uses: the pinned version as is, else the one the model writes for x
         from the version current when x began (written once; read back on resume).
 
-        State x begins in one store transaction (Store.begin_state): a person's edit, veto or pin
+        State x begins in one store transaction (Summaries.begin_state): a person's edit, veto or pin
         committed before it is seen by x, one committed after it first by x + 1."""
-        base, used = self.store.begin_state(self.run.id, x)
+        base, used = self.store.summaries.begin_state(self.run.id, x)
         if used is not None or x == 0 or (base is not None and base.pinned):
             return used if used is not None else base
         state_key = explore_episode_id(self.run.id, x)
-        versions = self.store.summaries(self.run.id)
+        versions = self.store.summaries.list(self.run.id)
         keyed = [s for s in versions if s.for_episode_id == state_key and s.author.startswith("model")]
         if keyed:  # written by a run from before states were recorded
             return _current_as_of(versions, keyed[-1].version)
@@ -96,17 +96,17 @@ class ProtocolRunner:
         fields = dict(source_episode_ids=window.episode_ids, author=self.summary_author,
                       parent_version=base.version if base else None, for_state_x=x,
                       tokens_in=result.tokens_in, tokens_out=result.tokens_out, cost=result.cost)
-        if x < self.config.explore_episodes and self.store.find_episode(state_key) is None:
+        if x < self.config.explore_episodes and self.store.episodes.find_episode(state_key) is None:
             # written at step 0 of exploration episode x: the episode is stored with it (one
             # transaction; summaries.for_episode_id is a foreign key to it)
             episode = self._episode("explore", x, self.config.explore_seed(x), None,
                                     ExperienceState(x, "summary"), state_key)
-            started, summary = self.store.add_episode_with_summary(episode, retain, avoid, nxt, **fields)
+            started, summary = self.store.episodes.add_episode_with_summary(episode, retain, avoid, nxt, **fields)
             self.on_event(EpisodeStarted(started))
         else:  # the last checkpoint's state (no exploration episode follows), or x already started
             producer = state_key if x < self.config.explore_episodes else None
-            summary = self.store.add_summary(self.run.id, retain, avoid, nxt, game=self.config.game,
-                                             for_episode_id=producer, **fields)
+            summary = self.store.summaries.add_summary(self.run.id, retain, avoid, nxt, game=self.config.game,
+                                                       for_episode_id=producer, **fields)
         self.on_event(SummaryWritten(summary))
         return summary
 
@@ -120,7 +120,7 @@ class ProtocolRunner:
             **context_fields(self.store, vantage, state, STATE))
 
     async def play(self, episode: Episode, state: ExperienceState) -> Episode:
-        existing = self.store.find_episode(episode.id)
+        existing = self.store.episodes.find_episode(episode.id)
         if existing is not None and existing.status == "finished":
             return existing
         if existing is not None:  # resume with the experience recorded when it started
@@ -133,7 +133,7 @@ class ProtocolRunner:
 
     async def _recorded_state(self, episode: Episode, fallback: ExperienceState) -> ExperienceState:
         if episode.summary_id:
-            for summary in self.store.summaries(self.run.id):
+            for summary in self.store.summaries.list(self.run.id):
                 if summary.id == episode.summary_id:
                     return ExperienceState(fallback.x, fallback.pathway, fallback.history, summary)
         return fallback
@@ -147,7 +147,7 @@ class ProtocolRunner:
         finished = await asyncio.gather(*tasks)
         checkpoint = Checkpoint(run_id=self.run.id, x=x, episode_ids=tuple(e.id for e in finished),
                                 scores=tuple(float(e.score or 0.0) for e in finished))
-        self.store.add_checkpoint(checkpoint)
+        self.store.checkpoints.add_checkpoint(checkpoint)
         self.on_event(CheckpointScored(checkpoint))
         return checkpoint
 
@@ -163,7 +163,7 @@ class ProtocolRunner:
     async def run_protocol(self, command: str = "") -> Run:
         """Run or resume the whole protocol as the run's one driver. Returns the run with its final
         status. Raises RunBusy (before anything changes) if another live process drives it."""
-        lease = self.store.acquire_lease(self.run.id, command or "s3gym")
+        lease = self.store.leases.acquire_lease(self.run.id, command or "s3gym")
         loop = asyncio.get_running_loop()
         self._task = asyncio.current_task()
         self._lease_lost = False
@@ -180,18 +180,18 @@ class ProtocolRunner:
             self._task = None
             if not self._lease_lost:
                 try:
-                    self.store.release_lease(lease)
+                    self.store.leases.release_lease(lease)
                 except StoreError:
                     pass  # the lease lapses by itself (its process is gone soon)
 
     def _set_status(self, status: str, reason: str = "") -> None:
         if self._lease_lost:
             return  # the run has a new driver: its status is not ours to write
-        self.store.set_run_status(self.run.id, status, reason)
+        self.store.runs.set_run_status(self.run.id, status, reason)
 
     async def _drive(self) -> Run:
         self._set_status("running")
-        done_checkpoints = {c.x for c in self.store.checkpoints(self.run.id)}
+        done_checkpoints = {c.x for c in self.store.checkpoints.list(self.run.id)}
         evals: list[asyncio.Task] = []
         error: Optional[str] = None
         reason = ""
@@ -223,7 +223,7 @@ class ProtocolRunner:
             self._set_status("stopped", self.stop_reason or "cancelled")
             if not requested:
                 raise
-            self.run = self.store.get_run(self.run.id)
+            self.run = self.store.runs.get_run(self.run.id)
             self.on_event(RunFinished(self.run, None))
             return self.run
         except StoreError as exc:  # disk full, a lock held too long: what was stored is whole (each
@@ -239,7 +239,7 @@ class ProtocolRunner:
         if error is not None:
             await asyncio.gather(*evals, return_exceptions=True)
         self._set_status(status, reason)
-        self.run = self.store.get_run(self.run.id)
+        self.run = self.store.runs.get_run(self.run.id)
         self.on_event(RunFinished(self.run, error))
         return self.run
 

@@ -72,13 +72,13 @@ class EpisodeSession:
         self.step_cap = step_cap  # the run's cap; the game's own (smaller) cap applies too
         self.game: Game = games.make(episode.game, episode.mode)
         self.game.reset(episode.seed)
-        existing = store.find_episode(episode.id)
+        existing = store.episodes.find_episode(episode.id)
         if existing is None:
-            store.add_episode(episode)
+            store.episodes.add_episode(episode)
             existing = episode
             on_event(EpisodeStarted(existing))
         self.episode = existing
-        self.steps: list[Step] = list(store.steps(existing.id))
+        self.steps: list[Step] = list(store.episodes.steps(existing.id))
         self._hint_key: Optional[str] = None
         self._prompts: dict[int, str] = {}  # full prompts of possible delta bases (read lazily on resume)
         self._replay(reset=False)
@@ -170,7 +170,7 @@ class EpisodeSession:
         if call is not None and call.original_reply is not None and actor == "model":
             repair = (_cut_reply(call.original_reply)[0], reply)  # the model's own reply, and the repaired one
         try:
-            self.store.add_step(step, repair=repair)
+            self.store.episodes.add_step(step, repair=repair)
         except BaseException:
             self._replay()  # not stored, so not taken: the game returns to the stored state
             raise
@@ -206,7 +206,7 @@ class EpisodeSession:
             return escape_refs(full), full
         hint = redact_values(hint)
         if self._hint_key is None:
-            self._hint_key = self.store.put_text(hint)
+            self._hint_key = self.store.prompts.put_text(hint)
         return compact_prompt(full, self._hint_key, hint), full
 
     def _prompt_base(self, index: int) -> Optional[tuple[int, str]]:
@@ -221,12 +221,12 @@ class EpisodeSession:
         if index % PROMPT_STRIDE == 0 and index - PROMPT_STRIDE in with_prompt:
             base = index - PROMPT_STRIDE
         if base not in self._prompts:
-            self._prompts[base] = self.store.step_prompt(self.episode.id, base)
+            self._prompts[base] = self.store.prompts.step_prompt(self.episode.id, base)
         return base, self._prompts[base]
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()
-        self.store.finish_episode(self.episode.id, score, status)
+        self.store.episodes.finish_episode(self.episode.id, score, status)
         self.episode = self.episode.model_copy(update={"status": status, "score": score,
                                                        "finished_at": utcnow(),
                                                        "n_steps": len(self.steps)})

@@ -58,7 +58,7 @@ class SweepRunner:
         self.on_event = on_event
         self.backoff_base_s = backoff_base_s
         config = sweep.config
-        usage = store.sweep_usage(sweep.id)
+        usage = store.sweeps.sweep_usage(sweep.id)
         self.limits = CallLimits(concurrency=config.concurrency, budget_usd=config.budget_usd,
                                  spent_usd=float(usage["cost"]))
         self.failed_models: dict[str, str] = {}
@@ -78,7 +78,7 @@ class SweepRunner:
             runner.stop(reason)
 
     def pending(self) -> list[Run]:
-        return [r for r in self.store.sweep_runs(self.sweep.id) if r.status != "finished"]
+        return [r for r in self.store.sweeps.sweep_runs(self.sweep.id) if r.status != "finished"]
 
     async def _drive(self, run: Run) -> None:
         self.on_event(SweepRunStarted(run))
@@ -133,19 +133,19 @@ class SweepRunner:
         queues: dict[str, deque] = {}
         for run in self.pending():
             queues.setdefault(run.config.model, deque()).append(run)
-        self.store.set_sweep_status(self.sweep.id, "running", note="")
+        self.store.sweeps.set_sweep_status(self.sweep.id, "running", note="")
         per_model = self.sweep.config.runs_per_model
         try:
             with use_limits(self.limits):
                 await asyncio.gather(*(self._worker(q) for q in queues.values()
                                        for _ in range(min(per_model, len(q)))))
         except asyncio.CancelledError:
-            self.sweep = self.store.set_sweep_status(self.sweep.id, "stopped", note="interrupted")
+            self.sweep = self.store.sweeps.set_sweep_status(self.sweep.id, "stopped", note="interrupted")
             self.on_event(SweepEnded(self.sweep, "interrupted"))
             raise
         except BaseException as exc:
-            self.sweep = self.store.set_sweep_status(self.sweep.id, "failed",
-                                                     note=f"{type(exc).__name__}: {exc}"[:300])
+            self.sweep = self.store.sweeps.set_sweep_status(self.sweep.id, "failed",
+                                                            note=f"{type(exc).__name__}: {exc}"[:300])
             raise
         left = self.pending()
         if not left:
@@ -164,6 +164,6 @@ class SweepRunner:
         else:
             status, reason = "stopped", "runs busy"
             note = f"{len(self.busy)} run(s) driven by another process: {', '.join(self.busy)[:400]}"
-        self.sweep = self.store.set_sweep_status(self.sweep.id, status, note=note)
+        self.sweep = self.store.sweeps.set_sweep_status(self.sweep.id, status, note=note)
         self.on_event(SweepEnded(self.sweep, reason))
         return self.sweep

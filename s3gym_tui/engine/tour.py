@@ -47,7 +47,7 @@ def _deltas(store, runs) -> list:
     naba: dict[tuple[str, str, str], Optional[float]] = {}
     for run in runs:
         cfg = run.config
-        by_x = {c.x: c.mean for c in store.checkpoints(run.id)}
+        by_x = {c.x: c.mean for c in store.checkpoints.list(run.id)}
         curve = game_curve_metrics(tuple((x, by_x.get(x)) for x in cfg.checkpoints()), cfg.game, "eval")
         naba[(cfg.game, cfg.model, cfg.pathway)] = curve.naba
     pairs = [(game, model, value, naba[(game, model, "history")]) for (game, model, pathway), value in naba.items()
@@ -83,8 +83,8 @@ def _pair_text(pair: EpisodePair) -> str:
 
 def demo_tour(store, mark: DemoMark) -> Tour:
     """The tour of a demo database (its mark names the sweeps)."""
-    runs = store.sweep_runs(mark.sweep_id) if mark.sweep_id else []
-    contrast = store.sweep_runs(mark.contrast_sweep_id) if mark.contrast_sweep_id else []
+    runs = store.sweeps.sweep_runs(mark.sweep_id) if mark.sweep_id else []
+    contrast = store.sweeps.sweep_runs(mark.contrast_sweep_id) if mark.contrast_sweep_id else []
     stops = [_report_stop(store, runs, contrast)]
     pairs = best_pairs(store, limit=1, winner="history")
     pair = pairs[0] if pairs else None
@@ -110,9 +110,10 @@ def _pair_stops(store, pair: EpisodePair) -> list[TourStop]:
     pairs_stop = TourStop("2", "pairs", "Pairs: the largest History-vs-Summary gaps",
                           "Evaluation pairs History won, largest score gap first (f cycles the filter, G the game). "
                           f"The top one: {_pair_text(pair)}.", winner="history")
-    h_episode, s_episode = store.get_episode(pair.history_episode), store.get_episode(pair.summary_episode)
-    h_steps = store.steps(h_episode.id, include_prompt=False)
-    s_steps = store.steps(s_episode.id, include_prompt=False)
+    h_episode = store.episodes.get_episode(pair.history_episode)
+    s_episode = store.episodes.get_episode(pair.summary_episode)
+    h_steps = store.episodes.steps(h_episode.id, include_prompt=False)
+    s_steps = store.episodes.steps(s_episode.id, include_prompt=False)
     k = first_divergence(h_steps, s_steps, h_episode.game)
     compare_text = f"{_pair_text(pair)}. "
     rule = None
@@ -134,7 +135,7 @@ def _pair_stops(store, pair: EpisodePair) -> list[TourStop]:
             compare_text += f" The summary has no rule for {gaps[0].rule}: the summary side says so under its step (✗)."
     compare_stop = TourStop("3", "compare", "Compare: where the two agents part", compare_text,
                             episodes=(pair.history_episode, pair.summary_episode))
-    summary = store.get_summary(s_episode.summary_id) if s_episode.summary_id else None
+    summary = store.summaries.get_summary(s_episode.summary_id) if s_episode.summary_id else None
     if summary is None:
         return [pairs_stop, compare_stop, TourStop("4", "summaries", "Summaries: edit a rule",
                                                    "That Summary episode saw no summary version.", ready=False)]
@@ -145,8 +146,8 @@ def _pair_stops(store, pair: EpisodePair) -> list[TourStop]:
              "new version)." if rule else
              ", change or add a rule line, save with ctrl+s (a new version).")
     text += (f" Then t on v{summary.version} and t on your version: the test column is the mean score on the "
-             f"checkpoint's {store.get_run(pair.summary_run).config.eval_episodes} evaluation seeds with each version"
-             " (played at once, as standalone episodes: the run's own record is unchanged).")
+             f"checkpoint's {store.runs.get_run(pair.summary_run).config.eval_episodes} evaluation seeds with each "
+             "version (played at once, as standalone episodes: the run's own record is unchanged).")
     summaries_stop = TourStop("4", "summaries", "Summaries: one rule, another score", text, run_id=pair.summary_run,
                               summary_id=summary.id)
     return [pairs_stop, compare_stop, summaries_stop]

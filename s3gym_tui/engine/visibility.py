@@ -101,7 +101,7 @@ def vantage_of(store, episode: Episode, _depth: int = 0) -> Vantage:
     state it borrowed."""
     parent = Vantage(None)
     if episode.fork_of and _depth < _MAX_FORK_DEPTH:
-        source = store.find_episode(episode.fork_of)
+        source = store.episodes.find_episode(episode.fork_of)
         if source is not None:
             parent = vantage_of(store, source, _depth + 1)
     if episode.run_id is not None:
@@ -118,18 +118,18 @@ def vantage_of(store, episode: Episode, _depth: int = 0) -> Vantage:
 
 
 def _inferred_state(store, episode: Episode) -> tuple[Optional[str], int]:
-    seen = [e for e in (store.find_episode(i) for i in episode.history_episode_ids) if e is not None]
+    seen = [e for e in (store.episodes.find_episode(i) for i in episode.history_episode_ids) if e is not None]
     if seen and seen[0].run_id is not None:
         return seen[0].run_id, max(e.index for e in seen) + 1
     if episode.summary_id:
-        summary = store.get_summary(episode.summary_id)
+        summary = store.summaries.get_summary(episode.summary_id)
         return summary.run_id, summary_x(store, summary)
     return None, 0
 
 
 def latest_x(store, run_id: str) -> int:
     """A run's newest experience state: one past its last finished exploration episode."""
-    done = [e.index for e in store.episodes(run_id, phase="explore")
+    done = [e.index for e in store.episodes.list(run_id, phase="explore")
             if e.status == "finished" and not is_evaluation(e)]
     return max(done) + 1 if done else 0
 
@@ -151,7 +151,7 @@ def summary_x(store, summary: Summary) -> int:
     for source in summary.source_episode_ids:
         index = _explore_index(summary.run_id, source)
         if index is None:
-            found = store.find_episode(source)
+            found = store.episodes.find_episode(source)
             index = found.index if found is not None else 0
         indexes.append(index)
     return max(indexes) + 1 if indexes else 0
@@ -161,15 +161,15 @@ def state_summary(store, run_id: str, x: int) -> Optional[Summary]:
     """The summary version experience state x of a run used (never a later one): the recorded state
     (experience_states), else what its episodes saw, else the version in use among those built from
     episodes before x (models.summary_in_use)."""
-    ids = store.state_summary_ids(run_id, x)
+    ids = store.summaries.state_summary_ids(run_id, x)
     if ids is not None and (ids[1] or ids[0]):
-        return store.get_summary(ids[1] or ids[0])
-    at_x = store.find_episode(explore_episode_id(run_id, x))
+        return store.summaries.get_summary(ids[1] or ids[0])
+    at_x = store.episodes.find_episode(explore_episode_id(run_id, x))
     if at_x is None:
-        at_x = next((e for e in store.episodes(run_id, phase="eval", checkpoint=x) if e.summary_id), None)
+        at_x = next((e for e in store.episodes.list(run_id, phase="eval", checkpoint=x) if e.summary_id), None)
     if at_x is not None and at_x.summary_id:
-        return store.get_summary(at_x.summary_id)
-    return summary_in_use([s for s in store.summaries(run_id) if summary_x(store, s) <= x])
+        return store.summaries.get_summary(at_x.summary_id)
+    return summary_in_use([s for s in store.summaries.list(run_id) if summary_x(store, s) <= x])
 
 
 # ----- what it sees -----------------------------------------------------------------------------------
@@ -178,13 +178,13 @@ def visible_episodes(store, vantage: Vantage, *, finished: bool = True,
     """The episodes `vantage` may see, oldest first (of `candidates`, else of its run)."""
     if vantage.run_id is None:
         return []
-    pool = candidates if candidates is not None else store.episodes(vantage.run_id, phase="explore")
+    pool = candidates if candidates is not None else store.episodes.list(vantage.run_id, phase="explore")
     return sorted((e for e in pool if vantage.may_see(e, finished=finished)), key=lambda e: (e.index, e.started_at))
 
 
 def visible_history(store, vantage: Vantage) -> list[tuple[Episode, list[Step]]]:
     """The finished exploration episodes `vantage` may see, with their steps (history, summaries)."""
-    return [(e, store.steps(e.id)) for e in visible_episodes(store, vantage)]
+    return [(e, store.episodes.steps(e.id)) for e in visible_episodes(store, vantage)]
 
 
 def experience_at(store, vantage: Vantage, pathway: str, model: str,
@@ -193,7 +193,7 @@ def experience_at(store, vantage: Vantage, pathway: str, model: str,
     (the run's budget and oracle setting), or `summary` (default: the version its state used)."""
     if vantage.run_id is None or pathway not in IN_CONTEXT:
         return ExperienceState(vantage.x, pathway)
-    config = store.get_run(vantage.run_id).config
+    config = store.runs.get_run(vantage.run_id).config
     if pathway == "history":
         budget = effective_budget(model, config.history_budget, config.max_tokens,
                                   config.context_tokens if model == config.model else None)
@@ -211,11 +211,11 @@ def as_the_source(store, source: Episode, pathway: str, model: str) -> tuple[Van
     if pathway != source.pathway or pathway not in IN_CONTEXT:
         return vantage, experience_at(store, vantage, pathway, model)
     if pathway == "summary":
-        summary = store.get_summary(source.summary_id) if source.summary_id else None
+        summary = store.summaries.get_summary(source.summary_id) if source.summary_id else None
         return vantage, ExperienceState(here.x, pathway, summary=summary)
-    seen = [store.get_episode(i) for i in source.history_episode_ids]
-    oracle = bool(here.run_id) and store.get_run(here.run_id).config.oracle_feedback
-    window = exact_window(model, [(e, store.steps(e.id)) for e in seen], source.history_cut, oracle)
+    seen = [store.episodes.get_episode(i) for i in source.history_episode_ids]
+    oracle = bool(here.run_id) and store.runs.get_run(here.run_id).config.oracle_feedback
+    window = exact_window(model, [(e, store.episodes.steps(e.id)) for e in seen], source.history_cut, oracle)
     return vantage, ExperienceState(here.x, pathway, history=window)
 
 
@@ -233,7 +233,7 @@ def borrowed(store, run_id: Optional[str], pathway: str, model: str,
         vantage = Vantage(run_id, min(limit, latest), exclude, limits)
         return vantage, experience_at(store, vantage, pathway, model)
     vantage = Vantage(run_id, latest, exclude, limits + ((run_id, latest),))
-    summary = store.current_summary(run_id) if pathway == "summary" else None
+    summary = store.summaries.current_summary(run_id) if pathway == "summary" else None
     return vantage, experience_at(store, vantage, pathway, model, summary)
 
 
@@ -250,7 +250,7 @@ def check_context(store, vantage: Vantage, history_ids: Sequence[str], summary: 
     found: dict[str, Optional[Episode]] = {}
     for role, episode_id in sources:
         if episode_id not in found:  # only what it names is read (a window is bounded by its budget)
-            found[episode_id] = store.find_episode(episode_id)
+            found[episode_id] = store.episodes.find_episode(episode_id)
         episode = found[episode_id]
         if episode is None:
             raise ContextLeak(f"{role} {episode_id} is not a stored episode")
@@ -277,11 +277,11 @@ def same_game_in_context(store, episode: Episode) -> list[str]:
     it): the screen says so."""
     ids = list(episode.history_episode_ids)
     if episode.summary_id:
-        summary = store.get_summary(episode.summary_id)
+        summary = store.summaries.get_summary(episode.summary_id)
         ids += [i for i in summary.source_episode_ids if i not in ids]
     found = []
     for episode_id in ids:
-        seen = store.find_episode(episode_id)
+        seen = store.episodes.find_episode(episode_id)
         if seen is not None and (seen.game, seen.mode, seen.seed) == (episode.game, episode.mode, episode.seed):
             found.append(seen.id)
     return found
@@ -300,7 +300,7 @@ def context_note(store, episode: Episode) -> str:
         return f"as the source at x={x} (run {run})"
     capped = ""
     if episode.fork_of:
-        source = store.find_episode(episode.fork_of)
+        source = store.episodes.find_episode(episode.fork_of)
         if source is not None and vantage_of(store, source).limit(run) == x:
             capped = ", no later than the source's state"
     return f"borrowed from run {run} at x={x} (chosen{capped})"

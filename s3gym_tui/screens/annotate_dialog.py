@@ -64,9 +64,9 @@ def annotate(screen, *, kind: str, title: str, episode_id: Optional[str] = None,
     store = app.store
     try:
         if kind == "summary":
-            existing = store.annotations(summary_id=summary_id)
+            existing = store.annotations.list(summary_id=summary_id)
         else:
-            existing = [a for a in store.annotations(episode_id=episode_id, kind=kind)
+            existing = [a for a in store.annotations.list(episode_id=episode_id, kind=kind)
                         if kind != "step" or a.step_index == step_index]
     except Exception:  # noqa: BLE001 - an older file without annotations: nothing shown
         existing = []
@@ -76,10 +76,10 @@ def annotate(screen, *, kind: str, title: str, episode_id: Optional[str] = None,
         if not value:
             return
         try:
-            made = store.add_annotation(kind, value["label"], author=human_author(app.settings.human_name),
-                                        note=value["note"], episode_id=episode_id, step_index=step_index,
-                                        summary_id=summary_id, correction=value["correction"],
-                                        labels=app.settings.annotation_labels())
+            made = store.annotations.add_annotation(kind, value["label"], author=human_author(app.settings.human_name),
+                                                    note=value["note"], episode_id=episode_id, step_index=step_index,
+                                                    summary_id=summary_id, correction=value["correction"],
+                                                    labels=app.settings.annotation_labels())
         except Exception as exc:  # noqa: BLE001 - one line, nothing stored
             app.notify(f"Not saved: {exc}", severity="error")
             return

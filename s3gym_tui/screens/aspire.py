@@ -168,8 +168,8 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
 
         try:
             with self.app.store.for_thread() as store:
-                runs = store.list_aspire_runs(limit=RUNS_LISTED)
-                leases = store.live_aspire_leases()
+                runs = store.aspire.list_aspire_runs(limit=RUNS_LISTED)
+                leases = store.leases.live_aspire_leases()
                 statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
                 chosen = aspire_id if any(r.id == aspire_id for r in runs) else (runs[0].id if runs else None)
                 if chosen is None:
@@ -177,11 +177,12 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
                     return
                 if chosen != aspire_id:
                     after = -1
-                run = store.get_aspire_run(chosen)
-                decisions = store.aspire_decisions(chosen, after=after)
-                every = store.aspire_decisions(chosen) if after >= 0 else decisions
-                view = aspire_view(run, every, store.aspire_candidates(chosen), store.aspire_claims(chosen),
-                                   store.hidden_scores(chosen), store.compute_split(chosen))
+                run = store.aspire.get_aspire_run(chosen)
+                decisions = store.aspire.aspire_decisions(chosen, after=after)
+                every = store.aspire.aspire_decisions(chosen) if after >= 0 else decisions
+                view = aspire_view(run, every, store.aspire.aspire_candidates(chosen),
+                                   store.aspire.aspire_claims(chosen), store.aspire.hidden_scores(chosen),
+                                   store.aspire.compute_split(chosen))
                 lease = leases.get(chosen)
                 driver = lease.describe() if lease is not None else ""
         except Exception as exc:  # noqa: BLE001 - a message, not a crash

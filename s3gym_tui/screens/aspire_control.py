@@ -24,7 +24,7 @@ def aspire_child(app, aspire_id: Optional[str]):
 
 def driver_line(store, run) -> str:
     """Who drives `run` right now (its live lease described), or ''."""
-    lease = store.aspire_lease(run.id)
+    lease = store.leases.aspire_lease(run.id)
     return lease.describe() if lease is not None and lease.alive() else ""
 
 
@@ -89,7 +89,7 @@ def stop_aspire(app, aspire_id: str) -> None:
     started is stopped at once; another one after a confirmation."""
     mine = aspire_child(app, aspire_id)
     try:
-        lease = app.store.aspire_lease(aspire_id)
+        lease = app.store.leases.aspire_lease(aspire_id)
     except Exception:  # noqa: BLE001 - a broken store: only this app's own process can be stopped
         lease = None
     lease = lease if lease is not None and lease.alive() else None

@@ -108,8 +108,8 @@ class CompareScreen(AnalysisScreen):
         loaded = []
         for episode_id in self.episode_ids:
             try:
-                episode = store.get_episode(episode_id)
-                loaded.append((episode, list(store.steps(episode_id, include_prompt=False))))
+                episode = store.episodes.get_episode(episode_id)
+                loaded.append((episode, list(store.episodes.steps(episode_id, include_prompt=False))))
             except Exception as exc:  # noqa: BLE001 - a missing episode is a message
                 self.notify(f"Cannot open episode {episode_id}: {exc}", severity="error")
                 loaded.append((None, []))
@@ -130,7 +130,7 @@ class CompareScreen(AnalysisScreen):
         cache = self.__dict__.setdefault("_marks_of", {})
         if episode_id not in cache:
             try:
-                cache[episode_id] = self.app.store.annotations_of_steps(episode_id)
+                cache[episode_id] = self.app.store.annotations.annotations_of_steps(episode_id)
             except Exception:  # noqa: BLE001 - annotations never stop a comparison
                 cache[episode_id] = {}
         return cache[episode_id]

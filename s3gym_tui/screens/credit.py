@@ -105,7 +105,7 @@ class CreditScreen(AnalysisScreen):
         panel = self.panels[self.episode_ids.index(episode_id)]
         store = self.app.store
         try:
-            episode = store.get_episode(episode_id)
+            episode = store.episodes.get_episode(episode_id)
         except Exception as exc:  # noqa: BLE001 - a missing episode is a sentence
             panel.title(None, episode_id)
             panel.show_missing(f"Cannot open episode {episode_id}: {exc}")
@@ -216,7 +216,7 @@ class CreditScreen(AnalysisScreen):
         cache = self.__dict__.setdefault("_sibling_actions", {})
         if episode_id not in cache:
             try:
-                cache[episode_id] = {s.index: s.action for s in self.app.store.steps(episode_id,
+                cache[episode_id] = {s.index: s.action for s in self.app.store.episodes.steps(episode_id,
                                                                                     include_prompt=False)}
             except Exception:  # noqa: BLE001 - a link without its action is still a link
                 cache[episode_id] = {}

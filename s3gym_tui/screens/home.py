@@ -458,7 +458,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         if run_id is None:
             return
         try:
-            plan = self.app.store.removal_plan([run_id])
+            plan = self.app.store.hygiene.removal_plan([run_id])
         except Exception as exc:  # noqa: BLE001 - a driven run, a dataset of another run: say why
             self.notify(f"Cannot delete {run_id}: {exc}", severity="error")
             return
@@ -467,7 +467,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
             if not yes:
                 return
             try:
-                done = self.app.store.remove_runs([run_id])
+                done = self.app.store.hygiene.remove_runs([run_id])
             except Exception as exc:  # noqa: BLE001
                 self.notify(f"Cannot delete {run_id}: {exc}", severity="error")
                 return
@@ -503,7 +503,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         sweep_id = None
         if run_id is not None:
             try:
-                sweep_id = self.app.store.get_run(run_id).sweep_id
+                sweep_id = self.app.store.runs.get_run(run_id).sweep_id
             except Exception:  # noqa: BLE001 - the list still opens
                 sweep_id = None
         self.app.open_sweeps(sweep_id)
@@ -517,7 +517,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         if run_id is None:
             return
         labels = []
-        for ep in self.app.store.episodes(run_id):
+        for ep in self.app.store.episodes.list(run_id):
             where = f"checkpoint {ep.checkpoint}" if ep.phase == "eval" else f"explore #{ep.index}"
             score = "—" if ep.score is None else f"{ep.score:g}"
             labels.append((ep.id, f"{where} · seed {ep.seed} · {ep.n_steps} steps · score {score} · {ep.status}"))
@@ -554,7 +554,7 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         """The recent runs; a damaged row is reported once and skipped, the others still listed."""
         damaged: list[tuple[str, str]] = []
         try:
-            runs = self.app.store.list_runs(limit=RECENT_RUNS, damaged=damaged)
+            runs = self.app.store.runs.list_runs(limit=RECENT_RUNS, damaged=damaged)
         except Exception as exc:  # noqa: BLE001 - e.g. a corrupt database: say so, keep the app
             self.notify(f"Cannot list runs: {exc}", severity="error")
             return []

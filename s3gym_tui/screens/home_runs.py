@@ -102,7 +102,7 @@ class RunsPanel(Horizontal):
 
         self._runs = list(runs)
         try:
-            leases = self.app.store.live_leases()
+            leases = self.app.store.leases.live_leases()
         except Exception:  # noqa: BLE001 - the status column is still right without drivers
             leases = {}
         statuses = {r.id: shown_status(r.status, leases.get(r.id)) for r in runs}
@@ -154,12 +154,12 @@ class RunsPanel(Horizontal):
 
         try:
             with self.app.store.snapshot() as store:
-                run = store.get_run(run_id)
-                episodes = store.episodes(run_id)
-                checkpoints = store.checkpoints(run_id)
-                summaries = store.summaries(run_id) if run.config.pathway == "summary" else []
-                current = store.current_summary(run_id) if summaries else None
-                lease = store.lease(run_id)
+                run = store.runs.get_run(run_id)
+                episodes = store.episodes.list(run_id)
+                checkpoints = store.checkpoints.list(run_id)
+                summaries = store.summaries.list(run_id) if run.config.pathway == "summary" else []
+                current = store.summaries.current_summary(run_id) if summaries else None
+                lease = store.leases.lease(run_id)
         except Exception as exc:  # noqa: BLE001
             target.update(safe_text(f"Cannot read run {run_id}: {exc}"))
             return

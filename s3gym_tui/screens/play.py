@@ -273,7 +273,7 @@ class PlayScreen(SteadyLayout, Screen):
         self.steps = list(session.steps)
         self.original = None
         if self.episode.fork_of:
-            self.original = self.app.store.steps(self.episode.fork_of, include_prompt=False)
+            self.original = self.app.store.episodes.steps(self.episode.fork_of, include_prompt=False)
         self._boards = ReplayBoard(self.episode, self.steps)
         self.following = True
         self._show_all()
@@ -283,10 +283,10 @@ class PlayScreen(SteadyLayout, Screen):
     def _open_stored(self, episode_id: str) -> None:
         store = self.app.store
         try:
-            self.episode = store.get_episode(episode_id)
-            self.steps = store.steps(episode_id, include_prompt=False)
+            self.episode = store.episodes.get_episode(episode_id)
+            self.steps = store.episodes.steps(episode_id, include_prompt=False)
             if self.episode.fork_of:
-                self.original = store.steps(self.episode.fork_of, include_prompt=False)
+                self.original = store.episodes.steps(self.episode.fork_of, include_prompt=False)
             games.game_class(self.episode.game)
         except Exception as exc:  # noqa: BLE001
             self._replay_error = str(exc)
@@ -302,7 +302,7 @@ class PlayScreen(SteadyLayout, Screen):
         if self.episode is None or not self.episode.summary_id:
             return ""
         try:
-            summary = self.app.store.get_summary(self.episode.summary_id)
+            summary = self.app.store.summaries.get_summary(self.episode.summary_id)
         except Exception:  # noqa: BLE001
             return f"summary {self.episode.summary_id}"
         pinned = ", pinned" if summary.pinned else ""
@@ -327,7 +327,7 @@ class PlayScreen(SteadyLayout, Screen):
         cached = self.__dict__.get("_marks_of")
         if cached is None or cached[0] != self.episode.id:
             try:
-                marks = self.app.store.annotations_of_steps(self.episode.id)
+                marks = self.app.store.annotations.annotations_of_steps(self.episode.id)
             except Exception:  # noqa: BLE001 - annotations never stop a replay
                 marks = {}
             cached = self.__dict__["_marks_of"] = (self.episode.id, marks)
@@ -432,8 +432,8 @@ class PlayScreen(SteadyLayout, Screen):
     def _show_step(self, step: Step) -> None:
         store = self.app.store
         try:
-            prompt = store.expand_prompt(step.prompt) if step.prompt else store.step_prompt(step.episode_id,
-                                                                                             step.index)
+            prompt = (store.prompts.expand_prompt(step.prompt) if step.prompt
+                      else store.prompts.step_prompt(step.episode_id, step.index))
         except Exception as exc:  # noqa: BLE001
             prompt = f"(cannot read the prompt: {exc})"
         episode = self.episode

@@ -44,7 +44,7 @@ class LiveDriver:
         o["model"] = o["model"] or app.settings.default_model
         settings = call_settings(o["model"], app.settings)
         try:
-            source_run = store.get_run(o["source_run_id"]) if o["source_run_id"] else None
+            source_run = store.runs.get_run(o["source_run_id"]) if o["source_run_id"] else None
             if o["fork_of"]:  # what the source saw, unless the person chose other experience
                 borrow = None if o["experience"] == "source" else \
                     Borrow(source_run.id if o["experience"] == "run" and source_run else None)
@@ -95,7 +95,7 @@ class LiveDriver:
         if self.step_times is None and self.session is not None:
             episode = self.session.episode
             try:
-                self.step_times = self.screen.app.store.step_latencies(episode.model, episode.game)
+                self.step_times = self.screen.app.store.episodes.step_latencies(episode.model, episode.game)
             except Exception:  # noqa: BLE001 - a figure we cannot read is not shown
                 self.step_times = []
         episode = self.session.episode if self.session is not None else None

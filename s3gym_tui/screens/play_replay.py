@@ -19,7 +19,7 @@ def fork_experiences(store, episode) -> list[tuple[str, str]]:
     where = f"run {here.run_id} at x={here.x}" if here.run_id else "no run"
     source = f"as the source: what it saw ({where})"
     choices = [(source, FORK_AS_SOURCE), ("no experience (chosen)", FORK_NO_EXPERIENCE)]
-    for run in store.list_runs(limit=200, damaged=[]):
+    for run in store.runs.list_runs(limit=200, damaged=[]):
         if run.config.game != episode.game:
             continue
         limit, latest = here.limit(run.id), latest_x(store, run.id)

@@ -113,7 +113,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#proto-curve").border_title = "Checkpoint curve"
         self.query_one("#proto-summary").border_title = "Latest summary"
         try:
-            self.run = self.app.store.get_run(self.run_id)
+            self.run = self.app.store.runs.get_run(self.run_id)
         except Exception as exc:  # noqa: BLE001 - a bad id or a broken store is a message, not a crash
             self.error = str(exc)
             self.notify(f"Cannot open run {self.run_id}: {exc}", severity="error")
@@ -126,13 +126,13 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
 
     def _load_from_store(self) -> None:
         with self.app.store.snapshot() as store:
-            self.run = store.get_run(self.run_id)
-            lease = store.lease(self.run_id)
+            self.run = store.runs.get_run(self.run_id)
+            lease = store.leases.lease(self.run_id)
             self.lease = lease if lease is not None and lease.alive() else None
-            self.points = {c.x: c.mean for c in store.checkpoints(self.run_id)}
-            episodes = store.episodes(self.run_id)
+            self.points = {c.x: c.mean for c in store.checkpoints.list(self.run_id)}
+            episodes = store.episodes.list(self.run_id)
             self.explore_done = {e.id for e in episodes if e.phase == "explore" and e.status == "finished"}
-            self.latest_summary = store.current_summary(self.run_id)
+            self.latest_summary = store.summaries.current_summary(self.run_id)
             if episodes:
                 self._follow(episodes)
         self._render_all()
@@ -154,7 +154,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
             self._set_episode(newest)
             return
         if newest.n_steps > len(self.current_steps):
-            fresh = [s for s in self.app.store.steps(newest.id, include_prompt=False)
+            fresh = [s for s in self.app.store.episodes.steps(newest.id, include_prompt=False)
                      if s.index >= len(self.current_steps)]
             for step in fresh:
                 self._watch_step(step)
@@ -200,7 +200,7 @@ class ProtocolScreen(LiveScreenMixin, AnalysisScreen):
     # ----- rendering --------------------------------------------------------------------
     def _set_episode(self, episode: Episode) -> None:
         self.current_episode = episode
-        self.current_steps = list(self.app.store.steps(episode.id, include_prompt=False))
+        self.current_steps = list(self.app.store.episodes.steps(episode.id, include_prompt=False))
         for step in self.current_steps[-10:]:
             self._watch_step(step)
         try:

@@ -65,7 +65,7 @@ def why(value) -> Text:
 def build_reports(store, run_ids: Sequence[str]) -> tuple[list[RunReport], list]:
     """The engine's reports for these runs (in the given order, NMAE on one scale per game) and their
     Delta NABA rows."""
-    reports = on_game_scales([run_report(store, store.get_run(run_id)) for run_id in run_ids])
+    reports = on_game_scales([run_report(store, store.runs.get_run(run_id)) for run_id in run_ids])
     return reports, summary_vs_history(reports)
 
 
@@ -174,7 +174,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
 
     def _fill_run_list(self) -> None:
         try:
-            self.all_runs = self.app.store.list_runs(limit=RUN_LIST_LIMIT, damaged=[])
+            self.all_runs = self.app.store.runs.list_runs(limit=RUN_LIST_LIMIT, damaged=[])
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot list runs: {exc}", severity="error")
             self.all_runs = []
@@ -182,7 +182,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         for run_id in self.run_ids:  # a chosen run older than the list's window
             if run_id not in known:
                 try:
-                    self.all_runs.append(self.app.store.get_run(run_id))
+                    self.all_runs.append(self.app.store.runs.get_run(run_id))
                 except Exception:  # noqa: BLE001
                     pass
         shown = tuple((r.id, r.id in self.run_ids) for r in self.all_runs)
@@ -297,7 +297,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
             labels: dict[str, int] = {}
             try:
                 for r in self.reports:
-                    for mark in self.app.store.annotations(run_id=r.run.id):
+                    for mark in self.app.store.annotations.list(run_id=r.run.id):
                         labels[mark.label] = labels.get(mark.label, 0) + 1
             except Exception:  # noqa: BLE001 - annotations never stop a report
                 labels = {}

@@ -81,7 +81,7 @@ def check_children(app) -> bool:
 
 def live_lease(app, run_id: str):
     try:
-        lease = app.store.lease(run_id)
+        lease = app.store.leases.lease(run_id)
     except Exception:  # noqa: BLE001 - a broken store: nothing to stop from here
         return None
     return lease if lease is not None and lease.alive() else None
@@ -130,7 +130,7 @@ def ask_to_stop_driver(app, what: str, lease, question: str) -> None:
 def offer_resume(app, run_id: str, started: Optional[Callable[[object], None]] = None) -> None:
     """Resume is asked, never implied: a dialog with the estimate of what is left, then `s3gym resume`."""
     try:
-        run = app.store.get_run(run_id)
+        run = app.store.runs.get_run(run_id)
     except Exception as exc:  # noqa: BLE001
         app.notify(f"Cannot resume {run_id}: {exc}", severity="error")
         return
@@ -188,8 +188,8 @@ class ResumeDialog(DialogScreen):
 
         try:
             with self.app.store.for_thread() as store:
-                episodes = store.episodes(self.run.id)
-                done_x = frozenset(c.x for c in store.checkpoints(self.run.id))
+                episodes = store.episodes.list(self.run.id)
+                done_x = frozenset(c.x for c in store.checkpoints.list(self.run.id))
             explore = frozenset(e.index for e in episodes if e.phase == "explore" and e.status == "finished")
             estimate = estimate_run(self.run.config, explore, done_x)
             text = Text("What is left\n", style="bold")

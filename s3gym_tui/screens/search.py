@@ -131,10 +131,10 @@ class SearchScreen(AnalysisScreen):
         try:
             store = self.app.store.for_thread()
             try:
-                waiting = store.search_backlog()
+                waiting = store.search.search_backlog()
                 if waiting >= PROGRESS_FROM and not store.read_only:
                     self.post_message(IndexProgress(0, waiting))
-                    store.index_backlog(lambda done, total: self.post_message(IndexProgress(done, total)))
+                    store.search.index_backlog(lambda done, total: self.post_message(IndexProgress(done, total)))
                 result = find(store, words, filters, limit=LIMIT)
             finally:
                 store.close()
@@ -252,7 +252,7 @@ class SearchScreen(AnalysisScreen):
             return
         store = self.app.store
         try:
-            episode = store.get_episode(hit.episode_id)
+            episode = store.episodes.get_episode(hit.episode_id)
             partner = compare_partner(store, episode)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot compare: {exc}", severity="error")

@@ -24,7 +24,7 @@ from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 
-from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
+from s3gym_tui.store.summaries import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.screens.runtime import SteadyLayout
@@ -197,7 +197,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             sources.add_column(key, key=key, drop=drop, shorten=shorten)
         self.query_one("#sum-right").border_title = "Selected version"
         try:
-            self.run = self.app.store.get_run(self.run_id)
+            self.run = self.app.store.runs.get_run(self.run_id)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot open run {self.run_id}: {exc}", severity="error")
             self.query_one("#sum-status", Static).update(safe_text(str(exc), style="bold red"))
@@ -217,9 +217,9 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
     def reload(self, select: Optional[str] = None) -> None:
         """Re-read the versions and the current one from the store and redraw."""
         with self.app.store.snapshot() as store:
-            self.versions = store.summaries(self.run_id)
-            self.current = store.current_summary(self.run_id)
-            self.next_x = store.next_state(self.run_id)
+            self.versions = store.summaries.list(self.run_id)
+            self.current = store.summaries.current_summary(self.run_id)
+            self.next_x = store.summaries.next_state(self.run_id)
         ids = [s.id for s in self.versions]
         if select is not None:
             self.selected_id = select
@@ -302,7 +302,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             facts.append("in force")
         text.append(" · ".join(facts) + "\n\n", style="dim")
         try:
-            marks = self.app.store.annotations(summary_id=summary.id)
+            marks = self.app.store.annotations.list(summary_id=summary.id)
         except Exception:  # noqa: BLE001 - annotations never stop curation
             marks = []
         for mark in marks:
@@ -317,7 +317,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         detail.update(safe_text(text))  # the sections as a model or a person wrote them
         store = self.app.store
         for episode_id in summary.source_episode_ids:
-            episode = store.find_episode(episode_id)
+            episode = store.episodes.find_episode(episode_id)
             if episode is None:
                 sources.add_row(episode_id, "?", "?", "?", key=episode_id)
             else:
@@ -370,9 +370,9 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         the agent will then use (the versions just reloaded)."""
         store = self.app.store
         try:
-            actions = [a for a in store.summary_actions(self.run_id) if a["summary_id"] == summary.id]
-            lease = store.lease(self.run_id)
-            self.run = store.get_run(self.run_id)
+            actions = [a for a in store.summaries.summary_actions(self.run_id) if a["summary_id"] == summary.id]
+            lease = store.leases.lease(self.run_id)
+            self.run = store.runs.get_run(self.run_id)
         except Exception:  # noqa: BLE001 - the message is a courtesy; the action is saved
             return ""
         if not actions or self.run is None:
@@ -395,8 +395,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
                 self.notify(problem, severity="error")
                 return
             try:
-                new = self.app.store.edit_summary(summary.id, retain, avoid, nxt,
-                                                  author=self.author)
+                new = self.app.store.summaries.edit_summary(summary.id, retain, avoid, nxt,
+                                                            author=self.author)
             except Exception as exc:  # noqa: BLE001
                 self.notify(f"Cannot save the edit: {exc}", severity="error")
                 return
@@ -413,8 +413,8 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
         if problem:
             self.notify(problem, severity="error")
             return None
-        new = self.app.store.edit_summary(summary.id, retain, avoid, nxt,
-                                          author=self.author)
+        new = self.app.store.summaries.edit_summary(summary.id, retain, avoid, nxt,
+                                                    author=self.author)
         self._changed(new, f"Saved v{new.version} (edited from v{summary.version}).")
         return new
 
@@ -424,7 +424,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             return
         status = "active" if summary.status == "vetoed" else "vetoed"
         try:
-            new = self.app.store.update_summary_status(summary.id, status, author=self.author)
+            new = self.app.store.summaries.update_summary_status(summary.id, status, author=self.author)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot change v{summary.version}: {exc}", severity="error")
             return
@@ -438,7 +438,7 @@ class SummariesScreen(LiveScreenMixin, AnalysisScreen):
             self.notify("A vetoed version cannot be pinned: un-veto it first (v).", severity="warning")
             return
         try:
-            new = self.app.store.set_pinned(summary.id, not summary.pinned, author=self.author)
+            new = self.app.store.summaries.set_pinned(summary.id, not summary.pinned, author=self.author)
         except Exception as exc:  # noqa: BLE001
             self.notify(f"Cannot pin v{summary.version}: {exc}", severity="error")
             return

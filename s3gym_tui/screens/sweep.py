@@ -100,10 +100,10 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
         try:
             store = self.app.store.for_thread()
             try:
-                sweeps = store.list_sweeps(limit=200)
+                sweeps = store.sweeps.list_sweeps(limit=200)
                 chosen = sweep_id if any(s.id == sweep_id for s in sweeps) else (sweeps[0].id if sweeps else None)
-                progress = store.sweep_progress(chosen) if chosen else []
-                usage = store.sweep_usage(chosen) if chosen else None
+                progress = store.sweeps.sweep_progress(chosen) if chosen else []
+                usage = store.sweeps.sweep_usage(chosen) if chosen else None
             finally:
                 store.close()
         except Exception as exc:  # noqa: BLE001 - a message, not a crash

@@ -13,8 +13,9 @@ from pydantic import Field
 from s3gym_tui.authors import author_problem
 from s3gym_tui.models import DEFAULT_LABELS, Frozen, int64_problem, utcnow, whole_number  # noqa: F401 (re-exported)
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.rows import from_row
 
 AnnotationKind = Literal["step", "episode", "summary"]
 MAX_LABEL_CHARS = 40
@@ -86,8 +87,9 @@ def parse_target(text: str) -> tuple[AnnotationKind, Optional[str], Optional[int
     return "episode", text, None, None
 
 
-class AnnotationStore(Connection):
-    """Adding, listing and removing annotations (a mixin of Store)."""
+class Annotations(Repository):
+    """Adding, listing and removing annotations. Reads and writes `annotations`; reads `episodes`,
+    `steps`, `summaries` (an annotation's target must exist)."""
 
     def add_annotation(self, kind: AnnotationKind, label: str, *, author: str, note: str = "",
                        episode_id: Optional[str] = None, step_index: Optional[int] = None,
@@ -115,7 +117,7 @@ class AnnotationStore(Connection):
                                     summary_id=summary_id if kind == "summary" else None)
         except ValueError as err:
             raise StoreError(f"bad annotation: {' '.join(str(err).split())[:200]}") from err
-        with self._tx(f"annotate {annotation.target}") as conn:
+        with self._db._tx(f"annotate {annotation.target}") as conn:
             self._require_target(conn, annotation)
             cur = conn.execute(
                 "INSERT INTO annotations (kind, episode_id, step_index, summary_id, label, note, correction, "
@@ -140,16 +142,16 @@ class AnnotationStore(Connection):
 
     def remove_annotation(self, annotation_id: int) -> Annotation:
         """Remove one annotation by id (returned as it was)."""
-        with self._tx(f"remove annotation {annotation_id}") as conn:
+        with self._db._tx(f"remove annotation {annotation_id}") as conn:
             rows = self._annotations_where(conn, "id = ?", (int(annotation_id),))
             if not rows:
                 raise StoreError(f"no annotation {annotation_id}")
             conn.execute("DELETE FROM annotations WHERE id = ?", (int(annotation_id),))
         return rows[0]
 
-    def annotations(self, *, episode_id: Optional[str] = None, step_index: Optional[int] = None,
-                    summary_id: Optional[str] = None, run_id: Optional[str] = None,
-                    label: Optional[str] = None, kind: Optional[str] = None) -> list[Annotation]:
+    def list(self, *, episode_id: Optional[str] = None, step_index: Optional[int] = None,
+             summary_id: Optional[str] = None, run_id: Optional[str] = None,
+             label: Optional[str] = None, kind: Optional[str] = None) -> list[Annotation]:
         """Annotations, oldest first, filtered by what they are on (an episode: its own and its
         steps'; a run: on its episodes, their steps and its summaries) and label."""
         where, params = [], []
@@ -172,24 +174,24 @@ class AnnotationStore(Connection):
         if kind is not None:
             where.append("kind = ?")
             params.append(kind)
-        with self._reading("read annotations") as conn:
+        with self._db._reading("read annotations") as conn:
             return self._annotations_where(conn, " AND ".join(where) or "1", params)
 
     def annotations_of_steps(self, episode_id: str) -> dict[int, list[Annotation]]:
         """An episode's step annotations by step index (for replay and Compare)."""
         found: dict[int, list[Annotation]] = {}
-        for a in self.annotations(episode_id=episode_id, kind="step"):
+        for a in self.list(episode_id=episode_id, kind="step"):
             found.setdefault(int(a.step_index or 0), []).append(a)
         return found
 
     def _annotations_where(self, conn: sqlite3.Connection, where: str,
                            params: Sequence[Any]) -> list[Annotation]:
         cursor = conn.execute(f"SELECT {', '.join(_COLS)} FROM annotations WHERE {where} ORDER BY id", params)
-        return [self._model(Annotation, dict(zip(_COLS, row)), f"annotation {row[0]}") for row in cursor]
+        return [from_row(Annotation, dict(zip(_COLS, row)), f"annotation {row[0]}") for row in cursor]
 
     def annotation_labels(self) -> dict[str, int]:
         """Every label in use with how many annotations carry it."""
-        with self._reading("count labels") as conn:
+        with self._db._reading("count labels") as conn:
             return {r[0]: r[1] for r in conn.execute("SELECT label, count(*) FROM annotations GROUP BY label "
                                                      "ORDER BY label")}
 
@@ -203,5 +205,5 @@ def labels_of(annotations: Iterable[Annotation]) -> str:
     return ", ".join(dict.fromkeys(a.label for a in annotations))
 
 
-__all__ = ["Annotation", "AnnotationStore", "DEFAULT_LABELS", "label_problem", "parse_target",
+__all__ = ["Annotation", "Annotations", "DEFAULT_LABELS", "label_problem", "parse_target",
            "annotation_json", "labels_of"]

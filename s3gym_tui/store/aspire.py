@@ -13,8 +13,10 @@ from typing import Any, Mapping, Optional, Sequence
 
 from s3gym_tui.models import utcnow
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store.connection import Connection, _new_id
+from s3gym_tui.store.connection import _new_id
+from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.rows import one_row, row_dicts
 
 PROTOCOLS = ("final", "adaptive")
 ASPIRE_STATUSES = ("created", "running", "interrupted", "failed", "finished")
@@ -157,8 +159,9 @@ def _score(row: Mapping[str, Any]) -> HiddenScore:
                        created_at=row["created_at"])
 
 
-class AspireStore(Connection):
-    """ASPIRE runs and everything they record (mixed into Store)."""
+class Aspire(Repository):
+    """ASPIRE runs and everything they record. Reads and writes `aspire_runs`, `aspire_decisions`,
+    `aspire_candidates`, `aspire_claims`, `aspire_scores`, `aspire_run_links`, `aspire_suite_secret`."""
 
     # ------------------------------------------------------------------ runs
 
@@ -169,7 +172,7 @@ class AspireStore(Connection):
         if protocol not in PROTOCOLS:
             raise StoreError(f"bad protocol {protocol!r}: one of {', '.join(PROTOCOLS)}")
         aspire_id = aspire_id or _new_id(f"aspire-{goal_id}")
-        with self._tx("create an ASPIRE run") as conn:
+        with self._db._tx("create an ASPIRE run") as conn:
             if conn.execute("SELECT 1 FROM aspire_runs WHERE id = ?", (aspire_id,)).fetchone():
                 raise StoreError(f"ASPIRE run {aspire_id!r} already exists")
             conn.execute(
@@ -180,8 +183,8 @@ class AspireStore(Connection):
         return self.get_aspire_run(aspire_id)
 
     def find_aspire_run(self, aspire_id: str) -> Optional[AspireRun]:
-        with self._reading("read an ASPIRE run") as conn:
-            row = self._one(conn, "SELECT * FROM aspire_runs WHERE id = ?", (aspire_id,))
+        with self._db._reading("read an ASPIRE run") as conn:
+            row = one_row(conn, "SELECT * FROM aspire_runs WHERE id = ?", (aspire_id,))
         return None if row is None else _run(row)
 
     def get_aspire_run(self, aspire_id: str) -> AspireRun:
@@ -193,7 +196,7 @@ class AspireStore(Connection):
     def aspire_suite_secret(self) -> str:
         """The store's secret the hidden suites of its ASPIRE runs are drawn from (controller side: no
         tool of the agent reads this table)."""
-        with self._reading("read the hidden suites' secret") as conn:
+        with self._db._reading("read the hidden suites' secret") as conn:
             row = conn.execute("SELECT secret FROM aspire_suite_secret WHERE id = 1").fetchone()
         if row is None or not row[0]:
             raise StoreError("this store has no secret for hidden suites (schema 15 makes it): upgrade it")
@@ -201,29 +204,29 @@ class AspireStore(Connection):
 
     def list_aspire_runs(self, limit: int = 100) -> list[AspireRun]:
         """Newest first."""
-        with self._reading("list ASPIRE runs") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_runs ORDER BY created_at DESC, rowid DESC "
-                                            "LIMIT ?", (int(limit),)))
+        with self._db._reading("list ASPIRE runs") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_runs ORDER BY created_at DESC, rowid DESC "
+                                          "LIMIT ?", (int(limit),)))
         return [_run(r) for r in rows]
 
     def set_aspire_status(self, aspire_id: str, status: str, reason: Optional[str] = None) -> None:
         if status not in ASPIRE_STATUSES:
             raise StoreError(f"bad ASPIRE status {status!r}: one of {', '.join(ASPIRE_STATUSES)}")
         finished = utcnow() if status in ("finished", "failed") else None
-        with self._tx("set an ASPIRE run's status") as conn:
+        with self._db._tx("set an ASPIRE run's status") as conn:
             if conn.execute("UPDATE aspire_runs SET status = ?, status_reason = coalesce(?, status_reason), "
                             "finished_at = ? WHERE id = ?",
                             (status, reason, finished, aspire_id)).rowcount == 0:
                 raise StoreError(f"no ASPIRE run {aspire_id!r}")
 
     def set_aspire_usage(self, aspire_id: str, usage: Mapping[str, Any]) -> None:
-        with self._tx("record an ASPIRE run's usage") as conn:
+        with self._db._tx("record an ASPIRE run's usage") as conn:
             conn.execute("UPDATE aspire_runs SET usage = ? WHERE id = ?", (json.dumps(dict(usage)), aspire_id))
 
     def set_aspire_candidates(self, aspire_id: str, *, base: Optional[str] = None, final: Optional[str] = None,
                               retained: Optional[str] = None) -> None:
         """Name the base, final or retained candidate (None leaves it as stored)."""
-        with self._tx("name an ASPIRE run's candidates") as conn:
+        with self._db._tx("name an ASPIRE run's candidates") as conn:
             conn.execute("UPDATE aspire_runs SET base_candidate_id = coalesce(?, base_candidate_id), "
                          "final_candidate_id = coalesce(?, final_candidate_id), "
                          "retained_candidate_id = coalesce(?, retained_candidate_id) WHERE id = ?",
@@ -240,7 +243,7 @@ class AspireStore(Connection):
         if category not in CATEGORIES:
             raise StoreError(f"bad compute category {category!r}: one of {', '.join(CATEGORIES)}")
         args = arguments if isinstance(arguments, str) else json.dumps(dict(arguments), sort_keys=True)
-        with self._tx("record an ASPIRE decision") as conn:
+        with self._db._tx("record an ASPIRE decision") as conn:
             idx = conn.execute("SELECT coalesce(max(idx) + 1, 0) FROM aspire_decisions WHERE aspire_run_id = ?",
                                (aspire_id,)).fetchone()[0]
             conn.execute(
@@ -254,14 +257,14 @@ class AspireStore(Connection):
 
     def aspire_decisions(self, aspire_id: str, after: int = -1) -> list[Decision]:
         """The decisions with idx > `after`, in order (a live view polls with the last idx it has)."""
-        with self._reading("read ASPIRE decisions") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_decisions WHERE aspire_run_id = ? AND idx > ? "
-                                            "ORDER BY idx", (aspire_id, int(after))))
+        with self._db._reading("read ASPIRE decisions") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_decisions WHERE aspire_run_id = ? AND idx > ? "
+                                          "ORDER BY idx", (aspire_id, int(after))))
         return [_decision(r) for r in rows]
 
     def compute_split(self, aspire_id: str) -> dict[str, dict[str, Any]]:
         """Per compute category: decisions, model calls, tokens, cost (None when a call was unpriced), seconds."""
-        with self._reading("read an ASPIRE compute split") as conn:
+        with self._db._reading("read an ASPIRE compute split") as conn:
             rows = conn.execute("SELECT category, count(*), sum(calls), sum(tokens_in + tokens_out), sum(cost), "
                                 "sum(cost IS NULL AND calls > 0), sum(seconds) FROM aspire_decisions "
                                 "WHERE aspire_run_id = ? GROUP BY category", (aspire_id,)).fetchall()
@@ -278,7 +281,7 @@ class AspireStore(Connection):
         if kind not in CANDIDATE_KINDS:
             raise StoreError(f"bad candidate kind {kind!r}: one of {', '.join(CANDIDATE_KINDS)}")
         candidate_id = candidate_id or _new_id(f"cand-{kind}")
-        with self._tx("record an ASPIRE candidate") as conn:
+        with self._db._tx("record an ASPIRE candidate") as conn:
             if parent_id is not None and not conn.execute(
                     "SELECT 1 FROM aspire_candidates WHERE id = ? AND aspire_run_id = ?",
                     (parent_id, aspire_id)).fetchone():
@@ -291,23 +294,23 @@ class AspireStore(Connection):
         return self.get_aspire_candidate(candidate_id)
 
     def get_aspire_candidate(self, candidate_id: str) -> Candidate:
-        with self._reading("read an ASPIRE candidate") as conn:
-            row = self._one(conn, "SELECT * FROM aspire_candidates WHERE id = ?", (candidate_id,))
+        with self._db._reading("read an ASPIRE candidate") as conn:
+            row = one_row(conn, "SELECT * FROM aspire_candidates WHERE id = ?", (candidate_id,))
         if row is None:
             raise StoreError(f"no candidate {candidate_id!r}")
         return Candidate(**row)
 
     def aspire_candidates(self, aspire_id: str) -> list[Candidate]:
         """In the order they were made (parents before children)."""
-        with self._reading("read ASPIRE candidates") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_candidates WHERE aspire_run_id = ? "
-                                            "ORDER BY rowid", (aspire_id,)))
+        with self._db._reading("read ASPIRE candidates") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_candidates WHERE aspire_run_id = ? "
+                                          "ORDER BY rowid", (aspire_id,)))
         return [Candidate(**r) for r in rows]
 
     def set_candidate_status(self, candidate_id: str, status: str) -> None:
         if status not in CANDIDATE_STATUSES:
             raise StoreError(f"bad candidate status {status!r}: one of {', '.join(CANDIDATE_STATUSES)}")
-        with self._tx("set a candidate's status") as conn:
+        with self._db._tx("set a candidate's status") as conn:
             if conn.execute("UPDATE aspire_candidates SET status = ? WHERE id = ?",
                             (status, candidate_id)).rowcount == 0:
                 raise StoreError(f"no candidate {candidate_id!r}")
@@ -317,16 +320,16 @@ class AspireStore(Connection):
     def add_aspire_claim(self, aspire_id: str, *, text: str, candidate_id: Optional[str],
                          claimed_delta: Optional[float], decision_idx: Optional[int] = None) -> Claim:
         now = utcnow()
-        with self._tx("record an ASPIRE claim") as conn:
+        with self._db._tx("record an ASPIRE claim") as conn:
             conn.execute("INSERT INTO aspire_claims (aspire_run_id, candidate_id, text, claimed_delta, "
                          "decision_idx, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                          (aspire_id, candidate_id, redact_values(text), claimed_delta, decision_idx, now))
         return Claim(aspire_id, candidate_id, text, claimed_delta, decision_idx, now)
 
     def aspire_claims(self, aspire_id: str) -> list[Claim]:
-        with self._reading("read ASPIRE claims") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_claims WHERE aspire_run_id = ? ORDER BY rowid",
-                                            (aspire_id,)))
+        with self._db._reading("read ASPIRE claims") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_claims WHERE aspire_run_id = ? ORDER BY rowid",
+                                          (aspire_id,)))
         return [Claim(**r) for r in rows]
 
     def set_hidden_score(self, aspire_id: str, candidate_id: str, purpose: str, score: Optional[float],
@@ -334,7 +337,7 @@ class AspireStore(Connection):
                          run_ids: Sequence[str] = ()) -> HiddenScore:
         if purpose not in SCORE_PURPOSES:
             raise StoreError(f"bad score purpose {purpose!r}: one of {', '.join(SCORE_PURPOSES)}")
-        with self._tx("record a hidden score") as conn:
+        with self._db._tx("record a hidden score") as conn:
             conn.execute("INSERT OR REPLACE INTO aspire_scores (aspire_run_id, candidate_id, purpose, score, "
                          "per_game, episodes, run_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                          (aspire_id, candidate_id, purpose, score, json.dumps(dict(per_game)), int(episodes),
@@ -343,15 +346,15 @@ class AspireStore(Connection):
                 and s.purpose == purpose][0]
 
     def hidden_scores(self, aspire_id: str) -> list[HiddenScore]:
-        with self._reading("read hidden scores") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM aspire_scores WHERE aspire_run_id = ? ORDER BY rowid",
-                                            (aspire_id,)))
+        with self._db._reading("read hidden scores") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM aspire_scores WHERE aspire_run_id = ? ORDER BY rowid",
+                                          (aspire_id,)))
         return [_score(r) for r in rows]
 
     def link_aspire_run(self, aspire_id: str, run_id: str, role: str, candidate_id: Optional[str] = None) -> None:
         if role not in LINK_ROLES:
             raise StoreError(f"bad link role {role!r}: one of {', '.join(LINK_ROLES)}")
-        with self._tx("link a run to an ASPIRE run") as conn:
+        with self._db._tx("link a run to an ASPIRE run") as conn:
             conn.execute("INSERT OR REPLACE INTO aspire_run_links (aspire_run_id, run_id, role, candidate_id) "
                          "VALUES (?, ?, ?, ?)", (aspire_id, run_id, role, candidate_id))
 
@@ -359,15 +362,15 @@ class AspireStore(Connection):
         sql, params = "SELECT * FROM aspire_run_links WHERE aspire_run_id = ?", [aspire_id]
         if role is not None:
             sql, params = sql + " AND role = ?", params + [role]
-        with self._reading("read an ASPIRE run's runs") as conn:
-            rows = self._dicts(conn.execute(sql + " ORDER BY rowid", params))
+        with self._db._reading("read an ASPIRE run's runs") as conn:
+            rows = row_dicts(conn.execute(sql + " ORDER BY rowid", params))
         return [RunLink(**r) for r in rows]
 
     def aspire_made_runs(self) -> set[str]:
         """Ids of every ordinary run (and training) an ASPIRE run made."""
-        with self._reading("read the runs ASPIRE made") as conn:
+        with self._db._reading("read the runs ASPIRE made") as conn:
             return {row[0] for row in conn.execute("SELECT run_id FROM aspire_run_links")}
 
 
-__all__ = ["AspireRun", "AspireStore", "Candidate", "Claim", "Decision", "HiddenScore", "RunLink",
+__all__ = ["AspireRun", "Aspire", "Candidate", "Claim", "Decision", "HiddenScore", "RunLink",
            "PROTOCOLS", "CANDIDATE_KINDS", "CATEGORIES", "OUTCOMES", "SCORE_PURPOSES", "SUITES"]

@@ -20,10 +20,9 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Self, Sequence
+from typing import Any, Callable, Iterable, Iterator, Optional, Self, Sequence
 
 import platformdirs
-from pydantic import ValidationError
 from sqlite_utils import Database
 
 from s3gym_tui.models import EVAL_SEED_BASE
@@ -92,7 +91,7 @@ def _new_id(prefix: str) -> str:
 
 class Connection:
     """One connection to a store file: safe opening, transactions, error wrapping and
-    the leakage look-ups shared by the record methods of DerivedStore and Store."""
+    the leakage look-ups shared by the repositories of Store."""
 
     def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
                  check: bool = True, busy_timeout: float = 10.0, create: bool = True,
@@ -395,34 +394,6 @@ class Connection:
             yield conn
         except sqlite3.Error as err:
             raise self._wrap(err, what) from err
-
-    @staticmethod
-    def _dicts(cursor: sqlite3.Cursor) -> list[dict[str, Any]]:
-        keys = [d[0] for d in cursor.description]
-        return [dict(zip(keys, row)) for row in cursor.fetchall()]
-
-    def _one(self, conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> Optional[dict]:
-        cursor = conn.execute(sql, params)
-        row = cursor.fetchone()
-        return None if row is None else dict(zip([d[0] for d in cursor.description], row))
-
-    @staticmethod
-    def _json(text: Any, what: str) -> Any:
-        """A stored JSON column, or a one-line StoreError naming the row (a hand-edited file)."""
-        try:
-            return json.loads(text)
-        except (TypeError, ValueError) as err:
-            raise StoreError(f"stored {what} is not valid JSON ({one_line(err)}); fix or remove "
-                             f"that row") from err
-
-    @staticmethod
-    def _model(cls: type, row: Mapping[str, Any], what: str) -> Any:
-        try:
-            return cls.model_validate(row)
-        except ValidationError as err:
-            first = err.errors()[0]
-            loc = ".".join(str(p) for p in first.get("loc", ()))
-            raise StoreError(f"stored {what} does not validate ({loc}: {first.get('msg')})") from err
 
     # ------------------------------------------------------------------ held-out guard
 

@@ -12,15 +12,19 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from s3gym_tui.models import Episode, utcnow
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store.connection import Connection, _new_id, _q
+from s3gym_tui.store.connection import _new_id, _q
+from s3gym_tui.store.repository import Repository
+from s3gym_tui.store.episodes import episode_from_row
 from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.rows import one_row, row_dicts
 
 PI_PURPOSES = ("view", "training")
 PI_SOURCES = ("siblings", "off-trajectory")
 
 
-class CreditStore(Connection):
-    """PI extractions, their items and evidence, and computed credit (mixed into Store)."""
+class Credit(Repository):
+    """PI extractions, their items and evidence, and computed credit. Reads and writes `pi_extractions`,
+    `pi_items`, `pi_evidence`, `episode_credits`, `action_credits`; reads `episodes` (the held-out guard)."""
 
     def add_pi_extraction(self, *, game: str, mode: str, seed: int, episode_ids: Sequence[str],
                           successful_ids: Sequence[str], success_rule: str, analyzer: str, prompt: str,
@@ -35,9 +39,9 @@ class CreditStore(Connection):
         items = [dict(i) for i in items]
         ext_id = _new_id("pi")
         what = f"PI extraction for {game} seed {seed}"
-        with self._tx(f"store the {what}") as conn:
+        with self._db._tx(f"store the {what}") as conn:
             cited = [e for i in items for e, _ in i.get("evidence", ())]
-            phases = self._phases(conn, [*episode_ids, *successful_ids, *cited])
+            phases = self._db._phases(conn, [*episode_ids, *successful_ids, *cited])
             missing = [e for e in [*episode_ids, *successful_ids, *cited] if e not in phases]
             if missing:
                 raise StoreError(f"{what}: no episode {missing[0]!r}")
@@ -73,7 +77,7 @@ class CreditStore(Connection):
         """Store one computation of an episode's credit: per action (step index, weight, shift, aligned
         item ids). Returns its id; the latest computation is the one `credit_rows` reads."""
         credit_id = _new_id("credit")
-        with self._tx(f"store the credit of episode {episode_id!r}") as conn:
+        with self._db._tx(f"store the credit of episode {episode_id!r}") as conn:
             if not conn.execute("SELECT 1 FROM episodes WHERE id = ?", (episode_id,)).fetchone():
                 raise StoreError(f"no episode {episode_id!r}")
             conn.execute("INSERT INTO episode_credits (id, episode_id, extraction_id, advantage, reward, "
@@ -90,21 +94,21 @@ class CreditStore(Connection):
     def credit_rows(self, episode_id: str) -> Optional[dict]:
         """The latest stored credit of the episode as raw rows ({credit, actions, items, evidence,
         extraction}), or None when none was computed."""
-        with self._reading(f"read the credit of episode {episode_id!r}") as conn:
-            credit = self._one(conn, "SELECT * FROM episode_credits WHERE episode_id = ? "
-                                     "ORDER BY created_at DESC, rowid DESC LIMIT 1", (episode_id,))
+        with self._db._reading(f"read the credit of episode {episode_id!r}") as conn:
+            credit = one_row(conn, "SELECT * FROM episode_credits WHERE episode_id = ? "
+                                   "ORDER BY created_at DESC, rowid DESC LIMIT 1", (episode_id,))
             if credit is None:
                 return None
-            actions = self._dicts(conn.execute("SELECT * FROM action_credits WHERE credit_id = ? "
-                                               "ORDER BY step_index", (credit["id"],)))
+            actions = row_dicts(conn.execute("SELECT * FROM action_credits WHERE credit_id = ? "
+                                             "ORDER BY step_index", (credit["id"],)))
             items, evidence, extraction = [], [], None
             if credit["extraction_id"] is not None:
-                extraction = self._one(conn, "SELECT id, game, mode, seed, episode_ids, successful_ids, "
-                                             "success_rule, purpose, source, analyzer, created_at "
-                                             "FROM pi_extractions WHERE id = ?", (credit["extraction_id"],))
-                items = self._dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? "
-                                                 "ORDER BY position", (credit["extraction_id"],)))
-                evidence = self._dicts(conn.execute(
+                extraction = one_row(conn, "SELECT id, game, mode, seed, episode_ids, successful_ids, "
+                                           "success_rule, purpose, source, analyzer, created_at "
+                                           "FROM pi_extractions WHERE id = ?", (credit["extraction_id"],))
+                items = row_dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? "
+                                               "ORDER BY position", (credit["extraction_id"],)))
+                evidence = row_dicts(conn.execute(
                     "SELECT v.* FROM pi_evidence v JOIN pi_items i ON i.id = v.item_id "
                     "WHERE i.extraction_id = ? ORDER BY i.position, v.episode_id, v.step_index",
                     (credit["extraction_id"],)))
@@ -117,17 +121,17 @@ class CreditStore(Connection):
         episode of the task in any status). With exclude_seed: the finished episodes of the game and
         mode on every OTHER seed (the off-trajectory ablation's sources)."""
         op = "!=" if exclude_seed else "="
-        with self._reading("read a task's episodes") as conn:
-            rows = self._dicts(conn.execute(
+        with self._db._reading("read a task's episodes") as conn:
+            rows = row_dicts(conn.execute(
                 f"SELECT {', '.join(_q(c) for c in Episode.model_fields)} FROM episodes WHERE game = ? AND mode = ? AND seed {op} ? AND (status = 'finished' OR id = ?) "
                 "ORDER BY rowid", (game, mode, int(seed), include)))
-        return [self._episode_from_row(r) for r in rows]
+        return [episode_from_row(r) for r in rows]
 
     def pi_extractions_for(self, episode_ids: Sequence[str], analyzer: str, success_rule: str, purpose: str,
                            source: str) -> Optional[str]:
         """The latest extraction made from exactly this group with these settings (reused, not asked
         again), or None."""
-        with self._reading("find a PI extraction") as conn:
+        with self._db._reading("find a PI extraction") as conn:
             row = conn.execute("SELECT id FROM pi_extractions WHERE episode_ids = ? AND analyzer = ? AND "
                                "success_rule = ? AND purpose = ? AND source = ? ORDER BY rowid DESC LIMIT 1",
                                (json.dumps(list(episode_ids)), analyzer, success_rule, purpose, source)).fetchone()
@@ -135,9 +139,9 @@ class CreditStore(Connection):
 
     def pi_items_of(self, extraction_id: str) -> list[dict]:
         """An extraction's items with their evidence: dicts of id, requirement, condition, cues, evidence."""
-        with self._reading("read PI items") as conn:
-            items = self._dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? ORDER BY position",
-                                             (extraction_id,)))
+        with self._db._reading("read PI items") as conn:
+            items = row_dicts(conn.execute("SELECT * FROM pi_items WHERE extraction_id = ? ORDER BY position",
+                                           (extraction_id,)))
             evidence = conn.execute("SELECT v.item_id, v.episode_id, v.step_index FROM pi_evidence v JOIN pi_items i "
                                     "ON i.id = v.item_id WHERE i.extraction_id = ? ORDER BY v.rowid",
                                     (extraction_id,)).fetchall()
@@ -148,5 +152,5 @@ class CreditStore(Connection):
 
     def pi_extraction(self, extraction_id: str) -> Optional[dict]:
         """One extraction's row (with its prompt and raw reply), or None."""
-        with self._reading("read a PI extraction") as conn:
-            return self._one(conn, "SELECT * FROM pi_extractions WHERE id = ?", (extraction_id,))
+        with self._db._reading("read a PI extraction") as conn:
+            return one_row(conn, "SELECT * FROM pi_extractions WHERE id = ?", (extraction_id,))

@@ -9,7 +9,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Sequence
 
-from s3gym_tui.store.connection import PAGE_SIZE, Connection
+from s3gym_tui.store.connection import PAGE_SIZE
+from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.credit_schema import remove_credit_of
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.leases import RunBusy, _lease, _SELECT as _SELECT_LEASES
@@ -86,8 +87,9 @@ class Compaction:
         return max(0, self.before_bytes - self.after_bytes)
 
 
-class Hygiene(Connection):
-    """rm and vacuum."""
+class Hygiene(Repository):
+    """rm and vacuum. Deletes a run's rows from every table that holds them (runs, episodes, steps,
+    summaries, checkpoints, datasets, annotations, texts, ...); reads the file's size."""
 
     def _file_bytes(self) -> int:
         return sum(self._sizes())
@@ -97,14 +99,14 @@ class Hygiene(Connection):
         sizes = []
         for suffix in ("", "-wal"):
             try:
-                sizes.append(os.stat(str(self.path) + suffix).st_size)
+                sizes.append(os.stat(str(self._db.path) + suffix).st_size)
             except OSError:
                 sizes.append(0)
         return sizes[0], sizes[1]
 
     def removal_plan(self, run_ids: Sequence[str]) -> Removal:
         """What remove_runs(run_ids) would remove (nothing is changed)."""
-        with self._reading("plan a removal") as conn:
+        with self._db._reading("plan a removal") as conn:
             conn.execute("BEGIN")
             try:
                 return self._plan(conn, run_ids)
@@ -165,7 +167,7 @@ class Hygiene(Connection):
         experience states, the forks, summary trials and borrowing episodes made from them, and the
         shared prompt parts nothing else uses. All or nothing, in one transaction; a driven run is
         refused."""
-        with self._tx("remove runs") as conn:
+        with self._db._tx("remove runs") as conn:
             plan = self._plan(conn, run_ids)
             runs = json.dumps(list(plan.run_ids))
             episodes = json.dumps([r[0] for r in conn.execute(_DOOMED_EPISODES, {"runs": runs})])
@@ -204,7 +206,7 @@ class Hygiene(Connection):
         return Removal(**{**plan.__dict__, "texts": freed, "free_bytes": free})
 
     def _free_bytes(self) -> int:
-        with self._reading("measure free pages") as conn:
+        with self._db._reading("measure free pages") as conn:
             pages = conn.execute("PRAGMA freelist_count").fetchone()[0]
             size = conn.execute("PRAGMA page_size").fetchone()[0]
         return int(pages) * int(size)
@@ -212,9 +214,9 @@ class Hygiene(Connection):
     def vacuum(self) -> Compaction:
         """Rewrite the file without its free pages and fold the WAL back (readers in other
         processes keep working: in WAL mode VACUUM is an ordinary write transaction)."""
-        conn = self._live("vacuum the database")
-        if self.read_only:
-            raise StoreError(f"database {self.path} is open read-only: cannot vacuum it")
+        conn = self._db._live("vacuum the database")
+        if self._db.read_only:
+            raise StoreError(f"database {self._db.path} is open read-only: cannot vacuum it")
         before = self._sizes()
         try:
             page_before = _pragma(conn, "page_size")
@@ -225,7 +227,7 @@ class Hygiene(Connection):
                 busy, log, done = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             page_after = _pragma(conn, "page_size")
         except sqlite3.Error as err:
-            raise self._wrap(err, "vacuum the database") from err
+            raise self._db._wrap(err, "vacuum the database") from err
         left = max(0, log - done) if log >= 0 else 0
         return Compaction(*before, *self._sizes(), wal_folded=not busy and not left, frames_left=left,
                           page_before=page_before, page_after=page_after)

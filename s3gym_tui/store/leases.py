@@ -14,7 +14,7 @@ import uuid
 from typing import Optional
 
 from s3gym_tui.models import utcnow
-from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.lease_row import (HEARTBEAT_S, HOST, LEASE_SELECT, LEASE_TTL_S, Lease,  # noqa: F401
                                        lease_from_row)
@@ -34,15 +34,16 @@ _SELECT_TRAINING = ("SELECT training_id, token, pid, host, command, acquired_at,
 _SELECT_ASPIRE = "SELECT aspire_id, token, pid, host, command, acquired_at, heartbeat_at FROM aspire_leases"
 
 
-class LeaseRecords(Connection):
-    """Acquire, renew, read and release run leases."""
+class Leases(Repository):
+    """Acquire, renew, read and release leases. Reads and writes `leases`, `training_leases`,
+    `aspire_leases` (lease_row.py) and `experience_states` (a driven state); reads `runs`."""
 
     def acquire_lease(self, run_id: str, command: str = "") -> Lease:
         """Become the run's driver, or raise RunBusy naming the live driver."""
         now = time.time()
         lease = Lease(run_id, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80],
                       utcnow(), now)
-        with self._tx(f"take the lease of run {run_id!r}") as conn:
+        with self._db._tx(f"take the lease of run {run_id!r}") as conn:
             if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
                 raise StoreError(f"no run {run_id!r}")
             row = conn.execute(_SELECT + " WHERE run_id = ?", (run_id,)).fetchone()
@@ -76,7 +77,7 @@ class LeaseRecords(Connection):
         now = time.time()
         lease = Lease(key, uuid.uuid4().hex, os.getpid(), HOST, " ".join(command.split())[:80], utcnow(), now,
                       kind=kind)
-        with self._tx(f"take the lease of {what} {key!r}") as conn:
+        with self._db._tx(f"take the lease of {what} {key!r}") as conn:
             if not conn.execute(f"SELECT 1 FROM {parent} WHERE id = ?", (key,)).fetchone():
                 raise StoreError(f"no {what} {key!r}")
             row = conn.execute(f"SELECT {column}, token, pid, host, command, acquired_at, heartbeat_at "
@@ -92,13 +93,13 @@ class LeaseRecords(Connection):
 
     def aspire_lease(self, aspire_id: str) -> Optional[Lease]:
         """The ASPIRE run's lease row (alive or not), or None."""
-        with self._reading("read an ASPIRE lease") as conn:
+        with self._db._reading("read an ASPIRE lease") as conn:
             row = conn.execute(_SELECT_ASPIRE + " WHERE aspire_id = ?", (aspire_id,)).fetchone()
         return None if row is None else _lease(row, "aspire")
 
     def live_aspire_leases(self) -> dict[str, Lease]:
         """ASPIRE run id -> lease, for every ASPIRE run driven right now."""
-        with self._reading("read ASPIRE leases") as conn:
+        with self._db._reading("read ASPIRE leases") as conn:
             rows = conn.execute(_SELECT_ASPIRE).fetchall()
         now = time.time()
         return {lease.run_id: lease for lease in (_lease(r, "aspire") for r in rows) if lease.alive(now)}
@@ -106,31 +107,31 @@ class LeaseRecords(Connection):
     def renew_lease(self, lease: Lease) -> bool:
         """Refresh the heartbeat; False if the lease was lost (taken over after expiring)."""
         table, key, _ = _TABLES[lease.kind]
-        with self._tx(f"renew the lease of {lease.kind} {lease.run_id!r}") as conn:
+        with self._db._tx(f"renew the lease of {lease.kind} {lease.run_id!r}") as conn:
             cur = conn.execute(f"UPDATE {table} SET heartbeat_at = ? WHERE {key} = ? AND token = ?",
                                (time.time(), lease.run_id, lease.token))
             return cur.rowcount == 1
 
     def release_lease(self, lease: Lease) -> None:
         table, key, _ = _TABLES[lease.kind]
-        with self._tx(f"release the lease of {lease.kind} {lease.run_id!r}") as conn:
+        with self._db._tx(f"release the lease of {lease.kind} {lease.run_id!r}") as conn:
             conn.execute(f"DELETE FROM {table} WHERE {key} = ? AND token = ?", (lease.run_id, lease.token))
 
     def training_leases(self) -> dict[str, Lease]:
         """training id -> its lease row (alive or not)."""
-        with self._reading("read training leases") as conn:
+        with self._db._reading("read training leases") as conn:
             rows = conn.execute(_SELECT_TRAINING).fetchall()
         return {lease.run_id: lease for lease in (_lease(r, "training") for r in rows)}
 
     def lease(self, run_id: str) -> Optional[Lease]:
         """The run's lease row (alive or not), or None."""
-        with self._reading("read a lease") as conn:
+        with self._db._reading("read a lease") as conn:
             row = conn.execute(_SELECT + " WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else _lease(row)
 
     def live_leases(self) -> dict[str, Lease]:
         """run id -> lease, for every run driven right now."""
-        with self._reading("read leases") as conn:
+        with self._db._reading("read leases") as conn:
             rows = conn.execute(_SELECT).fetchall()
         now = time.time()
         return {lease.run_id: lease for lease in map(_lease, rows) if lease.alive(now)}

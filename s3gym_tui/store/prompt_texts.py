@@ -1,5 +1,5 @@
 """Stored prompts read back exactly as sent: shared parts (`[[text:<key>]]`) and deltas against the
-previous prompt of the episode (prompt_delta.py), expanded on read (mixin of Store).
+previous prompt of the episode (prompt_delta.py), expanded on read (the store's `prompts` repository).
 
 A prompt is stored in one of two forms:
 - compact: the messages JSON as sent, with `[[text:` escaped and large shared blocks (an episode's
@@ -24,6 +24,7 @@ from s3gym_tui.models import Step
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import prompt_delta
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.repository import Repository
 
 TEXT_REF_PREFIX = "[[text:"
 TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
@@ -57,8 +58,8 @@ def compact_prompt(prompt_json: str, key: str, text: str) -> str:
     return prompt_json.replace(escaped, f"{TEXT_REF_PREFIX}{key}]]") if escaped else prompt_json
 
 
-class PromptTexts:
-    """Shared prompt parts and prompt expansion; needs Connection's `_reading` and `_tx`."""
+class Prompts(Repository):
+    """Shared prompt parts and prompt expansion. Reads and writes `texts`; reads `steps` (a delta's bases)."""
 
     # ------------------------------------------------------------------ shared parts
 
@@ -67,12 +68,12 @@ class PromptTexts:
         content hash of what is stored)."""
         text = redact_values(text)
         key = text_key(text)
-        with self._tx("store a shared prompt part") as conn:
+        with self._db._tx("store a shared prompt part") as conn:
             conn.execute("INSERT OR IGNORE INTO texts (key, text) VALUES (?, ?)", (key, text))
         return key
 
     def get_text(self, key: str) -> Optional[str]:
-        with self._reading("read a shared prompt part") as conn:
+        with self._db._reading("read a shared prompt part") as conn:
             row = conn.execute("SELECT text FROM texts WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
@@ -128,7 +129,7 @@ class PromptTexts:
         return hit[1]
 
     def _remember(self, episode_id: str, index: int, stored: str, text: str, checked: bool = True) -> None:
-        if self.conn is not None and self.conn.in_transaction:
+        if self._db.conn is not None and self._db.conn.in_transaction:
             return  # not committed yet: a rollback must not leave it behind
         cache = self._prompt_cache()
         old = cache.pop((episode_id, index), None)
@@ -166,7 +167,7 @@ class PromptTexts:
         rebuilt from the stored rows of its base chain, read in one range scan; every prompt rebuilt
         on the way is cached under its stored form, so a cached text is only used for the very row
         it was built from (a step removed and stored again is read afresh)."""
-        with self._reading("read a prompt") as conn:
+        with self._db._reading("read a prompt") as conn:
             if stored is None:
                 row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
                                    (episode_id, index)).fetchone()

@@ -28,7 +28,9 @@ from pydantic import Field, field_validator, model_validator
 from s3gym_tui.models import PATHWAYS, Frozen
 from s3gym_tui.store import search_schema
 from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.hygiene import Hygiene
 
 Verdict = Literal["agree", "over", "under", "missing"]
 VERDICTS: tuple[str, ...] = ("agree", "over", "under", "missing")
@@ -390,14 +392,20 @@ def _lines(fields: Sequence[tuple[str, str]], terms: Sequence[Term], limit: int 
     return tuple(found)
 
 
-class SearchStore(Connection):
-    """search(), the index's backlog and its size (a mixin of Store)."""
+class Search(Repository):
+    """find(), the index's backlog and its size. Reads and writes the search index (`search_steps`,
+    `search_summaries`, `search_notes`); reads `runs`, `episodes`, `steps`, `summaries`, `annotations`; the file's size
+    through `hygiene`."""
+
+    def __init__(self, db: Connection, hygiene: Hygiene) -> None:
+        super().__init__(db)
+        self._hygiene = hygiene
 
     # ------------------------------------------------------------------ the backlog
 
     def search_backlog(self) -> int:
         """Steps stored before the index existed and not indexed yet."""
-        with self._reading("measure the search backlog") as conn:
+        with self._db._reading("measure the search backlog") as conn:
             return search_schema.backlog(conn)
 
     def index_backlog(self, progress: Optional[Callable[[int, int], None]] = None,
@@ -409,22 +417,22 @@ class SearchStore(Connection):
         total = self.search_backlog()
         if not total:
             return 0
-        if self.read_only:
-            raise StoreError(f"{self.path} is open read-only: {total:,} older steps cannot be indexed for "
+        if self._db.read_only:
+            raise StoreError(f"{self._db.path} is open read-only: {total:,} older steps cannot be indexed for "
                              f"search (open it writable once)")
         from s3gym_tui.store.upgrade import human_bytes
 
-        need = int(self.file_bytes() * INDEX_GROWTH * total / max(1, self._step_count()))
+        need = int(self._hygiene.file_bytes() * INDEX_GROWTH * total / max(1, self._step_count()))
         try:
-            free = free_bytes(str(self.path.parent))
+            free = free_bytes(str(self._db.path.parent))
         except OSError:
             free = need
         if free < need:
-            raise StoreError(f"not enough free space to index {total:,} older steps of {self.path} for search: "
+            raise StoreError(f"not enough free space to index {total:,} older steps of {self._db.path} for search: "
                              f"about {human_bytes(need)} needed, {human_bytes(free)} free; nothing was changed")
         done = 0
         while True:
-            with self._tx("index older steps for search") as conn:
+            with self._db._tx("index older steps for search") as conn:
                 n, finished = search_schema.index_batch(conn, batch)
             done += n
             if progress:
@@ -436,25 +444,25 @@ class SearchStore(Connection):
         """Index the steps stored since the last search or episode end, whoever stored them (one
         write transaction), unless the store is read-only or more than `at_most` wait (an upgraded
         file's steps: index_backlog, with progress). Returns the steps indexed."""
-        if self.read_only or self.immutable:
+        if self._db.read_only or self._db.immutable:
             return 0
-        with self._reading("count steps not indexed") as conn:
+        with self._db._reading("count steps not indexed") as conn:
             if not search_schema.has_search(conn):
                 return 0
             waiting = search_schema.backlog(conn)
         if not waiting or waiting > (FLUSH_AT_MOST if at_most is None else at_most):
             return 0
-        with self._tx("index new steps for search") as conn:
+        with self._db._tx("index new steps for search") as conn:
             return search_schema.index_batch(conn, None)[0]
 
     def _step_count(self) -> int:
-        with self._reading("count steps") as conn:
+        with self._db._reading("count steps") as conn:
             return conn.execute("SELECT count(*) FROM steps").fetchone()[0]
 
     # ------------------------------------------------------------------ searching
 
-    def search(self, query: str = "", filters: Optional[SearchFilters] = None, *, limit: int = DEFAULT_LIMIT,
-               divergences: Optional[Iterable[tuple[str, int]]] = None) -> SearchResult:
+    def find(self, query: str = "", filters: Optional[SearchFilters] = None, *, limit: int = DEFAULT_LIMIT,
+             divergences: Optional[Iterable[tuple[str, int]]] = None) -> SearchResult:
         """Steps (and summary versions, episode notes) matching the words and the filters, newest first,
         at most `limit` of each kind (`more` says when there were more). `divergences`: the (episode,
         step index) pairs the divergences filter keeps (engine.finding computes them)."""
@@ -469,16 +477,16 @@ class SearchStore(Connection):
             self.index_pending()
         except StoreError as exc:  # the file is busy or full: search what is indexed and say how much is not, and why
             why = " ".join(str(exc).split())
-        with self.snapshot("search the store"):
-            conn = self._live("search the store")
+        with self._db.snapshot("search the store"):
+            conn = self._db._live("search the store")
             backlog = search_schema.backlog(conn)
             try:
                 steps, more = self._step_hits(conn, parsed, f, limit, divergences)
                 others, more_others = self._other_hits(conn, parsed, f, limit)
             except sqlite3.Error as err:
-                raise self._wrap(err, "search the store") from err
-        if backlog and not why and (self.read_only or self.immutable):
-            why = f"{self.path} is open read-only"
+                raise self._db._wrap(err, "search the store") from err
+        if backlog and not why and (self._db.read_only or self._db.immutable):
+            why = f"{self._db.path} is open read-only"
         elif backlog > FLUSH_AT_MOST and not why:
             why = f"more than {FLUSH_AT_MOST:,} steps wait (`s3gym search` indexes them first, with progress)"
         # (else steps stored by a run after index_pending: the next search finds them)
@@ -640,13 +648,13 @@ class SearchStore(Connection):
     def fork_pairs(self, game: Optional[str] = None) -> list[tuple[str, str]]:
         """(source, fork) of every forked episode (of one game)."""
         sql = "SELECT fork_of, id FROM episodes WHERE fork_of IS NOT NULL" + (" AND game = ?" if game else "")
-        with self._reading("list forks") as conn:
+        with self._db._reading("list forks") as conn:
             return [(a, b) for a, b in conn.execute(sql + " ORDER BY rowid", (game,) if game else ())]
 
     def episode_actions(self, episode_ids: Sequence[str]) -> dict[str, list[str]]:
         """The actions of each episode in step order (one query; no text but the actions)."""
         found: dict[str, list[str]] = {e: [] for e in episode_ids}
-        with self._reading("read actions") as conn:
+        with self._db._reading("read actions") as conn:
             for episode_id, action in conn.execute(
                     'SELECT episode_id, action FROM steps WHERE episode_id IN (SELECT value FROM json_each(?)) '
                     'ORDER BY episode_id, "index"', (json.dumps(list(found)),)):
@@ -655,7 +663,7 @@ class SearchStore(Connection):
 
     def same_seed_episode(self, episode_id: str) -> Optional[str]:
         """A fork of the episode, else the newest other episode of its game, seed and mode, else None."""
-        with self._reading("find an episode to compare with") as conn:
+        with self._db._reading("find an episode to compare with") as conn:
             fork = conn.execute("SELECT id FROM episodes WHERE fork_of = ? ORDER BY rowid LIMIT 1",
                                 (episode_id,)).fetchone()
             if fork:
@@ -668,7 +676,7 @@ class SearchStore(Connection):
     def search_index_bytes(self) -> Optional[int]:
         """Bytes the index's tables take in the file (dbstat), None where dbstat is missing."""
         try:
-            with self._reading("measure the search index") as conn:
+            with self._db._reading("measure the search index") as conn:
                 row = conn.execute("SELECT sum(pgsize) FROM dbstat WHERE name LIKE 'search\\_%' ESCAPE '\\'"
                                    ).fetchone()
         except StoreError:
@@ -676,5 +684,5 @@ class SearchStore(Connection):
         return int(row[0] or 0)
 
 
-__all__ = ["SearchFilters", "SearchHit", "SearchResult", "SearchStore", "MatchLine", "Term", "parse_query",
+__all__ = ["SearchFilters", "SearchHit", "SearchResult", "Search", "MatchLine", "Term", "parse_query",
            "match_spans", "step_filters", "step_verdict", "VERDICTS", "ACTORS", "FIELDS", "DEFAULT_LIMIT"]

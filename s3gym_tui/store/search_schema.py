@@ -16,8 +16,8 @@ Steps go through a queue. Indexing one step per transaction (as the runner store
 write a new segment each time, which made storing a step about 50 % slower (benchmarks/search.py);
 so the insert trigger only queues the step's id in `search_pending` (one small row, written by
 whichever process stores the step, inside its transaction), and the queue is indexed in one batch:
-when an episode finishes (Store.finish_episode), and before every search by any writable store
-(Store.search: a run in another terminal, the app or a sweep wrote them, it makes no difference).
+when an episode finishes (Episodes.finish_episode), and before every search by any writable store
+(Search.find: a run in another terminal, the app or a sweep wrote them, it makes no difference).
 A search therefore always sees every committed step; a store opened read-only says how many it
 could not index.
 

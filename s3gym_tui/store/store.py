@@ -1,376 +1,60 @@
 """The s3gym store: one SQLite file (WAL) of runs, episodes, steps, versioned summaries,
 checkpoints, training datasets and trainings. One Store per thread (see connection.py).
 
+A Store is its Connection plus one repository per group of tables (each in its own file, its
+docstring naming the tables it reads and writes): `store.runs.get_run(id)`,
+`store.episodes.steps(id)`, ... A function that needs one or two of them takes those.
+
 The held-out line is enforced here (see LeakageError): an evaluation episode never becomes history,
 a summary source or a training row, and an episode's phase always matches its seed range.
 """
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from typing import Any, Iterable, Mapping, Optional, get_args
+import os
+from typing import Any
 
-from pydantic import ValidationError
-
-from s3gym_tui.models import (EVAL_SEED_BASE, Episode, Run, RunConfig, Step, phase_of_seed,
-                              utcnow)
-from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
-from s3gym_tui.store.connection import _insert_sql, _new_id, _q, default_db_path
-from s3gym_tui.store import prompt_delta
-from s3gym_tui.store.errors import LeakageError, StoreError
-from s3gym_tui.store.sweeps import SweepStore
+from s3gym_tui.store.annotations import Annotations
+from s3gym_tui.store.aspire import Aspire
+from s3gym_tui.store.checkpoints import Checkpoints
+from s3gym_tui.store.connection import Connection, default_db_path
+from s3gym_tui.store.credit import Credit
+from s3gym_tui.store.datasets import Datasets
+from s3gym_tui.store.episodes import Episodes
 from s3gym_tui.store.hygiene import Hygiene
-from s3gym_tui.store.leases import LeaseRecords
-from s3gym_tui.store.meta import MetaRecords
-from s3gym_tui.store.prompt_texts import (TEXT_REF, TEXT_REF_ESCAPED, TEXT_REF_PREFIX,  # noqa: F401
-                                          PromptTexts, compact_prompt, escape_refs, text_key)
-from s3gym_tui.store.trainings import TrainingStore
-from s3gym_tui.store.annotations import AnnotationStore
-from s3gym_tui.store.credit import CreditStore
-from s3gym_tui.store.aspire import AspireStore
-from s3gym_tui.store.search import SearchStore
-from s3gym_tui.store.search_schema import index_episode
-
-RUN_STATUSES: tuple[str, ...] = get_args(Run.model_fields["status"].annotation)
-EPISODE_STATUSES: tuple[str, ...] = get_args(Episode.model_fields["status"].annotation)
-_EPISODE_COLS = tuple(Episode.model_fields)
-_STEP_COLS = tuple(Step.model_fields)
-_INSERT_EPISODE = _insert_sql("episodes", _EPISODE_COLS)
-_INSERT_STEP = _insert_sql("steps", _STEP_COLS)
-_SELECT_EPISODE = f"SELECT {', '.join(_q(c) for c in _EPISODE_COLS)} FROM episodes"
-_TEXT_STEP_COLS = ("observation", "prompt", "reply", "action", "feedback", "proposed_action", "fault")
-_SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
+from s3gym_tui.store.leases import Leases
+from s3gym_tui.store.meta import Meta
+from s3gym_tui.store.prompt_texts import Prompts
+from s3gym_tui.store.runs import Runs
+from s3gym_tui.store.search import Search
+from s3gym_tui.store.summaries import Summaries
+from s3gym_tui.store.sweeps import Sweeps
+from s3gym_tui.store.trainings import Trainings
 
 __all__ = ["Store", "default_db_path"]
 
 
-class Store(SweepStore, PromptTexts, TrainingStore, LeaseRecords, Hygiene, AnnotationStore, SearchStore,
-            CreditStore, AspireStore, MetaRecords):
-    """All persistence of s3gym; returns the pydantic models of `s3gym_tui.models`.
+class Store(Connection):
+    """All persistence of s3gym, as repositories over this one connection; they return the pydantic
+    models of `s3gym_tui.models` and `store.records`.
 
     Store(path=None, *, read_only=False, check=True, busy_timeout=10.0): see Connection.
     """
 
-    # ------------------------------------------------------------------ runs
-
-    def _run_from_row(self, row: Mapping[str, Any]) -> Run:
-        what = f"run {row['id']!r}"
-        data = {"id": row["id"], "config": self._json(row["config"], f"{what} (config)"),
-                "status": row["status"], "created_at": row["created_at"], "note": row["note"],
-                "status_reason": row.get("status_reason") or "", "sweep_id": row.get("sweep_id")}
-        return self._model(Run, data, what)
-
-    def create_run(self, config: RunConfig | Mapping[str, Any], run_id: Optional[str] = None,
-                   note: str = "", sweep_id: Optional[str] = None) -> Run:
-        """Record a new run (status 'created'); the id defaults to '<game>-<pathway>-<hex>'.
-        `sweep_id` names the stored sweep it belongs to (see SweepStore.create_sweep)."""
-        if not isinstance(config, RunConfig):
-            try:
-                config = RunConfig.model_validate(config)
-            except ValidationError as err:
-                raise StoreError(f"invalid run config: {err.errors()[0].get('msg')}") from err
-        run = Run(id=run_id or _new_id(f"{config.game}-{config.pathway}"), config=config, note=note,
-                  sweep_id=sweep_id)
-        from s3gym_tui.engine.decoding import storable_args
-
-        stored = config.model_copy(update={"api_base": strip_url_credentials(config.api_base),
-                                           "api_bases": tuple(strip_url_credentials(b) for b in config.api_bases),
-                                           "model_args": storable_args(config.model_args)})
-        with self._tx("create a run") as conn:
-            if conn.execute("SELECT 1 FROM runs WHERE id = ?", (run.id,)).fetchone():
-                raise StoreError(f"run {run.id!r} already exists")
-            if sweep_id is not None and not conn.execute("SELECT 1 FROM sweeps WHERE id = ?",
-                                                         (sweep_id,)).fetchone():
-                raise StoreError(f"no sweep {sweep_id!r}")
-            conn.execute(_insert_sql("runs", ("id", "config", "game", "model", "pathway", "status",
-                                              "created_at", "note", "sweep_id")),
-                         (run.id, redact_values(stored.model_dump_json()), config.game,
-                          redact_values(config.model), config.pathway, run.status,
-                          run.created_at, redact_values(run.note), sweep_id))
-        return run
-
-    def get_run(self, run_id: str) -> Run:
-        with self._reading("read a run") as conn:
-            row = self._one(conn, "SELECT * FROM runs WHERE id = ?", (run_id,))
-        if row is None:
-            raise StoreError(f"no run {run_id!r}")
-        return self._run_from_row(row)
-
-    def list_runs(self, limit: int = 100, offset: int = 0,
-                  damaged: Optional[list[tuple[str, str]]] = None) -> list[Run]:
-        """Newest first (index on created_at). With `damaged` (a list), a row that cannot be read
-        (hand-edited JSON, a bad status) is skipped and reported there as (run id, reason), so one
-        damaged run does not hide the others; without it, it raises StoreError."""
-        with self._reading("list runs") as conn:
-            rows = self._dicts(conn.execute(
-                "SELECT * FROM runs ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-                (int(limit), int(offset))))
-        if damaged is None:
-            return [self._run_from_row(r) for r in rows]
-        runs = []
-        for row in rows:
-            try:
-                runs.append(self._run_from_row(row))
-            except StoreError as exc:
-                damaged.append((str(row.get("id")), str(exc)))
-        return runs
-
-    def set_run_status(self, run_id: str, status: str, reason: str = "") -> Run:
-        """Set the status and why (the reason is cleared when a run runs again or finishes)."""
-        if status not in RUN_STATUSES:
-            raise StoreError(f"bad run status {status!r}: one of {', '.join(RUN_STATUSES)}")
-        with self._tx("set a run's status") as conn:
-            if conn.execute("UPDATE runs SET status = ?, status_reason = ? WHERE id = ?",
-                            (status, " ".join(str(reason).split())[:500], run_id)).rowcount == 0:
-                raise StoreError(f"no run {run_id!r}")
-        return self.get_run(run_id)
-
-    def set_run_note(self, run_id: str, note: str) -> Run:
-        with self._tx("set a run's note") as conn:
-            if conn.execute("UPDATE runs SET note = ? WHERE id = ?", (note, run_id)).rowcount == 0:
-                raise StoreError(f"no run {run_id!r}")
-        return self.get_run(run_id)
-
-    # ------------------------------------------------------------------ episodes
-
-    def _episode_from_row(self, row: Mapping[str, Any]) -> Episode:
-        data = dict(row)
-        what = f"episode {row['id']!r}"
-        data["history_episode_ids"] = self._json(data["history_episode_ids"] or "[]",
-                                                 f"{what} (history_episode_ids)")
-        return self._model(Episode, data, what)
-
-    def add_episode(self, episode: Episode, steps: Iterable[Step] = ()) -> Episode:
-        """Insert a new episode, enforcing the seed/phase split and the history guard.
-        `steps` (a fork's replayed prefix) are stored in the same transaction: all or nothing."""
-        ep = episode
-        what = f"episode {ep.id!r}"
-        seed_phase = phase_of_seed(ep.seed)
-        if ep.phase != seed_phase:
-            raise LeakageError(f"{what} is phase {ep.phase!r} but seed {ep.seed} is an "
-                               f"{seed_phase} seed (evaluation seeds are >= {EVAL_SEED_BASE})")
-        if ep.run_id is not None and ep.mode != ep.phase:
-            raise LeakageError(f"{what} of run {ep.run_id!r} has mode {ep.mode!r} but phase "
-                               f"{ep.phase!r}")
-        if ep.fork_step is not None and ep.fork_of is None:
-            raise StoreError(f"{what} has fork_step but no fork_of")
-        with self._tx(f"add {what}") as conn:
-            if conn.execute("SELECT 1 FROM episodes WHERE id = ?", (ep.id,)).fetchone():
-                raise StoreError(f"{what} already exists")
-            if ep.run_id is not None:
-                run = conn.execute("SELECT game FROM runs WHERE id = ?", (ep.run_id,)).fetchone()
-                if run is None:
-                    raise StoreError(f"{what}: no run {ep.run_id!r}")
-                if run[0] != ep.game:
-                    raise StoreError(f"{what} is {ep.game!r} but run {ep.run_id!r} is {run[0]!r}")
-                if ep.phase == "eval" and ep.checkpoint is None:
-                    raise StoreError(f"{what} is an evaluation episode of a run without a "
-                                     f"checkpoint x")
-                if ep.phase == "explore" and ep.checkpoint is not None:
-                    raise StoreError(f"{what} is an exploration episode with checkpoint "
-                                     f"{ep.checkpoint}")
-            self._require_experience(conn, ep.history_episode_ids, "history source", what)
-            if ep.phase == "eval" or ep.mode == "eval":
-                produced = conn.execute("SELECT id FROM summaries WHERE for_episode_id = ? "
-                                        "LIMIT 1", (ep.id,)).fetchone()
-                if produced:
-                    raise LeakageError(f"{what} is an evaluation episode but summary "
-                                       f"{produced[0]!r} was written for it")
-            if ep.fork_of is not None and ep.fork_of not in self._phases(conn, [ep.fork_of]):
-                raise StoreError(f"{what}: fork source {ep.fork_of!r} does not exist")
-            if ep.summary_id is not None and not conn.execute(
-                    "SELECT 1 FROM summaries WHERE id = ?", (ep.summary_id,)).fetchone():
-                raise StoreError(f"{what}: no summary {ep.summary_id!r}")
-            conn.execute(_INSERT_EPISODE, self._episode_values(ep))
-            steps = list(steps)
-            if steps:
-                self.add_steps(steps)  # nested: part of this transaction
-                ep = ep.model_copy(update={"n_steps": ep.n_steps + len(steps)})
-        return ep
-
-    def add_episode_with_summary(self, episode: Episode, retain: str, avoid: str, next: str,
-                                 **summary_fields: Any) -> tuple[Episode, Any]:
-        """Store an exploration episode and the summary written at its step 0, in one transaction:
-        the episode first (summaries.for_episode_id is a foreign key to it), then the summary,
-        then the episode's summary_id set to it (the version its state uses). Returns
-        (episode, summary)."""
-        if episode.phase != "explore" or episode.run_id is None:
-            raise LeakageError(f"episode {episode.id!r}: only a run's exploration episode can have a "
-                               f"summary written for it")
-        with self._tx(f"add episode {episode.id!r} with its summary"):
-            self.add_episode(episode.model_copy(update={"summary_id": None}))
-            summary = self.add_summary(episode.run_id, retain, avoid, next,
-                                       for_episode_id=episode.id, **summary_fields)
-            stored = self.set_episode_summary(episode.id, summary.id)
-        return stored, summary
-
-    @staticmethod
-    def _episode_values(ep: Episode) -> tuple:
-        data = ep.model_dump()
-        data["history_episode_ids"] = json.dumps(list(ep.history_episode_ids))
-        return tuple(data[c] for c in _EPISODE_COLS)
-
-    def get_episode(self, episode_id: str) -> Episode:
-        episode = self.find_episode(episode_id)
-        if episode is None:
-            raise StoreError(f"no episode {episode_id!r}")
-        return episode
-
-    def find_episode(self, episode_id: str) -> Optional[Episode]:
-        """The episode, or None if there is none with this id."""
-        with self._reading("read an episode") as conn:
-            row = self._one(conn, _SELECT_EPISODE + " WHERE id = ?", (episode_id,))
-        return None if row is None else self._episode_from_row(row)
-
-    def episodes(self, run_id: Optional[str] = None, phase: Optional[str] = None,
-                 checkpoint: Optional[int] = None, limit: Optional[int] = None) -> list[Episode]:
-        """Episodes in insertion order, filtered by run, phase and checkpoint x."""
-        where, params = [], []
-        for col, value in (("run_id", run_id), ("phase", phase), ("checkpoint", checkpoint)):
-            if value is not None:
-                where.append(f"{col} = ?")
-                params.append(value)
-        sql = _SELECT_EPISODE + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY rowid"
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(int(limit))
-        with self._reading("list episodes") as conn:
-            rows = self._dicts(conn.execute(sql, params))
-        return [self._episode_from_row(r) for r in rows]
-
-    def finish_episode(self, episode_id: str, score: Optional[float],
-                       status: str = "finished") -> Episode:
-        if status not in EPISODE_STATUSES or status == "running":
-            raise StoreError(f"bad final status {status!r}: finished, failed or stopped")
-        with self._tx(f"finish episode {episode_id!r}") as conn:
-            cur = conn.execute("UPDATE episodes SET score = ?, status = ?, finished_at = ? "
-                               "WHERE id = ?", (score, status, utcnow(), episode_id))
-            if cur.rowcount == 0:
-                raise StoreError(f"no episode {episode_id!r}")
-            index_episode(conn, episode_id)  # its steps into the search index, in one batch
-        return self.get_episode(episode_id)
-
-    def set_episode_summary(self, episode_id: str, summary_id: Optional[str]) -> Episode:
-        """Record which summary version the agent saw (written after the episode row exists)."""
-        with self._tx(f"set the summary of episode {episode_id!r}") as conn:
-            if summary_id is not None and not conn.execute(
-                    "SELECT 1 FROM summaries WHERE id = ?", (summary_id,)).fetchone():
-                raise StoreError(f"no summary {summary_id!r}")
-            cur = conn.execute("UPDATE episodes SET summary_id = ? WHERE id = ?",
-                               (summary_id, episode_id))
-            if cur.rowcount == 0:
-                raise StoreError(f"no episode {episode_id!r}")
-        return self.get_episode(episode_id)
-
-    # ------------------------------------------------------------------ steps
-
-    @staticmethod
-    def _step_values(step: Step, secrets: list[str]) -> tuple:
-        data = step.model_dump()
-        if secrets:  # a safety net: replies are redacted on arrival (engine.llm), human input here
-            for col in _TEXT_STEP_COLS:
-                if data[col]:
-                    data[col] = redact_values(data[col], secrets)
-        return tuple(data[c] for c in _STEP_COLS)
-
-    def add_step(self, step: Step, repair: Optional[tuple[str, str]] = None) -> Step:
-        """Store one step and bump its episode's n_steps, in one transaction. `repair`: (the
-        model's own reply, the repaired reply the game acted on) when the provider repaired it."""
-        self.add_steps([step], repairs={0: repair} if repair is not None else None)
-        return step
-
-    def add_steps(self, steps: Iterable[Step], repairs: Optional[Mapping[int, tuple[str, str]]] = None) -> int:
-        """Store steps (e.g. a fork's replayed prefix) in one transaction; refuse duplicates.
-        `repairs`: position in `steps` -> (original reply, repaired reply), stored with the step."""
-        steps = list(steps)
-        if not steps:
-            return 0
-        what = (f"add step {steps[0].index} of episode {steps[0].episode_id!r}" if len(steps) == 1
-                else f"add {len(steps)} steps")
-        secrets = secret_values()
-        with self._tx(what) as conn:
-            counts: dict[str, int] = {}
-            added: dict[tuple[str, int], str] = {}
-            for position, step in enumerate(steps):
-                if step.episode_id not in counts:
-                    if not conn.execute("SELECT 1 FROM episodes WHERE id = ?",
-                                        (step.episode_id,)).fetchone():
-                        raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
-                    counts[step.episode_id] = 0
-                if step.prompt and prompt_delta.is_delta(step.prompt):
-                    step = self._own_delta(conn, step, added)
-                try:
-                    conn.execute(_INSERT_STEP, self._step_values(step, secrets))
-                except sqlite3.IntegrityError as err:
-                    if "UNIQUE" in str(err):
-                        raise StoreError(f"step {step.index} of episode {step.episode_id!r} is "
-                                         f"already stored") from err
-                    raise
-                counts[step.episode_id] += 1
-                added[(step.episode_id, step.index)] = step.prompt
-                repair = (repairs or {}).get(position)
-                if repair is not None:
-                    original, repaired = (redact_values(str(t), secrets) for t in repair)
-                    conn.execute('INSERT INTO step_repairs (episode_id, "index", original_reply, repaired_reply) '
-                                 'VALUES (?, ?, ?, ?)', (step.episode_id, step.index, original, repaired))
-            for episode_id, n in counts.items():
-                conn.execute("UPDATE episodes SET n_steps = n_steps + ? WHERE id = ?",
-                             (n, episode_id))
-        return len(steps)
-
-    def _own_delta(self, conn: sqlite3.Connection, step: Step, added: Mapping[tuple[str, int], str]) -> Step:
-        """A delta prompt based on another episode's step (a fork's copied prefix) is re-based on
-        this episode's copy of that step when both hold the same text, else stored whole."""
-        what = f"the prompt of step {step.index} of episode {step.episode_id!r}"
-        d = self._parse(step.prompt, what)
-        if d.episode_id == step.episode_id:
-            return step
-        base = added.get((step.episode_id, d.base_index))
-        if base is None:
-            row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
-                               (step.episode_id, d.base_index)).fetchone()
-            base = row[0] if row else None
-        if base is not None:
-            if prompt_delta.is_delta(base):
-                b = self._parse(base, what)
-                same = (b.length, b.crc) == (d.base_length, d.base_crc)
-            else:
-                text = self._expand_refs(base)
-                same = (len(text), prompt_delta.crc(text)) == (d.base_length, d.base_crc)
-            if same:
-                return step.model_copy(update={"prompt": prompt_delta.rebase(d, step.episode_id)})
-        return step.model_copy(update={"prompt": escape_refs(self._apply_delta(d, what))})
-
-    def steps(self, episode_id: str, *, include_prompt: bool = True) -> list[Step]:
-        """An episode's steps in order (one index range scan). include_prompt=False leaves
-        `prompt` empty, for views that do not need the (possibly large) prompts; see step_prompt."""
-        sql = _SELECT_STEPS if include_prompt else _SELECT_STEPS.replace('"prompt"', "'' AS prompt")
-        with self._reading(f"read steps of episode {episode_id!r}") as conn:
-            cursor = conn.execute(sql + ' WHERE episode_id = ? ORDER BY "index"', (episode_id,))
-            rows = cursor.fetchall()
-        try:
-            return [Step.model_validate(dict(zip(_STEP_COLS, r))) for r in rows]
-        except ValidationError as err:
-            raise StoreError(f"stored step of episode {episode_id!r} does not validate "
-                             f"({err.errors()[0].get('msg')})") from err
-
-    def step_latencies(self, model: str, game: Optional[str] = None, limit: int = 200) -> list[float]:
-        """Call times (ms) of the model's most recent stored steps (on `game` when given), newest
-        first; only steps the model itself answered with a measured time."""
-        sql = ('SELECT s.latency_ms FROM steps s JOIN episodes e ON e.id = s.episode_id '
-               "WHERE e.model = ? AND s.actor = 'model' AND s.latency_ms > 0")
-        args: list = [model]
-        if game is not None:
-            sql += " AND e.game = ?"
-            args.append(game)
-        with self._reading("read step times") as conn:
-            rows = conn.execute(sql + " ORDER BY s.rowid DESC LIMIT ?", (*args, limit)).fetchall()
-        return [float(r[0]) for r in rows]
-
-    def last_step_index(self, episode_id: str) -> Optional[int]:
-        """Highest stored step index of the episode, or None if it has no steps."""
-        with self._reading("read steps") as conn:
-            row = conn.execute('SELECT max("index") FROM steps WHERE episode_id = ?',
-                               (episode_id,)).fetchone()
-        return row[0]
+    def __init__(self, path: str | os.PathLike[str] | None = None, **options: Any) -> None:
+        super().__init__(path, **options)
+        self.runs = Runs(self)
+        self.prompts = Prompts(self)
+        self.summaries = Summaries(self)
+        self.episodes = Episodes(self, self.prompts, self.summaries)
+        self.checkpoints = Checkpoints(self)
+        self.datasets = Datasets(self)
+        self.trainings = Trainings(self)
+        self.sweeps = Sweeps(self, self.runs)
+        self.leases = Leases(self)
+        self.hygiene = Hygiene(self)
+        self.annotations = Annotations(self)
+        self.search = Search(self, self.hygiene)
+        self.credit = Credit(self)
+        self.aspire = Aspire(self)
+        self.meta = Meta(self)

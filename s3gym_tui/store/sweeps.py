@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Sequence, get_args
 
@@ -11,7 +10,10 @@ from pydantic import ValidationError
 from s3gym_tui.models import Run, RunConfig, Sweep, SweepConfig
 from s3gym_tui.secrets import redact_values, strip_url_credentials
 from s3gym_tui.store.connection import Connection, _new_id
+from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
+from s3gym_tui.store.runs import Runs, run_from_row
 
 SWEEP_STATUSES: tuple[str, ...] = get_args(Sweep.model_fields["status"].annotation)
 
@@ -65,17 +67,17 @@ class RunProgress:
         return cfg.explore_episodes + len(cfg.checkpoints()) * cfg.eval_episodes
 
 
-class SweepStore(Connection):
-    """Sweeps and their runs (mixed into Store)."""
+class Sweeps(Repository):
+    """Sweeps. Reads and writes `sweeps`; creates its runs through `runs`; reads `runs`, `episodes`,
+    `steps`, `summaries` and `checkpoints` (progress and usage)."""
+
+    def __init__(self, db: Connection, runs: Runs) -> None:
+        super().__init__(db)
+        self._runs = runs
 
     def _sweep_from_row(self, row: Mapping[str, Any]) -> Sweep:
-        try:
-            config = json.loads(row["config"])
-        except (TypeError, ValueError) as err:
-            raise StoreError(f"stored sweep {row['id']!r} has an unreadable config") from err
-        return self._model(Sweep, {"id": row["id"], "config": config, "status": row["status"],
-                                   "created_at": row["created_at"], "note": row["note"]},
-                           f"sweep {row['id']!r}")
+        return from_row(Sweep, {k: row[k] for k in ("id", "config", "status", "created_at", "note")},
+                        f"sweep {row['id']!r}", {"config": None})
 
     def create_sweep(self, config: SweepConfig, runs: Optional[Sequence[RunConfig]] = None,
                      sweep_id: Optional[str] = None) -> tuple[Sweep, list[Run]]:
@@ -94,19 +96,19 @@ class SweepStore(Connection):
             settings["model_args"] = storable_args(settings["model_args"])
         stored = config.model_copy(update={"settings": settings, "api_bases": {
             model: tuple(strip_url_credentials(b) for b in bases) for model, bases in config.api_bases.items()}})
-        with self._tx("create a sweep") as conn:
+        with self._db._tx("create a sweep") as conn:
             if conn.execute("SELECT 1 FROM sweeps WHERE id = ?", (sweep.id,)).fetchone():
                 raise StoreError(f"sweep {sweep.id!r} already exists")
             conn.execute("INSERT INTO sweeps (id, config, status, created_at, note) VALUES (?, ?, ?, ?, ?)",
                          (sweep.id, redact_values(stored.model_dump_json()), sweep.status, sweep.created_at,
                           sweep.note))
             for run_config in runs:
-                created.append(self.create_run(run_config, sweep_id=sweep.id))  # type: ignore[attr-defined]
+                created.append(self._runs.create_run(run_config, sweep_id=sweep.id))
         return sweep, created
 
     def find_sweep(self, sweep_id: str) -> Optional[Sweep]:
-        with self._reading("read a sweep") as conn:
-            row = self._one(conn, "SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
+        with self._db._reading("read a sweep") as conn:
+            row = one_row(conn, "SELECT * FROM sweeps WHERE id = ?", (sweep_id,))
         return None if row is None else self._sweep_from_row(row)
 
     def get_sweep(self, sweep_id: str) -> Sweep:
@@ -117,15 +119,15 @@ class SweepStore(Connection):
 
     def list_sweeps(self, limit: int = 100) -> list[Sweep]:
         """Newest first."""
-        with self._reading("list sweeps") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM sweeps ORDER BY created_at DESC, rowid DESC "
-                                            "LIMIT ?", (int(limit),)))
+        with self._db._reading("list sweeps") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM sweeps ORDER BY created_at DESC, rowid DESC "
+                                          "LIMIT ?", (int(limit),)))
         return [self._sweep_from_row(r) for r in rows]
 
     def set_sweep_status(self, sweep_id: str, status: str, note: Optional[str] = None) -> Sweep:
         if status not in SWEEP_STATUSES:
             raise StoreError(f"bad sweep status {status!r}: one of {', '.join(SWEEP_STATUSES)}")
-        with self._tx("set a sweep's status") as conn:
+        with self._db._tx("set a sweep's status") as conn:
             sql, params = "UPDATE sweeps SET status = ?", [status]
             if note is not None:
                 sql += ", note = ?"
@@ -136,7 +138,7 @@ class SweepStore(Connection):
 
     def set_sweep_config(self, sweep_id: str, config: SweepConfig) -> Sweep:
         """Change how the sweep runs (budget, concurrency) on resume; its runs are unchanged."""
-        with self._tx("update a sweep") as conn:
+        with self._db._tx("update a sweep") as conn:
             if conn.execute("UPDATE sweeps SET config = ? WHERE id = ?",
                             (redact_values(config.model_dump_json()), sweep_id)).rowcount == 0:
                 raise StoreError(f"no sweep {sweep_id!r}")
@@ -144,14 +146,14 @@ class SweepStore(Connection):
 
     def sweep_runs(self, sweep_id: str) -> list[Run]:
         """The sweep's runs in the order they were planned."""
-        with self._reading("list a sweep's runs") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM runs WHERE sweep_id = ? ORDER BY rowid",
-                                            (sweep_id,)))
-        return [self._run_from_row(r) for r in rows]  # type: ignore[attr-defined]
+        with self._db._reading("list a sweep's runs") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM runs WHERE sweep_id = ? ORDER BY rowid",
+                                          (sweep_id,)))
+        return [run_from_row(r) for r in rows]
 
     def sweep_progress(self, sweep_id: str) -> list[RunProgress]:
         """Per run: status and finished episodes and checkpoints (one indexed query, for live views)."""
-        with self._reading("read a sweep's progress") as conn:
+        with self._db._reading("read a sweep's progress") as conn:
             rows = conn.execute(_PROGRESS, (sweep_id,)).fetchall()
         out = []
         for run_id, status, config, explore, evaluation, checkpoints, steps in rows:
@@ -166,7 +168,7 @@ class SweepStore(Connection):
     def sweep_usage(self, sweep_id: str) -> dict[str, float]:
         """What the sweep's stored model calls cost: cost (known prices), unpriced calls, calls,
         tokens in and out (steps and model-written summaries)."""
-        with self._reading("read a sweep's spend") as conn:
+        with self._db._reading("read a sweep's spend") as conn:
             steps = conn.execute(_STEP_SPEND, (sweep_id,)).fetchone()
             summaries = conn.execute(_SUMMARY_SPEND, (sweep_id,)).fetchone()
         keys = ("cost", "unpriced", "calls", "tokens_in", "tokens_out")
@@ -177,7 +179,7 @@ class SweepStore(Connection):
         whose provider said so), over its model steps; a run none of whose calls said is absent."""
         out: dict[str, tuple[int, int]] = {}
         ids = list(dict.fromkeys(run_ids))
-        with self._reading("read the runs' prompt-cache usage") as conn:
+        with self._db._reading("read the runs' prompt-cache usage") as conn:
             for start in range(0, len(ids), 500):  # SQLite's limit on bound parameters
                 chunk = ids[start:start + 500]
                 sql = _STEP_CACHE.format(marks=", ".join("?" * len(chunk)))

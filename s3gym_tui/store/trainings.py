@@ -9,9 +9,10 @@ import sqlite3
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
 from s3gym_tui.models import EVAL_SEED_BASE, utcnow
-from s3gym_tui.store.derived import DerivedStore
 from s3gym_tui.store.errors import LeakageError, StoreError
-from s3gym_tui.store.records import (TRAINING_STATUSES, ExpertRef, LossPoint, Study, Training,
+from s3gym_tui.store.repository import Repository
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
+from s3gym_tui.store.records import (TRAINING_STATUSES, LossPoint, Study, Training,
                                      TrainingCheckpoint, TrainingSource)
 
 _JSON_FIELDS = ("games", "settings", "metrics")
@@ -25,21 +26,21 @@ def _training_values(training: Training) -> tuple:
     return tuple(data[c] for c in _TRAINING_COLS)
 
 
-class TrainingStore(DerivedStore):
-    """Trainings, their checkpoints / losses / evaluation runs / sources, and studies."""
+class Trainings(Repository):
+    """Trainings, their checkpoints / losses / evaluation runs / sources / repairs, and studies. Reads and
+    writes `trainings`, `training_checkpoints`, `training_losses`, `training_evals`, `training_sources`,
+    `studies`; reads `step_repairs`, `runs`, `episodes`, `steps`, `datasets` (the held-out guard)."""
 
     # ------------------------------------------------------------------ trainings
 
     def _training_from_row(self, row: Mapping[str, Any]) -> Training:
-        data = dict(row)
-        for key in _JSON_FIELDS:
-            data[key] = json.loads(data[key] or ("[]" if key == "games" else "{}"))
-        return self._model(Training, data, f"training {row['id']!r}")
+        return from_row(Training, row, f"training {row['id']!r}",
+                        {key: "[]" if key == "games" else "{}" for key in _JSON_FIELDS})
 
     def add_training(self, training: Training) -> Training:
         cols = ", ".join(f'"{c}"' for c in _TRAINING_COLS)
         marks = ", ".join("?" for _ in _TRAINING_COLS)
-        with self._tx(f"add training {training.id!r}") as conn:
+        with self._db._tx(f"add training {training.id!r}") as conn:
             try:
                 conn.execute(f"INSERT INTO trainings ({cols}) VALUES ({marks})", _training_values(training))
             except sqlite3.IntegrityError as err:
@@ -47,8 +48,8 @@ class TrainingStore(DerivedStore):
         return training
 
     def find_training(self, training_id: str) -> Optional[Training]:
-        with self._reading("read a training") as conn:
-            row = self._one(conn, "SELECT * FROM trainings WHERE id = ?", (training_id,))
+        with self._db._reading("read a training") as conn:
+            row = one_row(conn, "SELECT * FROM trainings WHERE id = ?", (training_id,))
         return None if row is None else self._training_from_row(row)
 
     def get_training(self, training_id: str) -> Training:
@@ -67,12 +68,12 @@ class TrainingStore(DerivedStore):
         updated = Training.model_validate({**current.model_dump(), **fields})
         values = dict(zip(_TRAINING_COLS, _training_values(updated)))
         sets = ", ".join(f'"{c}" = ?' for c in fields)
-        with self._tx(f"update training {training_id!r}") as conn:
+        with self._db._tx(f"update training {training_id!r}") as conn:
             conn.execute(f"UPDATE trainings SET {sets} WHERE id = ?", [values[c] for c in fields] + [training_id])
         return updated
 
-    def trainings(self, *, source_run: Optional[str] = None, study_id: Optional[str] = None,
-                  role: Optional[str] = None, limit: int = 10_000) -> list[Training]:
+    def list(self, *, source_run: Optional[str] = None, study_id: Optional[str] = None,
+             role: Optional[str] = None, limit: int = 10_000) -> list[Training]:
         """Trainings oldest first, filtered by source run, study and role."""
         where, params = [], []
         for col, value in (("source_run", source_run), ("study_id", study_id), ("role", role)):
@@ -80,30 +81,30 @@ class TrainingStore(DerivedStore):
                 where.append(f"{col} = ?")
                 params.append(value)
         sql = "SELECT * FROM trainings" + (" WHERE " + " AND ".join(where) if where else "")
-        with self._reading("list trainings") as conn:
-            rows = self._dicts(conn.execute(sql + " ORDER BY created_at, rowid LIMIT ?", [*params, int(limit)]))
+        with self._db._reading("list trainings") as conn:
+            rows = row_dicts(conn.execute(sql + " ORDER BY created_at, rowid LIMIT ?", [*params, int(limit)]))
         return [self._training_from_row(r) for r in rows]
 
     # ------------------------------------------------------------------ checkpoints and losses
 
     def set_training_checkpoint(self, checkpoint: TrainingCheckpoint) -> TrainingCheckpoint:
         cp = checkpoint
-        with self._tx(f"record checkpoint {cp.x} of training {cp.training_id!r}") as conn:
+        with self._db._tx(f"record checkpoint {cp.x} of training {cp.training_id!r}") as conn:
             self._require_training(conn, cp.training_id)
             conn.execute("INSERT OR REPLACE INTO training_checkpoints (training_id, x, model, adapter, step, repaired) "
                          "VALUES (?, ?, ?, ?, ?, ?)", (cp.training_id, cp.x, cp.model, cp.adapter, cp.step, cp.repaired))
         return cp
 
     def training_checkpoints(self, training_id: str) -> list[TrainingCheckpoint]:
-        with self._reading("list training checkpoints") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM training_checkpoints WHERE training_id = ? ORDER BY x",
-                                            (training_id,)))
-        return [self._model(TrainingCheckpoint, r, f"checkpoint {r['x']} of {training_id!r}") for r in rows]
+        with self._db._reading("list training checkpoints") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM training_checkpoints WHERE training_id = ? ORDER BY x",
+                                          (training_id,)))
+        return [from_row(TrainingCheckpoint, r, f"checkpoint {r['x']} of {training_id!r}") for r in rows]
 
     def add_losses(self, training_id: str, points: Iterable[LossPoint]) -> int:
         """Record loss points (a point logged again at the same phase and step replaces the old one)."""
         points = list(points)
-        with self._tx(f"record losses of training {training_id!r}") as conn:
+        with self._db._tx(f"record losses of training {training_id!r}") as conn:
             self._require_training(conn, training_id)
             conn.executemany("INSERT OR REPLACE INTO training_losses (training_id, phase, step, epoch, loss, metrics) "
                              "VALUES (?, ?, ?, ?, ?, ?)",
@@ -116,16 +117,16 @@ class TrainingStore(DerivedStore):
         if phase is not None:
             sql += " AND phase = ?"
             params.append(phase)
-        with self._reading("read losses") as conn:
+        with self._db._reading("read losses") as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [LossPoint(phase=r[0], step=r[1], epoch=r[2], loss=r[3], metrics=json.loads(r[4] or "{}"))
-                for r in rows]
+        return [from_row(LossPoint, dict(zip(("phase", "step", "epoch", "loss", "metrics"), r)),
+                         f"loss of training {training_id!r}", {"metrics": "{}"}) for r in rows]
 
     # ------------------------------------------------------------------ evaluation runs
 
     def add_training_eval(self, training_id: str, game: str, run_id: str, xs: Sequence[int] = ()) -> None:
         """Link an evaluation run to the training: it plays checkpoints `xs` on `game` (all if empty)."""
-        with self._tx(f"link evaluation run {run_id!r} to training {training_id!r}") as conn:
+        with self._db._tx(f"link evaluation run {run_id!r} to training {training_id!r}") as conn:
             self._require_training(conn, training_id)
             if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (run_id,)).fetchone():
                 raise StoreError(f"no run {run_id!r}")
@@ -134,13 +135,13 @@ class TrainingStore(DerivedStore):
 
     def training_evals(self, training_id: str) -> list[tuple[str, str, tuple[int, ...]]]:
         """(game, run id, checkpoints it plays: () = all) of every evaluation run, oldest first."""
-        with self._reading("list evaluation runs") as conn:
+        with self._db._reading("list evaluation runs") as conn:
             return [(r[0], r[1], tuple(json.loads(r[2] or "[]"))) for r in conn.execute(
                 "SELECT game, run_id, xs FROM training_evals WHERE training_id = ? ORDER BY rowid", (training_id,))]
 
     def training_of_run(self, run_id: str) -> Optional[tuple[Training, str, tuple[int, ...]]]:
         """The training a run evaluates, the game and the checkpoints it plays (() = all), or None."""
-        with self._reading("find a run's training") as conn:
+        with self._db._reading("find a run's training") as conn:
             row = conn.execute("SELECT training_id, game, xs FROM training_evals WHERE run_id = ? ORDER BY rowid "
                                "LIMIT 1", (run_id,)).fetchone()
         if row is None:
@@ -152,10 +153,10 @@ class TrainingStore(DerivedStore):
     def add_training_sources(self, training_id: str, sources: Sequence[TrainingSource]) -> int:
         """Record what a training learnt from; evaluation episodes, seeds and modes are refused."""
         user = f"training {training_id!r}"
-        with self._tx(f"record the sources of {user}") as conn:
+        with self._db._tx(f"record the sources of {user}") as conn:
             self._require_training(conn, training_id)
             episodes = [s.ref for s in sources if s.kind == "prompt" and s.ref]
-            self._require_experience(conn, episodes, "training prompt", user)
+            self._db._require_experience(conn, episodes, "training prompt", user)
             for s in sources:
                 if s.seed is not None and s.seed >= EVAL_SEED_BASE:
                     raise LeakageError(f"{user}: seed {s.seed} is an evaluation seed and cannot be a "
@@ -176,9 +177,10 @@ class TrainingStore(DerivedStore):
         if kind is not None:
             sql += " AND kind = ?"
             params.append(kind)
-        with self._reading("read training sources") as conn:
+        with self._db._reading("read training sources") as conn:
             rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [TrainingSource(kind=r[0], ref=r[1], game=r[2], seed=r[3], mode=r[4], n=r[5]) for r in rows]
+        return [from_row(TrainingSource, dict(zip(("kind", "ref", "game", "seed", "mode", "n"), r)),
+                         f"source of training {training_id!r}") for r in rows]
 
     def _require_training(self, conn: sqlite3.Connection, training_id: str) -> None:
         if not conn.execute("SELECT 1 FROM trainings WHERE id = ?", (training_id,)).fetchone():
@@ -189,7 +191,7 @@ class TrainingStore(DerivedStore):
     def step_repairs(self, episode_id: str) -> dict[int, tuple[str, str]]:
         """step index -> (the model's own reply, the repaired reply the game acted on), for the steps
         of the episode whose reply the provider repaired (asked for with --repair)."""
-        with self._reading("read repaired replies") as conn:
+        with self._db._reading("read repaired replies") as conn:
             rows = conn.execute('SELECT "index", original_reply, repaired_reply FROM step_repairs WHERE '
                                 'episode_id = ? ORDER BY "index"', (episode_id,)).fetchall()
         return {int(r[0]): (r[1], r[2]) for r in rows}
@@ -197,7 +199,7 @@ class TrainingStore(DerivedStore):
     def repair_counts(self, run_id: str) -> dict[int, tuple[int, int]]:
         """checkpoint x -> (steps whose reply was repaired, steps) over the run's evaluation
         episodes: read from the store, so a resumed or repeated evaluation counts the same."""
-        with self._reading("count repaired replies") as conn:
+        with self._db._reading("count repaired replies") as conn:
             rows = conn.execute(
                 'SELECT e.checkpoint, count(*), count(r.episode_id) FROM episodes e '
                 'JOIN steps s ON s.episode_id = e.id '
@@ -209,7 +211,7 @@ class TrainingStore(DerivedStore):
     # ------------------------------------------------------------------ studies
 
     def add_study(self, study: Study) -> Study:
-        with self._tx(f"add study {study.id!r}") as conn:
+        with self._db._tx(f"add study {study.id!r}") as conn:
             try:
                 conn.execute("INSERT INTO studies (id, games, experts, settings, status, created_at) "
                              "VALUES (?, ?, ?, ?, ?, ?)",
@@ -221,13 +223,11 @@ class TrainingStore(DerivedStore):
         return study
 
     def _study_from_row(self, row: Mapping[str, Any]) -> Study:
-        return self._model(Study, {**row, "games": json.loads(row["games"]),
-                                   "experts": [ExpertRef.model_validate(e) for e in json.loads(row["experts"])],
-                                   "settings": json.loads(row["settings"] or "{}")}, f"study {row['id']!r}")
+        return from_row(Study, row, f"study {row['id']!r}", {"games": None, "experts": None, "settings": "{}"})
 
     def find_study(self, study_id: str) -> Optional[Study]:
-        with self._reading("read a study") as conn:
-            row = self._one(conn, "SELECT * FROM studies WHERE id = ?", (study_id,))
+        with self._db._reading("read a study") as conn:
+            row = one_row(conn, "SELECT * FROM studies WHERE id = ?", (study_id,))
         return None if row is None else self._study_from_row(row)
 
     def get_study(self, study_id: str) -> Study:
@@ -238,22 +238,22 @@ class TrainingStore(DerivedStore):
 
     def studies(self, limit: int = 1000) -> list[Study]:
         """Studies newest first."""
-        with self._reading("list studies") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM studies ORDER BY created_at DESC, rowid DESC LIMIT ?",
-                                            (int(limit),)))
+        with self._db._reading("list studies") as conn:
+            rows = row_dicts(conn.execute("SELECT * FROM studies ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                                          (int(limit),)))
         return [self._study_from_row(r) for r in rows]
 
     def set_study_status(self, study_id: str, status: str) -> Study:
         if status not in TRAINING_STATUSES:
             raise StoreError(f"bad study status {status!r}: one of {', '.join(TRAINING_STATUSES)}")
-        with self._tx(f"set the status of study {study_id!r}") as conn:
+        with self._db._tx(f"set the status of study {study_id!r}") as conn:
             if conn.execute("UPDATE studies SET status = ? WHERE id = ?", (status, study_id)).rowcount == 0:
                 raise StoreError(f"no study {study_id!r}")
         return self.get_study(study_id)
 
     def set_study_settings(self, study_id: str, settings: Mapping[str, Any]) -> Study:
         """Replace a study's settings (its options and the runs and datasets it made so far)."""
-        with self._tx(f"update study {study_id!r}") as conn:
+        with self._db._tx(f"update study {study_id!r}") as conn:
             if conn.execute("UPDATE studies SET settings = ? WHERE id = ?",
                             (json.dumps(dict(settings)), study_id)).rowcount == 0:
                 raise StoreError(f"no study {study_id!r}")

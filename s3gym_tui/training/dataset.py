@@ -105,13 +105,13 @@ def exploration_steps(store, run_id: str, episode_ids: Optional[Sequence[str]] =
 
     What a training may see is decided by engine.visibility: the run's state after all its
     exploration episodes, counting an interrupted one too (its steps are the agent's own play)."""
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     training = Vantage.state(run.id, run.config.explore_episodes)
-    episodes = store.episodes(run_id)
+    episodes = store.episodes.list(run_id)
     if episode_ids is not None:
         by_id = {e.id: e for e in episodes}
         for episode_id in episode_ids:
-            episode = by_id.get(episode_id) or store.find_episode(episode_id)
+            episode = by_id.get(episode_id) or store.episodes.find_episode(episode_id)
             if episode is None or episode.run_id != run_id:
                 raise StoreError(f"episode {episode_id!r} is not an episode of run {run_id!r}")
             if is_eval_episode(episode):
@@ -121,11 +121,11 @@ def exploration_steps(store, run_id: str, episode_ids: Optional[Sequence[str]] =
         episodes = [e for e in episodes if e.id in wanted]
     excluded = sum(e.n_steps for e in episodes if is_eval_episode(e))
     chosen = visible_episodes(store, training, finished=False, candidates=episodes)
-    return [(e, store.steps(e.id, include_prompt=False)) for e in chosen], excluded
+    return [(e, store.episodes.steps(e.id, include_prompt=False)) for e in chosen], excluded
 
 
 def _prompt_messages(store, step: Step) -> Optional[list[dict[str, Any]]]:
-    text = store.step_prompt(step.episode_id, step.index)
+    text = store.prompts.step_prompt(step.episode_id, step.index)
     if not text:
         return None
     try:
@@ -192,7 +192,7 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
     `exclude_labels` and `annotated_corrections`: see the module docstring."""
     if max_length is not None and measure is None:
         raise ValueError("a length limit needs a token counter (measure)")
-    run = store.get_run(run_id)
+    run = store.runs.get_run(run_id)
     correction = parse_correction(correction)
     pairs, excluded = exploration_steps(store, run_id, episode_ids)
     assert not any(is_eval_episode(e) for e, _ in pairs), "evaluation episodes must never be considered"
@@ -227,7 +227,7 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
     for episode, steps in pairs:
         if max_examples is not None and examples >= max_examples:
             break
-        notes = store.annotations_of_steps(episode.id) if (excluded_labels or annotated_corrections) else {}
+        notes = store.annotations.annotations_of_steps(episode.id) if (excluded_labels or annotated_corrections) else {}
         for step in steps:
             if max_examples is not None and examples >= max_examples:
                 break
@@ -286,7 +286,7 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
             "exclude_labels": list(excluded_labels), "labelled_excluded": labelled_excluded,
             "annotated_corrections": annotated_corrections, "human_corrections": corrections_used,
             "human_corrections_refused": corrections_refused}
-    dataset = store.add_dataset(run.id, rule, rows)
+    dataset = store.datasets.add_dataset(run.id, rule, rows)
     return DatasetBuild(dataset, selection_quality(store, dataset.id), excluded, tuple(too_long), longest,
                         max_length, AnnotationUse(excluded_labels, labelled_excluded, corrections_used,
                                                   corrections_refused))
@@ -294,10 +294,10 @@ async def build_dataset(store, run_id: str, *, threshold: Optional[float] = 0.0,
 
 def selection_quality(store, dataset_id: str) -> SelectionQuality:
     """Precision and recall of the kept (self-judged) rows against the verifier reward r > 0."""
-    rows = store.dataset_rows(dataset_id)
+    rows = store.datasets.dataset_rows(dataset_id)
     rewards: dict[tuple[str, int], float] = {}
     for episode_id in {r.episode_id for r in rows}:
-        for step in store.steps(episode_id, include_prompt=False):
+        for step in store.episodes.steps(episode_id, include_prompt=False):
             rewards[(episode_id, step.index)] = step.reward
     positive = {key for key, r in rewards.items() if r > 0}
     kept = [r for r in rows if r.kind == "kept"]
@@ -318,9 +318,9 @@ def training_examples(store, dataset_id: str) -> list[dict[str, list[dict[str, A
 
 def _examples_with_ids(store, dataset_id: str) -> list[tuple[tuple[str, int], dict[str, list[dict[str, Any]]]]]:
     """((episode id, step index), example) of every kept and corrected row, in the dataset's order."""
-    rows = [r for r in store.dataset_rows(dataset_id) if r.kind in ("kept", "corrected")]
+    rows = [r for r in store.datasets.dataset_rows(dataset_id) if r.kind in ("kept", "corrected")]
     for episode_id in {r.episode_id for r in rows}:
-        episode = store.get_episode(episode_id)
+        episode = store.episodes.get_episode(episode_id)
         if is_eval_episode(episode):
             raise LeakageError(f"dataset {dataset_id!r} holds a row from evaluation episode {episode_id!r}")
     examples = []

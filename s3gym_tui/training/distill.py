@@ -51,10 +51,10 @@ async def distill(store, specs: Sequence[str], options: DistillConfig = DistillC
     """Create a study for the experts and run it to the end (see the module docstring)."""
     experts = resolve_experts(store, specs)
     require_extra()
-    base = store.get_training(experts[0].training_id).base
-    study = store.add_study(Study(id=new_training_id("study"), games=tuple(e.game for e in experts),
-                                  experts=tuple(experts),
-                                  settings={**options.dump(), "base": base,
+    base = store.trainings.get_training(experts[0].training_id).base
+    study = store.trainings.add_study(Study(id=new_training_id("study"), games=tuple(e.game for e in experts),
+                                            experts=tuple(experts),
+                                            settings={**options.dump(), "base": base,
                                             "out_dir": str(out_dir or training_root())}))
     return await run_study(store, study.id, hooks)
 
@@ -99,7 +99,7 @@ class _Study:
         self.root = Path(study.settings["out_dir"])
 
     def save(self, **changes: Any) -> None:
-        self.study = self.store.set_study_settings(self.study.id, {**self.study.settings, **changes})
+        self.study = self.store.trainings.set_study_settings(self.study.id, {**self.study.settings, **changes})
 
     # ----- 1. rollouts ------------------------------------------------------------------------
     async def rollouts(self) -> dict[str, str]:
@@ -109,7 +109,7 @@ class _Study:
         for expert in self.study.experts:
             run_id = runs.get(expert.game)
             if run_id is None:
-                source = self.store.get_run(self.store.get_training(expert.training_id).source_run)
+                source = self.store.runs.get_run(self.store.trainings.get_training(expert.training_id).source_run)
                 cfg = source.config
                 config = RunConfig(model=expert.model, game=expert.game, pathway="none",
                                    explore_episodes=self.options.rollout_episodes,
@@ -119,10 +119,10 @@ class _Study:
                                    temperature=cfg.temperature, decoding_seed=cfg.decoding_seed,
                                    step_cap=self.options.rollout_step_cap or cfg.step_cap,
                                    timeout_s=max(cfg.timeout_s, 600.0), max_retries=cfg.max_retries)
-                run_id = self.store.create_run(config, note=f"expert rollouts for study {self.study.id}").id
+                run_id = self.store.runs.create_run(config, note=f"expert rollouts for study {self.study.id}").id
                 runs[expert.game] = run_id
                 self.save(rollout_runs=runs)
-            run = self.store.get_run(run_id)
+            run = self.store.runs.get_run(run_id)
             if run.status != "finished":
                 self.hooks.stage("rollouts", f"{expert.game}: {expert.model} plays {run.config.explore_episodes} "
                                              f"exploration episodes")
@@ -162,7 +162,7 @@ class _Study:
     def _prompts(self, datasets: dict[str, str]) -> tuple[list[dict], list[TrainingSource]]:
         rows, per_episode = [], {}
         for game, dataset_id in datasets.items():
-            for row in self.store.dataset_rows(dataset_id):
+            for row in self.store.datasets.dataset_rows(dataset_id):
                 if row.kind == "dropped":
                     continue
                 rows.append({"prompt": [dict(m) for m in row.messages[:-1]], "game": game})
@@ -173,11 +173,11 @@ class _Study:
 
     # ----- 3-5. trainings ---------------------------------------------------------------------
     def _training(self, role: str, **fields: Any) -> Training:
-        existing = self.store.trainings(study_id=self.study.id, role=role)
+        existing = self.store.trainings.list(study_id=self.study.id, role=role)
         if existing:
             return self._drive(existing[0])
         training_id = new_training_id(f"{self.study.id}-{role}")
-        return self._drive(self.store.add_training(Training(
+        return self._drive(self.store.trainings.add_training(Training(
             id=training_id, method=ROLE_METHOD[role], role=role, games=self.study.games, study_id=self.study.id,
             base=str(self.base), directory=str(self.root / training_id), status="created", **fields)))
 
@@ -188,23 +188,24 @@ class _Study:
         return training
 
     def _trained(self, training: Training) -> bool:
-        return any(c.adapter for c in self.store.training_checkpoints(training.id))
+        return any(c.adapter for c in self.store.trainings.training_checkpoints(training.id))
 
     def _run_sft(self, training: Training, examples: list[dict], config: SftConfig) -> Training:
         from s3gym_tui.training.backend import train_lora
 
         resume = training.status in ("interrupted", "failed", "training")
-        training = self.store.update_training(training.id, status="training", error=None, examples=len(examples),
-                                              settings=config.dump())
+        training = self.store.trainings.update_training(training.id, status="training", error=None,
+                                                        examples=len(examples), settings=config.dump())
         self.hooks.training_created(training)
         try:
             result = together(train_lora, examples, self.base, Path(training.directory) / "adapters", config,
-                              progress=recording(self.store, training.id, self.hooks.train_event), resume=resume)
+                              progress=recording(self.store.trainings, training.id, self.hooks.train_event),
+                              resume=resume)
         except BaseException as exc:
-            mark_stopped(self.store, training.id, f"{training.role} training", exc)
+            mark_stopped(self.store.trainings, training.id, f"{training.role} training", exc)
             raise
         gc.collect()
-        return record_local(self.store, training, result)
+        return record_local(self.store.trainings, training, result)
 
     def _run_onpolicy(self, training: Training, rows: list[dict], updates: int,
                       init: Optional[Path]) -> Training:
@@ -216,8 +217,8 @@ class _Study:
                     "beta": o.beta, "max_completion_length": o.max_completion_length, "temperature": o.temperature,
                     "init_adapter": str(init) if init else None,
                     "teachers": {e.game: e.model for e in self.study.experts}}
-        training = self.store.update_training(training.id, status="training", error=None, examples=len(rows),
-                                              settings=settings)
+        training = self.store.trainings.update_training(training.id, status="training", error=None, examples=len(rows),
+                                                        settings=settings)
         self.hooks.training_created(training)
         experts = {e.game: expert_adapter(self.store, e) for e in self.study.experts}
         try:
@@ -226,18 +227,18 @@ class _Study:
                 batch=o.batch, learning_rate=o.learning_rate,
                 max_completion_length=o.max_completion_length, temperature=o.temperature, beta=o.beta,
                 save_every=o.save_every, lora=o, init_adapter=init,
-                progress=recording(self.store, training.id, self.hooks.train_event),
+                progress=recording(self.store.trainings, training.id, self.hooks.train_event),
                 resume=resume, phase=training.method)
         except BaseException as exc:
-            mark_stopped(self.store, training.id, f"{training.role} training", exc)
+            mark_stopped(self.store.trainings, training.id, f"{training.role} training", exc)
             raise
         gc.collect()
-        training = self.store.update_training(training.id, metrics={**training.metrics, "routed": routed})
-        return record_local(self.store, training, result)
+        training = self.store.trainings.update_training(training.id, metrics={**training.metrics, "routed": routed})
+        return record_local(self.store.trainings, training, result)
 
     def _sources(self, training: Training, sources: list[TrainingSource]) -> None:
-        if not self.store.training_sources(training.id):
-            self.store.add_training_sources(training.id, sources)
+        if not self.store.trainings.training_sources(training.id):
+            self.store.trainings.add_training_sources(training.id, sources)
 
     def _dataset_sources(self, datasets: dict[str, str]) -> list[TrainingSource]:
         return [TrainingSource(kind="dataset", ref=d, game=g) for g, d in datasets.items()]
@@ -251,17 +252,18 @@ class _Study:
         if not self._trained(training):
             self.hooks.stage("phase 1", "off-policy SFT on the experts' trajectories")
             training = self._run_sft(training, self._examples(datasets), self.options.phase1())
-        return self.store.get_training(training.id)
+        return self.store.trainings.get_training(training.id)
 
     def last_adapter(self, training: Training) -> Path:
-        cps = [c for c in self.store.training_checkpoints(training.id) if c.adapter]
+        cps = [c for c in self.store.trainings.training_checkpoints(training.id) if c.adapter]
         return Path(max(cps, key=lambda c: c.x).adapter)
 
     def phase2(self, datasets: dict[str, str], phase1: Training) -> Training:
         from s3gym_tui.training.experts import require_signal
 
         for expert in self.study.experts:  # a study made before the check (resumed): refused here
-            cp = next((c for c in self.store.training_checkpoints(expert.training_id) if c.x == expert.x), None)
+            cp = next((c for c in self.store.trainings.training_checkpoints(expert.training_id) if c.x == expert.x),
+                      None)
             require_signal(self.store, expert.training_id, cp.step if cp else None)
         rows, prompt_sources = self._prompts(datasets)
         training = self._training("phase2", parent_id=phase1.id)
@@ -269,7 +271,7 @@ class _Study:
         if not self._trained(training):
             self.hooks.stage("phase 2", "on-policy reverse-KL distillation, each prompt to its game's expert")
             training = self._run_onpolicy(training, rows, self.options.updates, self.last_adapter(phase1))
-        return self.store.get_training(training.id)
+        return self.store.trainings.get_training(training.id)
 
     async def ablations(self, datasets: dict[str, str], phase1: Training) -> list[Training]:
         budget = phase1.steps + self.options.updates  # the two-phase student's optimizer steps
@@ -294,14 +296,14 @@ class _Study:
             self.hooks.stage("ablation", f"mixed multi-task SFT on the source runs' self-judged data: {budget} steps")
             mixed = self._run_sft(mixed, self._examples(mixed_sets), self.options.phase1(max_steps=budget))
         out.append(mixed)
-        return [self.store.get_training(t.id) for t in out]
+        return [self.store.trainings.get_training(t.id) for t in out]
 
     async def mixed_datasets(self) -> dict[str, str]:
         """Each expert's own SFT dataset, or (GRPO experts) one built from its source run (self-score > 0)."""
         found = dict(self.study.settings.get("mixed_datasets") or {})
         pending = {}
         for expert in self.study.experts:
-            training = self.store.get_training(expert.training_id)
+            training = self.store.trainings.get_training(expert.training_id)
             if expert.game in found:
                 continue
             if training.dataset_id:
@@ -316,16 +318,16 @@ class _Study:
 
 async def run_study(store, study_id: str, hooks: Optional[DistillHooks] = None) -> Study:
     hooks = hooks or DistillHooks()
-    study = store.set_study_status(study_id, "training")
+    study = store.trainings.set_study_status(study_id, "training")
     s = _Study(store, study, hooks)
     try:
         with s.leases:
             await _steps(store, s, hooks)
     except BaseException as exc:
         interrupted = isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "CancelledError"
-        store.set_study_status(study_id, "interrupted" if interrupted else "failed")
+        store.trainings.set_study_status(study_id, "interrupted" if interrupted else "failed")
         raise
-    return store.set_study_status(study_id, "finished")
+    return store.trainings.set_study_status(study_id, "finished")
 
 
 async def _steps(store, s: "_Study", hooks: DistillHooks) -> None:

@@ -5,7 +5,7 @@ the training, with the usual curve metrics and negative transfer flagged against
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from s3gym_tui.engine.events import CheckpointScored, EventSink, ignore
 from s3gym_tui.engine.experience import ExperienceState
@@ -16,8 +16,13 @@ from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.models import Checkpoint, Episode, Run, RunConfig
 from s3gym_tui.engine.contract import count_unparsed
 from s3gym_tui.store import LossPoint, Training, TrainingCheckpoint
-from s3gym_tui.training.runs import (decoded_model, decoding_twin, repair_twin, run_decoding,
-                                     serving_path)
+from s3gym_tui.training.runs import decoded_model, run_decoding, serving_path
+
+if TYPE_CHECKING:
+    from s3gym_tui.store.checkpoints import Checkpoints
+    from s3gym_tui.store.episodes import Episodes
+    from s3gym_tui.store.runs import Runs
+    from s3gym_tui.store.trainings import Trainings
 
 TRAINED_TIMEOUT_S = 600.0  # a CPU-served model on a busy machine can take a while per reply
 NEGATIVE_TOLERANCE = 1e-9
@@ -39,7 +44,7 @@ def create_eval_run(store, training: Training, template: RunConfig, xs: Sequence
     contract (model .../repair; every repair is stored with its step); each a run of its own next to
     the run that scores the replies as written."""
     decoding = "repair" if repair else decoding
-    models = {c.x: decoded_model(c.model, decoding) for c in store.training_checkpoints(training.id)}
+    models = {c.x: decoded_model(c.model, decoding) for c in store.trainings.training_checkpoints(training.id)}
     xs = sorted(set(int(x) for x in xs))
     missing = [x for x in xs if x not in models]
     if not xs or missing:
@@ -53,24 +58,65 @@ def create_eval_run(store, training: Training, template: RunConfig, xs: Sequence
         max_tokens=template.max_tokens, temperature=template.temperature, decoding_seed=template.decoding_seed,
         step_cap=step_cap or template.step_cap, timeout_s=max(template.timeout_s, TRAINED_TIMEOUT_S),
         max_retries=template.max_retries)
-    run = store.create_run(config, run_id=run_id)
-    store.add_training_eval(training.id, config.game, run.id, xs)
+    run = store.runs.create_run(config, run_id=run_id)
+    store.trainings.add_training_eval(training.id, config.game, run.id, xs)
     return run
 
 
-def _link(store, run: Run) -> tuple[Training, str, tuple[int, ...]]:
-    link = store.training_of_run(run.id)
+def eval_runs(trainings: Trainings, runs: Runs, training: Training) -> list[tuple[str, Run, tuple[int, ...]]]:
+    """(game, run, checkpoints it plays) of each evaluation run of the training, oldest first."""
+    from s3gym_tui.store import StoreError
+
+    found = []
+    for game, run_id, xs in trainings.training_evals(training.id):
+        try:
+            found.append((game, runs.get_run(run_id), xs))
+        except StoreError:  # removed with `s3gym rm` meanwhile: the training keeps its checkpoints
+            continue
+    return found
+
+
+def own_eval_run(trainings: Trainings, runs: Runs, training: Training, repair: bool = False,
+                 decoding: Optional[str] = None) -> Optional[Run]:
+    """The first evaluation run of the training on its own (first) game, if there is one: the one
+    scoring replies as the model wrote them, or the one decoding them as `decoding` (repair=True: 'repair')."""
+    wanted = decoding or ("repair" if repair else "free")
+    for game, run, _ in eval_runs(trainings, runs, training):
+        if (not training.games or game == training.games[0]) and run_decoding(run) == wanted:
+            return run
+    return None
+
+
+def decoding_twin(trainings: Trainings, runs: Runs, run: Run, decoding: str) -> Optional[Run]:
+    """The evaluation run of the same training, game and checkpoints as `run` decoded as `decoding`, if any."""
+    link = trainings.training_of_run(run.id)
+    if link is None:
+        return None
+    training, game, xs = link
+    for other_game, other, other_xs in eval_runs(trainings, runs, training):
+        if other.id != run.id and other_game == game and other_xs == xs and run_decoding(other) == decoding:
+            return other
+    return None
+
+
+def repair_twin(trainings: Trainings, runs: Runs, run: Run) -> Optional[Run]:
+    """The repairing evaluation run of the same training, game and checkpoints as `run`, if any."""
+    return decoding_twin(trainings, runs, run, "repair")
+
+
+def _link(trainings: Trainings, run: Run) -> tuple[Training, str, tuple[int, ...]]:
+    link = trainings.training_of_run(run.id)
     if link is None:
         raise NotATrainingRun(f"run {run.id!r} is not the evaluation run of a training")
     return link
 
 
-def played_checkpoints(store, run: Run) -> dict[int, str]:
+def played_checkpoints(trainings: Trainings, run: Run) -> dict[int, str]:
     """x -> model string for every checkpoint the evaluation run plays."""
-    training, _, xs = _link(store, run)
+    training, _, xs = _link(trainings, run)
     decoding = run_decoding(run)
     models = {c.x: decoded_model(c.model, decoding) if decoding != "free" else c.model
-              for c in store.training_checkpoints(training.id)}
+              for c in trainings.training_checkpoints(training.id)}
     return {x: models[x] for x in run.config.checkpoints() if x in models and (not xs or x in xs)}
 
 
@@ -80,17 +126,17 @@ async def evaluate_training(store, run: Run, on_event: EventSink = ignore,
     holding the run's lease like any run (`s3gym runs` and Home show who drives it)."""
     from s3gym_tui.engine.lease import holding
 
-    models = played_checkpoints(store, run)
+    models = played_checkpoints(store.trainings, run)
     # RunBusy if another process drives it
-    with holding(store, store.acquire_lease(run.id, "s3gym train (evaluation)")):
+    with holding(store, store.leases.acquire_lease(run.id, "s3gym train (evaluation)")):
         return await _evaluate(store, run, models, on_event, backoff_base_s)
 
 
 async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink,
                     backoff_base_s: float) -> list[Checkpoint]:
     cfg = run.config
-    done = {c.x: c for c in store.checkpoints(run.id)}
-    store.set_run_status(run.id, "running")
+    done = {c.x: c for c in store.checkpoints.list(run.id)}
+    store.runs.set_run_status(run.id, "running")
     scored: list[Checkpoint] = []
     try:
         for x, model in models.items():
@@ -105,7 +151,7 @@ async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink
                 episode = Episode(id=eval_episode_id(run.id, x, j), run_id=run.id, game=cfg.game, mode="eval",
                                   phase="eval", seed=cfg.eval_seed(j), index=j, checkpoint=x, model=model,
                                   pathway="trained")
-                existing = store.find_episode(episode.id)
+                existing = store.episodes.find_episode(episode.id)
                 if existing is not None and existing.status == "finished":
                     episodes.append(existing)
                     continue
@@ -114,13 +160,13 @@ async def _evaluate(store, run: Run, models: dict[int, str], on_event: EventSink
                 episodes.append(session.finish("finished") if session.done else await session.play())
             checkpoint = Checkpoint(run_id=run.id, x=x, episode_ids=tuple(e.id for e in episodes),
                                     scores=tuple(float(e.score or 0.0) for e in episodes))
-            store.add_checkpoint(checkpoint)
+            store.checkpoints.add_checkpoint(checkpoint)
             on_event(CheckpointScored(checkpoint))
             scored.append(checkpoint)
     except BaseException:
-        store.set_run_status(run.id, "stopped")
+        store.runs.set_run_status(run.id, "stopped")
         raise
-    store.set_run_status(run.id, "finished")
+    store.runs.set_run_status(run.id, "finished")
     return scored
 
 
@@ -187,47 +233,48 @@ class TrainingReport:
     grammar_curve: Optional[CurveMetrics] = None
 
 
-def _means(store, run: Run, models: dict[int, str]) -> dict[int, Checkpoint]:
-    return {c.x: c for c in store.checkpoints(run.id) if c.x in models}
+def _means(checkpoints: Checkpoints, run: Run, models: dict[int, str]) -> dict[int, Checkpoint]:
+    return {c.x: c for c in checkpoints.list(run.id) if c.x in models}
 
 
-def _unparsed(store, run: Run) -> dict[int, tuple[int, int]]:
+def _unparsed(episodes: Episodes, run: Run) -> dict[int, tuple[int, int]]:
     """x -> (replies without a parsable answer, replies) over the run's evaluation episodes."""
     found: dict[int, tuple[int, int]] = {}
-    for episode in store.episodes(run.id, phase="eval"):
-        bad, total = count_unparsed(store.steps(episode.id, include_prompt=False))
+    for episode in episodes.list(run.id, phase="eval"):
+        bad, total = count_unparsed(episodes.steps(episode.id, include_prompt=False))
         old = found.get(episode.checkpoint, (0, 0))
         found[episode.checkpoint] = (old[0] + bad, old[1] + total)
     return found
 
 
 def training_report(store, run: Run) -> TrainingReport:
-    training, game, _ = _link(store, run)
+    trainings, runs, checkpoints = store.trainings, store.runs, store.checkpoints
+    training, game, _ = _link(trainings, run)
     if run_decoding(run) != "free":
         done = {"repair": "repaired its replies", "grammar": "constrained its replies to the grammar"}[run_decoding(run)]
         raise NotATrainingRun(f"run {run.id!r} {done}: its report is part of the report of the run that scored "
                               f"them as written")
-    cps: dict[int, TrainingCheckpoint] = {c.x: c for c in store.training_checkpoints(training.id)}
-    models = played_checkpoints(store, run)
-    by_x = _means(store, run, models)
+    cps: dict[int, TrainingCheckpoint] = {c.x: c for c in trainings.training_checkpoints(training.id)}
+    models = played_checkpoints(trainings, run)
+    by_x = _means(checkpoints, run, models)
     points = [(x, by_x[x].mean if x in by_x else None) for x in models]
     curve = game_curve_metrics(points, run.config.game, "eval")
     y0 = by_x[0].mean if 0 in by_x else None
-    unparsed = _unparsed(store, run)
-    twin = repair_twin(store, run)
+    unparsed = _unparsed(store.episodes, run)
+    twin = repair_twin(trainings, runs, run)
     fixed, counts, repaired_curve = {}, {}, None
     if twin is not None:
-        twin_models = played_checkpoints(store, twin)
-        fixed = _means(store, twin, twin_models)
-        counts = store.repair_counts(twin.id)
+        twin_models = played_checkpoints(trainings, twin)
+        fixed = _means(checkpoints, twin, twin_models)
+        counts = trainings.repair_counts(twin.id)
         repaired_curve = game_curve_metrics([(x, fixed[x].mean if x in fixed else None) for x in twin_models],
                                             run.config.game, "eval")
     r0 = fixed[0].mean if 0 in fixed else None
-    constrained_run = decoding_twin(store, run, "grammar")
+    constrained_run = decoding_twin(trainings, runs, run, "grammar")
     constrained, grammar_curve = {}, None
     if constrained_run is not None:
-        constrained_models = played_checkpoints(store, constrained_run)
-        constrained = _means(store, constrained_run, constrained_models)
+        constrained_models = played_checkpoints(trainings, constrained_run)
+        constrained = _means(checkpoints, constrained_run, constrained_models)
         grammar_curve = game_curve_metrics([(x, constrained[x].mean if x in constrained else None)
                                             for x in constrained_models], run.config.game, "eval")
     g0 = constrained[0].mean if 0 in constrained else None
@@ -251,20 +298,21 @@ def training_report(store, run: Run) -> TrainingReport:
                                   cps[x].step, bad, total, repair, cps[x].repaired, grammar))
     paths = sorted({serving_path(m) for m in models.values()})
     return TrainingReport(run, training, game, tuple(rows), curve, tuple(r.epoch for r in rows if r.negative),
-                          tuple(store.losses(training.id)), twin, repaired_curve, "; ".join(paths),
-                          _source_x0(store, training, game), constrained_run, grammar_curve)
+                          tuple(trainings.losses(training.id)), twin, repaired_curve, "; ".join(paths),
+                          _source_x0(runs, checkpoints, training, game), constrained_run, grammar_curve)
 
 
-def _source_x0(store, training: Training, game: str) -> Optional[tuple[Optional[float], str]]:
+def _source_x0(runs: Runs, checkpoints: Checkpoints, training: Training,
+               game: str) -> Optional[tuple[Optional[float], str]]:
     from s3gym_tui.store import StoreError
 
     if not training.source_run:
         return None
     try:
-        source = store.get_run(training.source_run)
+        source = runs.get_run(training.source_run)
     except StoreError:
         return None
     if source.config.game != game:
         return None
-    found = {c.x: c for c in store.checkpoints(source.id)}
+    found = {c.x: c for c in checkpoints.list(source.id)}
     return (found[0].mean if 0 in found else None), serving_path(source.config.model)

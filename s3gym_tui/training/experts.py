@@ -18,14 +18,14 @@ def resolve_experts(store, specs: Sequence[str]) -> list[ExpertRef]:
     experts, bases = [], set()
     for spec in specs:
         training_id, _, x_text = str(spec).partition(":")
-        training = store.find_training(training_id)
+        training = store.trainings.find_training(training_id)
         if training is None:
             raise TrainingError(f"no training {training_id!r} (see `s3gym trainings`)")
         if training.role != "expert" or training.game is None:
             raise TrainingError(f"{training_id} is not a single-game expert (it is a {training.role})")
         if training.backend != "local":
             raise TrainingError(f"{training_id} was trained remotely: distillation needs local LoRA experts")
-        cps = {c.x: c for c in store.training_checkpoints(training_id)}
+        cps = {c.x: c for c in store.trainings.training_checkpoints(training_id)}
         adapters = [x for x, c in cps.items() if c.adapter]
         if not adapters:
             raise TrainingError(f"{training_id} has no trained checkpoint yet ({training.status})")
@@ -45,7 +45,7 @@ def resolve_experts(store, specs: Sequence[str]) -> list[ExpertRef]:
 
 
 def expert_adapter(store, expert: ExpertRef) -> Path:
-    cp = next(c for c in store.training_checkpoints(expert.training_id) if c.x == expert.x)
+    cp = next(c for c in store.trainings.training_checkpoints(expert.training_id) if c.x == expert.x)
     return Path(cp.adapter)
 
 
@@ -57,7 +57,7 @@ def require_signal(store, training_id: str, up_to_step=None) -> None:
     whole budget on it."""
     from s3gym_tui.training.learning_signal import learnt_nothing
 
-    points = [p for p in store.losses(training_id) if up_to_step is None or p.step <= up_to_step]
+    points = [p for p in store.trainings.losses(training_id) if up_to_step is None or p.step <= up_to_step]
     summary = learnt_nothing(points)
     if summary is not None:
         raise TrainingError(f"{training_id} cannot teach: {summary.line} (every group had the same reward, "

@@ -53,12 +53,12 @@ def check_target(out: Path, force: bool) -> None:
 def plan(store, spec: str, out: Path, force: bool = False):
     """(training, checkpoint) to export, checked before anything heavy loads."""
     training_id, x = parse_spec(spec)
-    training = store.find_training(training_id)
+    training = store.trainings.find_training(training_id)
     if training is None:
         raise ExportError(f"no training {training_id!r} (`s3gym trainings` lists them)")
     if training.backend != "local":
         raise ExportError(f"{training_id} was trained remotely ({training.base}): its model lives at the provider")
-    checkpoints = {c.x: c for c in store.training_checkpoints(training_id)}
+    checkpoints = {c.x: c for c in store.trainings.training_checkpoints(training_id)}
     if not checkpoints:
         raise ExportError(f"training {training_id} has no checkpoint yet (status {training.status})")
     if x is None:

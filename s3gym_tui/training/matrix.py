@@ -101,7 +101,7 @@ class Matrix:
 def _checkpoint_mean(store, run_id: Optional[str], x: Optional[int]) -> tuple[Optional[float], int]:
     if run_id is None or x is None:
         return None, 0
-    found = {c.x: c for c in store.checkpoints(run_id)}
+    found = {c.x: c for c in store.checkpoints.list(run_id)}
     if x not in found:
         return None, 0
     return found[x].mean, len(found[x].scores)
@@ -128,13 +128,13 @@ def _cell(store, game: str, run_id: Optional[str], x: Optional[int], base: Optio
     episodes = step_cap = serving = None
     if run_id is not None:
         try:
-            run = store.get_run(run_id)
+            run = store.runs.get_run(run_id)
         except StoreError:
             run = None
         if run is not None:
             episodes, step_cap = run.config.eval_episodes, run.config.step_cap
-            link = store.training_of_run(run_id)
-            models = {c.x: c.model for c in store.training_checkpoints(link[0].id)} if link else {}
+            link = store.trainings.training_of_run(run_id)
+            models = {c.x: c.model for c in store.trainings.training_checkpoints(link[0].id)} if link else {}
             serving = serving_path(models.get(x, run.config.model))
     delta = None if mean is None or base is None else mean - base
     return Cell(mean, n, delta, delta is not None and delta < -NEGATIVE_TOLERANCE, run_id, x, episodes, step_cap,
@@ -151,12 +151,13 @@ CONSTRAINED_BASELINE = ("the base under the grammar row: the same base with ever
 def _constrained_base(store, study: Study, base_cells: dict[str, "Cell"]) -> Optional["MatrixRow"]:
     """The base under the grammar on each game (x = 0 of the game's expert evaluation under the grammar), when
     any game has one; its delta is against the base as written."""
-    from s3gym_tui.training.runs import own_eval_run
+    from s3gym_tui.training.evaluate import own_eval_run
 
     cells: dict[str, Cell] = {}
     for game in study.games:
         expert = next(e for e in study.experts if e.game == game)
-        run = own_eval_run(store, store.get_training(expert.training_id), decoding="grammar")
+        run = own_eval_run(store.trainings, store.runs, store.trainings.get_training(expert.training_id),
+                           decoding="grammar")
         from dataclasses import replace
 
         cell = _cell(store, game, run.id if run else None, 0, base_cells[game].mean)
@@ -167,12 +168,12 @@ def _constrained_base(store, study: Study, base_cells: dict[str, "Cell"]) -> Opt
 
 
 def _last_x(store, training_id: str) -> Optional[int]:
-    xs = [c.x for c in store.training_checkpoints(training_id)]
+    xs = [c.x for c in store.trainings.training_checkpoints(training_id)]
     return max(xs) if xs else None
 
 
 def study_matrix(store, study_id: str) -> Matrix:
-    study = store.get_study(study_id)
+    study = store.trainings.get_study(study_id)
     cells = dict(study.settings.get("cells") or {})
     base_runs = dict(study.settings.get("base_cells") or {})
     base_cells: dict[str, Cell] = {}
@@ -189,12 +190,13 @@ def study_matrix(store, study_id: str) -> Matrix:
         rows.append(constrained)
     losses = []
     for expert in study.experts:
-        training = store.get_training(expert.training_id)
+        training = store.trainings.get_training(expert.training_id)
         rows.append(MatrixRow(f"expert {expert.game} ({training.method}, x={expert.x})", "expert", expert.training_id,
                               {g: cell(expert.training_id, g, expert.x) for g in study.games}, expert.game,
                               training.steps))
-        losses.append(LossCurve(expert.training_id, f"expert {expert.game}", tuple(store.losses(expert.training_id))))
-    students = {t.role: t for t in store.trainings(study_id=study.id)}
+        losses.append(LossCurve(expert.training_id, f"expert {expert.game}",
+                                tuple(store.trainings.losses(expert.training_id))))
+    students = {t.role: t for t in store.trainings.list(study_id=study.id)}
     for role in ROLE_ORDER:
         training = students.get(role)
         if training is None:
@@ -204,7 +206,7 @@ def study_matrix(store, study_id: str) -> Matrix:
         rows.append(MatrixRow(ROLE_LABEL[role], role, training.id, {g: cell(training.id, g, x) for g in study.games},
                               None, training.steps,
                               {g: int((routed or {}).get(g) or 0) for g in study.games} if routed is not None else None))
-        losses.append(LossCurve(training.id, ROLE_LABEL[role], tuple(store.losses(training.id))))
+        losses.append(LossCurve(training.id, ROLE_LABEL[role], tuple(store.trainings.losses(training.id))))
     return Matrix(study, tuple(study.games), tuple(rows), tuple(losses))
 
 
@@ -212,7 +214,7 @@ def studies_for_runs(store, run_ids) -> list[str]:
     """The studies whose matrix involves any of the runs (as a cell or an expert's evaluation run)."""
     wanted = set(run_ids)
     found = []
-    for study in store.studies():
+    for study in store.trainings.studies():
         runs = set((study.settings.get("cells") or {}).values()) | set((study.settings.get("base_cells") or {}).values())
         runs |= set((study.settings.get("rollout_runs") or {}).values())
         if runs & wanted:

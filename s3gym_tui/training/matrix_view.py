@@ -109,7 +109,7 @@ def print_training_baselines(console: Console, store, run_ids) -> int:
     shown = 0
     for run_id in run_ids:
         try:
-            report = training_report(store, store.get_run(run_id))
+            report = training_report(store, store.runs.get_run(run_id))
         except NotATrainingRun:
             continue
         console.print(f"training {safe_markup(report.training.id)} on {safe_markup(report.game)}: "

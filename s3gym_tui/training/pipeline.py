@@ -15,7 +15,7 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from s3gym_tui.engine.events import Event
 from s3gym_tui.models import Run
@@ -26,10 +26,14 @@ from s3gym_tui.training.backend import TrainEvent, TrainResult
 from s3gym_tui.training.config import ExpertRecipe, GrpoConfig, SftConfig, TaspoConfig, stored_recipe
 from s3gym_tui.training.dataset import DatasetBuild, Exported, build_dataset, export_jsonl, training_examples
 from s3gym_tui.engine.lease import driving_training
-from s3gym_tui.training.evaluate import TrainingReport, create_eval_run, evaluate_training, training_report
+from s3gym_tui.training.evaluate import (TrainingReport, create_eval_run, eval_runs, evaluate_training, own_eval_run,
+                                         training_report)
 from s3gym_tui.training.options import vllm_problem
 from s3gym_tui.training.ranks import together, world
-from s3gym_tui.training.runs import eval_runs, new_training_id, own_eval_run, served_model, training_root, write_manifest
+from s3gym_tui.training.runs import new_training_id, served_model, training_root, write_manifest
+
+if TYPE_CHECKING:
+    from s3gym_tui.store.trainings import Trainings
 
 
 class TrainingError(RuntimeError):
@@ -123,54 +127,56 @@ def exploration_seeds(source: Run, episodes: Optional[int] = None) -> list[int]:
 
 
 # ----- recording ---------------------------------------------------------------------------------
-def record_local(store, training: Training, result: TrainResult) -> Training:
+def record_local(trainings: Trainings, training: Training, result: TrainResult) -> Training:
     """Checkpoints (x = 0: the base), losses, throughput and the manifest of a finished local training."""
     from s3gym_tui.training import serve
 
-    store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=0, model=served_model(training.id, 0),
-                                                     step=0))
+    trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=0,
+                                                         model=served_model(training.id, 0), step=0))
     for x, path in sorted(result.adapters.items()):
-        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=served_model(training.id, x),
-                                                         adapter=str(path), step=result.steps_at.get(x)))
-    store.add_losses(training.id, result.losses)
+        trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x,
+                                                             model=served_model(training.id, x),
+                                                             adapter=str(path), step=result.steps_at.get(x)))
+    trainings.add_losses(training.id, result.losses)
     write_manifest(Path(training.directory), training.id, result.base_dir, result.adapters)
     serve.HANDLER.add_training(training.id, result.base_dir, result.adapters)
     serve.register()
-    training = store.get_training(training.id)  # with the parts a stop stored meanwhile
+    training = trainings.get_training(training.id)  # with the parts a stop stored meanwhile
     metrics = {**training.metrics, **{k: v for k, v in result.figures().items() if v is not None}}
     metrics.update({k: v for k, v in part_figures(training.metrics, result).items() if v is not None})
     # a training without a dataset (GRPO, TASPO) counts the replies its updates sampled
     examples = training.examples or result.examples
-    return store.update_training(training.id, epochs=len(result.adapters), steps=result.steps, examples=examples,
-                                 train_seconds=training.train_seconds + result.seconds, metrics=metrics,
-                                 status="evaluating")
+    return trainings.update_training(training.id, epochs=len(result.adapters), steps=result.steps, examples=examples,
+                                     train_seconds=training.train_seconds + result.seconds, metrics=metrics,
+                                     status="evaluating")
 
 
-def recording(store, training_id: str, progress: Callable[[TrainEvent], None]) -> Callable[[TrainEvent], None]:
+def recording(trainings: Trainings, training_id: str,
+              progress: Callable[[TrainEvent], None]) -> Callable[[TrainEvent], None]:
     """The trainer's progress callback, storing every update's loss point (with its learning-signal
     figures) as it is logged, so a running or killed training shows what it has done so far."""
     from s3gym_tui.store import LossPoint
 
     def on_event(event: TrainEvent) -> None:
         if event.kind == "step" and event.loss is not None:
-            store.add_losses(training_id, [LossPoint(step=event.step, epoch=event.epoch, loss=event.loss,
-                                                     phase=event.phase, metrics=dict(event.metrics))])
+            trainings.add_losses(training_id, [LossPoint(step=event.step, epoch=event.epoch, loss=event.loss,
+                                                         phase=event.phase, metrics=dict(event.metrics))])
         elif event.kind == "end" and event.metrics.get("stopped"):
-            add_part(store, training_id, event, interrupted=True)
+            add_part(trainings, training_id, event, interrupted=True)
         progress(event)
 
     return on_event
 
 
-def add_part(store, training_id: str, event: TrainEvent, interrupted: bool) -> Training:
+def add_part(trainings: Trainings, training_id: str, event: TrainEvent, interrupted: bool) -> Training:
     """Keep one part of a training that was stopped and resumed (its phase, seconds, last update, tokens seen),
     its time added to the training's: the summary of a resumed training covers all its parts."""
-    training = store.get_training(training_id)
+    training = trainings.get_training(training_id)
     seconds = float(event.metrics.get("seconds") or 0.0)
     part = {"phase": event.phase, "seconds": round(seconds, 2), "updates": event.step,
             "tokens": int(event.metrics.get("tokens") or 0), "interrupted": interrupted}
     metrics = {**training.metrics, "parts": [*training.metrics.get("parts", []), part]}
-    return store.update_training(training_id, metrics=metrics, train_seconds=training.train_seconds + seconds)
+    return trainings.update_training(training_id, metrics=metrics, train_seconds=training.train_seconds + seconds)
 
 
 def part_figures(metrics: dict, result: TrainResult) -> dict:
@@ -188,7 +194,7 @@ def part_figures(metrics: dict, result: TrainResult) -> dict:
             "interrupted_parts": len(parts)}
 
 
-def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> None:
+def mark_stopped(trainings: Trainings, training_id: str, phase: str, exc: BaseException) -> None:
     """Record why a training stopped: interrupted (resumable: Ctrl-C, SIGTERM, a requested stop) or
     failed (with the one-line error). A study's training is resumed through its study. The phase is the
     one the stop reached (stop.current_phase(): the warm start, a GRPO update, ...) when it is known."""
@@ -197,11 +203,11 @@ def mark_stopped(store, training_id: str, phase: str, exc: BaseException) -> Non
 
         reason = getattr(exc, "reason", None) or stop.requested() or "interrupted"
         phase = stop.current_phase() or phase
-        study = store.get_training(training_id).study_id
-        store.update_training(training_id, status="interrupted",
-                              error=f"{reason} during {phase}: {resume_hint(study or training_id)}")
+        study = trainings.get_training(training_id).study_id
+        trainings.update_training(training_id, status="interrupted",
+                                  error=f"{reason} during {phase}: {resume_hint(study or training_id)}")
     else:
-        store.update_training(training_id, status="failed", error=f"{phase}: {one_line(exc)}"[:500])
+        trainings.update_training(training_id, status="failed", error=f"{phase}: {one_line(exc)}"[:500])
 
 
 async def evaluate_all(store, training: Training, hooks: Hooks) -> Training:
@@ -210,23 +216,23 @@ async def evaluate_all(store, training: Training, hooks: Hooks) -> Training:
     from s3gym_tui.training import stop
 
     with driving_training(store, training.id):
-        store.update_training(training.id, status="evaluating")
+        store.trainings.update_training(training.id, status="evaluating")
         stop.set_phase("evaluation")
-        for _, run, _ in eval_runs(store, training):
+        for _, run, _ in eval_runs(store.trainings, store.runs, training):
             hooks.run_created(run)
             try:
                 await evaluate_training(store, run, hooks.eval_event)
             except BaseException as exc:
-                mark_stopped(store, training.id, "evaluation", exc)
+                mark_stopped(store.trainings, training.id, "evaluation", exc)
                 raise
-        return store.update_training(training.id, status="finished", error=None)
+        return store.trainings.update_training(training.id, status="finished", error=None)
 
 
 def _outcome(store, training: Training, build=None, exported=None) -> TrainingOutcome:
-    run = own_eval_run(store, training)
+    run = own_eval_run(store.trainings, store.runs, training)
     if run is None:
         raise TrainingError(f"training {training.id!r} has no evaluation run")
-    return TrainingOutcome(training, store.get_run(run.id), training_report(store, store.get_run(run.id)),
+    return TrainingOutcome(training, store.runs.get_run(run.id), training_report(store, store.runs.get_run(run.id)),
                            build, exported)
 
 
@@ -234,13 +240,13 @@ def _ensure_eval_run(store, training: Training, source: Run, options: ExpertReci
     """The evaluation run scoring every checkpoint's replies as written; for local checkpoints also its twin
     under the game's grammar (`grammar_eval`: the baseline of a format gain) and, with --repair, its twin
     that repairs replies breaking the answer contract."""
-    xs = [c.x for c in store.training_checkpoints(training.id)]
-    if not store.training_evals(training.id):
+    xs = [c.x for c in store.trainings.training_checkpoints(training.id)]
+    if not store.trainings.training_evals(training.id):
         create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
                         step_cap=options.step_cap, run_id=training.id)
     wanted = [d for d, on in (("grammar", options.grammar_eval), ("repair", options.repair)) if on]
     for decoding in wanted if training.backend == "local" else ():
-        if own_eval_run(store, training, decoding=decoding) is None:
+        if own_eval_run(store.trainings, store.runs, training, decoding=decoding) is None:
             create_eval_run(store, training, source.config, xs, eval_episodes=options.eval_episodes,
                             step_cap=options.step_cap, run_id=f"{training.id}-{decoding}", decoding=decoding)
 
@@ -255,12 +261,13 @@ def _train_sft_local(store, training: Training, options_train: SftConfig, hooks:
     stop.set_phase("loading the base model")
     try:
         result = together(train_lora, examples, Path(training.base), Path(training.directory) / "adapters",
-                          options_train, progress=recording(store, training.id, hooks.train_event), resume=resume)
+                          options_train, progress=recording(store.trainings, training.id, hooks.train_event),
+                          resume=resume)
     except BaseException as exc:
-        mark_stopped(store, training.id, "training", exc)
+        mark_stopped(store.trainings, training.id, "training", exc)
         raise
     gc.collect()  # the trainer's copy of the model goes before the served one loads
-    return record_local(store, training, result)
+    return record_local(store.trainings, training, result)
 
 
 async def _train_sft_remote(store, training: Training, exported: Exported, options: SftConfig,
@@ -273,18 +280,18 @@ async def _train_sft_remote(store, training: Training, exported: Exported, optio
         result = await fine_tune_remote(exported.messages, options.remote_model, epochs=options.epochs,
                                         progress=hooks.remote_status)
     except RemoteTrainingError as exc:
-        store.update_training(training.id, status="failed", error=str(exc))
+        store.trainings.update_training(training.id, status="failed", error=str(exc))
         raise TrainingError(str(exc)) from None
     except BaseException as exc:
-        mark_stopped(store, training.id, "the remote job", exc)
+        mark_stopped(store.trainings, training.id, "the remote job", exc)
         raise
     if not result.fine_tuned_model:
-        store.update_training(training.id, status="failed", error=f"job {result.job_id} named no model")
+        store.trainings.update_training(training.id, status="failed", error=f"job {result.job_id} named no model")
         raise TrainingError(f"fine-tuning job {result.job_id} succeeded but named no model")
     for x, model in ((0, result.base_model), (options.epochs, result.fine_tuned_model)):
-        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
-    return store.update_training(training.id, remote_job=result.job_id, base=result.base_model,
-                                 epochs=options.epochs, train_seconds=result.seconds, status="evaluating")
+        store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
+    return store.trainings.update_training(training.id, remote_job=result.job_id, base=result.base_model,
+                                           epochs=options.epochs, train_seconds=result.seconds, status="evaluating")
 
 
 async def _sft_from_run(store, source: Run, options: SftConfig, hooks: Hooks, out_dir: Optional[Path],
@@ -306,13 +313,13 @@ async def _sft_from_run(store, source: Run, options: SftConfig, hooks: Hooks, ou
     if exported.count == 0:
         raise TrainingError(f"dataset {build.dataset.id} has no examples (every step was dropped): lower "
                             f"--threshold, add --correction reference or raise --max-length")
-    training = store.add_training(Training(
+    training = store.trainings.add_training(Training(
         id=training_id, method="sft", games=(source.config.game,), source_run=source.id,
         dataset_id=build.dataset.id, backend=options.backend, base=str(base_dir or options.remote_model),
         directory=str(directory), status="training", examples=exported.count,
         settings={**options.dump(), "length_limit": limit},
         metrics={"too_long": len(build.too_long), "longest": build.longest}))
-    store.add_training_sources(training.id, [TrainingSource(kind="dataset", ref=build.dataset.id,
+    store.trainings.add_training_sources(training.id, [TrainingSource(kind="dataset", ref=build.dataset.id,
                                                              game=source.config.game, n=exported.count)])
     hooks.training_created(training)
     with driving_training(store, training.id):
@@ -336,7 +343,7 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
                             grpo.temperature)
 
     def on_rollout(game: str, seed: int, steps: int) -> None:
-        store.add_training_sources(training.id, [TrainingSource(kind="rollout", game=game, seed=seed,
+        store.trainings.add_training_sources(training.id, [TrainingSource(kind="rollout", game=game, seed=seed,
                                                                  mode="explore", n=steps)])
         hooks.rollout(game, seed, steps)
 
@@ -356,15 +363,15 @@ def _train_grpo(store, training: Training, source: Run, hooks: Hooks, resume: bo
     try:
         result = together(train_grpo, source.config.game, settings["seeds"], Path(training.base),
                           Path(training.directory) / "adapters", grpo,
-                          progress=recording(store, training.id, hooks.train_event), on_rollout=on_rollout,
+                          progress=recording(store.trainings, training.id, hooks.train_event), on_rollout=on_rollout,
                           resume=resume, on_episode=on_episode, trainer_class=trainer_class)
     except BaseException as exc:
-        mark_stopped(store, training.id, "GRPO training", exc)
+        mark_stopped(store.trainings, training.id, "GRPO training", exc)
         raise
     finally:
         episodes.close()
     gc.collect()
-    return record_local(store, training, result)
+    return record_local(store.trainings, training, result)
 
 
 async def _grpo_from_run(store, source: Run, options: GrpoConfig, hooks: Hooks, out_dir: Optional[Path],
@@ -374,7 +381,7 @@ async def _grpo_from_run(store, source: Run, options: GrpoConfig, hooks: Hooks, 
     directory = Path(out_dir or training_root()) / training_id
     base_dir = _base_dir(options.base, cache_dir)
     seeds = exploration_seeds(source, grpo.episodes)
-    training = store.add_training(Training(
+    training = store.trainings.add_training(Training(
         id=training_id, method=options.method, games=(source.config.game,), source_run=source.id, base=str(base_dir),
         reward=grpo.reward, directory=str(directory), status="training",
         settings={**options.dump(), "seeds": seeds}))
@@ -402,7 +409,7 @@ async def train_from_run(store, run_id: str, recipe: Optional[ExpertRecipe] = No
     (default training_root()); `cache_dir`: where the converted default base is kept."""
     hooks = hooks or Hooks()
     recipe = recipe if recipe is not None else SftConfig()
-    source = store.get_run(run_id)
+    source = store.runs.get_run(run_id)
     _check(source, recipe)
     return await _starter(recipe)(store, source, recipe, hooks, out_dir, cache_dir)
 
@@ -413,7 +420,7 @@ async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None
     was recorded yet, then the evaluation from its last finished episode. `repair` (None: as the
     training was started) adds the evaluation that repairs replies breaking the answer contract."""
     hooks = hooks or Hooks()
-    training = store.get_training(training_id)
+    training = store.trainings.get_training(training_id)
     if training.role != "expert":
         raise TrainingError(f"{training_id} is part of study {training.study_id}: `s3gym resume {training.study_id}`")
     with driving_training(store, training_id, "s3gym resume"):
@@ -421,21 +428,22 @@ async def resume_training(store, training_id: str, hooks: Optional[Hooks] = None
         if repair and not recipe.repair:
             if training.backend != "local":
                 raise TrainingError(f"{training_id} was trained remotely: only local checkpoints can be repaired")
-            training = store.update_training(training.id, settings=_with(training.settings, recipe, repair=True))
+            training = store.trainings.update_training(training.id,
+                                                       settings=_with(training.settings, recipe, repair=True))
             if training.status == "finished":
-                training = store.update_training(training.id, status="evaluating")
+                training = store.trainings.update_training(training.id, status="evaluating")
         return await _resume(store, training, hooks)
 
 
 async def _resume(store, training: Training, hooks: Hooks) -> TrainingOutcome:
     training_id = training.id
     if training.status != "finished":
-        source = store.get_run(training.source_run)
-        if len(store.training_checkpoints(training.id)) <= (0 if training.backend == "remote" else 1):
+        source = store.runs.get_run(training.source_run)
+        if len(store.trainings.training_checkpoints(training.id)) <= (0 if training.backend == "remote" else 1):
             if training.backend != "local":
                 raise TrainingError(f"remote training {training_id} stopped before its job finished: start a new one")
             require_extra()
-            training = store.update_training(training.id, status="training", error=None)
+            training = store.trainings.update_training(training.id, status="training", error=None)
             hooks.training_created(training)
             recipe = stored_recipe(training.settings, training.method)
             if isinstance(recipe, GrpoConfig):

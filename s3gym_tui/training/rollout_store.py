@@ -33,15 +33,15 @@ class RolloutStore:
         if self.run is None:
             run_id = rollout_run_id(self.training_id)
             try:
-                self.run = self.store.get_run(run_id)
-                self.index = len(self.store.episodes(run_id))
+                self.run = self.store.runs.get_run(run_id)
+                self.index = len(self.store.episodes.list(run_id))
             except StoreError:  # not there yet
                 config = RunConfig(model=f"trained/{self.training_id}/policy", game=self.game, pathway="none",
                                    explore_episodes=max(1, len(self.seeds)), eval_episodes=0,
                                    step_cap=min(64, self.step_cap or 64), temperature=min(2.0, self.temperature))
-                self.run = self.store.create_run(config, run_id=run_id,
-                                                 note=f"GRPO rollout episodes of training {self.training_id}")
-                self.store.set_run_status(run_id, "running")
+                self.run = self.store.runs.create_run(config, run_id=run_id,
+                                                      note=f"GRPO rollout episodes of training {self.training_id}")
+                self.store.runs.set_run_status(run_id, "running")
         return self.run
 
     def __call__(self, rollout: Any) -> Episode:
@@ -55,12 +55,12 @@ class RolloutStore:
                       reward=s.reward, feedback=s.feedback, valid=s.valid, terminated=s.terminated,
                       truncated=s.truncated, tokens_out=s.tokens,
                       fault=None if s.parsed else "no parsable answer") for s in rollout.steps]
-        self.store.add_episode(episode, steps)
-        self.store.finish_episode(episode.id, rollout.score)
-        self.store.add_training_sources(self.training_id, [TrainingSource(
+        self.store.episodes.add_episode(episode, steps)
+        self.store.episodes.finish_episode(episode.id, rollout.score)
+        self.store.trainings.add_training_sources(self.training_id, [TrainingSource(
             kind="rollout", game=self.game, seed=rollout.seed, mode="explore", n=len(steps), ref=episode.id)])
         return episode
 
     def close(self) -> None:
         if self.run is not None:
-            self.store.set_run_status(self.run.id, "finished")
+            self.store.runs.set_run_status(self.run.id, "finished")

@@ -1,5 +1,5 @@
 """Where a training's files live (adapters, exports, trainer checkpoints, the manifest any process
-reads to serve `trained/<id>/<x>`), training ids and model strings, and a training's evaluation runs."""
+reads to serve `trained/<id>/<x>`), training ids and model strings (a training's evaluation runs: evaluate.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import json
 import os
 import secrets
 from pathlib import Path
-from typing import Optional
 
 from s3gym_tui.models import Run
-from s3gym_tui.store import Training
 
 ROOT_ENV = "S3GYM_TRAINING_DIR"
 MANIFEST = "manifest.json"
@@ -113,43 +111,3 @@ def write_manifest(directory: Path, training_id: str, base_dir: Path, adapters: 
 def read_manifest(path: Path) -> tuple[Path, dict[int, Path]]:
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     return Path(data["base_dir"]), {int(k): Path(v) for k, v in data.get("adapters", {}).items()}
-
-
-def eval_runs(store, training: Training) -> list[tuple[str, Run, tuple[int, ...]]]:
-    """(game, run, checkpoints it plays) of each evaluation run of the training, oldest first."""
-    from s3gym_tui.store import StoreError
-
-    found = []
-    for game, run_id, xs in store.training_evals(training.id):
-        try:
-            found.append((game, store.get_run(run_id), xs))
-        except StoreError:  # removed with `s3gym rm` meanwhile: the training keeps its checkpoints
-            continue
-    return found
-
-
-def own_eval_run(store, training: Training, repair: bool = False, decoding: Optional[str] = None) -> Optional[Run]:
-    """The first evaluation run of the training on its own (first) game, if there is one: the one
-    scoring replies as the model wrote them, or the one decoding them as `decoding` (repair=True: 'repair')."""
-    wanted = decoding or ("repair" if repair else "free")
-    for game, run, _ in eval_runs(store, training):
-        if (not training.games or game == training.games[0]) and run_decoding(run) == wanted:
-            return run
-    return None
-
-
-def decoding_twin(store, run: Run, decoding: str) -> Optional[Run]:
-    """The evaluation run of the same training, game and checkpoints as `run` decoded as `decoding`, if any."""
-    link = store.training_of_run(run.id)
-    if link is None:
-        return None
-    training, game, xs = link
-    for other_game, other, other_xs in eval_runs(store, training):
-        if other.id != run.id and other_game == game and other_xs == xs and run_decoding(other) == decoding:
-            return other
-    return None
-
-
-def repair_twin(store, run: Run) -> Optional[Run]:
-    """The repairing evaluation run of the same training, game and checkpoints as `run`, if any."""
-    return decoding_twin(store, run, "repair")

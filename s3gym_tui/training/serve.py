@@ -15,7 +15,7 @@ lock) and generates with the tokenizer's chat template. Action calls:
    only lets through tokens keeping `Answer: <action>, Score: <number>` matchable, with the game's GBNF:
    the same constraint as /grammar, applied after a free attempt).
    The response's `_hidden_params["s3gym"]` says `repaired: True` and keeps the free reply; the engine
-   stores both with the step (store.step_repairs), so every count of repairs is read from the store.
+   stores both with the step (store.trainings.step_repairs), so every count of repairs is read from the store.
 
 Torch, transformers and peft are imported on first use; registering needs only litellm.
 """

@@ -9,15 +9,14 @@ from typing import Optional
 
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Training
-from s3gym_tui.training.evaluate import create_eval_run
+from s3gym_tui.training.evaluate import create_eval_run, own_eval_run
 from s3gym_tui.training.pipeline import TrainingError, evaluate_all
-from s3gym_tui.training.runs import own_eval_run
 
 
 def _column(store, study, options, game: str) -> tuple[RunConfig, Optional[str]]:
     """The template of a game's column, and the run giving its base cell (x = 0) when reusable."""
     expert = next(e for e in study.experts if e.game == game)
-    run = own_eval_run(store, store.get_training(expert.training_id))
+    run = own_eval_run(store.trainings, store.runs, store.trainings.get_training(expert.training_id))
     if run is None:
         raise TrainingError(f"expert {expert.training_id} has no evaluation run on {game}")
     o = options
@@ -36,7 +35,7 @@ def _cells(store, study, options, students: list[Training], save) -> dict[str, s
             key = f"{expert.training_id}|{game}"
             if key in cells:
                 continue
-            training = store.get_training(expert.training_id)
+            training = store.trainings.get_training(expert.training_id)
             if expert.game == game and own is not None:
                 cells[key] = base_cells[game] = own
                 continue
@@ -49,7 +48,7 @@ def _cells(store, study, options, students: list[Training], save) -> dict[str, s
         for student in students:
             key = f"{student.id}|{game}"
             if key not in cells:
-                last = max(c.x for c in store.training_checkpoints(student.id))
+                last = max(c.x for c in store.trainings.training_checkpoints(student.id))
                 cells[key] = create_eval_run(store, student, template, [last], game=game,
                                              eval_episodes=o.eval_episodes, step_cap=o.step_cap).id
     save(cells=cells, base_cells=base_cells)
@@ -61,8 +60,8 @@ async def evaluate_cells(store, study, options, students: list[Training], hooks,
     _cells(store, study, options, students, save)
     trainings = {e.training_id for e in study.experts} | {s.id for s in students}
     for training_id in sorted(trainings):
-        training = store.get_training(training_id)
-        runs = [store.get_run(r) for _, r, _ in store.training_evals(training_id)]
+        training = store.trainings.get_training(training_id)
+        runs = [store.runs.get_run(r) for _, r, _ in store.trainings.training_evals(training_id)]
         if any(r.status != "finished" for r in runs) or training.status != "finished":
             hooks.stage("evaluation", f"{training_id} on {', '.join(study.games)}")
             await evaluate_all(store, training, hooks)

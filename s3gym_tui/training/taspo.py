@@ -114,7 +114,7 @@ class TaspoAdvantages:
         if self.store is not None and all(not k.startswith("row") for k in keys):
             import json
 
-            ext = self.store.add_pi_extraction(
+            ext = self.store.credit.add_pi_extraction(
                 game=self.game, mode="explore", seed=seed, episode_ids=keys, successful_ids=keys,
                 success_rule="training-reward", analyzer=self.analyzer, prompt=json.dumps(messages), reply=reply,
                 purpose="training", source=self.pi_source,
@@ -162,7 +162,7 @@ class TaspoAdvantages:
             sources = [(k, r) for _, s, k, r in successes if s != seed] or \
                       [(k, r) for _, s, k, r in self.previous if s != seed]
         items, ext = self._items(sources, seed) if sources else ([], None)
-        ids = [] if ext is None else [row["id"] for row in self.store.pi_items_of(ext)]
+        ids = [] if ext is None else [row["id"] for row in self.store.credit.pi_items_of(ext)]
         if items:
             self.stats.groups_with_pi += 1
         source_keys = [k for k, _ in sources]
@@ -196,7 +196,7 @@ class TaspoAdvantages:
             self.stats.max_weight_gap = max([self.stats.max_weight_gap, *(abs(w - 1) for w in weights)])
             if self.store is not None and getattr(r, "episode_id", None):
                 item_id = {id(i): n for n, i in enumerate(items)}
-                self.store.add_episode_credit(
+                self.store.credit.add_episode_credit(
                     r.episode_id, extraction_id=ext, advantage=A[row], reward=getattr(r, "reward", None),
                     group_ids=[_key(rollouts[k], k) for k in rows], analyzer=self.analyzer, scorer="policy (pi_old)",
                     credit=self.credit, kappa=self.kappa, tau=self.tau, eps_w=self.eps_w,

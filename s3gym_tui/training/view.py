@@ -12,9 +12,8 @@ from s3gym_games.reply import parse_reply
 from s3gym_tui.models import Run
 from s3gym_tui.store import Dataset, Training
 from s3gym_tui.training.dataset import SelectionQuality, selection_quality
-from s3gym_tui.training.evaluate import TrainingReport, training_report
+from s3gym_tui.training.evaluate import TrainingReport, own_eval_run, training_report
 from s3gym_tui.training.matrix import LossCurve, Matrix, study_matrix
-from s3gym_tui.training.runs import own_eval_run
 
 
 @dataclass(frozen=True)
@@ -50,11 +49,11 @@ class TrainingView:
 
 
 def dataset_view(store, dataset: Dataset) -> DatasetView:
-    rows = store.dataset_rows(dataset.id)
+    rows = store.datasets.dataset_rows(dataset.id)
     steps, index = {}, {}
     for episode_id in dict.fromkeys(r.episode_id for r in rows):
-        index[episode_id] = store.get_episode(episode_id).index
-        for step in store.steps(episode_id, include_prompt=False):
+        index[episode_id] = store.episodes.get_episode(episode_id).index
+        for step in store.episodes.steps(episode_id, include_prompt=False):
             steps[(episode_id, step.index)] = step
     views = []
     for row in rows:
@@ -70,7 +69,7 @@ def dataset_view(store, dataset: Dataset) -> DatasetView:
 def _reports(store, trainings: list[Training]) -> list[TrainingReport]:
     reports = []
     for training in trainings:
-        run = own_eval_run(store, training)
+        run = own_eval_run(store.trainings, store.runs, training)
         if run is not None:
             reports.append(training_report(store, run))
     return reports
@@ -79,24 +78,24 @@ def _reports(store, trainings: list[Training]) -> list[TrainingReport]:
 def training_view(store, run_id: str) -> TrainingView:
     """Opened on an exploring run, a training's evaluation run (then its source run's data is shown) or a
     distillation student's evaluation run."""
-    run = store.get_run(run_id)
-    link = store.training_of_run(run.id)
+    run = store.runs.get_run(run_id)
+    link = store.trainings.training_of_run(run.id)
     source: Optional[Run] = run
     if link is not None:
         training = link[0]
-        source = store.get_run(training.source_run) if training.source_run else None
+        source = store.runs.get_run(training.source_run) if training.source_run else None
     if source is not None:
-        trainings = store.trainings(source_run=source.id)
-        datasets = tuple(dataset_view(store, d) for d in store.datasets(source.id))
+        trainings = store.trainings.list(source_run=source.id)
+        datasets = tuple(dataset_view(store, d) for d in store.datasets.list(source.id))
     else:
         trainings, datasets = [link[0]], ()
     ids = {t.id for t in trainings}
     studies = [t.study_id for t in trainings if t.study_id]
-    studies += [s.id for s in store.studies() if ids & {e.training_id for e in s.experts}]
-    losses = tuple(LossCurve(t.id, f"{t.method} {t.id}", tuple(store.losses(t.id))) for t in trainings)
+    studies += [s.id for s in store.trainings.studies() if ids & {e.training_id for e in s.experts}]
+    losses = tuple(LossCurve(t.id, f"{t.method} {t.id}", tuple(store.trainings.losses(t.id))) for t in trainings)
     from s3gym_tui.store.leases import shown_training_status
 
-    leases = store.training_leases()
+    leases = store.leases.training_leases()
     statuses = {t.id: shown_training_status(t.status, leases.get(t.id)) for t in trainings}
     return TrainingView(run, source, datasets, tuple(_reports(store, trainings)), losses,
                         tuple(study_matrix(store, s) for s in dict.fromkeys(studies)), statuses)

@@ -34,15 +34,15 @@ def run_cli(capsys, *args) -> tuple[int, str, str]:
 
 def only_run(db) -> str:
     with Store(db) as store:
-        runs = store.list_aspire_runs()
+        runs = store.aspire.list_aspire_runs()
     assert len(runs) == 1
     return runs[0].id
 
 
 def new_run(store, protocol="final", budget=Budget(), goal="canary", **settings):
-    return store.create_aspire_run(goal_id=goal, goal_text=CANARY_GOALS[0].text, model="scripted", protocol=protocol,
-                                   budget=budget.as_dict(), operator="scripted",
-                                   settings=Settings(player="scripted", step_cap=6, **settings).__dict__)
+    return store.aspire.create_aspire_run(goal_id=goal, goal_text=CANARY_GOALS[0].text, model="scripted", protocol=protocol,
+                                          budget=budget.as_dict(), operator="scripted",
+                                          settings=Settings(player="scripted", step_cap=6, **settings).__dict__)
 
 
 class ListOperator:
@@ -71,13 +71,13 @@ def test_full_run_per_protocol_through_the_cli(tmp_path, capsys, protocol):
     assert "hidden base" in out and "measured delta" in out
     aid = only_run(db)
     with Store(db) as store:
-        run = store.get_aspire_run(aid)
-        tools = [d.tool for d in store.aspire_decisions(aid)]
-        cands = store.aspire_candidates(aid)
-        scores = {s.purpose: s for s in store.hidden_scores(aid)}
-        claims = store.aspire_claims(aid)
-        hidden_runs = [store.get_run(link.run_id) for link in store.aspire_links(aid, "hidden")]
-        practice = [store.get_run(link.run_id) for link in store.aspire_links(aid, "practice")]
+        run = store.aspire.get_aspire_run(aid)
+        tools = [d.tool for d in store.aspire.aspire_decisions(aid)]
+        cands = store.aspire.aspire_candidates(aid)
+        scores = {s.purpose: s for s in store.aspire.hidden_scores(aid)}
+        claims = store.aspire.aspire_claims(aid)
+        hidden_runs = [store.runs.get_run(link.run_id) for link in store.aspire.aspire_links(aid, "hidden")]
+        practice = [store.runs.get_run(link.run_id) for link in store.aspire.aspire_links(aid, "practice")]
     assert run.status == "finished" and run.status_reason == "submitted"
     expected = ["look", "practise", "update", "validate", "update", "submit"]
     if protocol == "adaptive":
@@ -99,12 +99,12 @@ def test_full_run_per_protocol_through_the_cli(tmp_path, capsys, protocol):
     from s3gym_tui.engine.aspire.hidden import suite_of
 
     with Store(db) as store:
-        seed = suite_of(store, store.get_aspire_run(aid)).seeds()[0]  # drawn from the store's secret
+        seed = suite_of(store, store.aspire.get_aspire_run(aid)).seeds()[0]  # drawn from the store's secret
         assert seed not in goal_by_id("cooperation").suite.seeds()  # not the seeds the source names
-        assert {e.seed for r in hidden_runs for e in store.episodes(r.id)} == set(suite_of(
-            store, store.get_aspire_run(aid)).seeds())
-        store.add_aspire_decision(aid, tool="look", arguments={}, result=f"[{seed}]", outcome="ok",
-                                  category="interpretation")
+        assert {e.seed for r in hidden_runs for e in store.episodes.list(r.id)} == set(suite_of(
+            store, store.aspire.get_aspire_run(aid)).seeds())
+        store.aspire.add_aspire_decision(aid, tool="look", arguments={}, result=f"[{seed}]", outcome="ok",
+                                         category="interpretation")
     code, out, _ = run_cli(capsys, "audit", "--db", db)
     assert code == 1 and f"ASPIRE run {aid}: hidden seed #1 in decision" in out and str(seed) not in out
 
@@ -117,14 +117,14 @@ def test_lineage_and_score_gated_rollback(tmp_path, monkeypatch):
 
     async def fake(store, aspire_id, cand, suite, step_cap, purpose="candidate"):
         value = next(v for k, v in wanted.items() if cand.id.endswith(k))
-        return store.set_hidden_score(aspire_id, cand.id, purpose, value, {"trust": value}, 1)
+        return store.aspire.set_hidden_score(aspire_id, cand.id, purpose, value, {"trust": value}, 1)
 
     monkeypatch.setattr(controller_mod, "hidden_score", fake)
     with Store(tmp_path / "a.db") as store:
         run = new_run(store, protocol="adaptive")
         final = asyncio.run(Controller(store, run.id, ScriptedOperator(), CANARY_GOALS).run_all())
-        cands = {c.id.rsplit("-", 1)[1]: c for c in store.aspire_candidates(run.id)}
-        results = [json.loads(d.result) for d in store.aspire_decisions(run.id) if d.tool == "evaluate"]
+        cands = {c.id.rsplit("-", 1)[1]: c for c in store.aspire.aspire_candidates(run.id)}
+        results = [json.loads(d.result) for d in store.aspire.aspire_decisions(run.id) if d.tool == "evaluate"]
     assert real is not fake
     assert cands["c2"].status == "rolled_back" and cands["c2"].parent_id == cands["base"].id
     assert cands["c5"].parent_id == cands["base"].id  # the plan moved back to the base after the rollback
@@ -137,7 +137,7 @@ def test_lineage_and_score_gated_rollback(tmp_path, monkeypatch):
 def test_final_protocol_retains_the_base_when_final_does_not_beat_it(tmp_path, monkeypatch):
     async def fake(store, aspire_id, cand, suite, step_cap, purpose="candidate"):
         value = 0.5 if cand.kind == "base" else 0.5  # a tie does not beat the base
-        return store.set_hidden_score(aspire_id, cand.id, purpose, value, {"trust": value}, 1)
+        return store.aspire.set_hidden_score(aspire_id, cand.id, purpose, value, {"trust": value}, 1)
 
     monkeypatch.setattr(controller_mod, "hidden_score", fake)
     with Store(tmp_path / "a.db") as store:
@@ -151,8 +151,8 @@ def test_budgets_are_enforced_and_over_budget_calls_recorded(tmp_path):
     with Store(tmp_path / "a.db") as store:
         run = new_run(store, budget=Budget(calls=10, tokens=None, seconds=None, decisions=6))
         final = asyncio.run(Controller(store, run.id, ScriptedOperator(), CANARY_GOALS).run_all())
-        decisions = store.aspire_decisions(run.id)
-        usage = store.get_aspire_run(run.id).usage
+        decisions = store.aspire.aspire_decisions(run.id)
+        usage = store.aspire.get_aspire_run(run.id).usage
     assert len(decisions) == 6 and final.status_reason.startswith("decisions budget spent")
     over = [d for d in decisions if d.outcome == "over_budget"]
     assert over and all(d.tool == "validate" and "are left" in d.result for d in over)
@@ -176,8 +176,8 @@ def test_bad_calls_get_an_error_are_recorded_and_counted(tmp_path):
     with Store(tmp_path / "a.db") as store:
         run = new_run(store)
         final = asyncio.run(Controller(store, run.id, op, CANARY_GOALS).run_all())
-        decisions = store.aspire_decisions(run.id)
-        usage = store.get_aspire_run(run.id).usage
+        decisions = store.aspire.aspire_decisions(run.id)
+        usage = store.aspire.get_aspire_run(run.id).usage
     outcomes = [d.outcome for d in decisions[:11]]
     assert outcomes == ["error", "error", "error", "refused", "refused", "refused", "refused", "refused", "error",
                         "error", "error"]
@@ -196,19 +196,19 @@ def test_hidden_suite_never_reaches_the_agent(tmp_path):
     with Store(tmp_path / "a.db") as store:
         run = new_run(store, protocol="adaptive")
         asyncio.run(Controller(store, run.id, op, CANARY_GOALS).run_all())
-        hidden = [store.get_run(link.run_id) for link in store.aspire_links(run.id, "hidden")]
-        hidden_seeds = {e.seed for r in hidden for e in store.episodes(r.id)}
+        hidden = [store.runs.get_run(link.run_id) for link in store.aspire.aspire_links(run.id, "hidden")]
+        hidden_seeds = {e.seed for r in hidden for e in store.episodes.list(r.id)}
         seen = "\n".join(op.seen + [d.result + json.dumps(d.arguments) + d.reply
-                                    for d in store.aspire_decisions(run.id)])
-        canaries = suite_of(store, store.get_aspire_run(run.id), CANARY_GOALS).seeds()  # drawn for this store
+                                    for d in store.aspire.aspire_decisions(run.id)])
+        canaries = suite_of(store, store.aspire.get_aspire_run(run.id), CANARY_GOALS).seeds()  # drawn for this store
         assert hidden_seeds == set(canaries) and len(canaries) == 2  # the canaries were really played
         assert CANARY_SEED not in canaries  # the source's seed is not played
-        assert any(d.tool == "evaluate" and d.outcome == "ok" for d in store.aspire_decisions(run.id))
+        assert any(d.tool == "evaluate" and d.outcome == "ok" for d in store.aspire.aspire_decisions(run.id))
         for needle in (*map(str, canaries), CANARY_NAME):
             assert needle not in seen
         assert audit_aspire(store, run.id, CANARY_GOALS) == AspireAudit([], [])
-        leak = store.add_aspire_decision(run.id, tool="look", arguments={}, result=f"seed {canaries[1]}",
-                                         outcome="ok", category="interpretation")
+        leak = store.aspire.add_aspire_decision(run.id, tool="look", arguments={}, result=f"seed {canaries[1]}",
+                                                outcome="ok", category="interpretation")
         found = audit_aspire(store, run.id, CANARY_GOALS)
     assert found.leaks == [f"hidden seed #2 in decision {leak.idx} (look) result"] and not found.own
 
@@ -230,13 +230,13 @@ def test_resume_after_ctrl_c(tmp_path, capsys, monkeypatch):
     aid = only_run(db)
     assert code == 130 and f"resume with: s3gym aspire --resume {aid}" in err
     with Store(db) as store:
-        assert store.get_aspire_run(aid).status == "interrupted"
-        assert len(store.aspire_decisions(aid)) == 3
+        assert store.aspire.get_aspire_run(aid).status == "interrupted"
+        assert len(store.aspire.aspire_decisions(aid)) == 3
     code, out, err = run_cli(capsys, "resume", aid, "--db", db)
     assert code == 0, err
     with Store(db) as store:
-        run = store.get_aspire_run(aid)
-        decisions = store.aspire_decisions(aid)
+        run = store.aspire.get_aspire_run(aid)
+        decisions = store.aspire.aspire_decisions(aid)
     assert run.status == "finished" and [d.idx for d in decisions] == list(range(len(decisions)))
     assert [d.tool for d in decisions] == ["look", "practise", "update", "validate", "update", "submit"]
     assert run.usage["decisions"] == len(decisions)
@@ -256,7 +256,7 @@ def test_report_table_with_vague_and_explicit_runs(tmp_path, capsys):
     assert vague["gap_n"] == 1 and vague["gap"] == pytest.approx(explicit["final"] - vague["final"])
     assert vague["measured_delta"] == pytest.approx(vague["final"] - vague["base"])
     with Store(db) as store:
-        explicit_run = next(r for r in store.list_aspire_runs() if r.explicit)
+        explicit_run = next(r for r in store.aspire.list_aspire_runs() if r.explicit)
     assert "trust" in explicit_run.goal_text and str(EVAL_SEED_BASE)[:3] not in explicit_run.goal_text
     code, out, _ = run_cli(capsys, "report", "--db", db)
     assert code == 0 and "vague−explicit gap" in out and "(n=1)" in out
@@ -270,8 +270,8 @@ def test_validate_refuses_what_is_no_seed_and_plays_nothing(tmp_path, seeds):
         op = ListOperator([AgentTurn(tool="validate", arguments={"candidate": f"{run.id}-base", "game": "trust",
                                                                  "seeds": seeds})])
         asyncio.run(Controller(store, run.id, op, CANARY_GOALS).run_all())
-        first = store.aspire_decisions(run.id)[0]
-        played = [link for link in store.aspire_links(run.id) if link.role == "validation"]
+        first = store.aspire.aspire_decisions(run.id)[0]
+        played = [link for link in store.aspire.aspire_links(run.id) if link.role == "validation"]
     assert first.tool == "validate" and first.outcome == "error"
     assert "seeds must be a non-empty list of exploration seeds" in first.result
     assert played == []

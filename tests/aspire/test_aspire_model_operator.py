@@ -49,12 +49,12 @@ def test_tool_calls_json_text_and_malformed_replies(tmp_path, monkeypatch):
 
     monkeypatch.setattr(litellm, "acompletion", fake)
     with Store(tmp_path / "a.db") as store:
-        aid = store.create_aspire_run(goal_id="canary", goal_text=CANARY_GOALS[0].text, model="openai/gpt-x",
-                                      protocol="final", budget=Budget().as_dict(),
-                                      settings=Settings(player="scripted", step_cap=4).__dict__).id
+        aid = store.aspire.create_aspire_run(goal_id="canary", goal_text=CANARY_GOALS[0].text, model="openai/gpt-x",
+                                             protocol="final", budget=Budget().as_dict(),
+                                             settings=Settings(player="scripted", step_cap=4).__dict__).id
         final = asyncio.run(Controller(store, aid, ModelOperator("openai/gpt-x"), CANARY_GOALS).run_all())
-        decisions = store.aspire_decisions(aid)
-        usage = store.get_aspire_run(aid).usage
+        decisions = store.aspire.aspire_decisions(aid)
+        usage = store.aspire.get_aspire_run(aid).usage
     assert [(d.tool, d.outcome) for d in decisions] == [("look", "ok"), ("practise", "ok"), ("(none)", "error"),
                                                         ("submit", "ok")]
     assert decisions[1].arguments == {"game": "trust", "seed": 3} and "no tool call found" in decisions[2].result

@@ -26,14 +26,14 @@ GOAL = goal_by_id("cooperation")
 
 
 def new_run(store, goal=GOAL):
-    return store.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol="final",
-                                   budget={"decisions": 12}, operator="scripted",
-                                   settings=Settings(player="scripted", step_cap=4).__dict__)
+    return store.aspire.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol="final",
+                                          budget={"decisions": 12}, operator="scripted",
+                                          settings=Settings(player="scripted", step_cap=4).__dict__)
 
 
 def hidden_seeds(store, aspire_id) -> list[int]:
     """The seeds its hidden evaluation really played (what a person reads in the store)."""
-    return sorted({e.seed for link in store.aspire_links(aspire_id, "hidden") for e in store.episodes(link.run_id)})
+    return sorted({e.seed for link in store.aspire.aspire_links(aspire_id, "hidden") for e in store.episodes.list(link.run_id)})
 
 
 def test_a_refused_guess_of_a_hidden_seed_is_not_a_leak(tmp_path, capsys):
@@ -44,7 +44,7 @@ def test_a_refused_guess_of_a_hidden_seed_is_not_a_leak(tmp_path, capsys):
                            "--db", db)
     assert code == 0, err
     with Store(db) as store:
-        (first,) = store.list_aspire_runs()
+        (first,) = store.aspire.list_aspire_runs()
         seeds = hidden_seeds(store, first.id)  # the same store and goal: the same suite
         run = new_run(store)
         base = f"{run.id}-base"
@@ -57,7 +57,7 @@ def test_a_refused_guess_of_a_hidden_seed_is_not_a_leak(tmp_path, capsys):
                                                                "parent": base, "retain": f"seed {seeds[2]}"}),
                            AgentTurn(tool="look", arguments={"what": "summaries"})])
         asyncio.run(Controller(store, run.id, op).run_all())
-        decisions = store.aspire_decisions(run.id)
+        decisions = store.aspire.aspire_decisions(run.id)
         assert [d.outcome for d in decisions[:5]] == ["refused", "refused", "error", "ok", "ok"]
         for d in decisions[:3]:  # what the system answered a guess with never repeats it
             assert not any(str(s) in d.result for s in seeds), d.result
@@ -146,12 +146,12 @@ def test_hidden_suites_are_drawn_from_the_stores_secret(tmp_path):
     many = HiddenSuite("x", tuple(SuiteGame("trust", 0, 10, 1.0) for _ in range(50))).drawn("s", "k")
     assert len(set(many.seeds())) == 500  # no seed serves two games
     with Store(tmp_path / "a.db") as store:  # a whole run: the secret is in no result, prompt or reply
-        secret = store.aspire_suite_secret()
+        secret = store.aspire.aspire_suite_secret()
         run = new_run(store)
         asyncio.run(Controller(store, run.id, ScriptedOperator()).run_all())
-        seen = [d.result + d.reply for d in store.aspire_decisions(run.id)]
-        seen += [s.prompt for link in store.aspire_links(run.id) for e in store.episodes(link.run_id)
-                 for s in store.steps(e.id)]
+        seen = [d.result + d.reply for d in store.aspire.aspire_decisions(run.id)]
+        seen += [s.prompt for link in store.aspire.aspire_links(run.id) for e in store.episodes.list(link.run_id)
+                 for s in store.episodes.steps(e.id)]
         assert len(secret) == 64 and not any(secret in text for text in seen)
 
 
@@ -171,13 +171,13 @@ def test_an_existing_store_keeps_the_suites_its_runs_were_judged_on(tmp_path, mo
     conn.commit()
     conn.close()
     with Store(path) as store:
-        old = store.get_aspire_run("aspire-old")
-        assert old.suite == "fixed" and len(store.aspire_suite_secret()) == 64
+        old = store.aspire.get_aspire_run("aspire-old")
+        assert old.suite == "fixed" and len(store.aspire.aspire_suite_secret()) == 64
         assert Controller(store, old.id, ScriptedOperator()).suite == GOAL.suite  # the seeds it was judged on
         new = new_run(store)
         assert new.suite == "drawn"
         assert Controller(store, new.id, ScriptedOperator()).suite == GOAL.suite.drawn(
-            store.aspire_suite_secret(), GOAL.id)
+            store.aspire.aspire_suite_secret(), GOAL.id)
 
 
 def test_decisions_are_stored_and_sent_back_within_bounds(tmp_path, capsys):
@@ -193,7 +193,7 @@ def test_decisions_are_stored_and_sent_back_within_bounds(tmp_path, capsys):
     with Store(db) as store:
         run = new_run(store)
         asyncio.run(Controller(store, run.id, ListOperator(turns)).run_all())
-        d0, d1, d2, *rest = store.aspire_decisions(run.id)
+        d0, d1, d2, *rest = store.aspire.aspire_decisions(run.id)
     assert len(huge) == 3_000_059
     assert d0.reply.startswith("aaa") and d0.reply.endswith("THE END" + "b" * 52)
     assert len(d0.reply) < MAX_REPLY_CHARS + 100 and d0.fault == "reply cut to 100,000 characters (was 3,000,059)"

@@ -13,7 +13,7 @@ from s3gym_tui.store import Store
 
 def run_protocol(path, run_id=None, **config) -> tuple[Store, object]:
     store = Store(path)
-    run = store.create_run(RunConfig(**config), run_id=run_id)
+    run = store.runs.create_run(RunConfig(**config), run_id=run_id)
     final = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     return store, final
 
@@ -21,11 +21,11 @@ def run_protocol(path, run_id=None, **config) -> tuple[Store, object]:
 def trajectory(store: Store, run_id: str) -> list[tuple]:
     """Everything about a run that must be reproducible, in a canonical order."""
     rows = []
-    for episode in sorted(store.episodes(run_id), key=lambda e: e.id):
+    for episode in sorted(store.episodes.list(run_id), key=lambda e: e.id):
         rows.append((episode.id, episode.seed, episode.score, episode.n_steps, episode.history_episode_ids,
                      episode.history_cut))
-        for step in store.steps(episode.id):
-            rows.append((step.index, step.observation, store.step_prompt(episode.id, step.index), step.reply,
+        for step in store.episodes.steps(episode.id):
+            rows.append((step.index, step.observation, store.prompts.step_prompt(episode.id, step.index), step.reply,
                          step.action, step.self_score, step.reward, step.feedback))
     return rows
 
@@ -37,17 +37,17 @@ def check_run_consistency(store: Store, run) -> None:
     report = audit(store)
     assert report.ok, report.problems
     cfg = run.config
-    episodes = store.episodes(run.id)
+    episodes = store.episodes.list(run.id)
     assert sum(e.phase == "explore" for e in episodes) == cfg.explore_episodes
     assert sum(e.phase == "eval" for e in episodes) == len(cfg.checkpoints()) * cfg.eval_episodes
     for episode in episodes:
-        steps = store.steps(episode.id)
+        steps = store.episodes.steps(episode.id)
         assert episode.status == "finished" and episode.n_steps == len(steps)
         assert [s.index for s in steps] == list(range(len(steps)))
         assert games.verify_trajectory(episode.game, episode.mode, episode.seed, [s.action for s in steps]) \
             == episode.score
         assert sum(s.reward for s in steps) == sum(s.reward for s in steps)  # rewards are numbers
-    checkpoints = store.checkpoints(run.id)
+    checkpoints = store.checkpoints.list(run.id)
     assert [c.x for c in checkpoints] == cfg.checkpoints()
     by_id = {e.id: e for e in episodes}
     for c in checkpoints:
@@ -78,16 +78,16 @@ def hand_run(store: Store, run_id: str, explore: list[list[tuple]], evals: dict[
     cfg = RunConfig(model=model, game=game, pathway=pathway,
                     explore_episodes=len(explore) if explore_episodes is None else explore_episodes,
                     eval_every=3, eval_episodes=max((len(v) for v in evals.values()), default=1))
-    run = store.create_run(cfg, run_id=run_id, sweep_id=sweep_id)
+    run = store.runs.create_run(cfg, run_id=run_id, sweep_id=sweep_id)
     for i, pairs in enumerate(explore):
-        ep = store.add_episode(_episode(run, "explore", i))
-        store.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
+        ep = store.episodes.add_episode(_episode(run, "explore", i))
+        store.episodes.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
     for x, episodes in evals.items():
         ids = []
         for j, pairs in enumerate(episodes):
-            ep = store.add_episode(_episode(run, "eval", j, x, means[x][j]))
-            store.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
+            ep = store.episodes.add_episode(_episode(run, "eval", j, x, means[x][j]))
+            store.episodes.add_steps([_step(ep.id, k, s, r) for k, (s, r) in enumerate(pairs)])
             ids.append(ep.id)
-        store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=tuple(ids), scores=tuple(means[x])))
-    store.set_run_status(run.id, status)
-    return store.get_run(run.id)
+        store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=tuple(ids), scores=tuple(means[x])))
+    store.runs.set_run_status(run.id, status)
+    return store.runs.get_run(run.id)

@@ -78,5 +78,5 @@ def test_a_stored_run_with_a_working_base_is_unchanged(tmp_path, capsys, monkeyp
                                "--progress", "none", "--db", str(db))
     assert code == 0, err
     with Store(db) as store:
-        [run] = store.list_runs()
+        [run] = store.runs.list_runs()
     assert run.config.api_base == fake.base

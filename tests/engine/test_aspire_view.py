@@ -19,9 +19,9 @@ def store(tmp_path):
 
 
 def view_of(store, aspire_id):
-    return aspire_view(store.get_aspire_run(aspire_id), store.aspire_decisions(aspire_id),
-                       store.aspire_candidates(aspire_id), store.aspire_claims(aspire_id),
-                       store.hidden_scores(aspire_id), store.compute_split(aspire_id))
+    return aspire_view(store.aspire.get_aspire_run(aspire_id), store.aspire.aspire_decisions(aspire_id),
+                       store.aspire.aspire_candidates(aspire_id), store.aspire.aspire_claims(aspire_id),
+                       store.aspire.hidden_scores(aspire_id), store.aspire.compute_split(aspire_id))
 
 
 def test_a_finished_run_shows_lineage_hidden_scores_and_claimed_against_measured(store):
@@ -44,7 +44,7 @@ def test_a_finished_run_shows_lineage_hidden_scores_and_claimed_against_measured
 
 
 def test_before_the_end_every_hidden_figure_is_undefined_with_why_though_the_store_has_one(store):
-    assert [s.score for s in store.hidden_scores(LIVE)] == [0.777]  # the controller wrote it
+    assert [s.score for s in store.aspire.hidden_scores(LIVE)] == [0.777]  # the controller wrote it
     view = view_of(store, LIVE)
     assert not view.ended and view.hidden_why.startswith(HIDDEN_WHY) and "adaptive" in view.hidden_why
     figures = [view.base_score, view.final_score, view.retained_score, view.measured_delta, view.retained_delta]
@@ -53,12 +53,12 @@ def test_before_the_end_every_hidden_figure_is_undefined_with_why_though_the_sto
     assert all(f.value is None for f in figures)
     assert view.base_score.why.startswith(HIDDEN_WHY)
     assert view.claimed_delta.value is None and view.claimed_delta.why == "no claim yet"
-    store.set_aspire_status(LIVE, "finished")  # the run ends: now it may be seen
+    store.aspire.set_aspire_status(LIVE, "finished")  # the run ends: now it may be seen
     assert view_of(store, LIVE).base_score.value == pytest.approx(0.777)
 
 
 def test_a_final_only_run_says_no_score_comes_before_the_end(store):
-    store.set_aspire_status(FINISHED, "running")
+    store.aspire.set_aspire_status(FINISHED, "running")
     assert "final-only" in view_of(store, FINISHED).hidden_why
 
 
@@ -71,6 +71,6 @@ def test_the_compute_split_is_shares_of_the_model_calls_in_the_issues_order(stor
     assert sum(s.token_share for s in split) == pytest.approx(1.0) and sum(s.time_share for s in split) == pytest.approx(1.0)
     assert {s.category: s.token_share for s in split}["practice"] == pytest.approx(20 / 56)  # 960 tokens a call
     assert {s.category: s.cost for s in split}["practice"] is None  # one practice call was unpriced: not $0
-    empty = aspire_view(store.get_aspire_run(LIVE), [], [], [], [], {})
+    empty = aspire_view(store.aspire.get_aspire_run(LIVE), [], [], [], [], {})
     assert all(s.share is None and s.token_share is None and s.time_share is None for s in empty.split)
     assert empty.candidates == ()

@@ -98,9 +98,9 @@ def test_a_replica_that_dies_mid_run_is_recorded_on_its_steps_and_counted(tmp_pa
         assert code == 0, out.err
         a_host, b_host = a.base.split("/")[2], b.base.split("/")[2]
     with Store(db) as store:
-        [run] = store.list_runs()
-        faults = [s.fault for e in store.episodes(run.id) for s in store.steps(e.id) if s.fault]
-        steps = sum(e.n_steps for e in store.episodes(run.id))
+        [run] = store.runs.list_runs()
+        faults = [s.fault for e in store.episodes.list(run.id) for s in store.episodes.steps(e.id) if s.fault]
+        steps = sum(e.n_steps for e in store.episodes.list(run.id))
     assert run.status == "finished" and steps == b.completed  # every step answered by the live replica
     assert faults and all(f"(replica {a_host})" in f and f"failover to {b_host}" in f for f in faults)
     assert any(f"connection (replica {a_host})" in f for f in faults)  # the kind: nothing listens there

@@ -62,9 +62,9 @@ def test_exit_codes_are_distinct_by_cause(tmp_path, capsys, monkeypatch):
                                *TINY, "--db", db)
     assert code == 3 and "resume" in err
     with Store(db) as store:
-        [stopped] = store.list_runs()
+        [stopped] = store.runs.list_runs()
         assert stopped.status == "stopped"
-        ep = store.episodes(stopped.id)[0]
+        ep = store.episodes.list(stopped.id)[0]
         store.conn.execute("UPDATE episodes SET history_episode_ids = ? WHERE id = ?",
                            (json.dumps([ep.id]), ep.id))  # a leak written around the guards
         store.conn.execute("UPDATE episodes SET phase = 'eval', mode = 'eval', seed = 1000000, checkpoint = 0 "
@@ -92,7 +92,7 @@ def test_run_uses_the_configured_default_model(tmp_path, capsys, monkeypatch, ho
     code, _, err = run_cli(capsys, "run", "trust", *TINY, "--db", db)
     assert code == 0, err
     with Store(db) as store:
-        assert [r.config.model for r in store.list_runs()] == ["scripted/trust"]
+        assert [r.config.model for r in store.runs.list_runs()] == ["scripted/trust"]
 
 
 def test_json_output_of_runs_report_and_models(tmp_path, capsys):
@@ -116,8 +116,8 @@ def test_runs_table_keeps_long_ids_and_numbers_whole_at_80_columns(tmp_path, cap
 
     with Store(db) as store:
         for i in range(3):
-            store.create_run(RunConfig(model="hosted_vllm/Qwen/Qwen2.5-72B-Instruct-AWQ", game="minesweeper",
-                                       pathway="summary"), run_id=f"minesweeper-summary-{i}0123456789ab")
+            store.runs.create_run(RunConfig(model="hosted_vllm/Qwen/Qwen2.5-72B-Instruct-AWQ", game="minesweeper",
+                                            pathway="summary"), run_id=f"minesweeper-summary-{i}0123456789ab")
     monkeypatch.setattr(console, "width", 80)
     code, out, _ = run_cli(capsys, "runs", "--db", str(db))
     assert code == 0 and "…" not in out and max(map(len, out.splitlines())) <= 80

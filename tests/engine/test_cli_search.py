@@ -41,14 +41,14 @@ def test_words_and_filters_hold_for_every_hit(played: str, capsys):
     assert hits
     with Store(played) as store:
         for hit in hits:
-            episode = store.get_episode(hit["episode_id"])
-            step = store.steps(episode.id)[hit["step_index"]]
+            episode = store.episodes.get_episode(hit["episode_id"])
+            step = store.episodes.steps(episode.id)[hit["step_index"]]
             assert episode.phase == "eval"
             assert step.self_score is not None and step.self_score > 0 >= step.reward
             text = " ".join((step.action, step.reply, step.feedback, step.observation)).lower()
             assert "opponent" in text and "cheat" in text
-        every = [(e.id, s.index) for e in store.episodes() if e.phase == "eval"
-                 for s in store.steps(e.id) if s.self_score and s.self_score > 0 >= s.reward
+        every = [(e.id, s.index) for e in store.episodes.list() if e.phase == "eval"
+                 for s in store.episodes.steps(e.id) if s.self_score and s.self_score > 0 >= s.reward
                  and "cheat" in (s.action + s.reply + s.feedback + s.observation).lower()
                  and "opponent" in (s.action + s.reply + s.feedback + s.observation).lower()]
     assert sorted((h["episode_id"], h["step_index"]) for h in hits) == sorted(every)
@@ -118,10 +118,10 @@ def test_an_older_file_is_upgraded_with_a_backup_and_indexed_with_progress(tmp_p
 def test_divergences_of_a_fork_and_its_source(tmp_path: Path, capsys):
     db = tmp_path / "f.db"
     with Store(db) as store:
-        source = store.add_episode(make_episode(None, id="src", seed=4))
-        fork = store.add_episode(make_episode(None, id="frk", seed=4, fork_of="src", fork_step=2))
-        store.add_steps([make_step("src", i, action=a) for i, a in enumerate(["A", "B", "C", "D"])])
-        store.add_steps([make_step("frk", i, action=a) for i, a in enumerate(["A", "B", "X", "D"])])
+        source = store.episodes.add_episode(make_episode(None, id="src", seed=4))
+        fork = store.episodes.add_episode(make_episode(None, id="frk", seed=4, fork_of="src", fork_step=2))
+        store.episodes.add_steps([make_step("src", i, action=a) for i, a in enumerate(["A", "B", "C", "D"])])
+        store.episodes.add_steps([make_step("frk", i, action=a) for i, a in enumerate(["A", "B", "X", "D"])])
         del source, fork
     hits = json.loads(run_cli(capsys, "search", "--divergences", "--json", "--db", str(db))[1])["hits"]
     assert sorted(h["target"] for h in hits) == ["frk#2", "src#2"]
@@ -149,10 +149,10 @@ def test_a_search_on_a_full_disk_says_so_and_that_its_results_are_incomplete(tmp
 
     db = tmp_path / "full.db"
     with Store(db) as store:
-        episode = store.add_episode(make_episode(None, id="ep", seed=4))
-        store.add_steps([make_step("ep", i, feedback="queued grudge " + " ".join(f"w{i}x{k}" for k in range(300)))
-                         for i in range(30)])  # not indexed yet; their index needs new pages
-        assert store.search_backlog() == 30
+        episode = store.episodes.add_episode(make_episode(None, id="ep", seed=4))
+        store.episodes.add_steps([make_step("ep", i, feedback="queued grudge " + " ".join(f"w{i}x{k}" for k in range(300)))
+                                  for i in range(30)])  # not indexed yet; their index needs new pages
+        assert store.search.search_backlog() == 30
     original = Connection._connect
 
     def full(self):
@@ -180,8 +180,8 @@ def test_a_search_on_a_full_disk_says_so_and_that_its_results_are_incomplete(tmp
 def test_a_search_of_a_read_only_file_with_waiting_steps_says_its_results_are_incomplete(tmp_path: Path, capsys):
     db = tmp_path / "ro.db"
     with Store(db) as store:
-        store.add_episode(make_episode(None, id="ep", seed=4))
-        store.add_steps([make_step("ep", i, feedback="queued grudge") for i in range(3)])
+        store.episodes.add_episode(make_episode(None, id="ep", seed=4))
+        store.episodes.add_steps([make_step("ep", i, feedback="queued grudge") for i in range(3)])
     db.chmod(0o444)
     try:
         code, out, err = run_cli(capsys, "search", "grudge", "--db", str(db))

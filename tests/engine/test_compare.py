@@ -97,9 +97,9 @@ def pathway_runs(tmp_path_factory):
     store = Store(path)
     ids = {}
     for pathway in ("history", "summary", "none"):
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
-                                         explore_episodes=2, eval_every=2, eval_episodes=1),
-                               run_id=f"ctx-{pathway}")
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
+                                              explore_episodes=2, eval_every=2, eval_episodes=1),
+                                    run_id=f"ctx-{pathway}")
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         ids[pathway] = run.id
     store.close()
@@ -109,15 +109,15 @@ def pathway_runs(tmp_path_factory):
 def test_context_at_history_episode_is_the_raw_history(pathway_runs):
     path, ids = pathway_runs
     with Store(path) as store:
-        episode = store.get_episode(eval_episode_id(ids["history"], 2, 0))
+        episode = store.episodes.get_episode(eval_episode_id(ids["history"], 2, 0))
         ctx = context_at(store, episode, 3)
         assert ctx.kind == "history" and ctx.step_index == 3 and ctx.omitted == 0
         assert ctx.text.count("--- Previous episode") == 2
         assert "Current episode so far" not in ctx.text and "Game rules:" not in ctx.text
-        prompt = json.loads(store.step_prompt(episode.id, 3))[1]["content"]
+        prompt = json.loads(store.prompts.step_prompt(episode.id, 3))[1]["content"]
         assert prompt.startswith(f"{HINT_HEADER}\n{ctx.text}\n\nCurrent episode so far:")
         # before any exploration there is no history at all
-        first = store.get_episode(eval_episode_id(ids["history"], 0, 0))
+        first = store.episodes.get_episode(eval_episode_id(ids["history"], 0, 0))
         empty = context_at(store, first, 0)
         assert empty.kind == "none" and empty.text == "" and "no Hint Messages" in empty.note
 
@@ -125,30 +125,30 @@ def test_context_at_history_episode_is_the_raw_history(pathway_runs):
 def test_context_at_summary_episode_is_the_summary_tips(pathway_runs):
     path, ids = pathway_runs
     with Store(path) as store:
-        episode = store.get_episode(eval_episode_id(ids["summary"], 2, 0))
-        summary = store.get_summary(episode.summary_id)
+        episode = store.episodes.get_episode(eval_episode_id(ids["summary"], 2, 0))
+        summary = store.summaries.get_summary(episode.summary_id)
         for index in (0, 5):
             ctx = context_at(store, episode, index)
             assert ctx.kind == "summary" and ctx.text == summary.as_tips()
-        baseline = store.get_episode(eval_episode_id(ids["none"], 2, 0))
+        baseline = store.episodes.get_episode(eval_episode_id(ids["none"], 2, 0))
         assert context_at(store, baseline, 1).kind == "none"
 
 
 def test_context_at_uses_a_neighbouring_prompt_and_shortens_long_history(pathway_runs, tmp_path):
     path, ids = pathway_runs
     with Store(path) as store:
-        source = store.get_episode(eval_episode_id(ids["history"], 2, 0))
-        steps = store.steps(source.id)
+        source = store.episodes.get_episode(eval_episode_id(ids["history"], 2, 0))
+        steps = store.episodes.steps(source.id)
         copy = source.model_copy(update={"id": "copy", "run_id": None, "checkpoint": None,
                                          "history_episode_ids": (), "status": "running"})
-        store.add_episode(copy)
+        store.episodes.add_episode(copy)
         # step 0 was a human action (no prompt stored): the block comes from step 1's prompt
-        store.add_steps([s.model_copy(update={"episode_id": "copy", "prompt": "" if s.index == 0 else s.prompt})
-                         for s in steps])
-        ctx = context_at(store, store.get_episode("copy"), 0)
+        store.episodes.add_steps([s.model_copy(update={"episode_id": "copy", "prompt": "" if s.index == 0 else s.prompt})
+                                  for s in steps])
+        ctx = context_at(store, store.episodes.get_episode("copy"), 0)
         assert ctx.step_index == 1 and "step 2" in ctx.note
         assert ctx.text.count("--- Previous episode") == 2
-        short = context_at(store, store.get_episode("copy"), 4, max_chars=300)
+        short = context_at(store, store.episodes.get_episode("copy"), 4, max_chars=300)
         assert short.omitted > 0 and short.full_chars == len(ctx.text)
         assert "earlier characters of history not shown" in short.text
         assert short.text.rstrip().endswith(ctx.text.rstrip()[-100:])  # the newest part is kept
@@ -168,9 +168,9 @@ def test_hint_block_parsing():
 def add_eval(store, run_id, pathway, x, j, score, model="scripted/trust", game="trust", finished=True):
     episode = Episode(id=f"{run_id}-c{x}-e{j}", run_id=run_id, game=game, mode="eval", phase="eval",
                       seed=1_000_000 + j, index=j, checkpoint=x, model=model, pathway=pathway)
-    store.add_episode(episode)
+    store.episodes.add_episode(episode)
     if finished:
-        store.finish_episode(episode.id, score)
+        store.episodes.finish_episode(episode.id, score)
     return episode.id
 
 
@@ -179,7 +179,7 @@ def pair_store(tmp_path):
     store = Store(tmp_path / "pairs.db")
 
     def run(run_id, pathway, model="scripted/trust", game="trust"):
-        return store.create_run(RunConfig(model=model, game=game, pathway=pathway), run_id=run_id).id
+        return store.runs.create_run(RunConfig(model=model, game=game, pathway=pathway), run_id=run_id).id
 
     h, s = run("h", "history"), run("s", "summary")
     add_eval(store, h, "history", 0, 0, 10.0), add_eval(store, s, "summary", 0, 0, 12.0)   # +2
@@ -231,7 +231,7 @@ def test_best_pairs_on_real_runs_share_seeds_and_checkpoints(pathway_runs):
         pairs = best_pairs(store)
         assert {(p.x, p.seed) for p in pairs} == {(0, 1_000_000), (2, 1_000_000)}
         for p in pairs:
-            h, s = store.get_episode(p.history_episode), store.get_episode(p.summary_episode)
+            h, s = store.episodes.get_episode(p.history_episode), store.episodes.get_episode(p.summary_episode)
             assert (h.pathway, s.pathway) == ("history", "summary")
             assert (h.seed, h.checkpoint, h.score) == (p.seed, p.x, p.history_score)
             assert (s.seed, s.checkpoint, s.score) == (p.seed, p.x, p.summary_score)
@@ -239,8 +239,8 @@ def test_best_pairs_on_real_runs_share_seeds_and_checkpoints(pathway_runs):
 
 # ----- summaries -----------------------------------------------------------------------------------
 def test_summary_diff_shows_changed_lines(pair_store):
-    old = pair_store.add_summary("s", "keep A", "avoid B", "try C")
-    new = pair_store.edit_summary(old.id, "keep A", "avoid B and D", "try C", author="human:tester")
+    old = pair_store.summaries.add_summary("s", "keep A", "avoid B", "try C")
+    new = pair_store.summaries.edit_summary(old.id, "keep A", "avoid B and D", "try C", author="human:tester")
     lines = summary_diff(old, new)
     assert lines[0].startswith("--- v1 (model:scripted/trust)") and lines[1].startswith("+++ v2 (human:tester)")
     assert "-avoid B" in lines and "+avoid B and D" in lines
@@ -251,16 +251,16 @@ def test_summary_diff_shows_changed_lines(pair_store):
 def test_try_summary_plays_the_eval_seeds_with_that_version(pathway_runs):
     path, ids = pathway_runs
     with Store(path) as store:
-        run = store.get_run(ids["summary"])
-        summary = store.summaries(run.id)[0]
-        before = len(store.episodes(run.id))
+        run = store.runs.get_run(ids["summary"])
+        summary = store.summaries.list(run.id)[0]
+        before = len(store.episodes.list(run.id))
         trial = asyncio.run(try_summary(store, run, summary, backoff_base_s=0))
         assert len(trial.episode_ids) == run.config.eval_episodes == len(trial.scores)
         for episode_id, score in zip(trial.episode_ids, trial.scores):
-            episode = store.get_episode(episode_id)
+            episode = store.episodes.get_episode(episode_id)
             assert episode.run_id is None and episode.phase == "eval" and episode.summary_id == summary.id
             assert episode.seed == run.config.eval_seed(0) and episode.score == score
-            prompt = json.loads(store.step_prompt(episode_id, 0))[1]["content"]
+            prompt = json.loads(store.prompts.step_prompt(episode_id, 0))[1]["content"]
             assert prompt.startswith(f"{HINT_HEADER}\n{summary.as_tips()}")
         assert trial.mean == sum(trial.scores) / len(trial.scores)
-        assert len(store.episodes(run.id)) == before  # the run itself is untouched
+        assert len(store.episodes.list(run.id)) == before  # the run itself is untouched

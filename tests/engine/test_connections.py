@@ -20,7 +20,7 @@ def _sweep(tmp_path, bases: tuple[str, ...]):
                          settings=TINY, api_bases={"hosted_vllm/fake": bases}, concurrency=CONCURRENCY,
                          runs_per_model=3)
     store = Store(tmp_path / "c.db")
-    stored, _ = store.create_sweep(config)
+    stored, _ = store.sweeps.create_sweep(config)
     final = asyncio.run(SweepRunner(store, stored, backoff_base_s=0).run())
     return store, final
 
@@ -29,7 +29,7 @@ def test_a_sweep_opens_a_handful_of_connections_to_its_api_base(tmp_path):
     with FakeOpenAI(reply=PLAY, keep_alive=True) as server:
         store, final = _sweep(tmp_path, (server.base,))
     assert final.status == "finished", final.note
-    assert server.completed == store.sweep_usage(final.id)["calls"] >= 150
+    assert server.completed == store.sweeps.sweep_usage(final.id)["calls"] >= 150
     assert 1 <= server.connections <= HANDFUL, server.connections
 
 
@@ -37,7 +37,7 @@ def test_a_sweep_over_replicas_opens_a_handful_of_connections_to_each(tmp_path):
     with FakeOpenAI(reply=PLAY, keep_alive=True) as one, FakeOpenAI(reply=PLAY, keep_alive=True) as two:
         store, final = _sweep(tmp_path, (one.base, two.base))
     assert final.status == "finished", final.note
-    assert one.completed + two.completed == store.sweep_usage(final.id)["calls"] >= 150
+    assert one.completed + two.completed == store.sweeps.sweep_usage(final.id)["calls"] >= 150
     assert one.completed and two.completed  # the Router spread the calls
     for server in (one, two):
         assert 1 <= server.connections <= HANDFUL, server.connections

@@ -119,7 +119,7 @@ def test_model_args_reach_the_provider_and_the_store_keeps_no_secret(tmp_path, c
     assert auth == {f"Bearer {secret}"}  # used for the calls
     assert "model args top_k=7, seed_offset=3 (stored without secrets)" in out.out and secret not in out.out
     with Store(db) as store:
-        [run] = store.list_runs()
+        [run] = store.runs.list_runs()
         assert run.config.model_args == {"top_k": 7, "seed_offset": 3}
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("m.db"))
     assert secret.encode() not in raw
@@ -146,7 +146,7 @@ def test_the_config_files_per_model_section_gives_decoding_and_model_args(tmp_pa
         bodies = [r["body"] for r in fake.requests]
     assert bodies and all(b["min_p"] == 0.05 and "grammar" in b for b in bodies)
     with Store(tmp_path / "c.db") as store:
-        [run] = store.list_runs()
+        [run] = store.runs.list_runs()
         assert run.config.decoding == "grammar" and run.config.model_args == {"min_p": 0.05}
 
 
@@ -177,8 +177,8 @@ def test_a_sweep_passes_decoding_and_model_args_and_stores_no_secret(tmp_path, c
     assert "decoding: grammar, sent as GBNF grammar" in out.out and secret not in out.out + out.err
     assert "grammar" in out.out.split("replies per model")[1]  # the replies table names the decoding
     with Store(db) as store:
-        [sweep] = store.list_sweeps()
-        [run] = store.sweep_runs(sweep.id)
+        [sweep] = store.sweeps.list_sweeps()
+        [run] = store.sweeps.sweep_runs(sweep.id)
         assert run.config.decoding == "grammar" and run.config.model_args == {"top_k": 4}
         assert sweep.config.settings["model_args"] == {"top_k": 4}
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("w.db"))

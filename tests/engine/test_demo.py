@@ -71,28 +71,28 @@ def test_demo_builds_a_marked_database_and_a_rerun_replaces_it(tmp_path, capsys,
     assert mark is not None and mark.status == "ready" and mark.schedule == DemoSchedule.model_validate(SMALL)
     assert mark.wall_s is not None and mark.cpu_s is not None and mark.pid is None
     with Store(path) as store:
-        runs = store.sweep_runs(mark.sweep_id)
-        contrast = store.sweep_runs(mark.contrast_sweep_id)
+        runs = store.sweeps.sweep_runs(mark.sweep_id)
+        contrast = store.sweeps.sweep_runs(mark.contrast_sweep_id)
         assert sorted(r.config.pathway for r in runs) == ["history", "none", "summary"]
         assert {r.config.model for r in runs} == {"learner/trust"}
         assert all(r.status == "finished" for r in runs + contrast)
         assert [(r.config.model, r.config.pathway, r.config.step_cap) for r in contrast] == [
             ("scripted/trust", "history", 3)]
-        first_ids = {r.id for r in store.list_runs(limit=100)}
+        first_ids = {r.id for r in store.runs.list_runs(limit=100)}
     # again: the demo database (and only it) is replaced
     code, out, err = run_cli(capsys, "demo", "--db", str(path), "--no-open", "--progress", "none")
     assert code == 0, err
     again = mark_of_file(path)
     assert again.status == "ready" and again.sweep_id != mark.sweep_id
     with Store(path) as store:
-        ids = {r.id for r in store.list_runs(limit=100)}
+        ids = {r.id for r in store.runs.list_runs(limit=100)}
     assert len(ids) == 4 and not ids & first_ids  # the old runs are gone, not added to
 
 
 def test_a_file_that_is_not_a_demo_database_is_refused_and_left_as_it_was(tmp_path, capsys, small, no_app):
     mine = tmp_path / "mine.db"
     with Store(mine) as store:  # a person's own database
-        store.create_run(RunConfig(model="scripted/trust", game="trust"))
+        store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
     before = digest(mine)
     code, out, err = run_cli(capsys, "demo", "--db", str(mine), "--no-open")
     assert code == 2

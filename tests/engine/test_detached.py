@@ -146,7 +146,7 @@ def test_credentials_in_an_api_base_never_reach_a_childs_command_line(tmp_path, 
         child.stop()  # Ctrl-C mid-run: stopped, resumable
         assert child.process.wait(timeout=120) in (0, 130), child.log_tail(10)
         with Store(db) as store:
-            (run,) = store.list_runs()
+            (run,) = store.runs.list_runs()
             assert run.status != "finished"
         asked = len(fake.requests)
         again = runs.start(resume_argv(run.id, db), f"resume-{run.id}")
@@ -155,7 +155,7 @@ def test_credentials_in_an_api_base_never_reach_a_childs_command_line(tmp_path, 
     first, resumed = used_key(fake)[:1], used_key(fake, asked)
     assert first == [True] and resumed and all(resumed)  # the server got them, each time
     with Store(db) as store:
-        run = store.get_run(run.id)
+        run = store.runs.get_run(run.id)
         assert run.status == "finished" and run.config.api_base.startswith("http://127.0.0.1:")
     logs = "".join(p.read_text() for p in (tmp_path / "x-runs").iterdir())
     stored = db.read_bytes() + (tmp_path / "x.db-wal").read_bytes() if (tmp_path / "x.db-wal").exists() \
@@ -178,9 +178,9 @@ def test_a_resume_finds_the_credentials_in_the_config_file(tmp_path, monkeypatch
         config.write_text(f'[models."openai/fake"]\napi_base = "{with_key(fake.base)}"\n')
         monkeypatch.setenv("S3GYM_CONFIG", str(config))
         with Store(db) as store:
-            made = store.create_run(RunConfig(model="openai/fake", game="trust", explore_episodes=1, eval_every=1,
-                                              eval_episodes=0, step_cap=2, api_base=with_key(fake.base)))
-            run = store.get_run(made.id)  # as stored
+            made = store.runs.create_run(RunConfig(model="openai/fake", game="trust", explore_episodes=1, eval_every=1,
+                                                   eval_episodes=0, step_cap=2, api_base=with_key(fake.base)))
+            run = store.runs.get_run(made.id)  # as stored
             assert CANARY_QUERY_KEY not in run.config.api_base
         assert main(["resume", run.id, "--progress", "none", "--db", str(db)]) in (0, None), capsys.readouterr()
     assert used_key(fake) and all(used_key(fake))

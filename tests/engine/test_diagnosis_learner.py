@@ -51,7 +51,7 @@ def sweep_db(tmp_path_factory):
     with Store(path) as store:
         config = SweepConfig(games=GAMES, pathways=("none", "history", "summary"), models=("learner",),
                              settings=SCHEDULE)
-        stored, _ = store.create_sweep(config)
+        stored, _ = store.sweeps.create_sweep(config)
         final = asyncio.run(SweepRunner(store, stored, backoff_base_s=0).run())
         assert final.status == "finished"
     return path
@@ -68,7 +68,7 @@ def scratch_db(sweep_db, tmp_path):
 
 def sweep_runs(store) -> dict[tuple[str, str], object]:
     runs = {}
-    for run in store.list_runs(limit=100):
+    for run in store.runs.list_runs(limit=100):
         if run.sweep_id is not None:
             runs[(run.config.game, run.config.pathway)] = run
     assert len(runs) == 3 * len(GAMES)
@@ -88,7 +88,7 @@ def test_pairs_rank_the_pairs_that_diverge_above_the_ties(sweep_db):
     with Store(sweep_db) as store:
         pairs = best_pairs(store, limit=None)
         assert len(pairs) == len(GAMES) * 4 * SCHEDULE["eval_episodes"]  # every checkpoint, every seed
-        diverged = [first_divergence(store.steps(p.history_episode), store.steps(p.summary_episode)) is not None
+        diverged = [first_divergence(store.episodes.steps(p.history_episode), store.episodes.steps(p.summary_episode)) is not None
                     for p in pairs]
         at_zero = [d for p, d in zip(pairs, diverged) if p.x == 0]
         assert len(at_zero) == len(GAMES) * SCHEDULE["eval_episodes"]
@@ -120,18 +120,18 @@ def test_the_first_divergence_is_where_the_contexts_decide_differently(sweep_db)
         pairs = [p for p in best_pairs(store, limit=None) if p.winner != "tie"]
         assert pairs
         for p in pairs:
-            h_steps, s_steps = store.steps(p.history_episode), store.steps(p.summary_episode)
+            h_steps, s_steps = store.episodes.steps(p.history_episode), store.episodes.steps(p.summary_episode)
             k = first_divergence(h_steps, s_steps)
             rows = align(h_steps, s_steps)
             assert all(row.equal for row in rows[:k]) and not rows[k].equal
             assert [s.observation for s in h_steps[:k + 1]] == [s.observation for s in s_steps[:k + 1]]
             found |= {(p.history_episode, k), (p.summary_episode, k)}
 
-            h_context = context_at(store, store.get_episode(p.history_episode), k, max_chars=10**9)
-            s_episode = store.get_episode(p.summary_episode)
+            h_context = context_at(store, store.episodes.get_episode(p.history_episode), k, max_chars=10**9)
+            s_episode = store.episodes.get_episode(p.summary_episode)
             s_context = context_at(store, s_episode, k, max_chars=10**9)
             assert (h_context.kind, s_context.kind) == ("history", "summary")
-            assert s_context.text == store.get_summary(s_episode.summary_id).as_tips()
+            assert s_context.text == store.summaries.get_summary(s_episode.summary_id).as_tips()
             h_cited, s_cited = cited(h_steps[k].reply), cited(s_steps[k].reply)
             for m in h_cited.values():
                 assert m["source"] == "History"
@@ -154,9 +154,9 @@ def test_where_history_wins_on_precise_evidence_it_used_what_the_summary_lacked(
         pairs = [p for p in best_pairs(store, limit=None, game="chess") if p.winner == "history"]
         assert pairs
         for p in pairs:
-            h_steps, s_steps = store.steps(p.history_episode), store.steps(p.summary_episode)
+            h_steps, s_steps = store.episodes.steps(p.history_episode), store.episodes.steps(p.summary_episode)
             k = first_divergence(h_steps, s_steps)
-            summary = context_at(store, store.get_episode(p.summary_episode), k, max_chars=10**9).text
+            summary = context_at(store, store.episodes.get_episode(p.summary_episode), k, max_chars=10**9).text
             situations = {m["key"] for m in RULE.finditer(summary)}
             s_cited = cited(s_steps[k].reply)
             lacked = [d for d, m in cited(h_steps[k].reply).items()
@@ -167,8 +167,8 @@ def test_where_history_wins_on_precise_evidence_it_used_what_the_summary_lacked(
 
 # ----- self-judging: agreement, NMAE, coupling -------------------------------------------------------------
 def _eval_judging(store, run, x, scale):
-    pairs = [(s.self_score, s.reward) for e in store.episodes(run.id, phase="eval") if e.checkpoint == x
-             for s in store.steps(e.id, include_prompt=False)]
+    pairs = [(s.self_score, s.reward) for e in store.episodes.list(run.id, phase="eval") if e.checkpoint == x
+             for s in store.episodes.steps(e.id, include_prompt=False)]
     return judging_report(pairs, scale=scale)
 
 
@@ -217,13 +217,13 @@ def test_the_coupling_is_computed_from_the_real_blocks(sweep_db):
         rows = {row["run"]: row for row in tables.table("coupling").records()}
         for (game, pathway), run in runs.items():
             coupling = reports[run.id].coupling
-            means = {c.x: statistics.mean(c.scores) for c in store.checkpoints(run.id)}
+            means = {c.x: statistics.mean(c.scores) for c in store.checkpoints.list(run.id)}
             xs = sorted(means)
             assert xs == [0, 3, 6, 9] and len(coupling.blocks) == 3 and coupling.n_used == 3
             width = game_range_width(game)
             for t, block in enumerate(coupling.blocks):
-                steps = [s for e in store.episodes(run.id, phase="explore") if xs[t] <= e.index < xs[t + 1]
-                         for s in store.steps(e.id, include_prompt=False)]
+                steps = [s for e in store.episodes.list(run.id, phase="explore") if xs[t] <= e.index < xs[t + 1]
+                         for s in store.episodes.steps(e.id, include_prompt=False)]
                 verdicts = [verdict(s.self_score, s.reward) for s in steps]
                 assert block.n == len(steps) and block.agreement == verdicts.count("agree") / len(steps)
                 assert block.gain == pytest.approx((means[xs[t + 1]] - means[xs[t]]) / width)
@@ -256,7 +256,7 @@ def test_an_edited_summary_changes_the_checkpoint_the_curation_log_names(scratch
     played from a summary written from the edit: other actions, another score."""
     with Store(scratch_db) as store:
         twin = sweep_runs(store)[("chess", "summary")]
-        run = store.create_run(twin.config, run_id="edited-chess-summary")
+        run = store.runs.create_run(twin.config, run_id="edited-chess-summary")
 
         async def until_the_last_state() -> None:
             runner = ProtocolRunner(store, run, backoff_base_s=0)
@@ -269,29 +269,29 @@ def test_an_edited_summary_changes_the_checkpoint_the_curation_log_names(scratch
             await runner.run_protocol()
 
         asyncio.run(until_the_last_state())
-        assert store.get_run(run.id).status == "stopped"
-        assert {c.x for c in store.checkpoints(run.id)} <= {0, 3, 6}
-        assert store.next_state(run.id) == LAST
+        assert store.runs.get_run(run.id).status == "stopped"
+        assert {c.x for c in store.checkpoints.list(run.id)} <= {0, 3, 6}
+        assert store.summaries.next_state(run.id) == LAST
 
-        current = store.current_summary(run.id)
+        current = store.summaries.current_summary(run.id)
         assert "[" in current.retain  # the model's rules
-        edited = store.edit_summary(current.id, "(no rule yet)", current.avoid, current.next, author="human:tester")
-        log = store.summary_actions(run.id)[-1]
+        edited = store.summaries.edit_summary(current.id, "(no rule yet)", current.avoid, current.next, author="human:tester")
+        log = store.summaries.summary_actions(run.id)[-1]
         assert (log["action"], log["version"], log["effective_from_x"]) == ("edit", edited.version, LAST)
-        sentence = effect_text(store.get_run(run.id), log["effective_from_x"], False, store.summaries(run.id), edited)
+        sentence = effect_text(store.runs.get_run(run.id), log["effective_from_x"], False, store.summaries.list(run.id), edited)
         assert f"From state x={LAST}, when the run resumes: the evaluation at checkpoint x={LAST}" in sentence
 
-        final = asyncio.run(ProtocolRunner(store, store.get_run(run.id), backoff_base_s=0).run_protocol())
+        final = asyncio.run(ProtocolRunner(store, store.runs.get_run(run.id), backoff_base_s=0).run_protocol())
         assert final.status == "finished"
         used = state_summary(store, run.id, LAST)
         assert used.parent_version == edited.version and used.author.startswith("model:")
 
         def actions(run_id, x):
-            return [[s.action for s in store.steps(eval_episode_id(run_id, x, j))]
+            return [[s.action for s in store.episodes.steps(eval_episode_id(run_id, x, j))]
                     for j in range(SCHEDULE["eval_episodes"])]
 
-        mine = {c.x: c.scores for c in store.checkpoints(run.id)}
-        theirs = {c.x: c.scores for c in store.checkpoints(twin.id)}
+        mine = {c.x: c.scores for c in store.checkpoints.list(run.id)}
+        theirs = {c.x: c.scores for c in store.checkpoints.list(twin.id)}
         for x in (0, 3, 6):
             assert mine[x] == theirs[x] and actions(run.id, x) == actions(twin.id, x)
         assert actions(run.id, LAST) != actions(twin.id, LAST)
@@ -312,7 +312,7 @@ class LeakyRunner(ProtocolRunner):
 
     async def evaluate(self, x, state):
         if x > 0:
-            steps = self.store.steps(self.leaked.id)
+            steps = self.store.episodes.steps(self.leaked.id)
             title = f"Previous episode {x + 1} (seed {self.leaked.seed}, {len(steps)} steps)"
             block = render_episode_block(title, turns_from_steps(steps))
             state = replace(state, history=replace(state.history, text=f"{state.history.text}\n\n{block}"))
@@ -327,15 +327,15 @@ def test_the_learner_finds_an_evaluation_episode_fed_through_a_broken_context(sc
     with Store(scratch_db) as store:
         runs = sweep_runs(store)
         honest = runs[("chess", "history")]
-        leaked = store.get_episode(eval_episode_id(honest.id, 0, 0))
-        run = store.create_run(honest.config, run_id="leaky-chess-history")
+        leaked = store.episodes.get_episode(eval_episode_id(honest.id, 0, 0))
+        run = store.runs.create_run(honest.config, run_id="leaky-chess-history")
         assert asyncio.run(LeakyRunner(store, run, leaked).run_protocol()).status == "finished"
         for x in (3, 6, 9):
-            seen = [probe(store, store.get_episode(eval_episode_id(run.id, x, j)))
+            seen = [probe(store, store.episodes.get_episode(eval_episode_id(run.id, x, j)))
                     for j in range(SCHEDULE["eval_episodes"])]
             for j, one in enumerate(seen):  # the leak removed, every seed replays to the honest run's score
                 assert one.dropped == (leaked.seed,)
-                assert one.replayed == store.get_episode(eval_episode_id(honest.id, x, j)).score
+                assert one.replayed == store.episodes.get_episode(eval_episode_id(honest.id, x, j)).score
             on_seed, others = seen[0], seen[1:]
             assert on_seed.seed == leaked.seed and on_seed.stored > 0.9
             assert on_seed.jump > 0.25, on_seed  # chess scores 0..1: a quarter of all pieces more, from one leak
@@ -344,7 +344,7 @@ def test_the_learner_finds_an_evaluation_episode_fed_through_a_broken_context(sc
         for (game, pathway), real in runs.items():  # every real run
             if pathway == "none":
                 continue
-            for episode in store.episodes(real.id, phase="eval"):
+            for episode in store.episodes.list(real.id, phase="eval"):
                 seen = probe(store, episode)
                 assert seen.dropped == () and seen.jump == 0, seen
 
@@ -353,19 +353,19 @@ def test_the_learner_finds_an_evaluation_episode_fed_through_a_broken_context(sc
                  (eval_episode_id(trust_history.id, 6, 2), 3, None, None),
                  (eval_episode_id(trust_history.id, 6, 2), 3, "summary", Borrow(trust_summary.id)))  # chosen
         for source, at, pathway, borrow in forks:
-            settings = call_settings(store.get_run(store.get_episode(source).run_id).config, backoff_base_s=0)
+            settings = call_settings(store.runs.get_run(store.episodes.get_episode(source).run_id).config, backoff_base_s=0)
             fork = asyncio.run(fork_session(store, source, at, settings, pathway, borrow).play())
             seen = probe(store, fork)
             assert fork.fork_of == source and seen.dropped == () and seen.jump == 0, seen
 
         summary_run = runs[("chess", "summary")]
-        version = store.summaries(summary_run.id)[-1]
-        edited = store.edit_summary(version.id, "(no rule yet)", version.avoid, version.next, author="human:tester")
+        version = store.summaries.list(summary_run.id)[-1]
+        edited = store.summaries.edit_summary(version.id, "(no rule yet)", version.avoid, version.next, author="human:tester")
         means = []
         for tried in (version, edited):
             trial = asyncio.run(try_summary(store, summary_run, tried, backoff_base_s=0))
             for episode_id in trial.episode_ids:
-                seen = probe(store, store.get_episode(episode_id))
+                seen = probe(store, store.episodes.get_episode(episode_id))
                 assert seen.dropped == () and seen.jump == 0, seen
             means.append(trial.mean)
         assert means[0] != means[1]  # a trial of an edit plays differently, and nothing leaks into it
@@ -385,6 +385,6 @@ def test_the_probe_removes_only_evaluation_blocks_and_refuses_what_it_cannot_rep
     assert without_evaluation_blocks("Strategies to retain:\n[x] y: judged +1") == (
         "Strategies to retain:\n[x] y: judged +1", ())
     with Store(sweep_db) as store:
-        episode = store.episodes(sweep_runs(store)[("trust", "none")].id, phase="eval")[0]
+        episode = store.episodes.list(sweep_runs(store)[("trust", "none")].id, phase="eval")[0]
         with pytest.raises(ValueError, match="only the learner's episodes"):
             probe(store, episode.model_copy(update={"model": "scripted/trust"}))

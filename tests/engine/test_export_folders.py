@@ -23,14 +23,14 @@ def db(tmp_path) -> tuple[Path, str]:
     """A run with one episode of two steps, written before SECRET was a secret (so it is stored)."""
     path = tmp_path / "s.db"
     with Store(path) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust"), note=f"key {SECRET}")
-        store.add_episode(Episode(id="ep", run_id=run.id, game="trust", mode="explore", phase="explore", seed=0,
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust"), note=f"key {SECRET}")
+        store.episodes.add_episode(Episode(id="ep", run_id=run.id, game="trust", mode="explore", phase="explore", seed=0,
                                   index=0, model="scripted/trust", pathway="none"))
         prompt = json.dumps([{"role": "user", "content": f"play ({SECRET})\n" + "".join(f"rule {i}\n" for i in range(2000))}])
-        store.add_steps([Step(episode_id="ep", index=i, observation="o", prompt=prompt, reply=f"Answer: C {SECRET}",
+        store.episodes.add_steps([Step(episode_id="ep", index=i, observation="o", prompt=prompt, reply=f"Answer: C {SECRET}",
                               action="C", self_score=None, reward=1.0, feedback="ok", valid=True,
                               terminated=i == 1, truncated=False) for i in range(2)])
-        store.add_annotation("step", "good", author="human:ann", note=f"see {SECRET}", episode_id="ep",
+        store.annotations.add_annotation("step", "good", author="human:ann", note=f"see {SECRET}", episode_id="ep",
                              step_index=1)
     return path, run.id
 

@@ -34,7 +34,7 @@ def history_run(tmp_path_factory) -> tuple[Path, str]:
                  "--eval-episodes", "1", "--step-cap", "5", "--progress", "none", "--db", str(db)])
     assert code == 0
     with Store(db) as store:
-        return db, store.list_runs(limit=1)[0].id
+        return db, store.runs.list_runs(limit=1)[0].id
 
 
 def _export(capsys, run_id: str, db: Path, *args: str) -> tuple[int, str]:
@@ -50,15 +50,15 @@ def test_samples_scores_and_messages_equal_the_store(history_run, tmp_path, caps
     assert code == 0, printed
     log = read_eval_log(str(out), resolve_attachments=True)
     with Store(db) as store:
-        run = store.get_run(run_id)
-        episodes = {e.id: e for e in store.episodes(run_id)}
+        run = store.runs.get_run(run_id)
+        episodes = {e.id: e for e in store.episodes.list(run_id)}
         assert {e.phase for e in episodes.values()} == {"explore", "eval"}
         assert len(log.samples) == len(episodes) == 6
         assert log.eval.model == run.config.model and log.eval.task_args["pathway"] == "history"
         assert log.status == "success" and log.results.total_samples == 6
         for sample in log.samples:
             episode = episodes[sample.id]
-            steps = store.steps(episode.id)
+            steps = store.episodes.steps(episode.id)
             score = sample.scores["verifier"]
             assert score.value == episode.score
             assert score.metadata["self_scores"] == [s.self_score for s in steps]
@@ -67,12 +67,12 @@ def test_samples_scores_and_messages_equal_the_store(history_run, tmp_path, caps
             assert (sample.metadata["phase"], sample.metadata["checkpoint"]) == (episode.phase, episode.checkpoint)
             expected = []  # step by step: the prompt as sent, then the reply
             for step in steps:
-                expected += [(m["role"], m["content"]) for m in json.loads(store.prompt_of(step))]
+                expected += [(m["role"], m["content"]) for m in json.loads(store.prompts.prompt_of(step))]
                 expected.append(("assistant", step.reply))
             assert [(m.role, m.text) for m in sample.messages] == expected
         late = max((s for s in log.samples if s.metadata["phase"] == "explore"), key=lambda s: s.metadata["index"])
-        step = store.steps(late.id)[2]
-        sent = json.loads(store.prompt_of(step))
+        step = store.episodes.steps(late.id)[2]
+        sent = json.loads(store.prompts.prompt_of(step))
         assert "Hint Messages" in sent[-1]["content"]  # History: earlier episodes in the prompt
         assert [m.text for m in late.messages if m.metadata["step"] == 2] == [m["content"] for m in sent] + [step.reply]
         evals = [e.score for e in episodes.values() if e.phase == "eval"]
@@ -88,7 +88,7 @@ def test_the_viewer_lists_and_summarises_it(history_run, tmp_path, capsys):
     assert Path(urllib.parse.urlparse(info.name).path).name == f"{run_id}.eval"
     assert (info.task, info.task_id) == ("s3gym/trust", run_id)
     with Store(db) as store:
-        scores = {e.id: e.score for e in store.episodes(run_id)}
+        scores = {e.id: e.score for e in store.episodes.list(run_id)}
     summaries = read_eval_log_sample_summaries(info.name)
     assert {s.id: s.scores["verifier"].value for s in summaries} == scores
 
@@ -136,17 +136,17 @@ def secret_db(tmp_path) -> tuple[Path, str]:
     was a secret (so the store keeps it and only the export can redact it)."""
     path = tmp_path / "s.db"
     with Store(path) as store:
-        run = store.create_run(RunConfig(model="openai/gpt-4.1", game="trust", api_base=f"http://u:{SECRET}@127.0.0.1:9/v1",
+        run = store.runs.create_run(RunConfig(model="openai/gpt-4.1", game="trust", api_base=f"http://u:{SECRET}@127.0.0.1:9/v1",
                                          model_args={"user": SECRET, "extra_headers": {"X-Trace": SECRET}}),
                                note=f"key {SECRET}")
-        store.add_episode(Episode(id="ep", run_id=run.id, game="trust", mode="explore", phase="explore", seed=0,
+        store.episodes.add_episode(Episode(id="ep", run_id=run.id, game="trust", mode="explore", phase="explore", seed=0,
                                   index=0, model="openai/gpt-4.1", pathway="none"))
         prompt = json.dumps([{"role": "system", "content": "play"}, {"role": "user", "content": f"key {SECRET}"}])
-        store.add_steps([Step(episode_id="ep", index=i, observation=f"o {SECRET}", prompt=prompt,
+        store.episodes.add_steps([Step(episode_id="ep", index=i, observation=f"o {SECRET}", prompt=prompt,
                               reply=f"Answer: collaborate {SECRET}", action="collaborate", self_score=1.0,
                               reward=2.0, feedback=f"ok {SECRET}", valid=True, terminated=i == 1, truncated=False)
                          for i in range(2)])
-        store.finish_episode("ep", score=4.0)
+        store.episodes.finish_episode("ep", score=4.0)
     assert SECRET in Path(path).read_bytes().decode("utf-8", "replace") + _wal(path)  # stored as it was
     return path, run.id
 

@@ -50,12 +50,12 @@ def build_history_run(db: Path, seed: int = 7) -> str:
     summary versions, annotations on a step, an episode and a summary, and a person's move (no prompt)."""
     rng = random.Random(seed)
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/snake", game="snake", pathway="history"))
+        run = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", pathway="history"))
         played: list[list[str]] = []
         explored: list[str] = []
 
         def play(episode: Episode, n_steps: int, hint: str) -> list[str]:
-            store.add_episode(episode)
+            store.episodes.add_episode(episode)
             turns: list[str] = []
             steps = []
             for i in range(n_steps):
@@ -70,8 +70,8 @@ def build_history_run(db: Path, seed: int = 7) -> str:
                     actor="human" if human else "model", tokens_in=0 if human else 9000, tokens_out=12,
                     latency_ms=5.0, cost=None))
                 turns.append(f"Env: {board}\nLLM: Answer: {action}, Score: {i % 2}\nEnv: Moved {action}.\n")
-            store.add_steps(steps)
-            store.finish_episode(episode.id, score=float(rng.randint(0, 9)))
+            store.episodes.add_steps(steps)
+            store.episodes.finish_episode(episode.id, score=float(rng.randint(0, 9)))
             return turns
 
         def evaluate(x: int) -> None:
@@ -79,8 +79,8 @@ def build_history_run(db: Path, seed: int = 7) -> str:
                          seed=EVAL_SEED_BASE, index=0, checkpoint=x, model=run.config.model, pathway="history",
                          history_episode_ids=tuple(explored[-HISTORY:]))
             play(ep, 8, "".join(t for turns in played[-HISTORY:] for t in turns))
-            store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(ep.id,),
-                                            scores=(store.get_episode(ep.id).score,)))
+            store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(ep.id,),
+                                            scores=(store.episodes.get_episode(ep.id).score,)))
 
         evaluate(0)
         for e in range(EPISODES):
@@ -91,14 +91,14 @@ def build_history_run(db: Path, seed: int = 7) -> str:
             explored.append(ep.id)
             if (e + 1) % 8 == 0:
                 evaluate(e + 1)
-        first = store.add_summary(run.id, "eat apples", "the walls", "go up", source_episode_ids=explored[:2])
-        store.add_summary(run.id, "eat apples early", "the walls", "go left", source_episode_ids=explored[:4],
+        first = store.summaries.add_summary(run.id, "eat apples", "the walls", "go up", source_episode_ids=explored[:2])
+        store.summaries.add_summary(run.id, "eat apples early", "the walls", "go left", source_episode_ids=explored[:4],
                           parent_version=first.version)
-        store.add_annotation("step", "good", author="human:ann", note="nice turn", episode_id=explored[1],
+        store.annotations.add_annotation("step", "good", author="human:ann", note="nice turn", episode_id=explored[1],
                              step_index=3, correction="LEFT")
-        store.add_annotation("episode", "bad", author="human:ann", episode_id=explored[2])
-        store.add_annotation("summary", "good", author="human:ann", summary_id=first.id)
-        store.set_run_status(run.id, "finished")
+        store.annotations.add_annotation("episode", "bad", author="human:ann", episode_id=explored[2])
+        store.annotations.add_annotation("summary", "good", author="human:ann", summary_id=first.id)
+        store.runs.set_run_status(run.id, "finished")
         return run.id
 
 
@@ -226,7 +226,7 @@ def test_parquet_columns_keep_their_types_when_a_run_has_no_values(tmp_path):
     """An all-null column (no annotation, no summary, no cost) is typed the same in every run."""
     db = tmp_path / "small.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust"))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
     assert main(["export", run.id, "-o", str(tmp_path / "out"), "-f", "parquet", "--db", str(db)]) == 0
     for kind in SCHEMAS:
         assert pq.read_schema(tmp_path / "out" / f"{kind}.parquet").types == arrow_schema(kind).types

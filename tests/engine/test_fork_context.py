@@ -25,8 +25,8 @@ X002 = f"{RUN}-x002"
 
 
 def trust_run(store: Store, run_id: str, pathway: str = "history", episodes: int = 3):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
-                                     explore_episodes=episodes, eval_every=3, eval_episodes=1), run_id=run_id)
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
+                                          explore_episodes=episodes, eval_every=3, eval_episodes=1), run_id=run_id)
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -41,7 +41,7 @@ def one_model_step(store: Store, session) -> str:
     """Let the model take the fork's next step; return the prompt stored for it (as sent)."""
     at = len(session.steps)
     session.commit(asyncio.run(session.propose()))
-    return store.step_prompt(session.episode.id, at)
+    return store.prompts.step_prompt(session.episode.id, at)
 
 
 def user_text(prompt: str) -> str:
@@ -49,14 +49,14 @@ def user_text(prompt: str) -> str:
 
 
 def settings(store: Store, run_id: str = RUN):
-    return call_settings(store.get_run(run_id).config, 0)
+    return call_settings(store.runs.get_run(run_id).config, 0)
 
 
 def test_a_fork_of_x002_at_step_3_sees_exactly_what_x002_saw(store):
-    source = store.get_episode(X002)
+    source = store.episodes.get_episode(X002)
     assert source.history_episode_ids == (f"{RUN}-x000", f"{RUN}-x001")
     session = fork_session(store, X002, 3, settings(store))
-    fork = store.get_episode(session.episode.id)
+    fork = store.episodes.get_episode(session.episode.id)
     assert fork.history_episode_ids == (f"{RUN}-x000", f"{RUN}-x001")
     assert (fork.history_cut, fork.summary_id) == (source.history_cut, source.summary_id)
     assert (fork.experience_run_id, fork.experience_x, fork.experience_source) == (RUN, 2, "source")
@@ -65,13 +65,13 @@ def test_a_fork_of_x002_at_step_3_sees_exactly_what_x002_saw(store):
     assert "Previous episode 2 (seed 1, 10 steps)" in text
     assert "Previous episode 3 (seed 2" not in text  # never the episode being forked
     # the same step of the same state with the same context: the very prompt x002 was sent at step 3
-    assert prompt == store.step_prompt(X002, 3)
+    assert prompt == store.prompts.step_prompt(X002, 3)
     assert context_note(store, fork) == f"as the source at x=2 (run {RUN})"
 
 
 def test_a_borrow_from_the_source_run_stops_at_the_source_state(store):
     session = fork_session(store, X002, 3, settings(store), borrow=Borrow(RUN))
-    fork = store.get_episode(session.episode.id)
+    fork = store.episodes.get_episode(session.episode.id)
     assert fork.history_episode_ids == (f"{RUN}-x000", f"{RUN}-x001")
     assert (fork.experience_run_id, fork.experience_x, fork.experience_source) == (RUN, 2, "chosen")
     assert "Previous episode 3 (seed 2" not in user_text(one_model_step(store, session))
@@ -81,7 +81,7 @@ def test_a_borrow_from_the_source_run_stops_at_the_source_state(store):
 def test_a_borrow_from_another_run_is_its_latest_state_and_recorded(store):
     trust_run(store, "other", episodes=4)
     session = fork_session(store, X002, 3, settings(store), borrow=Borrow("other"))
-    fork = store.get_episode(session.episode.id)
+    fork = store.episodes.get_episode(session.episode.id)
     assert fork.history_episode_ids == tuple(f"other-x{i:03d}" for i in range(4))
     assert (fork.experience_run_id, fork.experience_x, fork.experience_source) == ("other", 4, "chosen")
     assert context_note(store, fork) == "borrowed from run other at x=4 (chosen)"
@@ -96,13 +96,13 @@ def test_a_borrow_from_another_run_is_its_latest_state_and_recorded(store):
 
 def test_no_experience_is_a_choice_too(store):
     session = fork_session(store, X002, 3, settings(store), borrow=Borrow(None))
-    fork = store.get_episode(session.episode.id)
+    fork = store.episodes.get_episode(session.episode.id)
     assert (fork.history_episode_ids, fork.experience_source) == ((), "chosen")
     assert "Hint Messages" not in user_text(one_model_step(store, session))
 
 
 def test_a_fork_of_an_evaluation_episode_sees_its_checkpoint_state(store):
-    source = store.get_episode(eval_episode_id(RUN, 3, 0))
+    source = store.episodes.get_episode(eval_episode_id(RUN, 3, 0))
     fork = fork_session(store, source.id, 2, settings(store)).episode
     assert fork.history_episode_ids == source.history_episode_ids == tuple(f"{RUN}-x{i:03d}" for i in range(3))
     assert (fork.experience_x, fork.phase) == (3, "eval")
@@ -111,11 +111,11 @@ def test_a_fork_of_an_evaluation_episode_sees_its_checkpoint_state(store):
 def test_a_summary_fork_keeps_the_source_version_never_a_later_one(tmp_path):
     with Store(tmp_path / "summary.db") as store:
         run = trust_run(store, "sum-run", pathway="summary", episodes=4)
-        source = store.get_episode(explore_episode_id(run.id, 2))
-        used = store.get_summary(source.summary_id)
-        later = store.edit_summary(store.current_summary(run.id).id, "later", "later", "later", "human:alice")
-        store.set_pinned(later.id, True, author="human:alice")
-        assert store.current_summary(run.id).id == later.id != used.id
+        source = store.episodes.get_episode(explore_episode_id(run.id, 2))
+        used = store.summaries.get_summary(source.summary_id)
+        later = store.summaries.edit_summary(store.summaries.current_summary(run.id).id, "later", "later", "later", "human:alice")
+        store.summaries.set_pinned(later.id, True, author="human:alice")
+        assert store.summaries.current_summary(run.id).id == later.id != used.id
         for borrow in (None, Borrow(run.id)):
             fork = fork_session(store, source.id, 2, settings(store, run.id), borrow=borrow).episode
             assert fork.summary_id == used.id, borrow
@@ -151,8 +151,8 @@ def test_the_guard_refuses_itself_a_later_episode_and_evaluation_data(store):
 
 
 def test_hand_play_records_the_borrowed_state(store):
-    session = new_play_session(store, "trust", "explore", 7, settings(store), "history", store.get_run(RUN))
-    play = store.get_episode(session.episode.id)
+    session = new_play_session(store, "trust", "explore", 7, settings(store), "history", store.runs.get_run(RUN))
+    play = store.episodes.get_episode(session.episode.id)
     assert play.history_episode_ids == tuple(f"{RUN}-x{i:03d}" for i in range(3))
     assert (play.experience_run_id, play.experience_x, play.experience_source) == (RUN, 3, "chosen")
     alone = new_play_session(store, "trust", "explore", 7, settings(store)).episode
@@ -162,10 +162,10 @@ def test_hand_play_records_the_borrowed_state(store):
 def test_a_summary_trial_stands_at_the_state_of_its_version(tmp_path):
     with Store(tmp_path / "trial.db") as store:
         run = trust_run(store, "sum-run", pathway="summary", episodes=4)
-        version = store.get_summary(store.get_episode(explore_episode_id(run.id, 2)).summary_id)
+        version = store.summaries.get_summary(store.episodes.get_episode(explore_episode_id(run.id, 2)).summary_id)
         trial = asyncio.run(try_summary(store, run, version, backoff_base_s=0))
         for episode_id in trial.episode_ids:
-            episode = store.get_episode(episode_id)
+            episode = store.episodes.get_episode(episode_id)
             assert (episode.summary_id, episode.phase) == (version.id, "eval")
             assert (episode.experience_run_id, episode.experience_x, episode.experience_source) == \
                    (run.id, 2, "chosen")
@@ -175,10 +175,10 @@ def test_removing_a_run_takes_the_episodes_that_borrowed_from_it(store):
     trust_run(store, "other", episodes=2)
     borrowing = fork_session(store, X002, 3, settings(store), borrow=Borrow("other")).episode
     kept = fork_session(store, X002, 3, settings(store)).episode
-    plan = store.removal_plan(["other"])
+    plan = store.hygiene.removal_plan(["other"])
     assert plan.forks_and_trials == 1
-    store.remove_runs(["other"])
-    assert store.find_episode(borrowing.id) is None and store.find_episode(kept.id) is not None
+    store.hygiene.remove_runs(["other"])
+    assert store.episodes.find_episode(borrowing.id) is None and store.episodes.find_episode(kept.id) is not None
 
 
 def test_hand_play_on_a_seed_the_borrowed_run_explored_is_named(store):
@@ -186,7 +186,7 @@ def test_hand_play_on_a_seed_the_borrowed_run_explored_is_named(store):
     played to its end: allowed (the person chose it) but named, so the screen can warn."""
     from s3gym_tui.engine.visibility import same_game_in_context
 
-    run = store.get_run(RUN)
+    run = store.runs.get_run(RUN)
     same = new_play_session(store, "trust", "explore", 1, settings(store), "history", run)
     assert same_game_in_context(store, same.episode) == [f"{RUN}-x001"]
     other = new_play_session(store, "trust", "explore", 7, settings(store), "history", run)

@@ -110,7 +110,7 @@ def test_a_grammar_run_against_it_parses_every_reply(tmp_path, capsys):
     assert "decoding: grammar, sent as GBNF grammar (llama-cpp-python `grammar`)" in out
     assert fields == {"grammar"}
     with Store(db) as store:
-        [run] = store.list_runs()
-        steps = [s for e in store.episodes(run.id) for s in store.steps(e.id)]
+        [run] = store.runs.list_runs()
+        steps = [s for e in store.episodes.list(run.id) for s in store.episodes.steps(e.id)]
     assert run.config.server_kind == "llama-cpp-python" and steps
     assert all(parse_reply(s.reply).action == "collaborate" for s in steps)

@@ -34,9 +34,9 @@ def test_short_local_run_every_reply_parses(tmp_path, game):
                               max_tokens=reply_tokens, decoding_seed=0, timeout_s=1500, max_retries=0)
     assert run.status == "finished"
     check_run_consistency(store, run)
-    episodes = store.episodes(run.id)
+    episodes = store.episodes.list(run.id)
     assert len(episodes) == 2 * explore + 1
-    steps = [(e, s) for e in episodes for s in store.steps(e.id)]
+    steps = [(e, s) for e in episodes for s in store.episodes.steps(e.id)]
     assert len(steps) == sum(min(step_cap, e.n_steps) for e in episodes) >= len(episodes)
     assert sum(s.tokens_in for _, s in steps) <= prompt_budget
     for episode, step in steps:
@@ -45,7 +45,7 @@ def test_short_local_run_every_reply_parses(tmp_path, game):
         parsed = parse_reply(step.reply)
         assert parsed.action is not None and parsed.self_score is not None, step.reply
         assert step.action == parsed.action
-        prompt = store.step_prompt(episode.id, step.index)
+        prompt = store.prompts.step_prompt(episode.id, step.index)
         messages = json.loads(prompt)
         assert messages[0]["role"] == "system" and "reward" not in messages[1]["content"].lower().replace(
             "immediate reward you expect", "")

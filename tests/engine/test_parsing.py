@@ -116,6 +116,6 @@ def test_the_reason_reaches_the_step_fault_column(tmp_path):
     session = EpisodeSession(store, episode, CallSettings(model="m"), ExperienceState(0, "none"))
     reply = "Answer: collaborate, Score: 1,5"
     step = session.commit(Proposal(session.messages(), CallResult(reply), parse_reply(reply)))
-    stored = store.steps("e1")[0]
+    stored = store.episodes.steps("e1")[0]
     assert step.self_score is None and stored.self_score is None
     assert "'1,5' is not a plain number" in stored.fault

@@ -32,8 +32,8 @@ def cli(capsys, *args) -> tuple[int, str, str]:
 
 
 def model_steps(store: Store):
-    run = store.list_runs()[0]
-    return run, [s for e in store.episodes(run.id) for s in store.steps(e.id, include_prompt=False)
+    run = store.runs.list_runs()[0]
+    return run, [s for e in store.episodes.list(run.id) for s in store.episodes.steps(e.id, include_prompt=False)
                  if s.actor == "model"]
 
 
@@ -171,7 +171,7 @@ def test_claude_gets_its_stable_prefix_marked_and_its_cache_reads_and_writes_are
     info = price_of(model)
     with Store(db) as store:
         run, steps = model_steps(store)
-        prompt = json.loads(store.step_prompt(store.episodes(run.id)[-1].id, 3))
+        prompt = json.loads(store.prompts.step_prompt(store.episodes.list(run.id)[-1].id, 3))
     assert [m["role"] for m in prompt] == ["system", "user"]  # stored as one text, as always
     assert all(s.tokens_cached is not None and s.tokens_cache_write is not None for s in steps)
     assert sum(s.tokens_cached for s in steps) > sum(s.tokens_cache_write for s in steps) > 0

@@ -79,10 +79,10 @@ def test_the_cli_reports_both_coupling_correlations(tmp_path, capsys):
 def test_a_checkpoint_without_evaluation_episodes_is_missing_not_zero(tmp_path, capsys):
     db = tmp_path / "z.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=2, eval_every=1,
-                                         eval_episodes=0), run_id="trust-no-eval")
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=2, eval_every=1,
+                                              eval_episodes=0), run_id="trust-no-eval")
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
-        assert [c.mean for c in store.checkpoints(run.id)] == [None, None, None]
+        assert [c.mean for c in store.checkpoints.list(run.id)] == [None, None, None]
     code = main(["report", run.id, "--json", "--db", str(db)])
     tables = json.loads(capsys.readouterr().out)["tables"]
     [curve] = tables["curves"]["rows"]
@@ -100,16 +100,16 @@ def long_ids_db(tmp_path_factory):
     path = tmp_path_factory.mktemp("long") / "long.db"
     with Store(path) as store:
         for pathway in ("history", "summary", "none"):
-            run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
-                                             explore_episodes=3, eval_every=1, eval_episodes=1),
-                                   run_id=f"trust-{pathway}-long-0123456789abcdef01")
+            run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway=pathway,
+                                                  explore_episodes=3, eval_every=1, eval_episodes=1),
+                                        run_id=f"trust-{pathway}-long-0123456789abcdef01")
             asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     return path
 
 
 def test_tables_never_cut_a_number_or_a_run_id_at_80_columns(long_ids_db):
     with Store(long_ids_db) as store:
-        report = build_report([run_report(store, r) for r in store.list_runs()])
+        report = build_report([run_report(store, r) for r in store.runs.list_runs()])
     buffer = io.StringIO()
     print_report(Console(file=buffer, width=80, color_system=None), report)
     text = buffer.getvalue()

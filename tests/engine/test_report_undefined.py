@@ -27,8 +27,8 @@ def db(tmp_path_factory):
     always 1. All four belong to one sweep."""
     path = tmp_path_factory.mktemp("undefined") / "u.db"
     with Store(path) as store:
-        sweep, _ = store.create_sweep(SweepConfig(games=("trust", "snake"), pathways=("history", "summary"),
-                                                  models=("m/x",)), runs=[], sweep_id="sweep-partial")
+        sweep, _ = store.sweeps.create_sweep(SweepConfig(games=("trust", "snake"), pathways=("history", "summary"),
+                                                         models=("m/x",)), runs=[], sweep_id="sweep-partial")
         hand_run(store, PARTIAL, [[(2, 1), (0, -1), (1, 0)]], {0: [[(1, 1), (0, 0)]]}, {0: [2.0]},
                  pathway="history", explore_episodes=3, status="stopped", sweep_id=sweep.id)
         # y = 2 -> 4 over x = 0..3: AUC+ = 3 * (0 + 2) / 2 = 3, NABA = 3 / max(2, 1) = 1.5

@@ -60,7 +60,7 @@ def test_a_run_over_two_replicas_from_the_cli(tmp_path, capsys):
         assert code == 0, out.err
         assert a.completed > 0 and b.completed > 0
         with Store(db) as store:
-            [run] = store.list_runs()
+            [run] = store.runs.list_runs()
             assert run.status == "finished" and run.config.api_bases == (a.base, b.base)
-            steps = sum(e.n_steps for e in store.episodes(run.id))
+            steps = sum(e.n_steps for e in store.episodes.list(run.id))
             assert steps == a.completed + b.completed == 40

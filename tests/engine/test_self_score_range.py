@@ -92,8 +92,8 @@ def overclaiming_run(tmp_path_factory):
                      "--eval-every", "2", "--eval-episodes", "1", "--db", str(db)])
     assert code == 0
     with Store(db) as store:
-        [run] = store.list_runs()
-        steps = [s for e in store.episodes(run.id) for s in store.steps(e.id)]
+        [run] = store.runs.list_runs()
+        steps = [s for e in store.episodes.list(run.id) for s in store.episodes.steps(e.id)]
     assert len(steps) == 40 and sum(s.self_score == 20.1 for s in steps) == 20  # what the report must count
     return db, run.id
 

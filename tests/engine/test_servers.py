@@ -96,11 +96,11 @@ def test_a_run_against_a_server_with_a_small_context_is_fitted_and_says_so(tmp_p
     assert "max tokens 14,000 -> 512" in out and "history budget 100,000 ->" in out
     assert sent and max(sent) <= 512  # no call asked for more than the context leaves
     with Store(db) as store:
-        [run] = store.list_runs()
+        [run] = store.runs.list_runs()
         assert run.status == "finished"
         assert (run.config.max_tokens, run.config.context_tokens, run.config.server_kind) == (512, 2048, "vllm")
         assert run.config.history_budget < 2048
-        faults = [s.fault for e in store.episodes(run.id) for s in store.steps(e.id) if s.fault]
+        faults = [s.fault for e in store.episodes.list(run.id) for s in store.episodes.steps(e.id) if s.fault]
     assert not any("context" in f for f in faults)  # nothing had to be refitted: fitted up front
 
 

@@ -56,21 +56,21 @@ def _stored(path: Path, episode_ids=None) -> list[tuple[tuple, str, str]]:
     store, and for every fifth and the last step step_prompt on a just-opened store."""
     cold_store, warm = Store(path, check=False), Store(path, check=False)
     out = []
-    for episode in warm.episodes():
+    for episode in warm.episodes.list():
         if episode_ids is not None and episode.id not in episode_ids:
             continue
-        steps = warm.steps(episode.id)
+        steps = warm.episodes.steps(episode.id)
         actions = [s.action for s in steps]
         for step in steps:
             if not step.prompt:
                 continue
-            text = warm.prompt_of(step)
-            assert text == warm.expand_prompt(step.prompt)
+            text = warm.prompts.prompt_of(step)
+            assert text == warm.prompts.expand_prompt(step.prompt)
             if step.index % 5 == 4 or step.index == len(steps) - 1:  # random access, cache empty
                 cold = Store(path, check=False)
-                assert cold.step_prompt(episode.id, step.index) == text
+                assert cold.prompts.step_prompt(episode.id, step.index) == text
                 cold.close()
-            assert text == cold_store.step_prompt(episode.id, step.index)
+            assert text == cold_store.prompts.step_prompt(episode.id, step.index)
             key = (episode.game, episode.mode, episode.seed, tuple(actions[:step.index]))
             out.append((key, text, step.prompt))
     return out
@@ -78,7 +78,7 @@ def _stored(path: Path, episode_ids=None) -> list[tuple[tuple, str, str]]:
 
 def _run(path: Path, run_id: str, **config):
     store = Store(path)
-    run = store.create_run(RunConfig(**config), run_id=run_id)
+    run = store.runs.create_run(RunConfig(**config), run_id=run_id)
     return store, asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -106,7 +106,7 @@ def test_human_steps_between_model_steps_and_forks_read_back_as_sent(tmp_path, s
     path = tmp_path / "run.db"
     store, run = _run(path, "r", model="scripted/snake", game="snake", pathway="history",
                       explore_episodes=2, eval_every=2, eval_episodes=1)
-    source = max(store.episodes(run.id, phase="explore"), key=lambda e: e.n_steps)
+    source = max(store.episodes.list(run.id, phase="explore"), key=lambda e: e.n_steps)
     assert source.n_steps > 10
     forks = []
     for at in (0, source.n_steps // 2, source.n_steps - 1):
@@ -157,19 +157,19 @@ def test_a_run_killed_mid_episode_then_resumed_stores_the_prompts_sent(tmp_path,
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
     store = Store(db)
-    running = [e for e in store.episodes() if e.status == "running"]
+    running = [e for e in store.episodes.list() if e.status == "running"]
     assert running and running[0].n_steps > 0  # killed inside an episode: the resume continues it
-    run = store.list_runs()[0]
+    run = store.runs.list_runs()[0]
     final = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     assert final.status == "finished"
     records = sent_recorder.read(record) + sent
     sent_by_key = _by_key(records)
     stored = _stored(db)
-    assert len(stored) == sum(e.n_steps for e in store.episodes())
+    assert len(stored) == sum(e.n_steps for e in store.episodes.list())
     for key, text, _ in stored:
         assert text in sent_by_key[key]
     resumed = running[0]
-    raw = {s.index: s.prompt for s in store.steps(resumed.id)}
+    raw = {s.index: s.prompt for s in store.episodes.steps(resumed.id)}
     first_after = min(i for i in raw if i >= resumed.n_steps)
     assert is_delta(raw[first_after])  # the resumed session continued the delta chain
 
@@ -191,7 +191,7 @@ def test_a_secret_in_a_prompt_is_redacted_and_the_delta_chain_still_rebuilds(tmp
     for _ in range(4):
         session.commit(asyncio.run(session.propose()))
     raw = sqlite3.connect(path).execute("SELECT group_concat(prompt, '') FROM steps").fetchone()[0]
-    assert secret not in raw and "[redacted]" in Store(path).step_prompt(session.episode.id, 5)
+    assert secret not in raw and "[redacted]" in Store(path).prompts.step_prompt(session.episode.id, 5)
     sent_by_key = defaultdict(list)  # the store keeps the human's action redacted too
     for key, prompts in _by_key(sent).items():
         sent_by_key[key[:3] + (tuple(redact_values(a) for a in key[3]),)] += [redact_values(p) for p in prompts]

@@ -30,7 +30,7 @@ def run_cli(capsys, *args) -> tuple[int, str, str]:
 
 
 def run_sweep(store: Store, config: SweepConfig, on_event=None):
-    stored, runs = store.create_sweep(config)
+    stored, runs = store.sweeps.create_sweep(config)
     runner = SweepRunner(store, stored, backoff_base_s=0)
     if on_event is not None:
         runner.on_event = on_event
@@ -50,7 +50,7 @@ def test_the_plan_counts_the_calls_a_sweep_makes_and_prices_known_models(tmp_pat
     store = Store(tmp_path / "p.db")
     final, _ = run_sweep(store, config)
     assert final.status == "finished"
-    usage = store.sweep_usage(final.id)
+    usage = store.sweeps.sweep_usage(final.id)
     assert usage["calls"] == planned.calls == 184
     assert usage["tokens_in"] <= planned.tokens_in * 1.25  # an upper bound, close for capped games
     assert usage["tokens_in"] >= planned.tokens_in * 0.75
@@ -114,7 +114,7 @@ def test_the_plan_is_printed_and_nothing_is_stored_without_yes(tmp_path, capsys,
     code, _, err = run_cli(capsys, "sweep", "--games", "trust", "--models", "scripted", *TINY_FLAGS, "--db", db)
     assert code == 2 and "pass --yes" in err
     with Store(db) as store:
-        assert store.list_sweeps() == [] and store.list_runs() == []
+        assert store.sweeps.list_sweeps() == [] and store.runs.list_runs() == []
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -132,7 +132,7 @@ def test_bad_sweeps_are_refused_before_anything_is_stored(tmp_path, capsys, args
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and needle in lines[0], err
     with Store(db) as store:
-        assert store.list_sweeps() == [] and store.list_runs() == []
+        assert store.sweeps.list_sweeps() == [] and store.runs.list_runs() == []
 
 
 # ----- running: limits, backoff, budget ----------------------------------------------------------
@@ -149,7 +149,7 @@ def test_calls_in_flight_never_exceed_the_per_model_limit(tmp_path):
             assert final.status == "finished", final.note
             assert server.peak == limit
             assert runner.limits.gate("hosted_vllm/fake").peak == limit
-            assert server.completed == store.sweep_usage(final.id)["calls"] == 2 * 40
+            assert server.completed == store.sweeps.sweep_usage(final.id)["calls"] == 2 * 40
 
 
 def test_a_rate_limit_pauses_every_call_of_the_model_and_the_sweep_finishes(tmp_path):
@@ -160,10 +160,10 @@ def test_a_rate_limit_pauses_every_call_of_the_model_and_the_sweep_finishes(tmp_
         final, runner = run_sweep(store, config)
     assert final.status == "finished"
     assert runner.limits.gate("hosted_vllm/fake").pauses >= 1
-    faults = [s.fault for r in store.sweep_runs(final.id) for e in store.episodes(r.id)
-              for s in store.steps(e.id, include_prompt=False) if s.fault]
+    faults = [s.fault for r in store.sweeps.sweep_runs(final.id) for e in store.episodes.list(r.id)
+              for s in store.episodes.steps(e.id, include_prompt=False) if s.fault]
     assert sum(f.count("rate_limit") for f in faults) == 3  # each 429 recorded on its step
-    for run in store.sweep_runs(final.id):
+    for run in store.sweeps.sweep_runs(final.id):
         check_run_consistency(store, run)
 
 
@@ -182,13 +182,13 @@ def test_the_budget_stops_the_sweep_cleanly_and_resume_with_more_finishes_it(tmp
                          runs_per_model=2, budget_usd=0.003)
     store = Store(db)
     final, runner = run_sweep(store, config)
-    usage = store.sweep_usage(final.id)
+    usage = store.sweeps.sweep_usage(final.id)
     assert final.status == "stopped" and "budget of $0.00" in final.note
     assert runner.budget_hit and usage["cost"] >= 0.003
     per_call = usage["cost"] / usage["calls"]
     assert usage["cost"] - 0.003 <= (config.concurrency + 1) * per_call * 1.5  # only calls in flight finish
     assert priced.completed == usage["calls"]  # every paid call is stored
-    statuses = [r.status for r in store.sweep_runs(final.id)]
+    statuses = [r.status for r in store.sweeps.sweep_runs(final.id)]
     assert "finished" not in statuses and "stopped" in statuses
     # resuming without a new budget is refused; with one, the sweep finishes
     code, _, err = run_cli(capsys, "resume", final.id, "--yes", "--db", str(db))
@@ -197,9 +197,9 @@ def test_the_budget_stops_the_sweep_cleanly_and_resume_with_more_finishes_it(tmp
     assert code == 0, err
     assert "finished" in out
     with Store(db) as again:
-        assert again.get_sweep(final.id).status == "finished"
-        assert again.get_sweep(final.id).config.budget_usd == 1
-        for run in again.sweep_runs(final.id):
+        assert again.sweeps.get_sweep(final.id).status == "finished"
+        assert again.sweeps.get_sweep(final.id).config.budget_usd == 1
+        for run in again.sweeps.sweep_runs(final.id):
             check_run_consistency(again, run)
 
 
@@ -211,10 +211,10 @@ def test_a_failing_model_stops_its_runs_the_others_finish_and_the_exit_code_is_3
     assert code == 3, err
     assert "hosted_vllm/nobody" in err and "resume" in err
     with Store(db) as store:
-        [sweep] = store.list_sweeps()
+        [sweep] = store.sweeps.list_sweeps()
         assert sweep.status == "stopped" and "hosted_vllm/nobody" in sweep.note
         by_model = {}
-        for run in store.sweep_runs(sweep.id):
+        for run in store.sweeps.sweep_runs(sweep.id):
             by_model.setdefault(run.config.model, []).append(run.status)
         assert by_model["scripted/trust"] == ["finished", "finished"]
         assert "finished" not in by_model["hosted_vllm/nobody"]
@@ -237,7 +237,7 @@ def test_a_half_done_sweep_resumes_as_a_whole_to_the_same_result(tmp_path, capsy
 
     db = tmp_path / "half.db"
     store = Store(db)
-    stored, _ = store.create_sweep(config)
+    stored, _ = store.sweeps.create_sweep(config)
     seen = {"episodes": 0}
 
     async def interrupted() -> None:
@@ -255,8 +255,8 @@ def test_a_half_done_sweep_resumes_as_a_whole_to_the_same_result(tmp_path, capsy
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(interrupted())
-    half = store.get_sweep(stored.id)
-    statuses = [r.status for r in store.sweep_runs(stored.id)]
+    half = store.sweeps.get_sweep(stored.id)
+    statuses = [r.status for r in store.sweeps.sweep_runs(stored.id)]
     assert half.status == "stopped" and half.note == "interrupted"
     assert "finished" in statuses and "created" in statuses and "stopped" in statuses
     store.close()
@@ -265,9 +265,9 @@ def test_a_half_done_sweep_resumes_as_a_whole_to_the_same_result(tmp_path, capsy
     assert code == 0, err
     assert "runs left" in out and "finished" in out
     with Store(db) as done:
-        assert done.get_sweep(stored.id).status == "finished"
-        twins = {(r.config.game, r.config.pathway): r for r in twin_store.sweep_runs(twin.id)}
-        for run in done.sweep_runs(stored.id):
+        assert done.sweeps.get_sweep(stored.id).status == "finished"
+        twins = {(r.config.game, r.config.pathway): r for r in twin_store.sweeps.sweep_runs(twin.id)}
+        for run in done.sweeps.sweep_runs(stored.id):
             check_run_consistency(done, run)
             assert _canonical(done, run) == _canonical(twin_store, twins[(run.config.game, run.config.pathway)])
 

@@ -73,8 +73,8 @@ def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
     with Store(db) as store:
-        [sweep] = store.list_sweeps()
-        runs = store.sweep_runs(sweep.id)
+        [sweep] = store.sweeps.list_sweeps()
+        runs = store.sweeps.sweep_runs(sweep.id)
         assert sweep.status == "finished" and len(runs) == 21
         assert {(r.config.game, r.config.pathway) for r in runs} == {(g, p) for g in games.names()
                                                                       for p in ("none", "history", "summary")}

@@ -15,7 +15,7 @@ from s3gym_games.prompt import TurnRecord, build_messages, build_summary_message
 from s3gym_tui.providers.learner import PromptError, prompts, reply
 from s3gym_tui.providers.learner.mind import RULES_PER_SECTION, summarise
 from s3gym_tui.providers.learner.readers import reader
-from s3gym_tui.store.derived import MAX_EDIT_SECTION_CHARS
+from s3gym_tui.store.summaries import MAX_EDIT_SECTION_CHARS
 from tests.providers.learner_play import block, history, play, summary_tips, tips
 
 GAMES = games.names()

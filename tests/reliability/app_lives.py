@@ -64,7 +64,7 @@ async def app_life(db: Path, run_id: str, report: Path) -> None:
         assert isinstance(screen, ProtocolScreen), type(screen).__name__
         resumes = 0
         while True:
-            status = app.store.get_run(run_id).status
+            status = app.store.runs.get_run(run_id).status
             if status == "finished" and not screen.running:
                 break
             if not screen.running and screen.child is None and app.screen is screen:
@@ -81,7 +81,7 @@ async def app_life(db: Path, run_id: str, report: Path) -> None:
             screen.refresh_from_store()
         await pilot.pause(0.2)
         errors = [str(n.message) for n in app._notifications if n.severity == "error"]
-        report.write_text(json.dumps({"status": app.store.get_run(run_id).status, "errors": errors}))
+        report.write_text(json.dumps({"status": app.store.runs.get_run(run_id).status, "errors": errors}))
 
 
 def lease_pid(db: Path, run_id: str):

@@ -49,7 +49,7 @@ async def arun_protocol(path, run_id, **config):
     from s3gym_tui.engine.runner import ProtocolRunner
 
     store = Store(path)
-    run = store.create_run(RunConfig(**config), run_id=run_id)
+    run = store.runs.create_run(RunConfig(**config), run_id=run_id)
     return store, await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
 
 
@@ -68,7 +68,7 @@ def test_the_app_killed_mid_run_twice_then_reopened_finishes_the_same_run(tmp_pa
     config = dict(model="scripted/trust", game="trust", pathway="summary", explore_episodes=4, eval_every=2,
                   eval_episodes=2)
     with Store(db) as store:
-        store.create_run(RunConfig(**config), run_id="live")
+        store.runs.create_run(RunConfig(**config), run_id="live")
     out = subprocess.run([sys.executable, str(ROOT / "tests" / "reliability" / "app_lives.py"), str(db), "live",
                           "--kills", "2", "--steps", "15", "--seed", "3"],
                          env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -79,7 +79,7 @@ def test_the_app_killed_mid_run_twice_then_reopened_finishes_the_same_run(tmp_pa
     reference_store, _ = run_protocol(tmp_path / "ref.db", run_id="live", **config)
     store = Store(db)
     assert trajectory(store, "live") == trajectory(reference_store, "live")
-    check_run_consistency(store, store.get_run("live"))
+    check_run_consistency(store, store.runs.get_run("live"))
 
 
 # ----------------------------------------------------------------------------- model faults in the UI
@@ -100,14 +100,14 @@ async def test_play_screen_survives_every_model_fault(tmp_path, settings):
         await pilot.press("n")
         await wait_until(pilot, lambda: not screen.thinking and any("Model call failed" in (n.title or "")
                                                                     for n in app._notifications))
-        assert screen.steps == [] and app.store.steps(screen.episode.id) == []
+        assert screen.steps == [] and app.store.episodes.steps(screen.episode.id) == []
         fault.SETTINGS.faults = None  # all kinds, every request
         fault.SETTINGS.transient_attempts = 1  # back up
         await pilot.press("r")
         await wait_until(pilot, lambda: screen.session.done and not screen.thinking, limit=120)
         await pilot.pause(0.2)
         app.export_screenshot()
-        steps = app.store.steps(screen.episode.id)
+        steps = app.store.episodes.steps(screen.episode.id)
         assert len(steps) == len(screen.steps) and len(steps) >= 10
         for step in steps:
             assert not fault_evidence(expected_fault(0, step.index), step), step.index
@@ -128,15 +128,15 @@ async def test_play_screen_with_an_unreachable_model_notifies_and_stays_usable(t
         screen = app.screen
         await pilot.press("n")
         await wait_until(pilot, lambda: not screen.thinking and errors_of(app))
-        assert screen.steps == [] and app.store.steps(screen.episode.id) == []
+        assert screen.steps == [] and app.store.episodes.steps(screen.episode.id) == []
         assert all("\n" not in e for e in errors_of(app))
         await pilot.press("t")  # take over: a person can still play the episode
         await pilot.pause()
         for key in "collaborate":
             await pilot.press(key)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: len(app.store.steps(screen.episode.id)) == 1)
-        assert app.store.steps(screen.episode.id)[0].actor == "human"
+        await wait_until(pilot, lambda: len(app.store.episodes.steps(screen.episode.id)) == 1)
+        assert app.store.episodes.steps(screen.episode.id)[0].actor == "human"
         assert app.is_running
 
 
@@ -180,11 +180,11 @@ async def test_an_empty_or_enormous_summary_edit_saves_nothing(tmp_path, setting
         await pilot.pause(0.2)
         screen = app.screen
         assert isinstance(screen, SummariesScreen)
-        versions = len(app.store.summaries("done"))
+        versions = len(app.store.summaries.list("done"))
         for texts in (("", " ", "\n"), ("x" * 1_000_000, "a", "n")):
             assert screen.save_edit(*texts) is None
             await pilot.pause()
-        assert len(app.store.summaries("done")) == versions and len(errors_of(app)) >= 2
+        assert len(app.store.summaries.list("done")) == versions and len(errors_of(app)) >= 2
         assert app.is_running
 
 
@@ -228,7 +228,7 @@ async def test_the_app_and_a_headless_run_write_one_database_at_once(tmp_path, s
                            eval_every=1, eval_episodes=2)}
     with Store(db) as store:
         for run_id, config in configs.items():
-            store.create_run(RunConfig(**config), run_id=run_id)
+            store.runs.create_run(RunConfig(**config), run_id=run_id)
     headless = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "s3gym_tui", "resume", "cli", "--db", str(db), env=ENV, cwd=str(ROOT),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
@@ -243,7 +243,7 @@ async def test_the_app_and_a_headless_run_write_one_database_at_once(tmp_path, s
         await pilot.press("y")
         await wait_until(pilot, lambda: screen.child is not None)
         child = screen.child
-        await wait_until(pilot, lambda: not screen.running and app.store.get_run("ui").status == "finished",
+        await wait_until(pilot, lambda: not screen.running and app.store.runs.get_run("ui").status == "finished",
                          limit=300)
         assert child.process.wait(timeout=60) == 0
         _, stderr = await headless.communicate()
@@ -255,7 +255,7 @@ async def test_the_app_and_a_headless_run_write_one_database_at_once(tmp_path, s
     for run_id, config in configs.items():
         reference_store, _ = await arun_protocol(tmp_path / f"ref-{run_id}.db", run_id, **config)
         assert trajectory(store, run_id) == trajectory(reference_store, run_id)
-        check_run_consistency(store, store.get_run(run_id))
+        check_run_consistency(store, store.runs.get_run(run_id))
 
 
 async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp_path, settings, monkeypatch):
@@ -312,16 +312,16 @@ async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp
             if "disk full" in notes_of(app):
                 break
         await wait_until(pilot, lambda: "disk full" in notes_of(app), limit=20)
-        refused_at = len(app.store.steps(screen.episode.id))
+        refused_at = len(app.store.episodes.steps(screen.episode.id))
         conn.execute("PRAGMA max_page_count = 1073741823")
         conn.execute("DROP TABLE filler")
         await type_action(pilot, "cheat")
         await pilot.press("r")
         await wait_until(pilot, lambda: screen.session.done and not screen.thinking)
-        steps = app.store.steps(screen.episode.id)
+        steps = app.store.episodes.steps(screen.episode.id)
         assert steps[0].action == "collaborate"  # the step refused while locked was not stored
         assert all(s.action == "cheat" * 400 for s in steps[1:refused_at])
         assert steps[refused_at].action == "cheat"  # the one refused when full was not stored
         replayed = games.game_class("trust").replay("explore", 8, [s.action for s in steps])
-        assert replayed.score() == app.store.get_episode(screen.episode.id).score
+        assert replayed.score() == app.store.episodes.get_episode(screen.episode.id).score
         assert app.is_running

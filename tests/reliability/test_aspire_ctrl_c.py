@@ -21,11 +21,11 @@ def _practice_steps(db: Path) -> int:
         return 0
     try:
         with Store(db, read_only=True) as store:
-            runs = store.list_aspire_runs()
+            runs = store.aspire.list_aspire_runs()
             if not runs:
                 return 0
-            return sum(e.n_steps for link in store.aspire_links(runs[0].id, "practice")
-                       for e in store.episodes(link.run_id))
+            return sum(e.n_steps for link in store.aspire.aspire_links(runs[0].id, "practice")
+                       for e in store.episodes.list(link.run_id))
     except Exception:  # the file is being created
         return 0
 
@@ -46,18 +46,18 @@ def test_sigint_mid_practice_then_resume(tmp_path: Path):
         if proc.poll() is None:
             proc.kill()
     with Store(db) as store:
-        aid = store.list_aspire_runs()[0].id
-        assert store.get_aspire_run(aid).status == "interrupted"
-        before = len(store.aspire_decisions(aid))
+        aid = store.aspire.list_aspire_runs()[0].id
+        assert store.aspire.get_aspire_run(aid).status == "interrupted"
+        before = len(store.aspire.aspire_decisions(aid))
     assert proc.returncode == 130, err
     assert f"resume with: s3gym aspire --resume {aid}" in err and "Traceback" not in err
     done = subprocess.run([sys.executable, "-m", "s3gym_tui", "resume", aid, "--db", str(db)], cwd=ROOT, env=ENV,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     with Store(db) as store:
-        run = store.get_aspire_run(aid)
-        decisions = store.aspire_decisions(aid)
-        practice = [store.get_run(link.run_id) for link in store.aspire_links(aid, "practice")]
+        run = store.aspire.get_aspire_run(aid)
+        decisions = store.aspire.aspire_decisions(aid)
+        practice = [store.runs.get_run(link.run_id) for link in store.aspire.aspire_links(aid, "practice")]
     assert run.status == "finished" and len(decisions) > before
     assert [d.idx for d in decisions] == list(range(len(decisions)))
     assert [d.tool for d in decisions] == ["look", "practise", "update", "validate", "update", "submit"]

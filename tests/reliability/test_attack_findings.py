@@ -51,8 +51,8 @@ def _one_line_error(capsys) -> str:
 
 def _scripted_run(path: Path, game: str = "trust", **config) -> str:
     with Store(path) as store:
-        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=2,
-                                         eval_every=1, eval_episodes=1, **config))
+        run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=2,
+                                              eval_every=1, eval_episodes=1, **config))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         return run.id
 
@@ -62,7 +62,7 @@ def _fake_run(path: Path, server: FakeOpenAI, **config) -> tuple[Store, object]:
     cfg = dict(model="openai/fake", game="trust", api_base=server.base_url, explore_episodes=1,
                eval_every=1, eval_episodes=0, step_cap=3, max_retries=2)
     cfg.update(config)
-    run = store.create_run(RunConfig(**cfg))
+    run = store.runs.create_run(RunConfig(**cfg))
     return store, asyncio.run(asyncio.wait_for(ProtocolRunner(store, run, backoff_base_s=0.01)
                                                .run_protocol(), 120))
 
@@ -81,7 +81,7 @@ def test_export_onto_the_database_or_its_companions_is_refused(tmp_path, capsys,
         path = Path(f"{db}{companion}")
         assert not path.exists() or not path.read_bytes().startswith(b'{"type"')
     with Store(db) as store:
-        assert store.get_run(run_id)
+        assert store.runs.get_run(run_id)
 
 
 def test_export_of_a_live_run_is_one_consistent_snapshot(tmp_path):
@@ -95,7 +95,7 @@ def test_export_of_a_live_run_is_one_consistent_snapshot(tmp_path):
         deadline = time.monotonic() + 120
         while exports < 12 and time.monotonic() < deadline:
             with Store(db, read_only=True) as store:
-                runs = store.list_runs()
+                runs = store.runs.list_runs()
             if not runs:
                 time.sleep(0.1)
                 continue
@@ -161,7 +161,7 @@ def test_a_crazy_retry_after_never_stalls_a_run(tmp_path, server, key, value):
     server.behave(times=2, status=429, headers={"Retry-After": value})
     store, final = _fake_run(tmp_path / "r.db", server)
     assert final.status == "finished"
-    steps = store.steps(store.episodes(final.id)[0].id)
+    steps = store.episodes.steps(store.episodes.list(final.id)[0].id)
     assert "rate_limit" in (steps[0].fault or "")
     store.close()
 
@@ -179,9 +179,9 @@ def test_impossible_token_counts_are_stored_as_zero_with_a_fault(tmp_path, serve
         "usage": usage})
     store, final = _fake_run(tmp_path / "t.db", server)
     assert final.status == "finished"
-    for step in store.steps(store.episodes(final.id)[0].id):
+    for step in store.episodes.steps(store.episodes.list(final.id)[0].id):
         assert 0 <= step.tokens_in <= 10_000_000 and 0 <= step.tokens_out <= 10_000_000
-    first = store.steps(store.episodes(final.id)[0].id)[0]
+    first = store.episodes.steps(store.episodes.list(final.id)[0].id)[0]
     assert "prompt_tokens" in (first.fault or "") and "stored as 0" in first.fault
     store.close()
 
@@ -198,7 +198,7 @@ def test_timeout_and_retries_bound_a_hung_server(tmp_path, server, capsys, monke
     err = capsys.readouterr().err
     assert "after 2 attempts" in err
     with Store(db) as store:
-        run = store.list_runs()[0]
+        run = store.runs.list_runs()[0]
         assert run.status == "stopped" and "after 2 attempts" in run.status_reason
     assert elapsed < 120  # a guard against a stall, not a speed claim: 2 x 0.5 s plus backoff
 
@@ -206,16 +206,16 @@ def test_timeout_and_retries_bound_a_hung_server(tmp_path, server, capsys, monke
 def test_a_run_killed_by_a_store_error_says_why(tmp_path):
     db = tmp_path / "full.db"
     store = Store(db)
-    run = store.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=50,
-                                     eval_episodes=0, pathway="history"))
+    run = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=50,
+                                          eval_episodes=0, pathway="history"))
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count = {pages + 8}")
     with pytest.raises(StoreError, match="disk full"):
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     store.conn.execute("PRAGMA max_page_count = 1073741823")
-    stopped = store.get_run(run.id)  # resumable: what was stored is whole
+    stopped = store.runs.get_run(run.id)  # resumable: what was stored is whole
     assert stopped.status == "stopped" and stopped.status_reason.startswith("store: disk full")
-    assert store.lease(run.id) is None
+    assert store.leases.lease(run.id) is None
     store.close()
 
 
@@ -229,12 +229,12 @@ def test_huge_actions_and_replies_are_cut_with_a_fault_and_the_verifier_stays_ex
     server.behave(times=1, reply=f"Answer: {huge_action}, Score: 1")
     server.behave(times=1, reply="x" * 20_000_000 + "\nAnswer: C, Score: 1")
     store, final = _fake_run(tmp_path / "big.db", server, step_cap=4)
-    episode = store.episodes(final.id)[0]
-    steps = store.steps(episode.id)
+    episode = store.episodes.list(final.id)[0]
+    steps = store.episodes.steps(episode.id)
     assert len(steps[0].action) == 2_000 and "action cut to 2,000" in steps[0].fault
     assert len(steps[1].reply) < 110_000 and "reply cut to 100,000" in steps[1].fault
     for step in steps:
-        assert len(store.step_prompt(episode.id, step.index)) < 50_000
+        assert len(store.prompts.step_prompt(episode.id, step.index)) < 50_000
     assert games.verify_trajectory(episode.game, episode.mode, episode.seed,
                                    [s.action for s in steps]) == episode.score
     assert db_size(tmp_path / "big.db") < 5_000_000
@@ -264,7 +264,7 @@ def test_every_reported_traceback_is_now_one_line(tmp_path, capsys, monkeypatch)
         assert main(args) == 2, args
         _one_line_error(capsys)
     with Store(db) as store:
-        assert [r.id for r in store.list_runs()] == [run_id]  # the doomed runs stored nothing
+        assert [r.id for r in store.runs.list_runs()] == [run_id]  # the doomed runs stored nothing
     config = tmp_path / "nul.toml"
     config.write_text('db = "/tmp/a\\u0000b.db"\n')
     monkeypatch.setenv("S3GYM_CONFIG", str(config))
@@ -287,11 +287,11 @@ def test_every_reported_traceback_is_now_one_line(tmp_path, capsys, monkeypatch)
 def test_a_second_resume_of_a_live_run_is_refused_in_one_line(tmp_path, capsys):
     db = tmp_path / "busy.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust"))
-        lease = store.acquire_lease(run.id, "s3gym run")
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
+        lease = store.leases.acquire_lease(run.id, "s3gym run")
         assert main(["resume", run.id, "--db", str(db)]) == 2
         assert "is being driven by PID" in _one_line_error(capsys)
-        store.release_lease(lease)
+        store.leases.release_lease(lease)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -304,19 +304,19 @@ def test_doomed_configs_are_refused_at_creation(tmp_path):
     with pytest.raises(ValidationError, match="reaches seed 1000027"):
         RunConfig(model="scripted/trust", game="trust", explore_seed_base=999_998)
     with Store(tmp_path / "d.db") as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust"))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
         from s3gym_tui.store import LeakageError
 
         with pytest.raises(LeakageError):
-            store.add_summary(run.id, "r", "a", "n", for_episode_id=f"{run.id}-c003-e0")
+            store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=f"{run.id}-c003-e0")
         # for_episode_id is a declared foreign key: the exploration episode is stored with its summary
         with pytest.raises(StoreError, match="store the episode a summary is written for first"):
-            store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 3))
+            store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 3))
         from s3gym_tui.models import Episode
 
         episode = Episode(id=explore_episode_id(run.id, 3), run_id=run.id, game="trust", mode="explore",
                           phase="explore", seed=3, index=3, model=run.config.model, pathway=run.config.pathway)
-        _, summary = store.add_episode_with_summary(episode, "r", "a", "n")
+        _, summary = store.episodes.add_episode_with_summary(episode, "r", "a", "n")
         assert summary.for_episode_id == episode.id
 
 
@@ -350,7 +350,7 @@ def test_a_wal_database_on_read_only_media_can_still_be_read(tmp_path, capsys):
         assert not Path(f"{db}-wal").exists()
         assert subprocess.run(["mount", "-o", "remount,ro", str(media)]).returncode == 0
         with Store(db) as store:
-            assert store.read_only and store.get_run(run_id).status == "finished"
+            assert store.read_only and store.runs.get_run(run_id).status == "finished"
         assert main(["report", run_id, "--db", str(db)]) == 0
         assert main(["export", run_id, "-o", str(tmp_path / "ro.jsonl"), "--db", str(db)]) == 0
     finally:  # the in-process CLI calls above may still hold the file open: collect, then lazily
@@ -367,16 +367,16 @@ def test_a_provider_echoing_the_key_never_lands_it_anywhere(tmp_path, server, ke
     db = tmp_path / "s.db"
     base = server.base_url + f"?api-key={KEY}"
     store = Store(db)
-    with_user = store.create_run(RunConfig(model="openai/fake", game="trust",
-                                           api_base=server.base_url.replace("http://", f"http://u:{KEY}@")))
-    assert store.get_run(with_user.id).config.api_base == server.base_url  # user:password gone
-    store.remove_runs([with_user.id])
-    run = store.create_run(RunConfig(model="openai/fake", game="trust", api_base=base,
-                                     pathway="summary", explore_episodes=2, eval_every=1,
-                                     eval_episodes=1, step_cap=3))
+    with_user = store.runs.create_run(RunConfig(model="openai/fake", game="trust",
+                                                api_base=server.base_url.replace("http://", f"http://u:{KEY}@")))
+    assert store.runs.get_run(with_user.id).config.api_base == server.base_url  # user:password gone
+    store.hygiene.remove_runs([with_user.id])
+    run = store.runs.create_run(RunConfig(model="openai/fake", game="trust", api_base=base,
+                                          pathway="summary", explore_episodes=2, eval_every=1,
+                                          eval_episodes=1, step_cap=3))
     final = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     assert final.status == "finished"
-    stored = store.get_run(run.id).config.api_base
+    stored = store.runs.get_run(run.id).config.api_base
     assert KEY not in stored and "api-key=[redacted]" in stored
     assert main(["export", run.id, "-o", str(tmp_path / "x.jsonl"), "--db", str(db)]) == 0
     store.close()

@@ -20,6 +20,7 @@ from s3gym_tui.engine.play import PlayError, fork_session, new_play_session
 from s3gym_tui.engine.runner import call_settings
 from s3gym_tui.store import SCHEMA_VERSION, Store, StoreError
 from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.episodes import Episodes
 
 from tests.engine.helpers import check_run_consistency, run_protocol, trajectory
 from tests.reliability.support import dump, file_bytes, one_line
@@ -138,7 +139,7 @@ def test_a_good_config_file_names_the_database(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("S3GYM_DB", raising=False)
     code, _, err = cli(capsys, "run", "trust", "-m", "scripted/trust", *TINY)
     assert code == 0, err
-    assert len(Store(tmp_path / "from-config.db").list_runs()) == 1
+    assert len(Store(tmp_path / "from-config.db").runs.list_runs()) == 1
 
 
 # ----------------------------------------------------------------------------- databases
@@ -240,16 +241,16 @@ def test_disk_full_mid_run_is_one_line_keeps_what_was_stored_and_resumes(db, tmp
     monkeypatch.setattr(Connection, "_connect", original)
     store = Store(db)
     assert [line for line in dump(db) if "done" in line] == before  # the other run is untouched
-    run = next(r for r in store.list_runs() if r.id != "done")
+    run = next(r for r in store.runs.list_runs() if r.id != "done")
     assert resume == f"resume with: s3gym resume {run.id}"
-    stored = [(e.id, e.n_steps, len(store.steps(e.id))) for e in store.episodes(run.id)]
+    stored = [(e.id, e.n_steps, len(store.episodes.steps(e.id))) for e in store.episodes.list(run.id)]
     assert sum(n for _, n, _ in stored) > 0 and all(n == m for _, n, m in stored)
     code, _, err = cli(capsys, "resume", run.id, "--db", db)
     assert code == 0, err
     reference_store, _ = run_protocol(tmp_path / "ref.db", run_id=run.id, model="scripted/snake", game="snake",
                                       pathway="history", explore_episodes=2, eval_every=2, eval_episodes=1)
     assert trajectory(store, run.id) == trajectory(reference_store, run.id)
-    check_run_consistency(store, store.get_run(run.id))
+    check_run_consistency(store, store.runs.get_run(run.id))
 
 
 def test_database_path_that_is_a_directory(tmp_path, capsys):
@@ -268,13 +269,13 @@ def test_database_path_that_is_a_directory(tmp_path, capsys):
 ])
 def test_bad_summary_edit_is_one_line_and_saves_nothing(db, retain, avoid, nxt, needle):
     store = Store(db)
-    summary = store.summaries("done")[-1]
+    summary = store.summaries.list("done")[-1]
     before = dump(db)
     with pytest.raises(StoreError) as err:
-        store.edit_summary(summary.id, retain, avoid, nxt, author="human:tester")
+        store.summaries.edit_summary(summary.id, retain, avoid, nxt, author="human:tester")
     assert "\n" not in str(err.value) and needle in str(err.value)
     assert dump(db) == before
-    edited = store.edit_summary(summary.id, "r" * 20_000, "", "", author="human:tester")  # at the limit
+    edited = store.summaries.edit_summary(summary.id, "r" * 20_000, "", "", author="human:tester")  # at the limit
     assert edited.version == summary.version + 1
 
 
@@ -289,7 +290,7 @@ def test_bad_summary_edit_is_one_line_and_saves_nothing(db, retain, avoid, nxt, 
 ])
 def test_fork_from_a_missing_episode_or_step_is_a_play_error(db, episode, at_step, needle):
     store = Store(db)
-    run = store.get_run("done")
+    run = store.runs.get_run("done")
     before = dump(db)
     with pytest.raises(PlayError) as err:
         fork_session(store, episode, at_step, call_settings(run.config, 0))
@@ -299,38 +300,38 @@ def test_fork_from_a_missing_episode_or_step_is_a_play_error(db, episode, at_ste
 
 def test_a_fork_that_cannot_be_stored_leaves_nothing_behind(db, monkeypatch):
     store = Store(db)
-    run = store.get_run("done")
+    run = store.runs.get_run("done")
     before = dump(db)
-    original = Store.add_steps
+    original = Episodes.add_steps
 
     def failing(self, steps, repairs=None):
         original(self, steps, repairs)
         raise StoreError("disk full: cannot add steps")
 
-    monkeypatch.setattr(Store, "add_steps", failing)
+    monkeypatch.setattr(Episodes, "add_steps", failing)
     with pytest.raises(StoreError):
         fork_session(store, "done-x000", 4, call_settings(run.config, 0))
     assert dump(db) == before  # no fork episode without its steps
-    monkeypatch.setattr(Store, "add_steps", original)
+    monkeypatch.setattr(Episodes, "add_steps", original)
     session = fork_session(store, "done-x000", 4, call_settings(run.config, 0))
-    assert session.episode.n_steps == 4 and len(store.steps(session.episode.id)) == 4
+    assert session.episode.n_steps == 4 and len(store.episodes.steps(session.episode.id)) == 4
 
 
 def test_a_step_that_cannot_be_stored_is_not_taken(db, monkeypatch):
     """The store refuses a step (disk full, lock): the game goes back to the stored state, so the
     next step continues a consistent trajectory."""
     store = Store(db)
-    run = store.get_run("done")
+    run = store.runs.get_run("done")
     session = new_play_session(store, "trust", "explore", 55, call_settings(run.config, 0))
     session.commit(None, action="collaborate", actor="human")
-    original = Store.add_steps
-    monkeypatch.setattr(Store, "add_steps", lambda self, steps, repairs=None: (_ for _ in ()).throw(StoreError("disk full")))
+    original = Episodes.add_steps
+    monkeypatch.setattr(Episodes, "add_steps", lambda self, steps, repairs=None: (_ for _ in ()).throw(StoreError("disk full")))
     with pytest.raises(StoreError):
         session.commit(None, action="cheat", actor="human")
-    monkeypatch.setattr(Store, "add_steps", original)
+    monkeypatch.setattr(Episodes, "add_steps", original)
     while not session.done:
         session.commit(asyncio.run(session.propose()))
-    steps = store.steps(session.episode.id)
+    steps = store.episodes.steps(session.episode.id)
     replayed = games.game_class("trust").replay("explore", 55, [s.action for s in steps])
-    assert replayed.score() == store.get_episode(session.episode.id).score
+    assert replayed.score() == store.episodes.get_episode(session.episode.id).score
     assert [s.index for s in steps] == list(range(len(steps)))

@@ -90,7 +90,7 @@ def test_the_largest_storable_seed_is_still_taken_and_stored(tmp_path):
     assert main(["run", "trust", "-m", "scripted/trust", "--episodes", "1", "--eval-every", "1",
                  "--eval-episodes", "1", "--seed", str(2 ** 63 - 1), "--progress", "none", "--db", str(db)]) == 0
     with Store(db) as store:
-        assert store.list_runs()[0].config.decoding_seed == 2 ** 63 - 1
+        assert store.runs.list_runs()[0].config.decoding_seed == 2 ** 63 - 1
 
 
 @pytest.fixture
@@ -115,7 +115,7 @@ def test_annotate_refuses_a_step_index_it_cannot_look_up_in_one_line(played, cap
 
     monkeypatch.setenv("S3GYM_CONFIG", str(tmp_path / "config.toml"))
     with Store(played) as store:
-        episode = store.episodes()[0].id
+        episode = store.episodes.list()[0].id
     capsys.readouterr()
     before = dump(played)
     assert main(["annotate", episode + suffix, "mistake", "--db", played]) == 2

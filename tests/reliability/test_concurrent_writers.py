@@ -45,22 +45,22 @@ class Reader:
                 self.torn.append(f"sql: {episode_id} n_steps {n_steps} but {count} steps")
         store.conn.execute("BEGIN")  # one read snapshot across several Store calls
         try:
-            for run in store.list_runs():
-                for episode in store.episodes(run.id):
-                    steps = store.steps(episode.id, include_prompt=False)
+            for run in store.runs.list_runs():
+                for episode in store.episodes.list(run.id):
+                    steps = store.episodes.steps(episode.id, include_prompt=False)
                     if episode.n_steps != len(steps) or [s.index for s in steps] != list(range(len(steps))):
                         self.torn.append(f"tx: {episode.id} n_steps {episode.n_steps}, {len(steps)} steps")
                     if steps and episode.status == "running":
-                        store.step_prompt(episode.id, steps[-1].index)
-                for checkpoint in store.checkpoints(run.id):
+                        store.prompts.step_prompt(episode.id, steps[-1].index)
+                for checkpoint in store.checkpoints.list(run.id):
                     for episode_id in checkpoint.episode_ids:
-                        if store.get_episode(episode_id).status != "finished":
+                        if store.episodes.get_episode(episode_id).status != "finished":
                             self.torn.append(f"checkpoint {checkpoint.x} before its episode {episode_id}")
         finally:
             store.conn.execute("COMMIT")
-        for run in store.list_runs():  # the app's everyday reads, no transaction
-            store.current_summary(run.id)
-            store.summaries(run.id)
+        for run in store.runs.list_runs():  # the app's everyday reads, no transaction
+            store.summaries.current_summary(run.id)
+            store.summaries.list(run.id)
         if not audit(store).ok:
             self.torn.append("audit not clean")
         self.snapshots += 1
@@ -83,8 +83,8 @@ def human_writer(path: Path, run_id: str, stop: threading.Event, errors: list[st
     """Writes like a person in the app: hand-played steps, summary edits, notes on the live run."""
     try:
         with Store(path) as store:
-            own = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary"))
-            summary = store.add_summary(own.id, "retain", "avoid", "next", author="human:tester")
+            own = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary"))
+            summary = store.summaries.add_summary(own.id, "retain", "avoid", "next", author="human:tester")
             settings = call_settings(own.config, 0)
             seed = 500
             while not stop.is_set():
@@ -94,9 +94,9 @@ def human_writer(path: Path, run_id: str, stop: threading.Event, errors: list[st
                     while not session.done and not stop.is_set():
                         session.commit(None, action="collaborate", actor="human")
                         counts["steps"] += 1
-                    summary = store.edit_summary(summary.id, f"retain {seed}", "avoid", "next",
-                                                 author="human:tester")
-                    store.set_run_note(run_id, f"watched at {time.time():.3f}")
+                    summary = store.summaries.edit_summary(summary.id, f"retain {seed}", "avoid", "next",
+                                                           author="human:tester")
+                    store.runs.set_run_note(run_id, f"watched at {time.time():.3f}")
                     counts["edits"] += 1
                 except Exception as exc:  # noqa: BLE001
                     errors.append(f"{type(exc).__name__}: {exc}")
@@ -107,7 +107,7 @@ def human_writer(path: Path, run_id: str, stop: threading.Event, errors: list[st
 def test_headless_run_with_an_app_like_reader_and_a_human_writer(tmp_path):
     db = tmp_path / "shared.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(**HEADLESS), run_id="headless")
+        run = store.runs.create_run(RunConfig(**HEADLESS), run_id="headless")
     stop = threading.Event()
     reader = Reader(db)
     errors: list[str] = []
@@ -128,7 +128,7 @@ def test_headless_run_with_an_app_like_reader_and_a_human_writer(tmp_path):
     assert not reader.torn, reader.torn[:5]
     assert reader.snapshots >= 5 and counts["steps"] >= 20 and counts["edits"] >= 1
     store = Store(db)
-    final = store.get_run("headless")
+    final = store.runs.get_run("headless")
     assert final.status == "finished" and final.note.startswith("watched at")
     reference_store, _ = run_protocol(tmp_path / "ref.db", run_id="headless", **HEADLESS)
     assert trajectory(store, "headless") == trajectory(reference_store, "headless")
@@ -144,7 +144,7 @@ def test_two_protocol_runs_in_threads_and_a_reader_on_one_file(tmp_path):
                          eval_every=1, eval_episodes=2)}
     with Store(db) as store:
         for run_id, config in configs.items():
-            store.create_run(RunConfig(**config), run_id=run_id)
+            store.runs.create_run(RunConfig(**config), run_id=run_id)
     errors: list[str] = []
 
     def run(run_id: str) -> None:
@@ -152,7 +152,7 @@ def test_two_protocol_runs_in_threads_and_a_reader_on_one_file(tmp_path):
 
         try:
             with Store(db) as store:
-                final = asyncio.run(ProtocolRunner(store, store.get_run(run_id), backoff_base_s=0).run_protocol())
+                final = asyncio.run(ProtocolRunner(store, store.runs.get_run(run_id), backoff_base_s=0).run_protocol())
                 if final.status != "finished":
                     errors.append(f"{run_id}: {final.status}")
         except Exception as exc:  # noqa: BLE001
@@ -174,4 +174,4 @@ def test_two_protocol_runs_in_threads_and_a_reader_on_one_file(tmp_path):
     for run_id, config in configs.items():
         reference_store, _ = run_protocol(tmp_path / f"ref-{run_id}.db", run_id=run_id, **config)
         assert trajectory(store, run_id) == trajectory(reference_store, run_id)
-        check_run_consistency(store, store.get_run(run_id))
+        check_run_consistency(store, store.runs.get_run(run_id))

@@ -72,20 +72,20 @@ def canary_rewards_and_recorded_prompts():
 def run_once(path: Path, config: RunConfig) -> tuple[Store, object, list[list[dict]]]:
     with canary_rewards_and_recorded_prompts() as sent:
         store = Store(path)
-        run = store.create_run(config, run_id="p")
+        run = store.runs.create_run(config, run_id="p")
         final = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     return store, final, sent
 
 
 def leaked_rewards(store: Store, run_id: str, sent: list[list[dict]]) -> list[str]:
     marks = set()
-    for episode in store.episodes(run_id):
-        for step in store.steps(episode.id):
+    for episode in store.episodes.list(run_id):
+        for step in store.episodes.steps(episode.id):
             if step.reward != 0:
                 marks |= reward_marks(step.reward)
     texts = [json.dumps(m, ensure_ascii=False) for m in sent]
-    texts += [store.step_prompt(e.id, s.index) for e in store.episodes(run_id) for s in store.steps(e.id)]
-    texts += [s.as_tips() for s in store.summaries(run_id)]
+    texts += [store.prompts.step_prompt(e.id, s.index) for e in store.episodes.list(run_id) for s in store.episodes.steps(e.id)]
+    texts += [s.as_tips() for s in store.summaries.list(run_id)]
     return sorted({mark for mark in marks for text in texts if mark in text})
 
 
@@ -121,7 +121,7 @@ def test_the_held_out_line_holds_for_generated_runs(spec, probe_seed, probe_eval
             assert run.status == "finished"
             report = audit(store)
             assert report.ok, report.lines()
-            episodes = store.episodes("p")
+            episodes = store.episodes.list("p")
             explore = [e for e in episodes if e.phase == "explore"]
             evals = [e for e in episodes if e.phase == "eval"]
             explore_seeds = {e.seed for e in explore}
@@ -135,7 +135,7 @@ def test_the_held_out_line_holds_for_generated_runs(spec, probe_seed, probe_eval
                 horizon = e.index if e.phase == "explore" else e.checkpoint
                 for source in e.history_episode_ids:
                     assert by_id[source].phase == "explore" and by_id[source].index < horizon
-            for summary in store.summaries("p"):
+            for summary in store.summaries.list("p"):
                 assert all(by_id[s].phase == "explore" for s in summary.source_episode_ids)
             assert not leaked_rewards(store, "p", sent)
             for phase, seed in (("eval", probe_seed), ("explore", probe_eval)):
@@ -143,9 +143,9 @@ def test_the_held_out_line_holds_for_generated_runs(spec, probe_seed, probe_eval
                               index=0, checkpoint=0 if phase == "eval" else None, model=config.model,
                               pathway=config.pathway)
                 with pytest.raises(LeakageError):
-                    store.add_episode(bad)
+                    store.episodes.add_episode(bad)
                 with pytest.raises(LeakageError):
-                    store.add_episode(bad.model_copy(update={"run_id": None, "checkpoint": None}))
+                    store.episodes.add_episode(bad.model_copy(update={"run_id": None, "checkpoint": None}))
             assert audit(store).ok
         finally:
             store.close()

@@ -146,7 +146,7 @@ def test_the_real_cli_process_killed_twice_then_resumed(tmp_path):
             "--eval-episodes", "2", "--db", str(db)]
     first, code = _kill_after_progress(["run", *args], db, more_steps=12)
     assert code == -signal.SIGKILL and first >= 12
-    run_id = Store(db).list_runs()[0].id
+    run_id = Store(db).runs.list_runs()[0].id
     second, code = _kill_after_progress(["resume", run_id, "--db", str(db)], db, more_steps=10)
     assert code == -signal.SIGKILL and second >= first + 10
     done = subprocess.run([sys.executable, "-m", "s3gym_tui", "resume", run_id, "--db", str(db)], env=ENV,
@@ -156,9 +156,9 @@ def test_the_real_cli_process_killed_twice_then_resumed(tmp_path):
                                               game="nullify", pathway="history", explore_episodes=3,
                                               eval_every=2, eval_episodes=2)
     store = Store(db)
-    assert store.get_run(run_id).status == "finished"
+    assert store.runs.get_run(run_id).status == "finished"
     assert trajectory(store, run_id) == trajectory(reference_store, run_id)
-    check_run_consistency(store, store.get_run(run_id))
+    check_run_consistency(store, store.runs.get_run(run_id))
 
 
 def test_a_kill_after_the_last_commit_ends_the_round_as_finished(tmp_path, monkeypatch):

@@ -52,8 +52,8 @@ def _live_lease(db: Path):
     if not db.exists():
         return None
     with Store(db) as store:
-        runs = store.list_runs()
-        leases = store.live_leases()
+        runs = store.runs.list_runs()
+        leases = store.leases.live_leases()
         for run in runs:
             if run.id in leases:
                 return run.id, leases[run.id]
@@ -62,7 +62,7 @@ def _live_lease(db: Path):
 
 def _steps(db: Path, run_id: str) -> int:
     with Store(db) as store:
-        return sum(e.n_steps for e in store.episodes(run_id))
+        return sum(e.n_steps for e in store.episodes.list(run_id))
 
 
 def test_second_driver_refused_then_signals_stop_cleanly_and_a_dead_driver_is_taken_over(
@@ -88,10 +88,10 @@ def test_second_driver_refused_then_signals_stop_cleanly_and_a_dead_driver_is_ta
     assert f"resume with: s3gym resume {run_id}" in err
     assert "Traceback" not in err and "never awaited" not in err
     with Store(db) as store:
-        run = store.get_run(run_id)
+        run = store.runs.get_run(run_id)
         assert (run.status, run.status_reason) == ("stopped", "interrupted (Ctrl-C)")
-        assert store.lease(run_id) is None
-        steps_before = sum(e.n_steps for e in store.episodes(run_id))
+        assert store.leases.lease(run_id) is None
+        steps_before = sum(e.n_steps for e in store.episodes.list(run_id))
 
     resumed = _start(["resume", run_id, "--db", str(db)])
     try:
@@ -103,16 +103,16 @@ def test_second_driver_refused_then_signals_stop_cleanly_and_a_dead_driver_is_ta
             resumed.kill()
     assert resumed.returncode == 130, err
     with Store(db) as store:
-        assert store.get_run(run_id).status_reason == "terminated (SIGTERM)"
+        assert store.runs.get_run(run_id).status_reason == "terminated (SIGTERM)"
 
     killed = _start(["resume", run_id, "--db", str(db)])
     _wait_for(lambda: _live_lease(db), what="the third driver's lease")
     killed.kill()  # kill -9: no chance to release the lease
     killed.wait(timeout=60)
     with Store(db) as store:
-        stale = store.lease(run_id)
+        stale = store.leases.lease(run_id)
         assert stale is not None and stale.pid == killed.pid and not stale.alive()
-        assert store.get_run(run_id).status == "running"  # as the dead driver left it
+        assert store.runs.get_run(run_id).status == "running"  # as the dead driver left it
     taken = _start(["resume", run_id, "--db", str(db)])
     try:
         run_id2, lease = _wait_for(lambda: _live_lease(db), what="the taking-over driver's lease")
@@ -127,20 +127,20 @@ def test_second_driver_refused_then_signals_stop_cleanly_and_a_dead_driver_is_ta
 
 def test_lease_rules_in_process(tmp_path: Path):
     with Store(tmp_path / "l.db") as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust"))
-        lease = store.acquire_lease(run.id, "test")
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
+        lease = store.leases.acquire_lease(run.id, "test")
         with pytest.raises(RunBusy, match=f"is being driven by PID {os.getpid()} \\(test\\) since"):
-            store.acquire_lease(run.id, "another screen")
-        assert store.renew_lease(lease)
-        assert set(store.live_leases()) == {run.id}
+            store.leases.acquire_lease(run.id, "another screen")
+        assert store.leases.renew_lease(lease)
+        assert set(store.leases.live_leases()) == {run.id}
         store.conn.execute("UPDATE leases SET heartbeat_at = heartbeat_at - 3600")  # gone silent
-        assert store.live_leases() == {}
-        taken = store.acquire_lease(run.id, "taker")
-        assert not store.renew_lease(lease)  # the first driver learns it lost the run
-        store.release_lease(lease)  # releasing a lost lease leaves the new one alone
-        assert store.lease(run.id).token == taken.token
-        store.release_lease(taken)
-        assert store.lease(run.id) is None
+        assert store.leases.live_leases() == {}
+        taken = store.leases.acquire_lease(run.id, "taker")
+        assert not store.leases.renew_lease(lease)  # the first driver learns it lost the run
+        store.leases.release_lease(lease)  # releasing a lost lease leaves the new one alone
+        assert store.leases.lease(run.id).token == taken.token
+        store.leases.release_lease(taken)
+        assert store.leases.lease(run.id) is None
 
 
 def test_a_runner_that_loses_its_lease_stops_and_leaves_the_status_to_the_new_driver(tmp_path: Path,
@@ -148,8 +148,8 @@ def test_a_runner_that_loses_its_lease_stops_and_leaves_the_status_to_the_new_dr
     from s3gym_tui.engine import lease as lease_module
 
     store = Store(tmp_path / "lost.db")
-    run = store.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=500,
-                                     eval_episodes=0))
+    run = store.runs.create_run(RunConfig(model="scripted/snake", game="snake", explore_episodes=500,
+                                          eval_episodes=0))
     runner = ProtocolRunner(store, run, backoff_base_s=0)
 
     async def drive():
@@ -158,15 +158,15 @@ def test_a_runner_that_loses_its_lease_stops_and_leaves_the_status_to_the_new_dr
         monkeypatch.setattr(runner_module, "LeaseKeeper",
                             lambda *a, **k: lease_module.LeaseKeeper(*a, **k, interval=0.05))
         task = asyncio.create_task(runner.run_protocol())
-        while store.lease(run.id) is None or store.episodes(run.id) == []:
+        while store.leases.lease(run.id) is None or store.episodes.list(run.id) == []:
             await asyncio.sleep(0.01)
         store.conn.execute("UPDATE leases SET token = 'someone-else', pid = 1, "
                            "command = 'the new driver'")
-        store.set_run_status(run.id, "running", "the new driver's")
+        store.runs.set_run_status(run.id, "running", "the new driver's")
         return await asyncio.wait_for(task, 60)
 
     final = asyncio.run(drive())
     assert runner.stop_reason == "another process took over the run"
     assert final.status == "running" and final.status_reason == "the new driver's"
-    assert store.lease(run.id).token == "someone-else"
+    assert store.leases.lease(run.id).token == "someone-else"
     store.close()

@@ -148,7 +148,7 @@ def test_no_key_in_database_exports_or_cli_output(canary_env, echo_server, tmp_p
     assert "[redacted]" in outputs[0] and "[redacted]" in outputs[1]
     assert len(echo_server.seen) >= 2 and all(leaks(k) for k in echo_server.seen)
     store = Store(db)
-    for run in store.list_runs():
+    for run in store.runs.list_runs():
         assert main(["resume", run.id, "--db", str(db)]) in (0, 2, 3)
         out = tmp_path / f"{run.id}.jsonl"
         assert main(["export", run.id, "-o", str(out), "--db", str(db)]) == 0
@@ -191,8 +191,8 @@ async def test_no_key_in_app_screenshots(canary_env, echo_server, tmp_path, sett
 
     db = tmp_path / "app.db"
     with Store(db) as store:
-        bad = store.create_run(RunConfig(model="openai/gpt-4.1", api_base=echo_server.base, game="trust",
-                                         explore_episodes=1, eval_episodes=1, max_retries=0))
+        bad = store.runs.create_run(RunConfig(model="openai/gpt-4.1", api_base=echo_server.base, game="trust",
+                                              explore_episodes=1, eval_episodes=1, max_retries=0))
     app = S3GymApp(db_path=db, settings=settings)
     shots = []
     async with app.run_test(size=(140, 45)) as pilot:
@@ -208,14 +208,14 @@ async def test_no_key_in_app_screenshots(canary_env, echo_server, tmp_path, sett
         await pilot.press("y")
         for _ in range(2400):
             await pilot.pause(0.05)
-            if Store(db).get_run(bad.id).status == "stopped" and not app.screen.running \
+            if Store(db).runs.get_run(bad.id).status == "stopped" and not app.screen.running \
                     and any(n.severity == "error" for n in app._notifications):
                 break
         await app.workers.wait_for_complete()
         await pilot.pause(0.2)
         shots.append(app.export_screenshot())
         notes = " ".join(str(n.message) for n in app._notifications)
-    assert Store(db).get_run(bad.id).status == "stopped"
+    assert Store(db).runs.get_run(bad.id).status == "stopped"
     assert echo_server.seen and leaks(echo_server.seen[0])  # the key did go out
     assert "redacted" in notes or "redacted" in shots[-1]  # the error is on screen
     assert not [leaks(s) for s in shots if leaks(s)] and not leaks(notes)

@@ -21,6 +21,7 @@ import pytest
 from s3gym_tui.cli import main
 from s3gym_tui.store import Store
 from s3gym_tui.store.connection import Connection
+from s3gym_tui.store.episodes import Episodes
 
 from tests.engine.helpers import check_run_consistency, run_protocol
 from tests.fake_openai import FakeOpenAI
@@ -51,7 +52,7 @@ def s3gym(*args: str) -> list[str]:
 def disk_full_after(monkeypatch, steps: int) -> dict:
     """The store's step writer raises SQLite's ENOSPC error from the (steps + 1)-th step on, inside
     the store's own transaction (so it reaches the runner as the store reports a full disk)."""
-    original = Store._step_values
+    original = Episodes._step_values
     state = {"written": 0}
 
     def writer(step, secrets):
@@ -60,7 +61,7 @@ def disk_full_after(monkeypatch, steps: int) -> dict:
         state["written"] += 1
         return original(step, secrets)
 
-    monkeypatch.setattr(Store, "_step_values", staticmethod(writer))
+    monkeypatch.setattr(Episodes, "_step_values", staticmethod(writer))
     return state
 
 
@@ -158,9 +159,9 @@ def test_disk_full_mid_run_exits_3_prints_the_resume_command_and_stores_the_run_
                        "--eval-episodes", "1", "--db", db)
     assert code == 3, err
     with Store(db) as store:
-        [run] = store.list_runs()
+        [run] = store.runs.list_runs()
         assert run.status == "stopped" and "disk full" in run.status_reason
-        assert sum(len(store.steps(e.id)) for e in store.episodes(run.id)) == 15
+        assert sum(len(store.episodes.steps(e.id)) for e in store.episodes.list(run.id)) == 15
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 2 and "disk full" in lines[0] and "Traceback" not in err
     assert lines[1] == f"resume with: s3gym resume {run.id}"
@@ -168,7 +169,7 @@ def test_disk_full_mid_run_exits_3_prints_the_resume_command_and_stores_the_run_
     code, _, err = cli(capsys, *lines[1].removeprefix("resume with: s3gym ").split(), "--db", db)
     assert code == 0, err
     with Store(db) as store:
-        finished = store.get_run(run.id)
+        finished = store.runs.get_run(run.id)
         assert finished.status == "finished"
         check_run_consistency(store, finished)
 
@@ -180,17 +181,17 @@ def test_disk_full_mid_sweep_stops_every_run_resumable_and_exits_3(tmp_path, cap
                          *TINY, "--concurrency", "1", "--yes", "--db", db)
     assert code == 3, err
     with Store(db) as store:
-        [sweep] = store.list_sweeps()
+        [sweep] = store.sweeps.list_sweeps()
         assert sweep.status == "stopped" and "disk full" in sweep.note
-        statuses = [r.status for r in store.sweep_runs(sweep.id)]
+        statuses = [r.status for r in store.sweeps.sweep_runs(sweep.id)]
         assert "failed" not in statuses and "stopped" in statuses and statuses != ["finished"] * 2
     assert f"resume with: s3gym resume {sweep.id}" in err.splitlines()
     monkeypatch.undo()
     code, out, err = cli(capsys, "resume", sweep.id, "--yes", "--db", db)
     assert code == 0, err
     with Store(db) as store:
-        assert store.get_sweep(sweep.id).status == "finished"
-        for run in store.sweep_runs(sweep.id):
+        assert store.sweeps.get_sweep(sweep.id).status == "finished"
+        for run in store.sweeps.sweep_runs(sweep.id):
             assert run.status == "finished"
             check_run_consistency(store, run)
 
@@ -203,7 +204,7 @@ def test_a_model_failing_mid_run_prints_the_resume_command(tmp_path, capsys):
                            "--max-retries", "0", "--db", tmp_path / "m.db")
     assert code == 3
     with Store(tmp_path / "m.db") as store:
-        [run] = store.list_runs()
+        [run] = store.runs.list_runs()
         assert run.status == "stopped"
     assert f"resume with: s3gym resume {run.id}" in err.splitlines()
 
@@ -304,7 +305,7 @@ def test_vacuum_reports_database_and_wal_and_names_the_live_run_keeping_the_wal(
                                eval_episodes=1)
     run_protocol(db, run_id="gone", model="scripted/trust", game="trust", explore_episodes=6, eval_episodes=1)
     assert cli(capsys, "rm", "gone", "--yes", "--db", db)[0] == 0
-    lease = store.acquire_lease("kept", "s3gym run trust")  # a live run's driver ...
+    lease = store.leases.acquire_lease("kept", "s3gym run trust")  # a live run's driver ...
     reader = sqlite3.connect(db)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM steps").fetchone()  # ... in the middle of a read
@@ -322,7 +323,7 @@ def test_vacuum_reports_database_and_wal_and_names_the_live_run_keeping_the_wal(
     assert "not folded back" in out and "kept" in out and f"PID {os.getpid()}" in out  # ... and it says why
     reader.rollback()
     reader.close()
-    store.release_lease(lease)
+    store.leases.release_lease(lease)
     store.close()
     code, out, err = cli(capsys, "vacuum", "--db", db)
     assert code == 0, err
@@ -356,7 +357,7 @@ def test_resume_and_train_name_their_flags_too(finished, tmp_path, capsys):
                        "--budget-usd", "1", "--yes", "--db", db)
     assert code == 0, err
     with Store(db) as store:
-        [sweep] = store.list_sweeps()
+        [sweep] = store.sweeps.list_sweeps()
     code, _, err = cli(capsys, "resume", sweep.id, "--concurrency", "0", "--db", db)
     assert code == 2 and "--concurrency 0:" in err and "concurrency:" not in err.replace("--concurrency 0:", "")
     source, run_id = finished

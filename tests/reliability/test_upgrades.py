@@ -41,7 +41,7 @@ def _old_chain_reads(path: Path, version: int, counts: dict[str, int]) -> None:
     schema.MIGRATIONS = saved[:version]
     try:
         with Store(path, read_only=True) as old:
-            assert old.get_run(RUN_ID).note == "made by an older s3gym"
+            assert old.runs.get_run(RUN_ID).note == "made by an older s3gym"
     finally:
         schema.MIGRATIONS = saved
 
@@ -144,7 +144,7 @@ def test_a_kill_during_the_upgrade_leaves_the_original_schema(tmp_path):
     assert f"upgrading {db} from schema 2 to {CURRENT + 1}" in proc.stderr.read()  # it was said first
     _old_chain_reads(tmp_path / "x.db.schema2.bak", 2, old)
     with Store(db, notify=lambda line: None) as store:  # and today's s3gym upgrades it afterwards
-        assert store.schema_version == CURRENT and store.get_run(RUN_ID).note == "made by an older s3gym"
+        assert store.schema_version == CURRENT and store.runs.get_run(RUN_ID).note == "made by an older s3gym"
     assert sorted(p.name for p in tmp_path.glob("x.db.schema2*")) == ["x.db.schema2.bak"]  # the killed one's, reused
 
 
@@ -271,7 +271,7 @@ async def test_the_app_upgrades_an_older_file_with_a_notification(tmp_path):
         backup = tmp_path / "x.db.schema2.bak"
         assert notes == [("Database", f"upgrading {db} from schema 2 to {CURRENT} (backup: {backup}, "
                                       f"{upgrade.human_bytes(backup.stat().st_size)})")]
-        assert app.store.get_run(RUN_ID).note == "made by an older s3gym"
+        assert app.store.runs.get_run(RUN_ID).note == "made by an older s3gym"
     assert stored_version(backup) == 2
 
 

@@ -53,13 +53,13 @@ def advance(store: Store, run_id: str, k: int) -> None:
             if holder[1] >= k:
                 holder[0].stop("paused by the test")
 
-    runner = ProtocolRunner(store, store.get_run(run_id), on_event, backoff_base_s=0)
+    runner = ProtocolRunner(store, store.runs.get_run(run_id), on_event, backoff_base_s=0)
     holder[:] = [runner, 0]
     asyncio.run(runner.run_protocol())
 
 
 def finished_explore(store: Store, run_id: str) -> dict[str, Episode]:
-    return {e.id: e for e in store.episodes(run_id, phase="explore") if e.status == "finished" and not is_eval(e)}
+    return {e.id: e for e in store.episodes.list(run_id, phase="explore") if e.status == "finished" and not is_eval(e)}
 
 
 def own_state(e: Episode) -> tuple[str, int] | None:
@@ -80,7 +80,7 @@ class World:
     def lineage(self, e: Episode) -> list[Episode]:
         chain = [e]
         while chain[-1].fork_of:
-            chain.append(self.store.get_episode(chain[-1].fork_of))
+            chain.append(self.store.episodes.get_episode(chain[-1].fork_of))
         return chain
 
     def bounds_of(self, e: Episode) -> set[tuple[str, int]]:
@@ -88,7 +88,7 @@ class World:
         if own_state(e):
             found.add(own_state(e))
         if e.fork_of:
-            found |= self.bounds_of(self.store.get_episode(e.fork_of))
+            found |= self.bounds_of(self.store.episodes.get_episode(e.fork_of))
         return found
 
     def borrow_state(self, run_id: str, within: set[tuple[str, int]]) -> tuple[str, int]:
@@ -131,7 +131,7 @@ def apply(world: World, op: tuple) -> None:
         advance(store, world.runs[op[1]], op[2])
     elif kind == "fork":
         _, pick, standalone, where, pathway, choice = op
-        candidates = store.episodes()
+        candidates = store.episodes.list()
         if standalone and any(e.run_id is None for e in candidates):  # forks of forks, of hand play, of trials
             candidates = [e for e in candidates if e.run_id is None]
         source = candidates[pick % len(candidates)]
@@ -155,20 +155,20 @@ def apply(world: World, op: tuple) -> None:
         run_id = world.runs[int(run[-1])] if run else None
         finished = set(finished_explore(store, run_id)) if run_id else set()
         session = new_play_session(store, "trust", "explore", seed, SETTINGS, pathway,
-                                   store.get_run(run_id) if run_id else None)
+                                   store.runs.get_run(run_id) if run_id else None)
         if run_id:
             world.bounds[session.episode.id] = {world.borrow_state(run_id, set())}
             world.finished_when_made[session.episode.id] = finished
         one_step(session)
     elif kind == "edit":
-        current = store.current_summary(world.runs[op[1]])
+        current = store.summaries.current_summary(world.runs[op[1]])
         if current is not None:
-            edit = store.edit_summary(current.id, "edited", "edited", "edited", "human:tester")
+            edit = store.summaries.edit_summary(current.id, "edited", "edited", "edited", "human:tester")
             if op[2]:
-                store.set_pinned(edit.id, True, author="human:tester")
+                store.summaries.set_pinned(edit.id, True, author="human:tester")
     elif kind == "trial":
-        run = store.get_run(world.runs[op[1]])
-        versions = store.summaries(run.id)
+        run = store.runs.get_run(world.runs[op[1]])
+        versions = store.summaries.list(run.id)
         if versions and run.config.eval_episodes:
             asyncio.run(try_summary(store, run, versions[op[2] % len(versions)], backoff_base_s=0))
 
@@ -177,13 +177,13 @@ def check(world: World, e: Episode) -> None:
     store = world.store
     lineage = world.lineage(e)
     ancestors = {m.id for m in lineage}
-    summary = store.get_summary(e.summary_id) if e.summary_id else None
+    summary = store.summaries.get_summary(e.summary_id) if e.summary_id else None
     seen = list(e.history_episode_ids)
     sources = list(summary.source_episode_ids) if summary else []
     assert len(set(seen)) == len(seen), e.id
     bounds = world.bounds_of(e)
     for episode_id in seen + sources:
-        other = store.get_episode(episode_id)
+        other = store.episodes.get_episode(episode_id)
         assert episode_id not in ancestors, f"{e.id} sees {episode_id}, itself or an episode it was forked from"
         assert not is_eval(other), f"{e.id} sees evaluation episode {episode_id}"
         assert other.status == "finished" and other.run_id is not None, (e.id, episode_id)
@@ -201,21 +201,21 @@ def check(world: World, e: Episode) -> None:
         if summary is not None:
             assert summary.run_id == run_id
     if e.id in world.default_forks:
-        source = store.get_episode(e.fork_of)
+        source = store.episodes.get_episode(e.fork_of)
         if e.pathway == source.pathway:
             assert (e.history_episode_ids, e.history_cut, e.summary_id) == \
                    (source.history_episode_ids, source.history_cut, source.summary_id), e.id
     if summary is not None:  # never a version later than one its lineage used in that run
         for member in lineage[1:]:
             if member.run_id == summary.run_id and member.summary_id:
-                assert summary.version <= store.get_summary(member.summary_id).version, (e.id, member.id)
-    prompts = [s for s in store.steps(e.id) if s.index >= (e.fork_step or 0) and s.reply and s.actor == "model"]
+                assert summary.version <= store.summaries.get_summary(member.summary_id).version, (e.id, member.id)
+    prompts = [s for s in store.episodes.steps(e.id) if s.index >= (e.fork_step or 0) and s.reply and s.actor == "model"]
     if prompts:  # what it was sent shows exactly what it records
-        text = json.loads(store.step_prompt(e.id, prompts[0].index))[-1]["content"]
+        text = json.loads(store.prompts.step_prompt(e.id, prompts[0].index))[-1]["content"]
         if e.pathway == "history":
             assert text.count("--- Previous episode ") == len(seen), e.id
             for episode_id in seen:
-                other = store.get_episode(episode_id)
+                other = store.episodes.get_episode(episode_id)
                 assert f"--- Previous episode {other.index + 1} (seed {other.seed}, " in text
         elif e.pathway == "summary" and summary is not None:
             assert summary.as_tips() in text
@@ -232,12 +232,12 @@ def test_no_context_holds_itself_a_later_episode_or_evaluation_data(specs, ops):
             runs = []
             for i, spec in enumerate(specs):
                 config = RunConfig(model="scripted/trust", game="trust", **spec)
-                runs.append(store.create_run(config, run_id=f"r{i}").id)
+                runs.append(store.runs.create_run(config, run_id=f"r{i}").id)
                 advance(store, runs[-1], 1)
             world = World(store, runs)
             for op in ops:
                 apply(world, op)
-            for episode in store.episodes():
+            for episode in store.episodes.list():
                 check(world, episode)
                 if episode.history_cut:
                     event("a history cut")

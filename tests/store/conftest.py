@@ -52,7 +52,7 @@ def store(db_path: Path):
 
 @pytest.fixture
 def run(store: Store) -> Run:
-    return store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary"))
+    return store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary"))
 
 
 @pytest.fixture
@@ -60,9 +60,9 @@ def explored(store: Store, run: Run) -> list[Episode]:
     """Three finished exploration episodes with two steps each."""
     episodes = []
     for i in range(3):
-        ep = store.add_episode(make_episode(run, index=i))
-        store.add_steps([make_step(ep.id, 0), make_step(ep.id, 1, terminated=True)])
-        episodes.append(store.finish_episode(ep.id, score=float(i)))
+        ep = store.episodes.add_episode(make_episode(run, index=i))
+        store.episodes.add_steps([make_step(ep.id, 0), make_step(ep.id, 1, terminated=True)])
+        episodes.append(store.episodes.finish_episode(ep.id, score=float(i)))
     return episodes
 
 
@@ -71,9 +71,9 @@ def evaluated(store: Store, run: Run) -> list[Episode]:
     """Two finished evaluation episodes at checkpoint 0 with one step each."""
     episodes = []
     for i in range(2):
-        ep = store.add_episode(make_episode(run, phase="eval", index=i, checkpoint=0))
-        store.add_step(make_step(ep.id, 0, terminated=True))
-        episodes.append(store.finish_episode(ep.id, score=10.0 + i))
+        ep = store.episodes.add_episode(make_episode(run, phase="eval", index=i, checkpoint=0))
+        store.episodes.add_step(make_step(ep.id, 0, terminated=True))
+        episodes.append(store.episodes.finish_episode(ep.id, score=10.0 + i))
     return episodes
 
 

@@ -86,7 +86,7 @@ NEWER_STEP_COLUMNS = {"tokens_cached": 11, "tokens_cache_write": 11}
 def as_older_code(monkeypatch, version: int) -> None:
     """Today's store behaving as the code of schema `version` did: only its migrations, and only the
     step columns that schema has (undo with monkeypatch.undo())."""
-    from s3gym_tui.store import store as store_module
+    from s3gym_tui.store import episodes as store_module
 
     monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
     cols = tuple(c for c in store_module._STEP_COLS if NEWER_STEP_COLUMNS.get(c, 0) <= version)

@@ -18,20 +18,20 @@ def _writer(path: Path, run_id: str, episode: Episode, barrier: threading.Barrie
         with opener(path) as store:
             barrier.wait()
             for i in range(STEPS):
-                store.add_step(make_step(episode.id, i))
+                store.episodes.add_step(make_step(episode.id, i))
                 if i % 4 == 0:
-                    store.add_summary(run_id, f"r{i}", "a", "n", author=f"model:{episode.id}")
-                store.list_runs()  # interleave reads too
+                    store.summaries.add_summary(run_id, f"r{i}", "a", "n", author=f"model:{episode.id}")
+                store.runs.list_runs()  # interleave reads too
             for _ in range(SUMMARIES - (STEPS + 3) // 4):
-                store.add_summary(run_id, "r", "a", "n", author=f"model:{episode.id}")
+                store.summaries.add_summary(run_id, "r", "a", "n", author=f"model:{episode.id}")
     except BaseException as err:  # noqa: BLE001 - reported by the test
         errors.append(err)
 
 
 def test_two_threads_write_concurrently(db_path: Path, make_episode, make_step):
     with Store(db_path) as main:
-        run = main.create_run(RunConfig(model="m", game="trust"))
-        episodes = [main.add_episode(make_episode(run, index=i)) for i in range(2)]
+        run = main.runs.create_run(RunConfig(model="m", game="trust"))
+        episodes = [main.episodes.add_episode(make_episode(run, index=i)) for i in range(2)]
         barrier = threading.Barrier(2)
         errors: list[BaseException] = []
         openers = [lambda p: Store(p), lambda p: main.for_thread()]
@@ -44,11 +44,11 @@ def test_two_threads_write_concurrently(db_path: Path, make_episode, make_step):
             thread.join(timeout=120)
         assert not errors, [str(e) for e in errors]
         for ep in episodes:
-            assert main.get_episode(ep.id).n_steps == STEPS
-            assert [s.index for s in main.steps(ep.id)] == list(range(STEPS))
-        versions = [s.version for s in main.summaries(run.id)]
+            assert main.episodes.get_episode(ep.id).n_steps == STEPS
+            assert [s.index for s in main.episodes.steps(ep.id)] == list(range(STEPS))
+        versions = [s.version for s in main.summaries.list(run.id)]
         assert versions == list(range(1, 2 * SUMMARIES + 1))  # no version handed out twice
-        by_author = {ep.id: [s for s in main.summaries(run.id) if s.author == f"model:{ep.id}"]
+        by_author = {ep.id: [s for s in main.summaries.list(run.id) if s.author == f"model:{ep.id}"]
                      for ep in episodes}
         assert all(len(v) == SUMMARIES for v in by_author.values())
 
@@ -65,7 +65,7 @@ def test_two_stores_opening_a_fresh_file_at_once(tmp_path: Path):
             barrier.wait()
             with Store(path) as store:
                 versions.append(store.schema_version)
-                store.create_run(RunConfig(model="m", game="trust"))
+                store.runs.create_run(RunConfig(model="m", game="trust"))
         except BaseException as err:  # noqa: BLE001
             errors.append(err)
 
@@ -76,5 +76,5 @@ def test_two_stores_opening_a_fresh_file_at_once(tmp_path: Path):
         thread.join(timeout=60)
     assert not errors, [str(e) for e in errors]
     with Store(path) as store:
-        assert len(store.list_runs()) == 4
+        assert len(store.runs.list_runs()) == 4
         assert versions == [store.schema_version] * 4

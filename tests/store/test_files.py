@@ -19,9 +19,9 @@ from s3gym_tui.store import SCHEMA_VERSION, Store, StoreError, default_db_path
 
 def _populated(path: Path) -> str:
     with Store(path) as store:
-        run = store.create_run(RunConfig(model="m", game="trust"))
+        run = store.runs.create_run(RunConfig(model="m", game="trust"))
         for i in range(30):
-            store.add_summary(run.id, "retain " * 50, "avoid " * 50, f"next {i}")
+            store.summaries.add_summary(run.id, "retain " * 50, "avoid " * 50, f"next {i}")
         return run.id
 
 
@@ -133,7 +133,7 @@ def test_empty_file_becomes_a_store(tmp_path: Path):
     path = tmp_path / "empty.db"
     path.touch()
     with Store(path) as store:
-        assert store.list_runs() == []
+        assert store.runs.list_runs() == []
 
 
 def test_directory_refused(tmp_path: Path):
@@ -154,29 +154,29 @@ def test_read_only_file_opens_for_reading(read_only_file):
     before = path.read_bytes()
     with Store(path) as store:
         assert store.read_only
-        assert store.get_run(run_id).id == run_id
-        assert len(store.summaries(run_id)) == 30
-        assert store.current_summary(run_id).version == 30
+        assert store.runs.get_run(run_id).id == run_id
+        assert len(store.summaries.list(run_id)) == 30
+        assert store.summaries.current_summary(run_id).version == 30
         with pytest.raises(StoreError, match="read-only: cannot set a run's status") as err:
-            store.set_run_status(run_id, "finished")
+            store.runs.set_run_status(run_id, "finished")
         _assert_one_line(err)
         with pytest.raises(StoreError, match="read-only"):
-            store.create_run(RunConfig(model="m", game="trust"))
+            store.runs.create_run(RunConfig(model="m", game="trust"))
     assert path.read_bytes() == before
 
 
 def test_read_only_on_request(db_path: Path):
     run_id = _populated(db_path)
     with Store(db_path, read_only=True) as store:
-        assert store.get_run(run_id).id == run_id
+        assert store.runs.get_run(run_id).id == run_id
         with pytest.raises(StoreError, match="read-only"):
-            store.add_summary(run_id, "r", "a", "n")
+            store.summaries.add_summary(run_id, "r", "a", "n")
         # even around the guard, SQLite itself refuses, and the error is still one line
         with pytest.raises(StoreError, match="read-only"):
             with store._reading("write behind the store's back"):
                 store.conn.execute("DELETE FROM runs")
     with Store(db_path) as store:
-        assert len(store.summaries(run_id)) == 30
+        assert len(store.summaries.list(run_id)) == 30
 
 
 def test_read_only_without_a_file(tmp_path: Path):
@@ -191,10 +191,10 @@ def test_locked_database_is_a_one_line_store_error(db_path: Path):
     blocker.execute("BEGIN IMMEDIATE")
     try:
         with Store(db_path, busy_timeout=0.2) as store:
-            assert store.get_run(run_id).id == run_id  # readers are not blocked in WAL mode
+            assert store.runs.get_run(run_id).id == run_id  # readers are not blocked in WAL mode
             with pytest.raises(StoreError, match=r"is locked by another writer \(waited 0.2 s\)"
                                ) as err:
-                store.set_run_status(run_id, "running")
+                store.runs.set_run_status(run_id, "running")
             _assert_one_line(err)
     finally:
         blocker.execute("ROLLBACK")
@@ -202,15 +202,15 @@ def test_locked_database_is_a_one_line_store_error(db_path: Path):
 
 
 def test_disk_full_is_a_one_line_store_error(store: Store):
-    run = store.create_run(RunConfig(model="m", game="trust"))
+    run = store.runs.create_run(RunConfig(model="m", game="trust"))
     pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
     store.conn.execute(f"PRAGMA max_page_count = {pages + 1}")
     with pytest.raises(StoreError, match="disk full: cannot add a summary") as err:
         for i in range(200):
-            store.add_summary(run.id, "x" * 5000, "y" * 5000, "z")
+            store.summaries.add_summary(run.id, "x" * 5000, "y" * 5000, "z")
     _assert_one_line(err)
     store.conn.execute("PRAGMA max_page_count = 1073741823")
-    assert store.add_summary(run.id, "r", "a", "n").version == len(store.summaries(run.id))
+    assert store.summaries.add_summary(run.id, "r", "a", "n").version == len(store.summaries.list(run.id))
 
 
 def test_closed_store(db_path: Path):
@@ -218,9 +218,9 @@ def test_closed_store(db_path: Path):
     store.close()
     store.close()  # idempotent
     with pytest.raises(StoreError, match="is closed"):
-        store.list_runs()
+        store.runs.list_runs()
     with pytest.raises(StoreError, match="is closed"):
-        store.create_run(RunConfig(model="m", game="trust"))
+        store.runs.create_run(RunConfig(model="m", game="trust"))
 
 
 def test_using_a_store_from_another_thread_says_what_to_do(store: Store):
@@ -228,7 +228,7 @@ def test_using_a_store_from_another_thread_says_what_to_do(store: Store):
 
     def use() -> None:
         try:
-            store.list_runs()
+            store.runs.list_runs()
         except BaseException as err:  # noqa: BLE001 - collected for the assertion
             errors.append(err)
 

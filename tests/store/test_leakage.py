@@ -16,23 +16,23 @@ def test_leakage_error_is_a_store_error():
 
 def test_eval_episode_on_an_exploration_seed_refused(store: Store, run: Run, make_episode):
     with pytest.raises(LeakageError, match="seed 3 is an explore seed"):
-        store.add_episode(make_episode(run, phase="eval", seed=3, checkpoint=0))
-    assert store.episodes() == []
+        store.episodes.add_episode(make_episode(run, phase="eval", seed=3, checkpoint=0))
+    assert store.episodes.list() == []
 
 
 def test_exploration_episode_on_an_eval_seed_refused(store: Store, run: Run, make_episode):
     with pytest.raises(LeakageError, match=f"seed {EVAL_SEED_BASE} is an eval seed"):
-        store.add_episode(make_episode(run, phase="explore", seed=EVAL_SEED_BASE))
+        store.episodes.add_episode(make_episode(run, phase="explore", seed=EVAL_SEED_BASE))
     with pytest.raises(LeakageError, match="is an eval seed"):  # run-less episodes too
-        store.add_episode(make_episode(None, phase="explore", seed=EVAL_SEED_BASE + 5))
-    assert store.episodes() == []
+        store.episodes.add_episode(make_episode(None, phase="explore", seed=EVAL_SEED_BASE + 5))
+    assert store.episodes.list() == []
 
 
 def test_mode_must_match_phase_in_a_run(store: Store, run: Run, make_episode):
     with pytest.raises(LeakageError, match="mode 'explore' but phase 'eval'"):
-        store.add_episode(make_episode(run, phase="eval", mode="explore"))
+        store.episodes.add_episode(make_episode(run, phase="eval", mode="explore"))
     with pytest.raises(LeakageError, match="mode 'eval' but phase 'explore'"):
-        store.add_episode(make_episode(run, phase="explore", mode="eval"))
+        store.episodes.add_episode(make_episode(run, phase="explore", mode="eval"))
 
 
 def test_eval_episode_as_history_refused(store: Store, run: Run, explored, evaluated,
@@ -40,25 +40,25 @@ def test_eval_episode_as_history_refused(store: Store, run: Run, explored, evalu
     history = (explored[0].id, evaluated[0].id)
     with pytest.raises(LeakageError, match=f"evaluation episode '{evaluated[0].id}' cannot be a "
                                            f"history source"):
-        store.add_episode(make_episode(run, index=3, history_episode_ids=history))
+        store.episodes.add_episode(make_episode(run, index=3, history_episode_ids=history))
     # an eval episode may read exploration history, never the other way round
-    ok = store.add_episode(make_episode(run, phase="eval", index=5, checkpoint=3,
-                                        history_episode_ids=(explored[0].id,)))
-    assert store.get_episode(ok.id).history_episode_ids == (explored[0].id,)
-    assert len(store.episodes(run.id)) == 6
+    ok = store.episodes.add_episode(make_episode(run, phase="eval", index=5, checkpoint=3,
+                                                 history_episode_ids=(explored[0].id,)))
+    assert store.episodes.get_episode(ok.id).history_episode_ids == (explored[0].id,)
+    assert len(store.episodes.list(run.id)) == 6
 
 
 def test_eval_episode_as_summary_source_refused(store: Store, run: Run, explored, evaluated):
     with pytest.raises(LeakageError, match="cannot be a summary source"):
-        store.add_summary(run.id, "r", "a", "n",
-                          source_episode_ids=[explored[0].id, evaluated[1].id])
+        store.summaries.add_summary(run.id, "r", "a", "n",
+                                    source_episode_ids=[explored[0].id, evaluated[1].id])
     with pytest.raises(LeakageError, match="cannot be a summary producer"):
-        store.add_summary(run.id, "r", "a", "n", for_episode_id=evaluated[0].id)
+        store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=evaluated[0].id)
     with pytest.raises(StoreError, match="unknown summary source episode 'ghost'"):
-        store.add_summary(run.id, "r", "a", "n", source_episode_ids=["ghost"])
-    assert store.summaries(run.id) == []
-    assert store.add_summary(run.id, "r", "a", "n",
-                             source_episode_ids=[explored[0].id]).version == 1
+        store.summaries.add_summary(run.id, "r", "a", "n", source_episode_ids=["ghost"])
+    assert store.summaries.list(run.id) == []
+    assert store.summaries.add_summary(run.id, "r", "a", "n",
+                                       source_episode_ids=[explored[0].id]).version == 1
 
 
 def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, explored, evaluated,
@@ -66,23 +66,23 @@ def test_a_summary_and_its_episode_are_stored_together(store: Store, run: Run, e
     """The runner stores exploration episode x and the summary written at its step 0 in one
     transaction (for_episode_id is a foreign key); a summary for an episode that is not stored,
     or for an evaluation episode, is refused."""
-    episode, summary = store.add_episode_with_summary(
+    episode, summary = store.episodes.add_episode_with_summary(
         make_episode(run, index=3, id="next-explore"), "r", "a", "n",
         source_episode_ids=[explored[0].id])
     assert summary.for_episode_id == "next-explore"
-    assert episode.summary_id == summary.id == store.get_episode("next-explore").summary_id
+    assert episode.summary_id == summary.id == store.episodes.get_episode("next-explore").summary_id
     never = explore_episode_id(run.id, 8)
     with pytest.raises(StoreError, match=f"no episode '{never}'"):
-        store.add_summary(run.id, "r", "a", "n", for_episode_id=never)
+        store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=never)
     with pytest.raises(LeakageError, match="only a run's exploration episode"):
-        store.add_episode_with_summary(make_episode(run, phase="eval", id="an-eval"), "r", "a", "n")
-    assert store.find_episode("an-eval") is None
+        store.episodes.add_episode_with_summary(make_episode(run, phase="eval", id="an-eval"), "r", "a", "n")
+    assert store.episodes.find_episode("an-eval") is None
     # all or nothing: a refused summary leaves no episode behind
     with pytest.raises(LeakageError, match="cannot be a summary source"):
-        store.add_episode_with_summary(make_episode(run, index=4, id="x4"), "r", "a", "n",
-                                       source_episode_ids=[explored[0].id, evaluated[0].id])
-    assert store.find_episode("x4") is None
-    assert len(store.summaries(run.id)) == 1
+        store.episodes.add_episode_with_summary(make_episode(run, index=4, id="x4"), "r", "a", "n",
+                                                source_episode_ids=[explored[0].id, evaluated[0].id])
+    assert store.episodes.find_episode("x4") is None
+    assert len(store.summaries.list(run.id)) == 1
     assert audit(store).ok
 
 
@@ -92,14 +92,14 @@ def test_a_summary_for_an_episode_not_stored_is_refused(store: Store, run: Run, 
     transaction); an evaluation episode stored under an exploration-looking id cannot produce one."""
     for bad in ("future-eval", eval_episode_id(run.id, 3, 0), explore_episode_id("other-run", 4)):
         with pytest.raises(LeakageError, match="not a stored episode nor one of the run's"):
-            store.add_summary(run.id, "r", "a", "n", for_episode_id=bad)
+            store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=bad)
     with pytest.raises(StoreError, match="store the episode a summary is written for first"):
-        store.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 9))
+        store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=explore_episode_id(run.id, 9))
     disguised = explore_episode_id(run.id, 7)
-    store.add_episode(make_episode(run, phase="eval", id=disguised))
+    store.episodes.add_episode(make_episode(run, phase="eval", id=disguised))
     with pytest.raises(LeakageError, match="cannot be a summary producer"):
-        store.add_summary(run.id, "r", "a", "n", for_episode_id=disguised)
-    assert store.summaries(run.id) == []
+        store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=disguised)
+    assert store.summaries.list(run.id) == []
     assert audit(store).ok
 
 
@@ -107,21 +107,21 @@ def test_eval_episode_as_training_row_refused(store: Store, run: Run, explored, 
     rows = [{"episode_id": explored[0].id, "step_index": 0, "kind": "kept"},
             {"episode_id": evaluated[0].id, "step_index": 0, "kind": "kept"}]
     with pytest.raises(LeakageError, match="cannot be a training row"):
-        store.add_dataset(run.id, {"threshold": 0}, rows)
-    assert store.datasets() == []
+        store.datasets.add_dataset(run.id, {"threshold": 0}, rows)
+    assert store.datasets.list() == []
     assert store.conn.execute("SELECT count(*) FROM dataset_rows").fetchone()[0] == 0
 
 
 def _clean_data(store: Store, run: Run, explored, evaluated, make_episode):
     """Everything the protocol writes, done through the store: the audit must find nothing."""
-    history = store.add_episode(make_episode(run, index=3, history_episode_ids=tuple(
+    history = store.episodes.add_episode(make_episode(run, index=3, history_episode_ids=tuple(
         e.id for e in explored)))
-    summary = store.add_summary(run.id, "r", "a", "n", for_episode_id=history.id,
-                                source_episode_ids=[e.id for e in explored])
-    store.set_episode_summary(history.id, summary.id)
-    store.add_episode(make_episode(run, phase="eval", index=0, checkpoint=3,
-                                   summary_id=summary.id))
-    store.add_dataset(run.id, {"threshold": 0},
+    summary = store.summaries.add_summary(run.id, "r", "a", "n", for_episode_id=history.id,
+                                          source_episode_ids=[e.id for e in explored])
+    store.episodes.set_episode_summary(history.id, summary.id)
+    store.episodes.add_episode(make_episode(run, phase="eval", index=0, checkpoint=3,
+                                            summary_id=summary.id))
+    store.datasets.add_dataset(run.id, {"threshold": 0},
                       [{"episode_id": e.id, "step_index": 0, "kind": "kept"} for e in explored])
     return history, summary
 

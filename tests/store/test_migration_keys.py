@@ -113,17 +113,17 @@ def test_an_older_file_upgrades_with_every_row_kept(tmp_path: Path, monkeypatch:
                                                        for s in old["steps"]]
         # summaries: a reference to an episode never stored became NULL, its state kept as what
         # state x uses (where a resumed run finds it)
-        summaries = {s.id: s for s in store.summaries("trust-summary-1")}
+        summaries = {s.id: s for s in store.summaries.list("trust-summary-1")}
         assert summaries["sum-1"].for_episode_id == "trust-summary-1-x001"
         assert summaries["sum-2"].for_episode_id is None
         assert conn.execute("SELECT summary_id FROM experience_states WHERE run_id = 'trust-summary-1' "
                             "AND x = 2").fetchall() == [("sum-2",)]
         assert summaries["sum-3"].cost is None and summaries["sum-3"].tokens_in == 0
-        assert store.get_episode("trust-summary-1-x001").summary_id == "sum-1"
-        assert store.get_episode("fork-1").fork_of == "trust-summary-1-x000"
-        assert store.get_run("trust-summary-1").sweep_id is None
-        assert store.get_run("trust-summary-1").note == "old"
-        assert store.dataset_rows("ds-1")[0].step_index == 1
+        assert store.episodes.get_episode("trust-summary-1-x001").summary_id == "sum-1"
+        assert store.episodes.get_episode("fork-1").fork_of == "trust-summary-1-x000"
+        assert store.runs.get_run("trust-summary-1").sweep_id is None
+        assert store.runs.get_run("trust-summary-1").note == "old"
+        assert store.datasets.dataset_rows("ds-1")[0].step_index == 1
         # the views join steps to their run, game, pathway and phase
         view = conn.execute("SELECT run_id, game, pathway, phase, step_index FROM steps_in_runs "
                             "WHERE episode_id = 'trust-summary-1-c000-e0' ORDER BY step_index").fetchall()

@@ -26,14 +26,14 @@ def test_schema_version_is_the_number_of_migrations():
 
 def test_opening_twice_is_idempotent(db_path: Path):
     with Store(db_path) as store:
-        run = store.create_run(RunConfig(model="m", game="trust"))
-        store.add_summary(run.id, "r", "a", "n")
+        run = store.runs.create_run(RunConfig(model="m", game="trust"))
+        store.summaries.add_summary(run.id, "r", "a", "n")
     first = _schema_sql(db_path)
     for _ in range(2):
         with Store(db_path) as store:
             assert store.schema_version == SCHEMA_VERSION
-            assert store.get_run(run.id) == run
-            assert [s.version for s in store.summaries(run.id)] == [1]
+            assert store.runs.get_run(run.id) == run
+            assert [s.version for s in store.summaries.list(run.id)] == [1]
     assert _schema_sql(db_path) == first
     conn = sqlite3.connect(db_path)
     assert conn.execute("SELECT count(*) FROM meta").fetchone()[0] == 1
@@ -49,14 +49,14 @@ def _v_next(db: Database) -> None:
 def test_older_file_is_migrated_to_the_current_version(db_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch):
     with Store(db_path) as store:  # written at today's version
-        run = store.create_run(RunConfig(model="m", game="trust"), note="old")
+        run = store.runs.create_run(RunConfig(model="m", game="trust"), note="old")
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, _v_next])
     with Store(db_path) as store:
         assert store.schema_version == SCHEMA_VERSION + 1
-        assert store.get_run(run.id).note == "old (migrated)"
+        assert store.runs.get_run(run.id).note == "old (migrated)"
         assert "tags" in store.db["runs"].columns_dict
     with Store(db_path) as store:  # and not applied twice
-        assert store.get_run(run.id).note == "old (migrated)"
+        assert store.runs.get_run(run.id).note == "old (migrated)"
 
 
 def test_a_fresh_file_runs_every_migration_in_order(db_path: Path,
@@ -70,7 +70,7 @@ def test_a_fresh_file_runs_every_migration_in_order(db_path: Path,
 def test_failing_migration_leaves_the_previous_version(db_path: Path,
                                                        monkeypatch: pytest.MonkeyPatch):
     with Store(db_path) as store:
-        run = store.create_run(RunConfig(model="m", game="trust"))
+        run = store.runs.create_run(RunConfig(model="m", game="trust"))
 
     def broken(db: Database) -> None:
         db["half_done"].create({"x": int})
@@ -83,7 +83,7 @@ def test_failing_migration_leaves_the_previous_version(db_path: Path,
     with Store(db_path) as store:
         assert store.schema_version == SCHEMA_VERSION
         assert "half_done" not in store.db.table_names()
-        assert store.get_run(run.id) == run
+        assert store.runs.get_run(run.id) == run
 
 
 def test_read_only_file_of_an_older_version_is_refused(db_path: Path,

@@ -29,14 +29,14 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 with Store(sys.argv[1]) as store:
     for i in range(int(sys.argv[3])):
-        store.create_run(RunConfig(model="scripted/trust", game="trust"), run_id=f"{sys.argv[2]}-{i}")
+        store.runs.create_run(RunConfig(model="scripted/trust", game="trust"), run_id=f"{sys.argv[2]}-{i}")
 """
 
 READER = """
 import sys
 from s3gym_tui.store import Store
 with Store(sys.argv[1], read_only=True) as store:
-    print(",".join(sorted(r.id for r in store.list_runs(limit=10_000))))
+    print(",".join(sorted(r.id for r in store.runs.list_runs(limit=10_000))))
 """
 
 
@@ -62,30 +62,30 @@ def test_second_store_in_process_keeps_the_first_ones_locks(tmp_path: Path, seco
     path = tmp_path / "shared.db"
     first = Store(path)
     try:
-        first.create_run(_config(), run_id="app-0")
+        first.runs.create_run(_config(), run_id="app-0")
         for _ in range(3):  # a screen's thread worker opening and closing its own connection
             second = {"for_thread": first.for_thread,
                       "full_open": lambda: Store(path),
                       "read_only_open": lambda: Store(path, read_only=True)}[second_open]()
-            second.list_runs()
+            second.runs.list_runs()
             second.close()
         done = _python(OTHER_WRITER, path, "headless", 3)  # another process writes, then closes
         assert done.returncode == 0, done.stderr
         assert Path(f"{path}-wal").exists() and Path(f"{path}-shm").exists(), \
             "the other process deleted the WAL while this process still had it open"
-        first.create_run(_config(), run_id="app-1")  # e.g. a summary edit in the app
+        first.runs.create_run(_config(), run_id="app-1")  # e.g. a summary edit in the app
         seen = _python(READER, path)
         assert seen.returncode == 0, seen.stderr
         assert seen.stdout.strip().split(",") == sorted(["app-0", "app-1", "headless-0", "headless-1",
                                                          "headless-2"])
         done = _python(OTHER_WRITER, path, "later", 2)
         assert done.returncode == 0, done.stderr
-        assert {r.id for r in first.list_runs()} >= {"later-0", "later-1", "app-1"}
+        assert {r.id for r in first.runs.list_runs()} >= {"later-0", "later-1", "app-1"}
     finally:
         first.close()
     assert _integrity(path) == "ok"
     with Store(path) as store:
-        assert len(store.list_runs()) == 7
+        assert len(store.runs.list_runs()) == 7
 
 
 def test_nothing_opens_the_database_file_outside_sqlite(tmp_path: Path, monkeypatch):
@@ -95,7 +95,7 @@ def test_nothing_opens_the_database_file_outside_sqlite(tmp_path: Path, monkeypa
 
     path = tmp_path / "watched.db"
     with Store(path) as store:
-        run = store.create_run(_config(), run_id="r")
+        run = store.runs.create_run(_config(), run_id="r")
     watched = {str(path.resolve()) + suffix for suffix in ("", "-wal", "-shm", "-journal")}
     opened: list[str] = []
     real_open, real_os_open = builtins.open, os.open
@@ -119,5 +119,5 @@ def test_nothing_opens_the_database_file_outside_sqlite(tmp_path: Path, monkeypa
         store.for_thread().close()
         Store(path, read_only=True).close()
         audit(store)
-        export_run(store, store.get_run(run.id), io.StringIO())
+        export_run(store, store.runs.get_run(run.id), io.StringIO())
     assert opened == []

@@ -25,16 +25,16 @@ def _plans(store: Store, call: Callable[[], object]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("name, call, index", [
-    ("steps", lambda s, run, ep: s.steps(ep), "idx_steps_episode_index"),
-    ("light steps", lambda s, run, ep: s.steps(ep, include_prompt=False),
+    ("steps", lambda s, run, ep: s.episodes.steps(ep), "idx_steps_episode_index"),
+    ("light steps", lambda s, run, ep: s.episodes.steps(ep, include_prompt=False),
      "idx_steps_episode_index"),
-    ("last step", lambda s, run, ep: s.last_step_index(ep), "idx_steps_episode_index"),
-    ("runs", lambda s, run, ep: s.list_runs(limit=20), "idx_runs_created_at"),
-    ("run episodes", lambda s, run, ep: s.episodes(run), "idx_episodes_run_phase_checkpoint"),
-    ("checkpoint episodes", lambda s, run, ep: s.episodes(run, phase="eval", checkpoint=0),
+    ("last step", lambda s, run, ep: s.episodes.last_step_index(ep), "idx_steps_episode_index"),
+    ("runs", lambda s, run, ep: s.runs.list_runs(limit=20), "idx_runs_created_at"),
+    ("run episodes", lambda s, run, ep: s.episodes.list(run), "idx_episodes_run_phase_checkpoint"),
+    ("checkpoint episodes", lambda s, run, ep: s.episodes.list(run, phase="eval", checkpoint=0),
      "idx_episodes_run_phase_checkpoint"),
-    ("summaries", lambda s, run, ep: s.summaries(run), "idx_summaries_run_version"),
-    ("current summary", lambda s, run, ep: s.current_summary(run), "idx_summaries_run_version"),
+    ("summaries", lambda s, run, ep: s.summaries.list(run), "idx_summaries_run_version"),
+    ("current summary", lambda s, run, ep: s.summaries.current_summary(run), "idx_summaries_run_version"),
 ])
 def test_store_reads_use_indexes(store: Store, run: Run, explored, name, call, index):
     plans = _plans(store, lambda: call(store, run.id, explored[0].id))
@@ -48,11 +48,11 @@ def test_store_reads_use_indexes(store: Store, run: Run, explored, name, call, i
 
 
 def test_loading_an_episode_is_one_range_scan_without_a_sort(store: Store, explored):
-    [(sql, plan)] = _plans(store, lambda: store.steps(explored[0].id))
+    [(sql, plan)] = _plans(store, lambda: store.episodes.steps(explored[0].id))
     assert "SEARCH steps USING INDEX idx_steps_episode_index (episode_id=?)" in plan
     assert "TEMP B-TREE" not in plan
 
 
 def test_get_episode_is_a_primary_key_lookup(store: Store, explored):
-    [(sql, plan)] = _plans(store, lambda: store.get_episode(explored[0].id))
+    [(sql, plan)] = _plans(store, lambda: store.episodes.get_episode(explored[0].id))
     assert "USING INDEX sqlite_autoindex_episodes_1 (id=?)" in plan

@@ -33,20 +33,20 @@ def populated(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("search") / "s3gym.db"
     rng = random.Random(7)
     with Store(path) as store:
-        _, runs = store.create_sweep(
+        _, runs = store.sweeps.create_sweep(
             SweepConfig(games=("trust",), pathways=("summary", "history"), models=("m1", "m2")),
             runs=[RunConfig(model="m1", game="trust", pathway="summary"),
                   RunConfig(model="m2", game="trust", pathway="history")], sweep_id="sweep-t")
-        runs.append(store.create_run(RunConfig(model="m1", game="minesweeper", pathway="none")))
+        runs.append(store.runs.create_run(RunConfig(model="m1", game="minesweeper", pathway="none")))
         episodes = []
         for run in runs:
             for i in range(3):
                 phase = "eval" if i == 2 else "explore"
-                ep = store.add_episode(make_episode(run, phase=phase, index=i, checkpoint=0 if phase == "eval"
-                                                    else None))
+                ep = store.episodes.add_episode(make_episode(run, phase=phase, index=i, checkpoint=0 if phase == "eval"
+                                                             else None))
                 episodes.append(ep)
-        fork = store.add_episode(make_episode(runs[0], index=0, fork_of=episodes[0].id, fork_step=2,
-                                              seed=episodes[0].seed, id="fork-0"))
+        fork = store.episodes.add_episode(make_episode(runs[0], index=0, fork_of=episodes[0].id, fork_step=2,
+                                                       seed=episodes[0].seed, id="fork-0"))
         episodes.append(fork)
         for ep in episodes:
             steps = []
@@ -56,19 +56,19 @@ def populated(tmp_path_factory) -> Path:
                                        feedback=_text(rng, 2), observation=_text(rng, 3), self_score=s,
                                        reward=rng.choice([-1.0, 0.0, 1.0, 3.0]), fault=rng.choice(FAULTS),
                                        actor=rng.choice(["model", "model", "human", "human-edit"])))
-            store.add_steps(steps)
+            store.episodes.add_steps(steps)
             for step in steps:
                 if rng.random() < 0.2:
-                    store.add_annotation("step", rng.choice(LABELS), author="human:t", note=_text(rng, 2),
-                                         episode_id=ep.id, step_index=step.index)
+                    store.annotations.add_annotation("step", rng.choice(LABELS), author="human:t", note=_text(rng, 2),
+                                                     episode_id=ep.id, step_index=step.index)
             if rng.random() < 0.3:
-                store.add_annotation("episode", rng.choice(LABELS), author="human:t", note=_text(rng, 1),
-                                     episode_id=ep.id)
+                store.annotations.add_annotation("episode", rng.choice(LABELS), author="human:t", note=_text(rng, 1),
+                                                 episode_id=ep.id)
             if rng.random() < 0.5:
-                store.finish_episode(ep.id, 1.0)  # indexes its steps; the others wait for a search
-        assert store.search_backlog() > 0
-        store.search("left")  # a writable store's search indexes what waits (the test reads read-only)
-        assert store.search_backlog() == 0
+                store.episodes.finish_episode(ep.id, 1.0)  # indexes its steps; the others wait for a search
+        assert store.search.search_backlog() > 0
+        store.search.find("left")  # a writable store's search indexes what waits (the test reads read-only)
+        assert store.search.search_backlog() == 0
     return path
 
 
@@ -176,7 +176,7 @@ def test_search_equals_the_plain_reference(populated: Path, words, neg, f: Searc
     with Store(populated, read_only=True) as store:
         if not query and f == SearchFilters(fields=f.fields):
             return
-        result = store.search(query, f, limit=10_000)
+        result = store.search.find(query, f, limit=10_000)
     got = {h.target for h in result.hits if h.kind == "step"}
     assert not result.more
     assert got == _reference(populated, words, neg, f)

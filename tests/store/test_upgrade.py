@@ -46,7 +46,7 @@ def _old_chain_reads(path: Path, version: int, monkeypatch: pytest.MonkeyPatch) 
         patch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:version])
         with Store(path, read_only=True) as old:
             assert old.schema_version == version
-            assert old.get_run(RUN_ID).note == "made by an older s3gym"
+            assert old.runs.get_run(RUN_ID).note == "made by an older s3gym"
 
 
 def _failing_after_the_real_ones(error: BaseException):
@@ -65,11 +65,11 @@ def test_a_schema_2_file_upgrades_with_a_notice_and_a_backup(tmp_path: Path):
     with Store(path, notify=lines.append) as store:
         done = store.upgraded
         assert store.schema_version == CURRENT
-        run = store.get_run(RUN_ID)
+        run = store.runs.get_run(RUN_ID)
         assert run.note == "made by an older s3gym" and run.status_reason == "" and run.sweep_id is None
-        episodes = store.episodes(RUN_ID)
+        episodes = store.episodes.list(RUN_ID)
         assert len(episodes) == old["episodes"]
-        assert [s.reply for s in store.steps(episodes[0].id)] == [f"Answer: C, Score: {k}"
+        assert [s.reply for s in store.episodes.steps(episodes[0].id)] == [f"Answer: C, Score: {k}"
                                                                       for k in range(3)]
     backup = tmp_path / "x.db.schema2.bak"
     assert done is not None and done.backup == backup and done.from_version == 2

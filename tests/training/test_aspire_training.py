@@ -37,15 +37,15 @@ class Plan:
 @pytest.mark.parametrize("method", ["sft", "grpo"])
 def test_a_trained_candidate_through_the_training_pathway(tmp_path, tiny_base, method):
     with Store(tmp_path / "a.db") as store:
-        aid = store.create_aspire_run(goal_id="g", goal_text=GOALS[0].text, model="scripted", protocol="final",
-                                      budget=Budget().as_dict(),
-                                      settings=Settings(player="scripted", step_cap=2, train_base=str(tiny_base)).__dict__).id
+        aid = store.aspire.create_aspire_run(goal_id="g", goal_text=GOALS[0].text, model="scripted", protocol="final",
+                                             budget=Budget().as_dict(),
+                                             settings=Settings(player="scripted", step_cap=2, train_base=str(tiny_base)).__dict__).id
         final = asyncio.run(Controller(store, aid, Plan(method), GOALS).run_all())
-        decisions = store.aspire_decisions(aid)
-        cands = store.aspire_candidates(aid)
-        scores = {s.purpose: s for s in store.hidden_scores(aid)}
-        trainings = store.aspire_links(aid, "training")
-        training = store.get_training(trainings[0].run_id) if trainings else None
+        decisions = store.aspire.aspire_decisions(aid)
+        cands = store.aspire.aspire_candidates(aid)
+        scores = {s.purpose: s for s in store.aspire.hidden_scores(aid)}
+        trainings = store.aspire.aspire_links(aid, "training")
+        training = store.trainings.get_training(trainings[0].run_id) if trainings else None
     assert [(d.tool, d.outcome) for d in decisions] == [("practise", "ok"), ("update", "ok"), ("submit", "ok")], \
         [d.result for d in decisions]
     sft = cands[1]

@@ -45,13 +45,13 @@ def fake_trained(monkeypatch):
 
 
 async def _stored_training(store):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=2))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                          eval_every=1, eval_episodes=2))
     run = await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
-    training = store.add_training(Training(id="t-base", games=("trust",), source_run=run.id, base="tiny", epochs=2,
-                                           method="grpo"))
+    training = store.trainings.add_training(Training(id="t-base", games=("trust",), source_run=run.id, base="tiny", epochs=2,
+                                                     method="grpo"))
     for x in (0, 1, 2):
-        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=f"trained/t-base/{x}"))
+        store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=f"trained/t-base/{x}"))
     written = create_eval_run(store, training, run.config, [0, 1, 2], step_cap=3, run_id="t-base")
     constrained = create_eval_run(store, training, run.config, [0, 1, 2], step_cap=3, run_id="t-base-grammar",
                                   decoding="grammar")

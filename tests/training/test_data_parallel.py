@@ -31,8 +31,8 @@ COMMON = ["--epochs", "2", "--max-examples", "4", "--grad-accum", "1", "--lr", "
 def _explored(db: Path) -> str:
     async def go() -> str:
         with Store(db) as store:
-            run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                             eval_every=1, eval_episodes=1))
+            run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                                  eval_every=1, eval_episodes=1))
             return (await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
 
     return asyncio.run(go())
@@ -60,20 +60,20 @@ def test_two_processes_write_the_store_once_and_match_one_process(tmp_path, tiny
     # one process, the same global batch
     assert main(["train", source, "--base", str(tiny_base), "--batch-size", "4", *COMMON, "--db", str(db)]) == 0
     with Store(db) as store:
-        two, one = store.trainings(source_run=source)  # oldest first: nothing else was stored twice
-        assert len(store.datasets(source)) == 2 and two.examples == one.examples == 4
+        two, one = store.trainings.list(source_run=source)  # oldest first: nothing else was stored twice
+        assert len(store.datasets.list(source)) == 2 and two.examples == one.examples == 4
         for training in (two, one):
             assert training.status == "finished" and training.steps == 2  # 2 steps: rank 1 took half of each batch
-            assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
-            evaluation, constrained = store.training_evals(training.id)  # as written, and under the grammar
+            assert [c.x for c in store.trainings.training_checkpoints(training.id)] == [0, 1, 2]
+            evaluation, constrained = store.trainings.training_evals(training.id)  # as written, and under the grammar
             assert constrained[1] == f"{training.id}-grammar"
-            episodes = store.episodes(evaluation[1])
+            episodes = store.episodes.list(evaluation[1])
             assert sorted(e.checkpoint for e in episodes) == [0, 1, 2]  # one evaluation episode per checkpoint
-        losses = {t.id: [(p.step, p.loss) for p in store.losses(t.id)] for t in (two, one)}
+        losses = {t.id: [(p.step, p.loss) for p in store.trainings.losses(t.id)] for t in (two, one)}
         assert [s for s, _ in losses[two.id]] == [s for s, _ in losses[one.id]] == [1, 2]
         for (_, a), (_, b) in zip(losses[two.id], losses[one.id]):
             assert abs(a - b) <= LOSS_TOLERANCE * abs(b), (losses, LOSS_TOLERANCE)
-        adapters = {t.id: Path(store.training_checkpoints(t.id)[-1].adapter) for t in (two, one)}
+        adapters = {t.id: Path(store.trainings.training_checkpoints(t.id)[-1].adapter) for t in (two, one)}
         assert audit(store).ok
     base = _lora_weights(adapters[one.id])
     other = _lora_weights(adapters[two.id])
@@ -96,15 +96,15 @@ def test_grpo_in_two_processes_writes_the_store_once(tmp_path, tiny_base):
                        "1", "--warm-start", "2", "--warm-start-epochs", "1", "--progress", "plain", "--db", str(db))
     assert launched.returncode == 0, launched.stderr[-3000:]
     with Store(db) as store:
-        (training,) = store.trainings()
+        (training,) = store.trainings.list()
         assert training.status == "finished" and training.steps == 2
         # the warm start too is trained data parallel (2 examples, one per process: one step), stored once
-        assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("grpo", 1), ("grpo", 2)]
-        assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
-        assert [s.kind for s in store.training_sources(training.id)] == ["rollout", "rollout"]
-        evaluation, constrained = store.training_evals(training.id)
-        assert sorted(e.checkpoint for e in store.episodes(evaluation[1])) == [0, 1, 2]
-        assert sorted(e.checkpoint for e in store.episodes(constrained[1])) == [0, 1, 2]
+        assert [(p.phase, p.step) for p in store.trainings.losses(training.id)] == [("warm-start", 1), ("grpo", 1), ("grpo", 2)]
+        assert [c.x for c in store.trainings.training_checkpoints(training.id)] == [0, 1, 2]
+        assert [s.kind for s in store.trainings.training_sources(training.id)] == ["rollout", "rollout"]
+        evaluation, constrained = store.trainings.training_evals(training.id)
+        assert sorted(e.checkpoint for e in store.episodes.list(evaluation[1])) == [0, 1, 2]
+        assert sorted(e.checkpoint for e in store.episodes.list(constrained[1])) == [0, 1, 2]
 
 
 def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, monkeypatch):
@@ -119,36 +119,36 @@ def test_distill_in_two_processes_writes_the_store_once(tmp_path, tiny_base, mon
     experts = []
     with Store(db) as store:
         for game in ("trust", "snake"):
-            run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
-                                             eval_every=1, eval_episodes=1, step_cap=3))
+            run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
+                                                  eval_every=1, eval_episodes=1, step_cap=3))
             run = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
             options = SftConfig(base=str(tiny_base), max_examples=3, eval_episodes=1, step_cap=1, epochs=1,
                                 batch_size=2, grad_accum=1, learning_rate=1e-2)
             experts.append(asyncio.run(train_from_run(store, run.id, options)).training.id)
-        runs_before = len(store.list_runs())
+        runs_before = len(store.runs.list_runs())
     launched = _launch(tmp_path, "distill", *experts, "--rollout-episodes", "1", "--rollout-step-cap", "2",
                        "--updates", "2", "--batch", "2", "--completion-tokens", "6", "--eval-episodes", "1",
                        "--step-cap", "1", "--progress", "plain", "--db", str(db))
     assert launched.returncode == 0, launched.stderr[-3000:]
     with Store(db) as store:
-        students = [t for t in store.trainings() if t.study_id]
+        students = [t for t in store.trainings.list() if t.study_id]
         assert sorted(t.role for t in students) == ["phase1", "phase2"]
         for student in students:
-            assert student.status == "finished" and len(store.losses(student.id)) == student.steps > 0
-            evaluations = store.training_evals(student.id)
+            assert student.status == "finished" and len(store.trainings.losses(student.id)) == student.steps > 0
+            evaluations = store.trainings.training_evals(student.id)
             assert sorted(game for game, _, _ in evaluations) == ["snake", "trust"]
-            assert all(len(store.episodes(run_id)) == 1 for _, run_id, _ in evaluations)
+            assert all(len(store.episodes.list(run_id)) == 1 for _, run_id, _ in evaluations)
         phase2 = next(t for t in students if t.role == "phase2")
         # every rank's rows are counted: 2 updates x 2 prompts per process x 2 processes
         assert sum(phase2.metrics["routed"].values()) == 2 * 2 * 2
-        study = store.get_study(students[0].study_id)
+        study = store.trainings.get_study(students[0].study_id)
         assert study.status == "finished" and len(study.settings["rollout_runs"]) == 2
         assert len(study.settings["datasets"]) == 2
         for expert in experts:  # the matrix: each expert also on the other game, once (besides its own two)
-            assert len(store.training_evals(expert)) == 3
+            assert len(store.trainings.training_evals(expert)) == 3
         # two rollout runs, four student evaluations (two students x two games) and the experts' two
         # evaluations on each other's game: nothing twice
-        assert len(store.list_runs()) == runs_before + 2 + 4 + 2
+        assert len(store.runs.list_runs()) == runs_before + 2 + 4 + 2
 
 
 def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
@@ -178,4 +178,4 @@ def test_vllm_is_a_guarded_option(tmp_path, capsys, monkeypatch):
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
     with Store(db) as store:
-        assert store.trainings() == []
+        assert store.trainings.list() == []

@@ -19,7 +19,7 @@ SPECS = [("collaborate", 2.0, 2.0), ("collaborate", 1.0, 0.0), ("cheat", 0.0, 3.
 
 
 def kinds(store, dataset_id):
-    return [(r.step_index, r.kind) for r in store.dataset_rows(dataset_id)]
+    return [(r.step_index, r.kind) for r in store.datasets.dataset_rows(dataset_id)]
 
 
 async def test_threshold_keeps_positive_self_scores_and_drops_the_rest(store):
@@ -33,10 +33,10 @@ async def test_threshold_keeps_positive_self_scores_and_drops_the_rest(store):
     assert rule["threshold"] == 0.0 and rule["correction"] is None and rule["select"] == "self_score > threshold"
     assert rule["dropped_reasons"] == {"self-score at or below the threshold": 3}
     # a kept row is the prompt exactly as sent, then the reply exactly as given
-    row = store.dataset_rows(build.dataset.id, kind="kept")[0]
-    assert list(row.messages[:-1]) == json.loads(store.step_prompt(episode.id, 0))
-    assert row.messages[-1] == {"role": "assistant", "content": store.steps(episode.id)[0].reply}
-    assert all(r.messages == () for r in store.dataset_rows(build.dataset.id, kind="dropped"))
+    row = store.datasets.dataset_rows(build.dataset.id, kind="kept")[0]
+    assert list(row.messages[:-1]) == json.loads(store.prompts.step_prompt(episode.id, 0))
+    assert row.messages[-1] == {"role": "assistant", "content": store.episodes.steps(episode.id)[0].reply}
+    assert all(r.messages == () for r in store.datasets.dataset_rows(build.dataset.id, kind="dropped"))
 
 
 @pytest.mark.parametrize("threshold, kept", [(-5.0, [0, 1, 2, 3]), (0.5, [0, 1]), (1.0, [0]), (2.0, [])])
@@ -66,11 +66,11 @@ async def test_reference_corrections_replay_the_state_the_agent_saw(store):
                                               (4, "corrected")]
     assert build.dataset.counts == {"kept": 2, "corrected": 3, "dropped": 0}
     actions = [a for a, _, _ in SPECS]
-    for row in store.dataset_rows(build.dataset.id, kind="corrected"):
+    for row in store.datasets.dataset_rows(build.dataset.id, kind="corrected"):
         env = games.game_class("trust").replay("explore", 7, actions[:row.step_index])
         move = games.reference_policy("trust").act(env.view())
         assert row.messages[-1]["content"] == f"Answer: {move.action}, Score: {move.expected_reward:g}"
-        assert list(row.messages[:-1]) == json.loads(store.step_prompt(episode.id, row.step_index))
+        assert list(row.messages[:-1]) == json.loads(store.prompts.step_prompt(episode.id, row.step_index))
     assert build.quality.precision == pytest.approx(0.5)  # corrections do not count as kept
 
 
@@ -79,7 +79,7 @@ async def test_another_model_as_correction_source(store):
     add_trust_episode(store, run, SPECS)
     build = await build_dataset(store, run.id, threshold=0.0, correction="scripted/trust")
     assert build.dataset.rule["correction"] == "scripted/trust"
-    corrected = store.dataset_rows(build.dataset.id, kind="corrected")
+    corrected = store.datasets.dataset_rows(build.dataset.id, kind="corrected")
     assert [r.step_index for r in corrected] == [2, 3, 4]
     assert all(r.messages[-1]["content"].startswith("Reference policy move.\nAnswer: ") for r in corrected)
 
@@ -111,7 +111,7 @@ async def test_evaluation_steps_never_enter_even_when_asked_for(store):
     explore = add_trust_episode(store, run, SPECS, index=0)
     evaluation = add_trust_episode(store, run, [("collaborate", 5.0, 2.0)] * 4, phase="eval")
     build = await build_dataset(store, run.id, threshold=-100.0, correction=REFERENCE)
-    rows = store.dataset_rows(build.dataset.id)
+    rows = store.datasets.dataset_rows(build.dataset.id)
     assert {r.episode_id for r in rows} == {explore.id}
     assert build.excluded_eval_steps == 4 and build.dataset.rule["excluded_eval_steps"] == 4
     with pytest.raises(LeakageError, match="evaluation"):
@@ -120,8 +120,8 @@ async def test_evaluation_steps_never_enter_even_when_asked_for(store):
         await build_dataset(store, run.id, episode_ids=["no-such-episode"])
     # the store refuses an evaluation row written around the builder, and the audit stays clean
     with pytest.raises(LeakageError):
-        store.add_dataset(run.id, {"rule": "by hand"}, [DatasetRow(episode_id=evaluation.id, step_index=0,
-                                                                   kind="kept")])
+        store.datasets.add_dataset(run.id, {"rule": "by hand"}, [DatasetRow(episode_id=evaluation.id, step_index=0,
+                                                                            kind="kept")])
     assert audit(store).ok
     assert all(e["prompt"][0]["role"] == "system" for e in training_examples(store, build.dataset.id))
 
@@ -131,7 +131,7 @@ async def test_only_explicitly_listed_exploration_episodes(store):
     first = add_trust_episode(store, run, SPECS, index=0)
     add_trust_episode(store, run, SPECS, index=1)
     build = await build_dataset(store, run.id, episode_ids=[first.id])
-    assert {r.episode_id for r in store.dataset_rows(build.dataset.id)} == {first.id}
+    assert {r.episode_id for r in store.datasets.dataset_rows(build.dataset.id)} == {first.id}
     assert build.dataset.rule["episodes"] == 1
 
 

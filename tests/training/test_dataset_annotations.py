@@ -14,14 +14,14 @@ SPECS = [("collaborate", 2.0, 2.0), ("collaborate", 1.0, 0.0), ("cheat", 0.0, 3.
 
 
 def kinds(store, dataset_id):
-    return [(r.step_index, r.kind, r.reason) for r in store.dataset_rows(dataset_id)]
+    return [(r.step_index, r.kind, r.reason) for r in store.datasets.dataset_rows(dataset_id)]
 
 
 async def test_labelled_steps_are_left_out_and_counted(store):
     run = trust_run(store)
     episode = add_trust_episode(store, run, SPECS)
-    store.add_annotation("step", "leak?", author="human:ann", episode_id=episode.id, step_index=0)
-    store.add_annotation("step", "lucky", author="human:ann", episode_id=episode.id, step_index=1)
+    store.annotations.add_annotation("step", "leak?", author="human:ann", episode_id=episode.id, step_index=0)
+    store.annotations.add_annotation("step", "lucky", author="human:ann", episode_id=episode.id, step_index=1)
     build = await build_dataset(store, run.id, threshold=0.0, exclude_labels=("leak?",))
     assert kinds(store, build.dataset.id)[:2] == [(0, "dropped", "labelled leak? (excluded)"), (1, "kept", None)]
     assert build.annotations.labelled_excluded == 1 and build.dataset.rule["labelled_excluded"] == 1
@@ -34,12 +34,12 @@ async def test_labelled_steps_are_left_out_and_counted(store):
 async def test_a_persons_corrected_action_becomes_the_target(store):
     run = trust_run(store)
     episode = add_trust_episode(store, run, SPECS)
-    store.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=3,
-                         correction="collaborate")
-    store.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=2,
-                         correction="fly away")  # not an action of the game
+    store.annotations.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=3,
+                                     correction="collaborate")
+    store.annotations.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=2,
+                                     correction="fly away")  # not an action of the game
     build = await build_dataset(store, run.id, threshold=0.0, exclude_labels=("mistake",), annotated_corrections=True)
-    rows = {r.step_index: r for r in store.dataset_rows(build.dataset.id)}
+    rows = {r.step_index: r for r in store.datasets.dataset_rows(build.dataset.id)}
     # the target's score is the self-score the agent stated at that step (1), never a reward the
     # game would give the corrected action: only the self-judged score may shape training data
     assert rows[3].kind == "corrected" and rows[3].messages[-1]["content"] == "Answer: collaborate, Score: 1"
@@ -49,17 +49,17 @@ async def test_a_persons_corrected_action_becomes_the_target(store):
     targets = [e["completion"][0]["content"] for e in training_examples(store, build.dataset.id)]
     assert any(t.startswith("Answer: collaborate") for t in targets)
     without = await build_dataset(store, run.id, threshold=0.0)
-    assert {r.step_index: r.kind for r in store.dataset_rows(without.dataset.id)}[3] == "kept"
+    assert {r.step_index: r.kind for r in store.datasets.dataset_rows(without.dataset.id)}[3] == "kept"
 
 
 def test_annotations_round_trip_through_export(store):
     run = trust_run(store)
     episode = add_trust_episode(store, run, SPECS)
-    summary = store.add_summary(run.id, "r", "a", "n")
-    made = [store.add_annotation("step", "mistake", author="human:ann", note="went \x1b]0;x\x07 left",
-                                 episode_id=episode.id, step_index=1, correction="cheat"),
-            store.add_annotation("episode", "lucky", author="human:ann", episode_id=episode.id),
-            store.add_annotation("summary", "insight", author="human:bob", summary_id=summary.id)]
+    summary = store.summaries.add_summary(run.id, "r", "a", "n")
+    made = [store.annotations.add_annotation("step", "mistake", author="human:ann", note="went \x1b]0;x\x07 left",
+                                             episode_id=episode.id, step_index=1, correction="cheat"),
+            store.annotations.add_annotation("episode", "lucky", author="human:ann", episode_id=episode.id),
+            store.annotations.add_annotation("summary", "insight", author="human:bob", summary_id=summary.id)]
     out = io.StringIO()
     export_run(store, run, out)
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
@@ -77,9 +77,9 @@ def test_s3gym_dataset_says_how_many_annotations_it_used(tmp_path, capsys, tiny_
     with Store(db) as store:
         run = trust_run(store)
         episode = add_trust_episode(store, run, SPECS)
-        store.add_annotation("step", "leak?", author="human:ann", episode_id=episode.id, step_index=0)
-        store.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=3,
-                             correction="collaborate")
+        store.annotations.add_annotation("step", "leak?", author="human:ann", episode_id=episode.id, step_index=0)
+        store.annotations.add_annotation("step", "mistake", author="human:ann", episode_id=episode.id, step_index=3,
+                                         correction="collaborate")
     code = main(["dataset", run.id, "-o", str(tmp_path / "out"), "--base", str(tiny_base), "--exclude-label", "leak?",
                  "--corrections", "--db", str(db)])
     out = capsys.readouterr()

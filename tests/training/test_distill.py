@@ -61,8 +61,8 @@ def test_each_row_is_taught_by_its_own_games_expert(tiny_base):
 
 
 def _scripted_run(store, game):
-    run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1, step_cap=3))
+    run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=1,
+                                          eval_every=1, eval_episodes=1, step_cap=3))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -107,12 +107,12 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
         assert [e.x for e in study.experts] == [1, 1]
         assert stages[:4] == ["rollouts", "rollouts", "datasets", "datasets"]
         assert {"phase 1", "phase 2", "ablation", "evaluation"} <= set(stages)
-        roles = {t.role: t for t in store.trainings(study_id=study.id)}
+        roles = {t.role: t for t in store.trainings.list(study_id=study.id)}
         assert sorted(roles) == ["mixed-sft", "off-only", "on-only", "phase1", "phase2"]
         p1, p2 = roles["phase1"], roles["phase2"]
         assert (p1.method, p2.method, p2.parent_id) == ("distill-off", "distill-on", p1.id)
         assert all(t.status == "finished" and t.games == ("trust", "snake") for t in roles.values())
-        last_p1 = max((c for c in store.training_checkpoints(p1.id) if c.adapter), key=lambda c: c.x)
+        last_p1 = max((c for c in store.trainings.training_checkpoints(p1.id) if c.adapter), key=lambda c: c.x)
         assert p2.settings["init_adapter"] == last_p1.adapter and roles["on-only"].settings["init_adapter"] is None
         assert p2.settings["teachers"] == {e.game: e.model for e in study.experts}
         assert p2.metrics["routed"]["trust"] > 0 and p2.metrics["routed"]["snake"] > 0
@@ -121,17 +121,17 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
         # phase 1 learnt from the experts' own rollouts: ordinary exploration runs of the expert models
         rollout_runs = study.settings["rollout_runs"]
         for game, run_id in rollout_runs.items():
-            run = store.get_run(run_id)
+            run = store.runs.get_run(run_id)
             expert = next(e for e in study.experts if e.game == game)
             assert (run.config.model, run.config.pathway, run.status) == (expert.model, "none", "finished")
-            assert store.episodes(run_id, phase="eval") == [] and store.episodes(run_id, phase="explore")
-        datasets = {s.ref for s in store.training_sources(p1.id, "dataset")}
+            assert store.episodes.list(run_id, phase="eval") == [] and store.episodes.list(run_id, phase="explore")
+        datasets = {s.ref for s in store.trainings.training_sources(p1.id, "dataset")}
         assert datasets == set(study.settings["datasets"].values())
-        assert {store.get_dataset(d).run_id for d in datasets} == set(rollout_runs.values())
-        prompts = store.training_sources(p2.id, "prompt")
-        assert prompts and all(store.get_episode(s.ref).run_id in rollout_runs.values() for s in prompts)
-        mixed = {store.get_dataset(s.ref).run_id for s in store.training_sources(roles["mixed-sft"].id, "dataset")}
-        assert mixed == {store.get_training(i).source_run for i in ids.values()}
+        assert {store.datasets.get_dataset(d).run_id for d in datasets} == set(rollout_runs.values())
+        prompts = store.trainings.training_sources(p2.id, "prompt")
+        assert prompts and all(store.episodes.get_episode(s.ref).run_id in rollout_runs.values() for s in prompts)
+        mixed = {store.datasets.get_dataset(s.ref).run_id for s in store.trainings.training_sources(roles["mixed-sft"].id, "dataset")}
+        assert mixed == {store.trainings.get_training(i).source_run for i in ids.values()}
         # the matrix: every cell is the stored strict evaluation of that row on that game
         matrix = study_matrix(store, study.id)
         assert matrix.games == ("trust", "snake")
@@ -139,22 +139,22 @@ def test_the_study_end_to_end(experts, capsys, monkeypatch):
                                                  "off-only", "on-only", "mixed-sft"]
         for row in matrix.rows:
             for game, cell in row.cells.items():
-                run = store.get_run(cell.run_id)
+                run = store.runs.get_run(cell.run_id)
                 assert run.config.game == game and run.config.pathway == "trained" and run.status == "finished"
-                means = {c.x: c.mean for c in store.checkpoints(run.id)}
+                means = {c.x: c.mean for c in store.checkpoints.list(run.id)}
                 assert cell.mean == means[cell.x] and cell.n == 1
                 base = matrix.rows[0].cells[game].mean
                 assert cell.delta == pytest.approx(cell.mean - base) and cell.negative == (cell.mean < base - 1e-9)
-                expert_run = store.get_run(study.settings["base_cells"][game])
+                expert_run = store.runs.get_run(study.settings["base_cells"][game])
                 assert run.config.eval_seed_base == expert_run.config.eval_seed_base
         expert_rows = [r for r in matrix.rows if r.kind == "expert"]
         assert [r.own_game for r in expert_rows] == ["trust", "snake"]
         assert matrix.rows[0].cells["trust"].run_id == ids["trust"]  # the base cell: x = 0 of the expert's own run
         assert {c.training_id for c in matrix.losses} == set(ids.values()) | {t.id for t in roles.values()}
         assert audit(store).ok
-        episodes = len(store.episodes())
+        episodes = len(store.episodes.list())
         again = asyncio.run(resume_study(store, study.id))  # finished: nothing new
-        assert again.status == "finished" and len(store.episodes()) == episodes
+        assert again.status == "finished" and len(store.episodes.list()) == episodes
         cell_run = matrix.rows[5].cells["snake"].run_id
     capsys.readouterr()
     assert main(["matrix", study.id, "--db", str(db)]) == 0
@@ -188,9 +188,9 @@ def test_ctrl_c_in_phase_2_then_resume(experts, monkeypatch, capsys):
     with Store(db) as store:
         with pytest.raises(KeyboardInterrupt):
             asyncio.run(distill(store, list(ids.values()), OPTIONS))
-        study = store.studies(limit=1)[0]
+        study = store.trainings.studies(limit=1)[0]
         assert study.status == "interrupted"
-        roles = {t.role: t for t in store.trainings(study_id=study.id)}
+        roles = {t.role: t for t in store.trainings.list(study_id=study.id)}
         assert roles["phase1"].status == "evaluating" and roles["phase2"].status == "interrupted"
         assert f"s3gym resume {roles['phase2'].id}" in roles["phase2"].error or "interrupted" in roles["phase2"].error
 
@@ -205,9 +205,9 @@ def test_ctrl_c_in_phase_2_then_resume(experts, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert f"study {study_id}" in out and "student, phase 2 (on-policy)" in out and "phase 2 updates" in out
     with Store(db) as store:
-        assert store.get_study(study_id).status == "finished"
+        assert store.trainings.get_study(study_id).status == "finished"
         assert sft_calls == [False] and on_calls == [False, True]  # phase 1 was not trained again
-        assert {t.status for t in store.trainings(study_id=study_id)} == {"finished"}
+        assert {t.status for t in store.trainings.list(study_id=study_id)} == {"finished"}
         assert asyncio.run(resume_study(store, study_id)).status == "finished"
         assert on_calls == [False, True]
 
@@ -223,16 +223,16 @@ def test_the_experts_are_checked_first(experts, capsys):
                               ([ids["trust"], f"{ids['snake']}:7"], "no trained checkpoint '7'")):
             with pytest.raises(TrainingError, match=needle):
                 resolve_experts(store, specs)
-        store.add_training(Training(id="elsewhere", games=("chess",), base="/some/other/base", status="finished"))
-        store.set_training_checkpoint(TrainingCheckpoint(training_id="elsewhere", x=1, model="trained/elsewhere/1",
-                                                         adapter="/x"))
+        store.trainings.add_training(Training(id="elsewhere", games=("chess",), base="/some/other/base", status="finished"))
+        store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="elsewhere", x=1, model="trained/elsewhere/1",
+                                                                   adapter="/x"))
         with pytest.raises(TrainingError, match="different base models"):
             resolve_experts(store, [ids["trust"], "elsewhere"])
-        studies = len(store.studies())
+        studies = len(store.trainings.studies())
     assert main(["distill", ids["trust"], "--db", str(db)]) == 2
     assert "at least two games" in capsys.readouterr().err
     with Store(db) as store:
-        assert len(store.studies()) == studies  # nothing written
+        assert len(store.trainings.studies()) == studies  # nothing written
 
 
 def test_an_expert_that_learnt_nothing_cannot_teach(tmp_path, capsys):
@@ -244,20 +244,20 @@ def test_an_expert_that_learnt_nothing_cannot_teach(tmp_path, capsys):
     flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "grad_norm": 0.0, "no_signal": 1.0}
     with Store(db) as store:
         for game, learnt in (("trust", False), ("snake", True)):
-            source = store.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=1,
-                                                eval_episodes=1))
-            store.add_training(Training(id=f"g-{game}", method="grpo", games=(game,), source_run=source.id,
-                                        base="tiny", status="finished", steps=2))
+            source = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, explore_episodes=1,
+                                                     eval_episodes=1))
+            store.trainings.add_training(Training(id=f"g-{game}", method="grpo", games=(game,), source_run=source.id,
+                                                  base="tiny", status="finished", steps=2))
             for x, step in ((0, 0), (1, 2)):
-                store.set_training_checkpoint(TrainingCheckpoint(training_id=f"g-{game}", x=x, step=step,
-                                                                 model=f"trained/g-{game}/{x}",
-                                                                 adapter=f"/a/{game}/{x}" if x else None))
-            store.add_losses(f"g-{game}", [LossPoint(step=s, loss=0.0, phase="grpo", metrics=flat if not learnt or
-                                                     s == 1 else {**flat, "frac_reward_zero_std": 0.5,
+                store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=f"g-{game}", x=x, step=step,
+                                                                           model=f"trained/g-{game}/{x}",
+                                                                           adapter=f"/a/{game}/{x}" if x else None))
+            store.trainings.add_losses(f"g-{game}", [LossPoint(step=s, loss=0.0, phase="grpo", metrics=flat if not learnt or
+                                                               s == 1 else {**flat, "frac_reward_zero_std": 0.5,
                                                                   "no_signal": 0.0}) for s in (1, 2)])
     code = main(["distill", "g-trust", "g-snake", "--db", str(db)])
     err = capsys.readouterr().err
     assert code == 2 and "g-trust cannot teach: 2 of 2 grpo updates had no signal" in err
     assert "g-snake" not in err  # 1 of its 2 updates had a signal: it learnt something
     with Store(db) as store:
-        assert store.studies() == []
+        assert store.trainings.studies() == []

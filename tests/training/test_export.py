@@ -53,8 +53,8 @@ async def test_both_files_hold_every_kept_and_corrected_row(store, exported):
         store, build.dataset.id)
     # each line joins back to the step it came from: its prompt is the one stored with that step
     for a in pc:
-        step = next(s for s in store.steps(a["episode_id"]) if s.index == a["step"])
-        assert a["prompt"] == json.loads(store.step_prompt(step.episode_id, step.index))
+        step = next(s for s in store.episodes.steps(a["episode_id"]) if s.index == a["step"])
+        assert a["prompt"] == json.loads(store.prompts.step_prompt(step.episode_id, step.index))
     assert len({(a["episode_id"], a["step"]) for a in pc}) == len(pc)
 
 
@@ -121,12 +121,12 @@ def test_s3gym_dataset_writes_the_two_files_alone(tmp_path, capsys, tiny_base):
     assert len(lines) == 4 and "wrote 4 examples" in out.out  # self-score > 0: two per episode
     with Store(db) as store:
         for line in map(json.loads, lines):  # `s3gym dataset` lines join back to their steps in the store
-            (step,) = [s for s in store.steps(line["episode_id"]) if s.index == line["step"]]
+            (step,) = [s for s in store.episodes.steps(line["episode_id"]) if s.index == line["step"]]
             assert line["completion"][0]["content"] == step.reply and step.self_score > 0
-            assert store.get_episode(line["episode_id"]).run_id == run.id
-        assert store.trainings() == [] and len(store.list_runs()) == 1  # no training, nothing else
-        (dataset,) = store.datasets(run.id)
-        kept = [r for r in store.dataset_rows(dataset.id) if r.kind == "kept"]
+            assert store.episodes.get_episode(line["episode_id"]).run_id == run.id
+        assert store.trainings.list() == [] and len(store.runs.list_runs()) == 1  # no training, nothing else
+        (dataset,) = store.datasets.list(run.id)
+        kept = [r for r in store.datasets.dataset_rows(dataset.id) if r.kind == "kept"]
         assert all(r.tokens for r in kept)
         limit = sorted(r.tokens for r in kept)[1]
     code = main(["dataset", run.id, "-o", str(tmp_path / "short"), "--base", str(tiny_base), "--max-length",

@@ -21,13 +21,13 @@ def test_a_full_fine_tune_saves_and_serves_whole_models(store, tiny_base):
 
     from s3gym_tui.training.serve import whole_model
 
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                          eval_every=1, eval_episodes=1))
     run = asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     options = SftConfig(base=str(tiny_base), full_finetune=True, epochs=1, batch_size=2, grad_accum=1,
                         learning_rate=1e-3, max_examples=2, eval_episodes=1, step_cap=1)
     outcome = stop.run(lambda: train_from_run(store, run.id, options))
-    (cp,) = [c for c in store.training_checkpoints(outcome.training.id) if c.x == 1]
+    (cp,) = [c for c in store.trainings.training_checkpoints(outcome.training.id) if c.x == 1]
     assert whole_model(Path(cp.adapter)) and not (Path(cp.adapter) / "adapter_model.safetensors").exists()
     assert outcome.training.status == "finished" and [r.epoch for r in outcome.report.rows] == [0, 1]
     assert all(r.replies == 1 for r in outcome.report.rows)  # x = 1 was served from its whole checkpoint

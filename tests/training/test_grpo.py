@@ -31,12 +31,12 @@ def test_the_environment_prompt_is_exactly_the_engines(store):
     """A stored step's prompt (built by the engine) equals what the environment builds for that state."""
     run = trust_run(store)
     episode = add_trust_episode(store, run, SPECS)
-    steps = store.steps(episode.id)
+    steps = store.episodes.steps(episode.id)
     env = GameEnvironment()
     for k, step in enumerate(steps):
         text = env.reset(game="trust", seed=episode.seed, actions=[s.action for s in steps[:k]],
                          scores=[s.self_score for s in steps[:k]])
-        stored = json.loads(store.step_prompt(episode.id, step.index))
+        stored = json.loads(store.prompts.step_prompt(episode.id, step.index))
         assert stored == [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": text}]
     for game in ("tetris", "chess", "minesweeper"):
         g = games.make(game, "explore")
@@ -236,8 +236,8 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
 
     db = tmp_path / "g.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
+                                              eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     code = main(["train", run.id, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base), "--updates", "2",
                  "--generations", "2", "--states-per-update", "1", "--save-every", "1", "--rollout-step-cap", "1",
@@ -247,17 +247,17 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     assert "GRPO updates" in out.out and "rollouts" in out.out and "oracle ablation" in out.out
     assert "grpo training" in out.out and "reward oracle" in out.out
     with Store(db) as store:
-        training = store.trainings(source_run=run.id)[0]
+        training = store.trainings.list(source_run=run.id)[0]
         assert (training.method, training.reward, training.status) == ("grpo", "oracle", "finished")
         assert training.settings["seeds"] == [0, 1] and training.steps == 2
         assert training.settings["version"] == 2 and training.settings["method"] == "grpo"
         assert training.settings["recipe"]["warm_start"] == 16  # the command's default: a format warm start
-        assert {p.phase for p in store.losses(training.id)} == {"warm-start", "grpo"}
-        sources = store.training_sources(training.id, "rollout")
+        assert {p.phase for p in store.trainings.losses(training.id)} == {"warm-start", "grpo"}
+        sources = store.trainings.training_sources(training.id, "rollout")
         assert sources and all(s.mode == "explore" and s.seed in (0, 1) and s.n == 1 for s in sources)
-        assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
-        assert [c.x for c in store.checkpoints(training.id)] == [0, 1, 2]
-        assert store.get_run(training.id).config.pathway == "trained"
+        assert [c.x for c in store.trainings.training_checkpoints(training.id)] == [0, 1, 2]
+        assert [c.x for c in store.checkpoints.list(training.id)] == [0, 1, 2]
+        assert store.runs.get_run(training.id).config.pathway == "trained"
         assert audit(store).ok
     code = main(["train", run.id, "--method", "ppo", "--db", str(db)])
     assert code == 2 and "unknown method 'ppo'" in capsys.readouterr().err
@@ -287,8 +287,8 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     monkeypatch.setattr(rewards, "make_reward", constant)
     db = tmp_path / "z.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                         eval_every=1, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                              eval_every=1, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     code = main(["train", run.id, "--method", "grpo", "--reward", "stated", "--base", str(tiny_base), "--updates", "2",
                  "--generations", "2", "--states-per-update", "1", "--save-every", "2", "--rollout-step-cap", "1",
@@ -300,8 +300,8 @@ def test_updates_without_signal_are_warned_live_stored_and_summed_up(tiny_base, 
     assert "every group had zero reward variance" in out.out
     assert "2 of 2 grpo updates had no signal" in out.out and "nothing was learnt" in out.out  # after it
     with Store(db) as store:
-        (training,) = store.trainings(source_run=run.id)
-        losses = store.losses(training.id)
+        (training,) = store.trainings.list(source_run=run.id)
+        losses = store.trainings.losses(training.id)
         assert [p.step for p in losses] == [1, 2]
         for point in losses:
             m = point.metrics

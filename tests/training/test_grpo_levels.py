@@ -92,7 +92,7 @@ def test_the_store_refuses_a_rollout_episode_on_an_evaluation_seed(store):
     keep = RolloutStore(store, "t-1", "trust", [0, 1], 3, 1.0)
     with pytest.raises(LeakageError, match="evaluation seed"):
         keep(Rollout("trust", EVAL_SEED_BASE + 2, 0, True, [1, 2]))
-    assert store.episodes(rollout_run_id("t-1")) == []
+    assert store.episodes.list(rollout_run_id("t-1")) == []
 
 
 def _train(tiny_base, out, level, trainer_class=None, reward="oracle"):
@@ -183,8 +183,8 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
 
     db = tmp_path / "e.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
+                                              eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT),
                S3GYM_TRAINING_DIR=str(tmp_path / "training"))
@@ -192,26 +192,26 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
                            "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with Store(db) as store:
-        (training,) = store.trainings(source_run=run.id)
+        (training,) = store.trainings.list(source_run=run.id)
         assert training.status == "finished" and training.settings["recipe"]["level"] == "episode"
         assert training.settings["recipe"]["sampling"] == "mixed" and training.settings["recipe"]["format_weight"] == 1.0
-        rollout_run = store.get_run(rollout_run_id(training.id))
-        episodes = store.episodes(rollout_run.id)
+        rollout_run = store.runs.get_run(rollout_run_id(training.id))
+        episodes = store.episodes.list(rollout_run.id)
         assert len(episodes) == 4  # 2 updates x 1 group x G = 2
         exploration = {run.config.explore_seed(i) for i in range(2)}
         assert all(e.phase == e.mode == "explore" and e.seed in exploration and e.seed < EVAL_SEED_BASE
                    for e in episodes)
         assert [e.seed for e in episodes] == [0, 0, 1, 1]  # siblings: a group is G episodes on one seed
         for e in episodes:
-            steps = store.steps(e.id)
+            steps = store.episodes.steps(e.id)
             assert e.status == "finished" and len(steps) == 2 and e.score is not None
             replay = games.game_class("trust").replay("explore", e.seed, [s.action for s in steps])
             assert e.score == replay.score()
             assert json.loads(steps[0].prompt)[-1]["content"].startswith("Game rules:")
-        sources = store.training_sources(training.id, "rollout")
+        sources = store.trainings.training_sources(training.id, "rollout")
         assert sorted(s.ref for s in sources) == sorted(e.id for e in episodes)
-        assert [p.step for p in store.losses(training.id)] == [1, 2]
-        assert all("parsed_replies" in p.metrics for p in store.losses(training.id))
+        assert [p.step for p in store.trainings.losses(training.id)] == [1, 2]
+        assert all("parsed_replies" in p.metrics for p in store.trainings.losses(training.id))
         assert audit(store).ok
     out = subprocess.run([sys.executable, "-m", "s3gym_tui", "trainings", "--json", "--db", str(db)], cwd=ROOT,
                          env=env, capture_output=True, text=True, timeout=300)

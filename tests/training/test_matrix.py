@@ -25,24 +25,24 @@ _n = itertools.count()
 def _scored(store, run, x, score):
     episode = Episode(id=f"{run.id}-x{x}-{next(_n)}", run_id=run.id, game=run.config.game, mode="eval", phase="eval",
                       seed=run.config.eval_seed(0), index=0, checkpoint=x, model="m", pathway="trained")
-    store.add_episode(episode)
-    store.finish_episode(episode.id, score)
-    store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(score,)))
+    store.episodes.add_episode(episode)
+    store.episodes.finish_episode(episode.id, score)
+    store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(score,)))
 
 
 def _training(store, tid, games, role="expert", **kw):
-    t = store.add_training(Training(id=tid, games=games, role=role, status="finished", **kw))
+    t = store.trainings.add_training(Training(id=tid, games=games, role=role, status="finished", **kw))
     for x in (0, 1):
-        store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}",
-                                                         adapter=None if x == 0 else f"/a/{tid}/{x}"))
-    store.add_losses(tid, [LossPoint(step=1, loss=2.0, phase=t.method), LossPoint(step=2, loss=1.0, phase=t.method)])
+        store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}",
+                                                                   adapter=None if x == 0 else f"/a/{tid}/{x}"))
+    store.trainings.add_losses(tid, [LossPoint(step=1, loss=2.0, phase=t.method), LossPoint(step=2, loss=1.0, phase=t.method)])
     return t
 
 
 def build(store):
     """Base: trust 10, snake 4. Experts: trust 14 (snake 3: negative), snake 6 (trust 10: equal).
     Students: phase 1 trust 12 / snake 5, phase 2 trust 9 (negative) / snake 7."""
-    templates = {g: store.create_run(RunConfig(model=f"scripted/{g}", game=g, explore_episodes=0, eval_episodes=1))
+    templates = {g: store.runs.create_run(RunConfig(model=f"scripted/{g}", game=g, explore_episodes=0, eval_episodes=1))
                  for g in ("trust", "snake")}
     cells, base_cells = {}, {}
     scores = {("e-trust", "trust"): 14, ("e-trust", "snake"): 3, ("e-snake", "snake"): 6, ("e-snake", "trust"): 10,
@@ -55,7 +55,7 @@ def build(store):
     students = [_training(store, "p1", ("trust", "snake"), "phase1", method="distill-off", study_id="st"),
                 _training(store, "p2", ("trust", "snake"), "phase2", method="distill-on", study_id="st", parent_id="p1",
                           metrics={"routed": {"trust": 4, "snake": 0}})]
-    for training in [store.get_training(e.training_id) for e in experts] + students:
+    for training in [store.trainings.get_training(e.training_id) for e in experts] + students:
         for game in ("trust", "snake"):
             own = training.role == "expert" and training.games == (game,)
             run = create_eval_run(store, training, templates[game].config, [0, 1] if own else [1], game=game)
@@ -64,8 +64,8 @@ def build(store):
                 base_cells[game] = run.id
             _scored(store, run, 1, scores[(training.id, game)])
             cells[f"{training.id}|{game}"] = run.id
-    store.add_study(Study(id="st", games=("trust", "snake"), experts=tuple(experts),
-                          settings={"cells": cells, "base_cells": base_cells}, status="finished"))
+    store.trainings.add_study(Study(id="st", games=("trust", "snake"), experts=tuple(experts),
+                                    settings={"cells": cells, "base_cells": base_cells}, status="finished"))
     return cells
 
 
@@ -133,10 +133,10 @@ def test_a_killed_study_reads_interrupted_and_a_driven_one_its_status(tmp_path, 
     db = tmp_path / "m.db"
     with Store(db) as store:
         build(store)
-        store.set_study_status("st", "training")
+        store.trainings.set_study_status("st", "training")
     assert main(["matrix", "st", "--db", str(db)]) == 0
     assert capsys.readouterr().out.rstrip().splitlines()[-1] == "study st: interrupted"
     with Store(db) as store:
-        store.acquire_training_lease("p2", "s3gym distill")
+        store.leases.acquire_training_lease("p2", "s3gym distill")
         assert main(["matrix", "st", "--db", str(db)]) == 0
         assert capsys.readouterr().out.rstrip().splitlines()[-1] == "study st: training"

@@ -36,13 +36,13 @@ def test_s3gym_train_prints_one_line_exits_2_and_writes_nothing(no_extra, tmp_pa
 
     db = tmp_path / "m.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust"))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
     code = main(["train", run.id, "--db", str(db)])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 2 and len(lines) == 1 and INSTALL_HINT in lines[0] and "Traceback" not in err
     with Store(db) as store:
-        assert store.datasets() == [] and len(store.list_runs()) == 1
+        assert store.datasets.list() == [] and len(store.runs.list_runs()) == 1
     assert not (tmp_path / "training").exists()
 
 
@@ -66,7 +66,7 @@ BLOCKED_APP = textwrap.dedent('''
     assert main(["games"]) == 0
     assert main(["run", "trust", "-m", "scripted/trust", "--episodes", "1", "--eval-episodes", "1", "--db", db]) == 0
     from s3gym_tui.store import Store
-    run_id = Store(db).list_runs()[0].id
+    run_id = Store(db).runs.list_runs()[0].id
     assert main(["train", run_id, "--db", db]) == 2
     assert main(["train", run_id, "--backend", "remote", "--db", db]) == 2  # asks for --remote-model instead
     assert main(["train", run_id, "--method", "grpo", "--db", db]) == 2

@@ -25,8 +25,8 @@ TINY = dict(epochs=2, batch_size=2, grad_accum=1, learning_rate=1e-2)
 
 
 async def scripted_run(store, episodes=1):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=episodes,
-                                     eval_every=episodes, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=episodes,
+                                          eval_every=episodes, eval_episodes=1))
     return await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
 
 
@@ -44,37 +44,37 @@ async def test_local_pipeline_on_the_tiny_base(store, tiny_base, tmp_path):
     assert run.config.pathway == "trained" and run.config.checkpoints() == [0, 1, 2] and run.status == "finished"
     assert [r.model for r in report.rows] == [f"trained/{run.id}/{x}" for x in (0, 1, 2)]
     assert run.config.model == f"trained/{run.id}/2"
-    stored = store.get_training(training.id)
+    stored = store.trainings.get_training(training.id)
     assert (stored.method, stored.role, stored.games, stored.source_run, stored.status) == (
         "sft", "expert", ("trust",), source.id, "finished")
     assert stored.dataset_id == outcome.build.dataset.id and stored.epochs == 2 and stored.examples == 4
     assert stored.settings["length_limit"] == 8192 and stored.settings["recipe"]["max_length"] is None
     assert stored.metrics["peak_rss_mb"] > 0 and stored.metrics["examples_per_s"] > 0 and stored.metrics["tokens"] > 0
-    assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
-    assert [c.step for c in store.training_checkpoints(training.id)] == [0, 2, 4]
-    assert len(store.losses(training.id)) == 4 and all(p.phase == "sft" for p in store.losses(training.id))
-    assert [s.kind for s in store.training_sources(training.id)] == ["dataset"]
+    assert [c.x for c in store.trainings.training_checkpoints(training.id)] == [0, 1, 2]
+    assert [c.step for c in store.trainings.training_checkpoints(training.id)] == [0, 2, 4]
+    assert len(store.trainings.losses(training.id)) == 4 and all(p.phase == "sft" for p in store.trainings.losses(training.id))
+    assert [s.kind for s in store.trainings.training_sources(training.id)] == ["dataset"]
     # the random model's replies as written, and (--repair) a twin run whose repairs are stored per step
     assert report.repair_run.id == f"{run.id}-repair" and stored.settings["recipe"]["repair"] is True
     assert all(r.replies == 2 and 0 <= r.unparsed <= 2 for r in report.rows)
-    counts = store.repair_counts(report.repair_run.id)
+    counts = store.trainings.repair_counts(report.repair_run.id)
     assert all(r.repair.repaired == counts[r.epoch][0] and r.repair.steps == 2 for r in report.rows)
-    for episode in store.episodes(report.repair_run.id):
+    for episode in store.episodes.list(report.repair_run.id):
         assert episode.model == f"trained/{run.id}/{episode.checkpoint}/repair"
-        repairs = store.step_repairs(episode.id)
-        for step in store.steps(episode.id):
+        repairs = store.trainings.step_repairs(episode.id)
+        for step in store.episodes.steps(episode.id):
             assert parse_reply(step.reply).action in ("collaborate", "cheat")
             if step.index in repairs:
                 assert repairs[step.index][1] == step.reply and repairs[step.index][0] != step.reply
-    rows = store.dataset_rows(outcome.build.dataset.id)
+    rows = store.datasets.dataset_rows(outcome.build.dataset.id)
     kept = [r for r in rows if r.kind == "kept"]
     assert kept and all(r.tokens and r.tokens > 100 for r in kept) and outcome.build.longest == max(r.tokens for r in kept)
     base_dir, adapters = read_manifest(tmp_path / "training" / run.id / MANIFEST)
     assert base_dir == tiny_base.resolve() and sorted(adapters) == [1, 2]
     assert (tmp_path / "training" / run.id / f"{outcome.build.dataset.id}.prompt_completion.jsonl").is_file()
-    for episode in store.episodes(run.id):
+    for episode in store.episodes.list(run.id):
         assert episode.n_steps == 2 and episode.model == f"trained/{run.id}/{episode.checkpoint}"
-        assert not store.step_repairs(episode.id)  # scored as written: nothing repaired
+        assert not store.trainings.step_repairs(episode.id)  # scored as written: nothing repaired
     assert [e.kind for e in seen["train"]].count("checkpoint") == 2 and seen["eval"]
     assert audit(store).ok
 
@@ -84,8 +84,8 @@ async def test_too_long_examples_are_dropped_named_and_stored_never_truncated(st
     from s3gym_tui.training.lengths import TokenCounter, load_tokenizer
 
     counter = TokenCounter(load_tokenizer(str(tiny_base)))
-    steps = [s for e in store.episodes(source.id, phase="explore") for s in store.steps(e.id)]
-    lengths = sorted(counter(json.loads(store.step_prompt(s.episode_id, s.index)) +
+    steps = [s for e in store.episodes.list(source.id, phase="explore") for s in store.episodes.steps(e.id)]
+    lengths = sorted(counter(json.loads(store.prompts.step_prompt(s.episode_id, s.index)) +
                              [{"role": "assistant", "content": s.reply}]) for s in steps)
     limit = lengths[2]  # the prompt grows with the episode: all but the first three steps are over it
     assert len(steps) == 10 and lengths[3] > limit
@@ -94,7 +94,7 @@ async def test_too_long_examples_are_dropped_named_and_stored_never_truncated(st
     outcome = await train_from_run(store, source.id, options)
     build = outcome.build
     assert build.limit == limit and build.too_long and all(t.tokens > limit for t in build.too_long)
-    rows = {(r.episode_id, r.step_index): r for r in store.dataset_rows(build.dataset.id)}
+    rows = {(r.episode_id, r.step_index): r for r in store.datasets.dataset_rows(build.dataset.id)}
     for t in build.too_long:
         row = rows[(t.episode_id, t.step_index)]
         assert row.kind == "dropped" and row.tokens == t.tokens and row.reason.startswith("longer than the length limit")
@@ -122,9 +122,9 @@ async def test_ctrl_c_leaves_the_training_resumable(store, tiny_base, monkeypatc
                         grad_accum=1, learning_rate=1e-2)
     with pytest.raises(KeyboardInterrupt):
         await train_from_run(store, source.id, options)
-    training = store.trainings(source_run=source.id)[0]
+    training = store.trainings.list(source_run=source.id)[0]
     assert training.status == "interrupted" and f"s3gym resume {training.id}" in training.error
-    assert store.training_checkpoints(training.id) == [] and store.training_evals(training.id) == []
+    assert store.trainings.training_checkpoints(training.id) == [] and store.trainings.training_evals(training.id) == []
 
     def resumed(*args, **kwargs):
         calls.append(kwargs.get("resume"))
@@ -134,9 +134,9 @@ async def test_ctrl_c_leaves_the_training_resumable(store, tiny_base, monkeypatc
     outcome = await pipeline.resume_training(store, training.id)
     assert calls == [False, True]
     assert outcome.training.status == "finished" and outcome.training.error is None
-    assert [c.x for c in store.checkpoints(outcome.run.id)] == [0, 1]
+    assert [c.x for c in store.checkpoints.list(outcome.run.id)] == [0, 1]
     again = await pipeline.resume_training(store, training.id)  # finished: nothing more happens
-    assert again.run == store.get_run(outcome.run.id) and len(store.episodes(outcome.run.id)) == 2
+    assert again.run == store.runs.get_run(outcome.run.id) and len(store.episodes.list(outcome.run.id)) == 2
 
 
 async def test_refusals(store, tiny_base):
@@ -147,7 +147,7 @@ async def test_refusals(store, tiny_base):
         build("sft", {"backend": "cloud"})
     with pytest.raises(TrainingError, match="config.json"):
         await train_from_run(store, source.id, SftConfig(base="/nonexistent/model", max_examples=1))
-    trained = store.create_run(RunConfig(model="trained/x/1", game="trust", pathway="trained"))
+    trained = store.runs.create_run(RunConfig(model="trained/x/1", game="trust", pathway="trained"))
     with pytest.raises(TrainingError, match="is a training run"):
         await train_from_run(store, trained.id, SftConfig())
 
@@ -168,15 +168,15 @@ def test_s3gym_train_with_progress_and_tables(tmp_path, tiny_base, capsys):
                    "served by transformers (fp32 base + LoRA)", "another serving path"):
         assert needle in out.out, needle
     with Store(db) as store:
-        evaluations = [r for r in store.list_runs() if r.config.pathway == "trained"]
+        evaluations = [r for r in store.runs.list_runs() if r.config.pathway == "trained"]
     # the replies as written, and (the baseline of a format gain) every checkpoint under the grammar
     trained = [r for r in evaluations if run_decoding(r) == "free"]
     assert sorted(run_decoding(r) for r in evaluations) == ["free", "grammar"]
-    assert len(trained) == 1 and [c.x for c in Store(db).checkpoints(trained[0].id)] == [0, 1]
+    assert len(trained) == 1 and [c.x for c in Store(db).checkpoints.list(trained[0].id)] == [0, 1]
     code = main(["resume", trained[0].id, "--db", str(db)])  # finished: the tables again, nothing new
     assert code == 0 and "checkpoints of" in capsys.readouterr().out
     with Store(db) as store:
-        assert len(store.episodes(trained[0].id)) == 2
+        assert len(store.episodes.list(trained[0].id)) == 2
     code = main(["trainings", "--db", str(db)])
     assert code == 0 and trained[0].id in capsys.readouterr().out
     # --repair later: a twin evaluation that repairs, both figures side by side (table and JSON), never mixed
@@ -211,6 +211,6 @@ def test_ctrl_c_in_s3gym_train_says_how_to_continue(tmp_path, tiny_base, capsys,
     code = main(["train", source.id, "--base", str(tiny_base), "--max-examples", "1", "--db", str(db)])
     err = capsys.readouterr().err
     with Store(db) as store:
-        (training,) = store.trainings(source_run=source.id)
+        (training,) = store.trainings.list(source_run=source.id)
     assert code == 130 and f"`s3gym resume {training.id}` continues it" in err and "intact" in err
     assert training.status == "interrupted"

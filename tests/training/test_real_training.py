@@ -27,8 +27,8 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     import litellm
 
     monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
-    source = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
-                                        eval_every=3, eval_episodes=1))
+    source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
+                                             eval_every=3, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
     options = SftConfig(max_examples=6, eval_episodes=1, step_cap=3, epochs=2, batch_size=1, grad_accum=2,
                         learning_rate=5e-4)
@@ -40,7 +40,7 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     assert info.base.endswith("smollm2-135m-instruct") and info.examples == 6 and info.epochs == 2
     assert outcome.build.too_long == () and info.settings["length_limit"] == 8192  # nothing cut, nothing dropped
     assert info.metrics["peak_rss_mb"] > 0 and info.metrics["tokens_per_s"] > 0
-    losses = store.losses(info.id)
+    losses = store.trainings.losses(info.id)
     assert len(losses) == 6
     first_epoch = [p.loss for p in losses if p.epoch <= 1.0 + 1e-6]
     second_epoch = [p.loss for p in losses if p.epoch > 1.0 + 1e-6]
@@ -59,13 +59,13 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
 
     # evaluated in strict mode through the ordinary engine on the source's evaluation seeds
     assert run.config.checkpoints() == [0, 1, 2] and run.status == "finished"
-    assert [c.x for c in store.checkpoints(run.id)] == [0, 1, 2]
-    source_seeds = {e.seed for e in store.episodes(source.id, phase="eval")}
+    assert [c.x for c in store.checkpoints.list(run.id)] == [0, 1, 2]
+    source_seeds = {e.seed for e in store.episodes.list(source.id, phase="eval")}
     unparsed = 0
-    for episode in store.episodes(run.id):
+    for episode in store.episodes.list(run.id):
         assert episode.seed in source_seeds and episode.model == f"trained/{run.id}/{episode.checkpoint}"
-        steps = store.steps(episode.id)
-        assert steps and store.step_repairs(episode.id) == {}  # scored as written: nothing repaired
+        steps = store.episodes.steps(episode.id)
+        assert steps and store.trainings.step_repairs(episode.id) == {}  # scored as written: nothing repaired
         for step in steps:
             reply = parse_reply(step.reply)
             assert step.self_score == reply.self_score  # a reply without a score has none (never 0)

@@ -142,9 +142,9 @@ def test_bad_recipe_files_are_one_line(tmp_path, store):
 
 def test_from_a_stored_training_re_runs_its_recipe(store):
     recipe = TaspoConfig(reward="oracle", credit="token", kappa=0.1, temperature=1.2, warm_start=4, seed=3)
-    store.add_training(Training(id="t-new", method="taspo", games=("trust",), base="b",
-                                settings={**recipe.dump(), "seeds": [0, 1]}))
-    assert store.get_training("t-new").settings["version"] == RECIPE_VERSION
+    store.trainings.add_training(Training(id="t-new", method="taspo", games=("trust",), base="b",
+                                          settings={**recipe.dump(), "seeds": [0, 1]}))
+    assert store.trainings.get_training("t-new").settings["version"] == RECIPE_VERSION
     assert resolve_recipe(store, None, None, "t-new", {}) == recipe
     assert resolve_recipe(store, None, None, "t-new", {"seed": 4}) == recipe.model_copy(update={"seed": 4})
     # another method keeps only the settings it has
@@ -175,6 +175,6 @@ def test_a_recipe_needs_no_run_to_be_checked(tmp_path, capsys):
 
     db = tmp_path / "c.db"
     with Store(db) as store:
-        store.create_run(RunConfig(model="scripted/trust", game="trust"))
+        store.runs.create_run(RunConfig(model="scripted/trust", game="trust"))
     assert main(["train", "nope", "--method", "grpo", "--temperature", "0", "--db", str(db)]) == 2
     assert "--temperature must be greater than 0 (given 0)" in capsys.readouterr().err

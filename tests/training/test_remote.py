@@ -136,8 +136,8 @@ def test_providers_without_a_fine_tuning_api_are_refused(model):
 
 @pytest.fixture
 async def explored(store):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                          eval_every=1, eval_episodes=1))
     return await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
 
 
@@ -151,12 +151,12 @@ async def test_the_pipeline_with_the_remote_backend(store, explored, fake, offli
     assert run.config.pathway == "trained" and run.config.checkpoints() == [0, 2]
     assert run.config.model == f"openai/{TUNED}"
     report = outcome.report
-    training = store.get_training(outcome.training.id)
+    training = store.trainings.get_training(outcome.training.id)
     assert training.backend == "remote" and training.remote_job == "ftjob-1" and training.status == "finished"
     assert training.base == "openai/gpt-4o-mini-2024-07-18" and training.epochs == 2
     assert [(r.epoch, r.model) for r in report.rows] == [(0, "openai/gpt-4o-mini-2024-07-18"), (2, f"openai/{TUNED}")]
     assert set(offline_openai) == {"openai/gpt-4o-mini-2024-07-18", f"openai/{TUNED}"}
-    assert [e.model for e in store.episodes(run.id)] == ["openai/gpt-4o-mini-2024-07-18", f"openai/{TUNED}"]
+    assert [e.model for e in store.episodes.list(run.id)] == ["openai/gpt-4o-mini-2024-07-18", f"openai/{TUNED}"]
 
 
 async def test_the_remote_backend_needs_a_model(store, explored):
@@ -169,8 +169,8 @@ def test_s3gym_train_remote(tmp_path, capsys, fake, offline_openai):
 
     db = tmp_path / "r.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                         eval_every=1, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                              eval_every=1, eval_episodes=1))
     import asyncio
 
     with Store(db) as store:

@@ -42,7 +42,7 @@ register()
 litellm.custom_provider_map = list(litellm.custom_provider_map) + [{"provider": "slow", "custom_handler": Slow()}]
 litellm.utils.custom_llm_setup()
 store = Store(sys.argv[1])
-asyncio.run(evaluate_all(store, store.get_training("t-slow"), Hooks()))
+asyncio.run(evaluate_all(store, store.trainings.get_training("t-slow"), Hooks()))
 """
 
 
@@ -63,19 +63,19 @@ def _wait(check, timeout: float = 60.0) -> None:
 def test_an_evaluating_training_is_driven_and_a_killed_one_is_interrupted(tmp_path, capsys):
     db = tmp_path / "s.db"
     with Store(db) as store:
-        source = store.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=1,
-                                            eval_every=1, eval_episodes=1))
-        training = store.add_training(Training(id="t-slow", games=("trust",), source_run=source.id, base="x",
-                                               status="evaluating", backend="remote"))
+        source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", explore_episodes=1,
+                                                 eval_every=1, eval_episodes=1))
+        training = store.trainings.add_training(Training(id="t-slow", games=("trust",), source_run=source.id, base="x",
+                                                         status="evaluating", backend="remote"))
         for x in (0, 1):
-            store.set_training_checkpoint(TrainingCheckpoint(training_id="t-slow", x=x, model=f"slow/m{x}"))
+            store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id="t-slow", x=x, model=f"slow/m{x}"))
         run = create_eval_run(store, training, source.config, [0, 1], eval_episodes=2, step_cap=40)
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.Popen([sys.executable, "-c", _EVALUATE, str(db)], env=env)
     try:
         with Store(db) as store:
-            _wait(lambda: any(store.steps(e.id) for e in store.episodes(run.id)))
+            _wait(lambda: any(store.episodes.steps(e.id) for e in store.episodes.list(run.id)))
         runs = {r["id"]: r["shown_status"] for r in _json(["runs", "--json", "--db", str(db)], capsys)}
         assert runs[run.id] == f"running · PID {proc.pid}"  # driven, not 'interrupted'
         (shown,) = _json(["trainings", "--json", "--db", str(db)], capsys)

@@ -39,8 +39,8 @@ def _no_stop_left():
 
 
 def _source(store, game="trust", episodes=1):
-    run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=episodes,
-                                     eval_every=episodes, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway="none", explore_episodes=episodes,
+                                          eval_every=episodes, eval_episodes=1))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -73,7 +73,7 @@ def _same_weights(a: Path, b: Path, atol=1e-5) -> None:
 
 
 def _losses(store, training_id):
-    return [(p.phase, p.step, p.loss) for p in store.losses(training_id)]
+    return [(p.phase, p.step, p.loss) for p in store.trainings.losses(training_id)]
 
 
 @pytest.mark.parametrize("update", [1, 2], ids=["mid-epoch", "at-an-epoch-end"])
@@ -86,7 +86,7 @@ def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, u
     hook, seen = _stop_at(update)
     with pytest.raises(stop.TrainingStopped, match="Ctrl-C"):
         stop.run(lambda: train_from_run(store, source.id, options, Hooks(train_event=hook)))
-    (training,) = [t for t in store.trainings(source_run=source.id) if t.id != twin.id]
+    (training,) = [t for t in store.trainings.list(source_run=source.id) if t.id != twin.id]
     # the stored reason names the phase the stop reached: the update that was being logged
     assert training.status == "interrupted"
     assert training.error.startswith(f"interrupted (Ctrl-C) during SFT update {update}")
@@ -94,7 +94,7 @@ def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, u
     # the update in progress ended it: no later update was logged or stored
     assert seen == list(range(1, update + 1)) and [s for _, s, _ in _losses(store, training.id)] == seen
     # nothing further started: no checkpoint recorded, no evaluation run; the trainer's state saved at k
-    assert store.training_checkpoints(training.id) == [] and store.training_evals(training.id) == []
+    assert store.trainings.training_checkpoints(training.id) == [] and store.trainings.training_evals(training.id) == []
     trainer_dir = Path(training.directory) / "adapters" / "trainer"
     assert (trainer_dir / f"checkpoint-{update}" / "trainer_state.json").is_file()
     # an epoch finished before the stop keeps its adapter; one cut short saves none
@@ -105,15 +105,15 @@ def test_sft_stops_within_one_update_and_resumes_to_its_twin(store, tiny_base, u
     done = outcome.training
     assert done.status == "finished" and done.error is None and done.steps == 4
     assert done.metrics["resumed_from"].endswith(f"checkpoint-{update}")
-    assert [c.x for c in store.training_checkpoints(done.id)] == [0, 1, 2]
-    assert [c.x for c in store.checkpoints(outcome.run.id)] == [0, 1, 2]
+    assert [c.x for c in store.trainings.training_checkpoints(done.id)] == [0, 1, 2]
+    assert [c.x for c in store.checkpoints.list(outcome.run.id)] == [0, 1, 2]
     # the same result as the uninterrupted twin: each update's loss, and every adapter's weights
     ours, theirs = _losses(store, done.id), _losses(store, twin.id)
     assert [s for _, s, _ in ours] == [1, 2, 3, 4]
     assert [loss for *_, loss in ours] == pytest.approx([loss for *_, loss in theirs], rel=1e-4, abs=1e-6)
     for x in (1, 2):
-        mine = {c.x: c.adapter for c in store.training_checkpoints(done.id)}[x]
-        other = {c.x: c.adapter for c in store.training_checkpoints(twin.id)}[x]
+        mine = {c.x: c.adapter for c in store.trainings.training_checkpoints(done.id)}[x]
+        other = {c.x: c.adapter for c in store.trainings.training_checkpoints(twin.id)}[x]
         _same_weights(Path(mine), Path(other))
 
 
@@ -127,17 +127,17 @@ def test_grpo_stops_within_one_update_and_resumes(store, tiny_base):
     hook, seen = _stop_at(1, "terminated (SIGTERM)")
     with pytest.raises(stop.TrainingStopped):
         stop.run(lambda: train_from_run(store, source.id, options, Hooks(train_event=hook)))
-    (training,) = [t for t in store.trainings(source_run=source.id) if t.id != twin.id]
+    (training,) = [t for t in store.trainings.list(source_run=source.id) if t.id != twin.id]
     assert training.status == "interrupted" and training.error.startswith("terminated (SIGTERM) during GRPO")
     assert seen == [1] and [s for _, s, _ in _losses(store, training.id)] == [1]
-    assert store.training_checkpoints(training.id) == [] and store.training_evals(training.id) == []
+    assert store.trainings.training_checkpoints(training.id) == [] and store.trainings.training_evals(training.id) == []
     assert (Path(training.directory) / "adapters" / "trainer" / "checkpoint-1").is_dir()
 
     outcome = stop.run(lambda: resume_training(store, training.id))
     done = outcome.training
     assert done.status == "finished" and done.steps == 4
-    assert [c.x for c in store.training_checkpoints(done.id)] == [x.x for x in store.training_checkpoints(twin.id)]
-    assert [c.step for c in store.training_checkpoints(done.id)] == [0, 2, 4]
+    assert [c.x for c in store.trainings.training_checkpoints(done.id)] == [x.x for x in store.trainings.training_checkpoints(twin.id)]
+    assert [c.step for c in store.trainings.training_checkpoints(done.id)] == [0, 2, 4]
     ours, theirs = _losses(store, done.id), _losses(store, twin.id)
     assert [s for _, s, _ in ours] == [1, 2, 3, 4]
     # update 1 is the twin's own; the rest are rolled out again by the resumed policy (on-policy
@@ -171,18 +171,18 @@ def test_a_stop_in_distillation_phase_1_starts_no_later_phase(tiny_base, tmp_pat
         hooks = DistillHooks(train_event=on_event, stage=lambda s, i: stages.append(s))
         with pytest.raises(stop.TrainingStopped):
             stop.run(lambda: distill(store, ids, options, hooks))
-        study = store.studies(limit=1)[0]
+        study = store.trainings.studies(limit=1)[0]
         assert study.status == "interrupted"
-        roles = {t.role: t for t in store.trainings(study_id=study.id)}
+        roles = {t.role: t for t in store.trainings.list(study_id=study.id)}
         assert list(roles) == ["phase1"] and "phase 2" not in stages and "ablation" not in stages
         phase1 = roles["phase1"]
         assert phase1.status == "interrupted" and f"s3gym resume {study.id}" in phase1.error
         assert seen == [1] and [s for _, s, _ in _losses(store, phase1.id)] == [1]
-        assert store.training_checkpoints(phase1.id) == []
+        assert store.trainings.training_checkpoints(phase1.id) == []
 
         done = stop.run(lambda: resume_study(store, study.id))
         assert done.status == "finished"
-        roles = {t.role: t for t in store.trainings(study_id=study.id)}
+        roles = {t.role: t for t in store.trainings.list(study_id=study.id)}
         assert sorted(roles) == ["mixed-sft", "off-only", "on-only", "phase1", "phase2"]
         assert all(t.status == "finished" for t in roles.values())
         steps = [s for _, s, _ in _losses(store, roles["phase1"].id)]
@@ -210,8 +210,8 @@ def _spawn(args, db, tmp_path):
 
 def _first_loss(db):
     with Store(db) as store:
-        for training in store.trainings():
-            if store.losses(training.id):
+        for training in store.trainings.list():
+            if store.trainings.losses(training.id):
                 return training.id
     return None
 
@@ -235,12 +235,12 @@ def test_s3gym_train_grpo_stops_on_a_signal_and_resumes(tiny_base, tmp_path, sig
     assert child.returncode == 130, err
     assert f"resume with: s3gym resume {training_id}" in err and "stored data is intact" in err
     with Store(db) as store:
-        training = store.get_training(training_id)
+        training = store.trainings.get_training(training_id)
         reason = "interrupted (Ctrl-C)" if sig == signal.SIGINT else "terminated (SIGTERM)"
         assert training.status == "interrupted" and training.error.startswith(f"{reason} during GRPO")
-        steps = [p.step for p in store.losses(training_id)]
+        steps = [p.step for p in store.trainings.losses(training_id)]
         assert steps and steps == list(range(1, len(steps) + 1)) and len(steps) < 40
-        assert store.training_checkpoints(training_id) == [] and store.training_evals(training_id) == []
+        assert store.trainings.training_checkpoints(training_id) == [] and store.trainings.training_evals(training_id) == []
         trainer_dir = Path(training.directory) / "adapters" / "trainer"
         saved = sorted(int(p.name.split("-")[1]) for p in trainer_dir.glob("checkpoint-*"))
         # the trainer saved the state of the last finished update (the one in progress was dropped)
@@ -257,13 +257,13 @@ def test_s3gym_train_grpo_stops_on_a_signal_and_resumes(tiny_base, tmp_path, sig
                 child.kill()
         assert child.returncode == 130, err
         with Store(db) as store:
-            assert store.get_training(training_id).status == "interrupted"
-            assert store.training_evals(training_id) == []
+            assert store.trainings.get_training(training_id).status == "interrupted"
+            assert store.trainings.training_evals(training_id) == []
 
 
 def _more_losses(db, training_id, than):
     with Store(db) as store:
-        return len(store.losses(training_id)) > than
+        return len(store.trainings.losses(training_id)) > than
 
 
 def test_s3gym_train_sft_sigint_then_resume_finishes(tiny_base, tmp_path):
@@ -286,16 +286,16 @@ def test_s3gym_train_sft_sigint_then_resume_finishes(tiny_base, tmp_path):
     assert f"resume with: s3gym resume {training_id}" in err
     print(f"SFT (tiny model): SIGINT to exit {took:.2f} s")
     with Store(db) as store:
-        training = store.get_training(training_id)
-        assert training.status == "interrupted" and store.training_evals(training_id) == []
-        before = [p.step for p in store.losses(training_id)]
+        training = store.trainings.get_training(training_id)
+        assert training.status == "interrupted" and store.trainings.training_evals(training_id) == []
+        before = [p.step for p in store.trainings.losses(training_id)]
         assert before and before[-1] < 24
     assert main(["resume", training_id, "--db", str(db)]) == 0
     with Store(db) as store:
-        training = store.get_training(training_id)
+        training = store.trainings.get_training(training_id)
         assert training.status == "finished" and training.steps == 24
-        assert [p.step for p in store.losses(training_id)] == list(range(1, 25))
-        assert store.checkpoints(training_id)
+        assert [p.step for p in store.trainings.losses(training_id)] == list(range(1, 25))
+        assert store.checkpoints.list(training_id)
 
 
 def _rank0(launcher_pid: int):
@@ -339,8 +339,8 @@ def test_under_torchrun_a_stop_of_rank_0_stops_every_rank_at_the_same_update(tin
             launcher.kill()
     assert f"resume with: s3gym resume {training_id}" in err, err[-3000:]
     with Store(db) as store:
-        training = store.get_training(training_id)
+        training = store.trainings.get_training(training_id)
         assert training.status == "interrupted" and training.error.startswith("interrupted (Ctrl-C)")
-        steps = [p.step for p in store.losses(training_id)]
+        steps = [p.step for p in store.trainings.losses(training_id)]
         assert steps == list(range(1, len(steps) + 1)) and len(steps) < 30
-        assert store.training_checkpoints(training_id) == [] and store.training_evals(training_id) == []
+        assert store.trainings.training_checkpoints(training_id) == [] and store.trainings.training_evals(training_id) == []

@@ -31,8 +31,8 @@ def _no_stop_left():
 
 
 def _source(store):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
-                                     eval_every=1, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=1,
+                                          eval_every=1, eval_episodes=1))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -59,10 +59,10 @@ def test_a_stop_between_micro_batches_keeps_the_finished_update_and_resumes_to_t
     monkeypatch.setattr(hf, "StopCallback", StopInUpdate2)
     with pytest.raises(stop.TrainingStopped):
         stop.run(lambda: train_from_run(store, source.id, options))
-    (training,) = [t for t in store.trainings(source_run=source.id) if t.id != twin.id]
+    (training,) = [t for t in store.trainings.list(source_run=source.id) if t.id != twin.id]
     # update 2 ended after its second micro-batch: no third one ran, no second update was made
     assert substeps == [0, 0, 0, 1, 1]
-    assert [p.step for p in store.losses(training.id)] == [1]
+    assert [p.step for p in store.trainings.losses(training.id)] == [1]
     assert training.status == "interrupted" and training.error.startswith("interrupted (Ctrl-C) during SFT update 2")
     # the finished update is kept: the trainer's state at update 1 (no epoch had ended: nothing else saved it)
     trainer_dir = Path(training.directory) / "adapters" / "trainer"
@@ -75,8 +75,8 @@ def test_a_stop_between_micro_batches_keeps_the_finished_update_and_resumes_to_t
     outcome = stop.run(lambda: resume_training(store, training.id))
     done = outcome.training
     assert done.status == "finished" and done.steps == 2 and done.metrics["resumed_from"].endswith("checkpoint-1")
-    ours = [p.loss for p in store.losses(done.id)]
-    theirs = [p.loss for p in store.losses(twin.id)]
+    ours = [p.loss for p in store.trainings.losses(done.id)]
+    theirs = [p.loss for p in store.trainings.losses(twin.id)]
     assert ours == pytest.approx(theirs, rel=1e-4, abs=1e-6)
     # the summary covers both parts: the time of the stopped one is in the training's, and throughput is over both
     assert done.metrics["interrupted_parts"] == 1 and done.train_seconds > part["seconds"]
@@ -141,6 +141,6 @@ def test_report_to_tensorboard_writes_event_files_a_reader_loads(store, tiny_bas
     reader.Reload()
     losses = reader.Scalars("train/loss")
     assert [e.step for e in losses] == [1, 2, 3, 4]
-    stored = [p.loss for p in store.losses(training.id)]
+    stored = [p.loss for p in store.trainings.losses(training.id)]
     assert [e.value for e in losses] == pytest.approx(stored, rel=1e-5)
     assert training.settings["recipe"]["report_to"] == "tensorboard"

@@ -168,11 +168,11 @@ def test_training_credit_is_stored_for_stored_rollouts(tiny, store):
     from s3gym_tui.models import Episode, RunConfig, Step
     from s3gym_tui.store import audit
 
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
     rollouts, mask = batch(tiny.tokenizer)
     for n, r in enumerate(rollouts):
-        ep = store.add_episode(Episode(id=f"r{n}", run_id=run.id, game="trust", mode="explore", phase="explore",
-                                       seed=0, index=n, model="p", pathway="none"),
+        ep = store.episodes.add_episode(Episode(id=f"r{n}", run_id=run.id, game="trust", mode="explore", phase="explore",
+                                                seed=0, index=n, model="p", pathway="none"),
                                [Step(episode_id=f"r{n}", index=s.index, observation=s.observation,
                                      prompt=json.dumps(s.prompt), reply=s.reply, action=s.action, self_score=1.0,
                                      reward=0.0, feedback=s.feedback, valid=True, terminated=False, truncated=False)
@@ -187,4 +187,4 @@ def test_training_credit_is_stored_for_stored_rollouts(tiny, store):
     assert [a.weight for a in credit.actions] == pytest.approx(taspo.last_weights[2])
     assert any(a.items for a in credit.actions) and all(e in ("r0", "r1") for a in credit.actions
                                                        for i in a.items for e, _ in i.evidence)
-    assert store.pi_extraction(credit.extraction_id)["purpose"] == "training" and audit(store).ok
+    assert store.credit.pi_extraction(credit.extraction_id)["purpose"] == "training" and audit(store).ok

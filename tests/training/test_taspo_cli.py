@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def make_group(db: Path):
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
         eps = [add_episode(store, run, ["C", "C", "D"], [2, 2, 2]),
                add_episode(store, run, ["C", "D", "D"], [2, 1, 2]),
                add_episode(store, run, ["D", "D", "C"], [0, 0, 0])]
@@ -53,7 +53,7 @@ def test_credit_command_computes_stores_and_reads_back(tmp_path, tiny_base, caps
 def test_credit_of_a_lone_episode_is_uniform_and_undefined_figures_are_null(tmp_path, capsys):
     db = tmp_path / "s.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
         lone = add_episode(store, run, ["C"], [1])
         store.conn.execute("UPDATE steps SET self_score = NULL WHERE episode_id = ?", (lone.id,))
     code = main(["credit", lone.id, "--db", str(db), "--json"])

@@ -18,23 +18,23 @@ from s3gym_tui.store import LeakageError
 
 
 def add_episode(store, run, moves, scores, *, seed=0, phase="explore", checkpoint=None, name=None):
-    n = len(store.episodes()) if name is None else name
-    ep = store.add_episode(Episode(id=f"ep{n}", run_id=run.id, game="trust", mode=phase, phase=phase, seed=seed,
-                                   index=int(n) if str(n).isdigit() else 0, checkpoint=checkpoint,
-                                   model="scripted/trust", pathway="none"))
+    n = len(store.episodes.list()) if name is None else name
+    ep = store.episodes.add_episode(Episode(id=f"ep{n}", run_id=run.id, game="trust", mode=phase, phase=phase, seed=seed,
+                                            index=int(n) if str(n).isdigit() else 0, checkpoint=checkpoint,
+                                            model="scripted/trust", pathway="none"))
     prompt = [{"role": "system", "content": "You play the trust game."}]
     for t, (a, s) in enumerate(zip(moves, scores)):
         messages = prompt + [{"role": "user", "content": f"Round {t}. Your move?"}]
-        store.add_step(Step(episode_id=ep.id, index=t, observation=f"Round {t}.", prompt=json.dumps(messages),
-                            reply=f"Answer: {a}, Score: {s}", action=a, self_score=float(s), reward=0.0,
-                            feedback=f"you played {a}", valid=True, terminated=t == len(moves) - 1,
-                            truncated=False))
-    return store.finish_episode(ep.id, score=float(sum(scores)))
+        store.episodes.add_step(Step(episode_id=ep.id, index=t, observation=f"Round {t}.", prompt=json.dumps(messages),
+                                     reply=f"Answer: {a}, Score: {s}", action=a, self_score=float(s), reward=0.0,
+                                     feedback=f"you played {a}", valid=True, terminated=t == len(moves) - 1,
+                                     truncated=False))
+    return store.episodes.finish_episode(ep.id, score=float(sum(scores)))
 
 
 @pytest.fixture
 def group(store):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
     good = add_episode(store, run, ["C", "C", "D"], [2, 2, 2])
     good2 = add_episode(store, run, ["C", "D", "D"], [2, 1, 2])
     bad = add_episode(store, run, ["D", "D", "C"], [0, 0, 0])
@@ -48,19 +48,19 @@ def test_pi_stored_and_shifts_scored_with_and_without_pi(store, group, tiny_base
     credit = compute_credit(store, bad.id, settings, scorer=scorer)
     assert credit.advantage is not None and credit.advantage < 0 and credit.reward == 0
     assert set(credit.group) == {good.id, good2.id, bad.id} and set(credit.successful) == {good.id, good2.id}
-    ext = store.pi_extraction(credit.extraction_id)
+    ext = store.credit.pi_extraction(credit.extraction_id)
     assert "Trajectory T1" in json.loads(ext["prompt"])[1]["content"] and ext["reply"].startswith("ITEM: open with")
     assert credit.items and all(ep in (good.id, good2.id) for i in credit.items for ep, _ in i.evidence)
     # step 0 aligns with the opening item ('start'); step 1 follows the target's own 'D'
     assert [i.requirement for i in credit.actions[0].items] == ["open with 'C'"]
     assert all("after 'D'" in i.requirement for i in credit.actions[1].items)
     # the stored shift is the mean filtered per-token shift, recomputed here by hand
-    steps = store.steps(bad.id)
+    steps = store.episodes.steps(bad.id)
     for action, step in zip(credit.actions, steps):
         if not action.items:
             assert action.shift is None and action.weight == 1.0
             continue
-        messages = json.loads(store.prompt_of(step))
+        messages = json.loads(store.prompts.prompt_of(step))
         plain = scorer.logprobs(messages, step.reply)
         hinted = scorer.logprobs(with_pi(messages, pi_text(action.items)), step.reply)
         assert len(plain) == len(hinted) > 0 and plain != hinted  # the hint changes the context
@@ -76,7 +76,7 @@ def test_pi_stored_and_shifts_scored_with_and_without_pi(store, group, tiny_base
 
 
 def test_no_successful_sibling_means_uniform_credit(store, tiny_base):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
     only = add_episode(store, run, ["C", "D"], [1, 1])
     credit = compute_credit(store, only.id, CreditSettings(), scorer=HFScorer.load(tiny_base, name="tiny"),
                             analyze=lambda *a: pytest.fail("no analyzer without successful siblings"))
@@ -173,8 +173,8 @@ def test_credit_of_a_grpo_rollout_episode_asks_a_model_that_can_analyse_and_says
 
     db = tmp_path / "g.db"
     with Store(db) as store:
-        source = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
-        store.add_training(Training(id="g1", method="grpo", games=("trust",), source_run=source.id))
+        source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none"))
+        store.trainings.add_training(Training(id="g1", method="grpo", games=("trust",), source_run=source.id))
         keep = RolloutStore(store, "g1", "trust", [3], 3, 1.0)
         episodes = []
         for k, (moves, score) in enumerate([("CCD", 6.0), ("CDD", 5.0), ("DDC", 0.0)]):
@@ -197,4 +197,4 @@ def test_credit_of_a_grpo_rollout_episode_asks_a_model_that_can_analyse_and_says
     credit = json.loads(captured.out)
     assert credit["analyzer"] == "scripted/trust" and credit["items"]  # the PI was written
     with Store(db) as store:
-        assert store.pi_extraction(credit["extraction_id"])["analyzer"] == "scripted/trust"
+        assert store.credit.pi_extraction(credit["extraction_id"])["analyzer"] == "scripted/trust"

@@ -81,8 +81,8 @@ def test_s3gym_train_method_taspo_end_to_end(tiny_base, tmp_path):
 
     db = tmp_path / "t.db"
     with Store(db) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
-                                         eval_every=2, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
+                                              eval_every=2, eval_episodes=1))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True", PYTHONPATH=str(ROOT),
                S3GYM_TRAINING_DIR=str(tmp_path / "training"))
@@ -93,11 +93,11 @@ def test_s3gym_train_method_taspo_end_to_end(tiny_base, tmp_path):
                            "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with Store(db) as store:
-        (training,) = store.trainings(source_run=run.id)
+        (training,) = store.trainings.list(source_run=run.id)
         assert training.method == "taspo" and training.status == "finished"
         g = training.settings["recipe"]
         assert (g["level"], g["credit"], g["kappa"], g["pi_source"]) == ("episode", "action", 0.0, "siblings")
-        episodes = store.episodes(rollout_run_id(training.id))
+        episodes = store.episodes.list(rollout_run_id(training.id))
         assert len(episodes) == 2
         credits = [episode_credit(store, e.id) for e in episodes]
         assert all(c is not None and c.credit == "action" for c in credits)
@@ -106,7 +106,7 @@ def test_s3gym_train_method_taspo_end_to_end(tiny_base, tmp_path):
         assert rows == [(training.id,)]
         for c in credits:
             if c.extraction_id:  # a group with a success: PI by the run's model (the scripted analyzer)
-                ext = store.pi_extraction(c.extraction_id)
+                ext = store.credit.pi_extraction(c.extraction_id)
                 assert ext["purpose"] == "training" and ext["analyzer"] == "scripted/trust"
         assert audit(store).ok
     bad = subprocess.run([sys.executable, "-m", "s3gym_tui", "train", run.id, "--method", "taspo", "--level", "step",

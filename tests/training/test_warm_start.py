@@ -68,8 +68,8 @@ def test_examples_are_constrained_replies_at_states_reached_on_exploration_seeds
 
 
 def _source(store, episodes=2):
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=episodes,
-                                     eval_every=episodes, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=episodes,
+                                          eval_every=episodes, eval_episodes=1))
     return asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -82,7 +82,7 @@ def _options(tiny_base, grpo=GRPO):
 
 
 def _phases(store, training_id):
-    return [(p.phase, p.step) for p in store.losses(training_id)]
+    return [(p.phase, p.step) for p in store.trainings.losses(training_id)]
 
 
 def _adapter(path):
@@ -101,7 +101,7 @@ def test_the_warm_start_is_stored_as_its_own_phase_and_changes_what_grpo_starts_
     assert warmed.settings["recipe"]["warm_start"] == 3 and cold.settings["recipe"]["warm_start"] == 0
     assert warmed.metrics["warm_start_examples"] == 3 and warmed.metrics["warm_start_steps"] == 6
     assert warmed.examples == cold.examples == 4  # no dataset: the replies its 2 updates sampled (1 state x G = 2)
-    warm = store.losses(warmed.id, "warm-start")
+    warm = store.trainings.losses(warmed.id, "warm-start")
     assert warm[-1].loss < warm[0].loss  # it learns the replies (lr 1e-2, 2 passes)
     lines = (Path(warmed.directory) / "adapters" / "warm-start" / "examples.jsonl").read_text().splitlines()
     rows = [json.loads(line) for line in lines]
@@ -109,11 +109,11 @@ def test_the_warm_start_is_stored_as_its_own_phase_and_changes_what_grpo_starts_
                                   for r in rows)
     assert all(parse_reply(r["completion"][0]["content"]).action is not None for r in rows)
     # the GRPO checkpoints differ: the warmed one started from other weights
-    (w,) = [c.adapter for c in store.training_checkpoints(warmed.id) if c.x == 1]
-    (c,) = [c.adapter for c in store.training_checkpoints(cold.id) if c.x == 1]
+    (w,) = [c.adapter for c in store.trainings.training_checkpoints(warmed.id) if c.x == 1]
+    (c,) = [c.adapter for c in store.trainings.training_checkpoints(cold.id) if c.x == 1]
     a, b = _adapter(w), _adapter(c)
     assert any(float((a[k] - b[k]).abs().max()) > 1e-4 for k in a)
-    assert warmed.status == "finished" and store.training_evals(warmed.id)
+    assert warmed.status == "finished" and store.trainings.training_evals(warmed.id)
 
 
 def test_a_stop_inside_the_warm_start_resumes_to_its_twin(store, tiny_base):
@@ -126,18 +126,18 @@ def test_a_stop_inside_the_warm_start_resumes_to_its_twin(store, tiny_base):
 
     with pytest.raises(stop.TrainingStopped):
         stop.run(lambda: train_from_run(store, source.id, _options(tiny_base), Hooks(train_event=hook)))
-    (training,) = [t for t in store.trainings(source_run=source.id) if t.id != twin.id]
+    (training,) = [t for t in store.trainings.list(source_run=source.id) if t.id != twin.id]
     assert training.status == "interrupted" and _phases(store, training.id) == [("warm-start", 1), ("warm-start", 2)]
-    assert store.training_checkpoints(training.id) == []  # no GRPO update started
+    assert store.trainings.training_checkpoints(training.id) == []  # no GRPO update started
 
     done = stop.run(lambda: resume_training(store, training.id)).training
     assert done.status == "finished"
     assert _phases(store, done.id) == _phases(store, twin.id)
-    ours = [p.loss for p in store.losses(done.id)]
-    theirs = [p.loss for p in store.losses(twin.id)]
+    ours = [p.loss for p in store.trainings.losses(done.id)]
+    theirs = [p.loss for p in store.trainings.losses(twin.id)]
     assert ours == pytest.approx(theirs, rel=1e-3, abs=1e-5)
-    mine = {c.x: c.adapter for c in store.training_checkpoints(done.id)}
-    other = {c.x: c.adapter for c in store.training_checkpoints(twin.id)}
+    mine = {c.x: c.adapter for c in store.trainings.training_checkpoints(done.id)}
+    other = {c.x: c.adapter for c in store.trainings.training_checkpoints(twin.id)}
     assert sorted(mine) == sorted(other)
     a, b = _adapter(mine[1]), _adapter(other[1])
     for k in a:
@@ -183,9 +183,9 @@ def test_s3gym_train_grpo_warm_start_through_the_cli(tmp_path, tiny_base, capsys
     assert "format warm start" in out.out  # its own progress line
     assert "--completion-tokens 6 cannot hold a whole trust answer line" in " ".join(out.out.split())  # said once
     with Store(db) as store:
-        (training,) = store.trainings(source_run=source.id)
+        (training,) = store.trainings.list(source_run=source.id)
         assert training.settings["recipe"]["warm_start"] == 2 and training.settings["recipe"]["warm_start_epochs"] == 1
-        assert [(p.phase, p.step) for p in store.losses(training.id)] == [("warm-start", 1), ("warm-start", 2),
+        assert [(p.phase, p.step) for p in store.trainings.losses(training.id)] == [("warm-start", 1), ("warm-start", 2),
                                                                           ("grpo", 1)]
 
 

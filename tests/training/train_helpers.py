@@ -19,8 +19,8 @@ StepSpec = tuple[str, Optional[float], Optional[float]]
 
 
 def trust_run(store: Store, model: str = "scripted/trust") -> Run:
-    return store.create_run(RunConfig(model=model, game="trust", pathway="none", explore_episodes=3,
-                                      eval_every=3, eval_episodes=1))
+    return store.runs.create_run(RunConfig(model=model, game="trust", pathway="none", explore_episodes=3,
+                                           eval_every=3, eval_episodes=1))
 
 
 def add_trust_episode(store: Store, run: Run, specs: Sequence[StepSpec], *, phase: str = "explore",
@@ -33,7 +33,7 @@ def add_trust_episode(store: Store, run: Run, specs: Sequence[StepSpec], *, phas
     episode = Episode(id=f"{run.id}-hand{next(_ids)}", run_id=run.id, game="trust", mode=phase, phase=phase,
                       seed=seed, index=index, checkpoint=0 if phase == "eval" else None, model=run.config.model,
                       pathway="none")
-    store.add_episode(episode)
+    store.episodes.add_episode(episode)
     game = games.make("trust", phase)
     game.reset(seed)
     steps: list[Step] = []
@@ -49,8 +49,8 @@ def add_trust_episode(store: Store, run: Run, specs: Sequence[StepSpec], *, phas
                     action=action, self_score=score, reward=result.reward if reward is None else reward,
                     feedback=result.feedback, valid=result.valid, terminated=result.terminated,
                     truncated=result.truncated, actor=actor)
-        store.add_step(step)
+        store.episodes.add_step(step)
         steps.append(step)
         feedback = result.feedback
-    store.finish_episode(episode.id, game.score())
-    return store.get_episode(episode.id)
+    store.episodes.finish_episode(episode.id, game.score())
+    return store.episodes.get_episode(episode.id)

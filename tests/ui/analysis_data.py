@@ -50,10 +50,10 @@ class SteeredRunner(ProtocolRunner):
 
 def build_analysis_db(path: Path) -> dict:
     store = Store(path)
-    history = store.create_run(RunConfig(pathway="history", **CONFIG), run_id=HISTORY_RUN)
+    history = store.runs.create_run(RunConfig(pathway="history", **CONFIG), run_id=HISTORY_RUN)
     asyncio.run(SteeredRunner(store, history, backoff_base_s=0, target=DIVERGING_HISTORY,
                               at=DIVERGE_AT).run_protocol())
-    summary = store.create_run(RunConfig(pathway="summary", **CONFIG), run_id=SUMMARY_RUN)
+    summary = store.runs.create_run(RunConfig(pathway="summary", **CONFIG), run_id=SUMMARY_RUN)
     asyncio.run(ProtocolRunner(store, summary, backoff_base_s=0).run_protocol())
     store.close()
     conn = sqlite3.connect(path)  # fixed times: nothing on screen depends on the clock

@@ -58,39 +58,39 @@ SCORES = [("cand-base-00", "base", 0.41), ("cand-memory-01", "candidate", 0.44),
 
 def fill_aspire(store: Store) -> dict:
     """The two ASPIRE runs above (ids in the returned dict)."""
-    run = store.create_aspire_run(goal_id="planning", goal_text="Become better at planning under uncertainty.",
-                                  model="scripted/aspire", protocol="final", budget=BUDGET, operator="scripted",
-                                  aspire_id=FINISHED)
+    run = store.aspire.create_aspire_run(goal_id="planning", goal_text="Become better at planning under uncertainty.",
+                                         model="scripted/aspire", protocol="final", budget=BUDGET, operator="scripted",
+                                         aspire_id=FINISHED)
     for tool, args, result, outcome, category, calls, cost, reply in DECISIONS:
-        store.add_aspire_decision(run.id, tool=tool, arguments=args, result=result, outcome=outcome,
-                                  category=category, reply=reply, calls=calls, tokens_in=900 * calls,
-                                  tokens_out=60 * calls, cost=cost, seconds=0.5 * calls)
+        store.aspire.add_aspire_decision(run.id, tool=tool, arguments=args, result=result, outcome=outcome,
+                                         category=category, reply=reply, calls=calls, tokens_in=900 * calls,
+                                         tokens_out=60 * calls, cost=cost, seconds=0.5 * calls)
     for cid, parent, kind, status, note, idx in CANDIDATES:
-        store.add_aspire_candidate(run.id, kind=kind, model="scripted/aspire", parent_id=parent, note=note,
-                                   frozen_ref=f"ref:{cid}", decision_idx=idx, candidate_id=cid)
+        store.aspire.add_aspire_candidate(run.id, kind=kind, model="scripted/aspire", parent_id=parent, note=note,
+                                          frozen_ref=f"ref:{cid}", decision_idx=idx, candidate_id=cid)
         if status != "active":
-            store.set_candidate_status(cid, status)
-    store.add_aspire_claim(run.id, text="I am better at planning under uncertainty by about 0.3.",
-                           candidate_id="cand-grpo-03", claimed_delta=0.3, decision_idx=11)
+            store.aspire.set_candidate_status(cid, status)
+    store.aspire.add_aspire_claim(run.id, text="I am better at planning under uncertainty by about 0.3.",
+                                  candidate_id="cand-grpo-03", claimed_delta=0.3, decision_idx=11)
     for cid, purpose, score in SCORES:
-        store.set_hidden_score(run.id, cid, purpose, score, {"minesweeper": score, "hanabi": None}, 6)
-    store.set_aspire_candidates(run.id, base="cand-base-00", final="cand-grpo-03", retained="cand-memory-01")
-    store.set_aspire_usage(run.id, {"calls": 56, "tokens": 53_760, "usd": 0.0113, "seconds": 28})
-    store.set_aspire_status(run.id, "finished", "submitted")
+        store.aspire.set_hidden_score(run.id, cid, purpose, score, {"minesweeper": score, "hanabi": None}, 6)
+    store.aspire.set_aspire_candidates(run.id, base="cand-base-00", final="cand-grpo-03", retained="cand-memory-01")
+    store.aspire.set_aspire_usage(run.id, {"calls": 56, "tokens": 53_760, "usd": 0.0113, "seconds": 28})
+    store.aspire.set_aspire_status(run.id, "finished", "submitted")
 
-    live = store.create_aspire_run(goal_id="rules", goal_text="Get better at working out rules nobody tells you.",
-                                   model="scripted/aspire", protocol="adaptive", budget=BUDGET, operator="scripted",
-                                   aspire_id=LIVE)
+    live = store.aspire.create_aspire_run(goal_id="rules", goal_text="Get better at working out rules nobody tells you.",
+                                          model="scripted/aspire", protocol="adaptive", budget=BUDGET, operator="scripted",
+                                          aspire_id=LIVE)
     for tool, args, result, outcome, category, calls, cost, reply in DECISIONS[:5]:
-        store.add_aspire_decision(live.id, tool=tool, arguments=args, result=result, outcome=outcome,
-                                  category=category, reply=reply, calls=calls, cost=cost)
-    store.add_aspire_candidate(live.id, kind="base", model="scripted/aspire", candidate_id="live-base")
-    store.add_aspire_candidate(live.id, kind="memory", model="scripted/aspire", parent_id="live-base",
-                               candidate_id="live-memory")
-    store.set_hidden_score(live.id, "live-base", "base", 0.777, {}, 6)  # must not show before the end
-    store.set_aspire_candidates(live.id, base="live-base")
-    store.set_aspire_usage(live.id, {"calls": 23, "tokens": 18_000})
-    store.set_aspire_status(live.id, "running")
+        store.aspire.add_aspire_decision(live.id, tool=tool, arguments=args, result=result, outcome=outcome,
+                                         category=category, reply=reply, calls=calls, cost=cost)
+    store.aspire.add_aspire_candidate(live.id, kind="base", model="scripted/aspire", candidate_id="live-base")
+    store.aspire.add_aspire_candidate(live.id, kind="memory", model="scripted/aspire", parent_id="live-base",
+                                      candidate_id="live-memory")
+    store.aspire.set_hidden_score(live.id, "live-base", "base", 0.777, {}, 6)  # must not show before the end
+    store.aspire.set_aspire_candidates(live.id, base="live-base")
+    store.aspire.set_aspire_usage(live.id, {"calls": 23, "tokens": 18_000})
+    store.aspire.set_aspire_status(live.id, "running")
     return {"finished": FINISHED, "live": LIVE}
 
 
@@ -144,12 +144,12 @@ def build_scripted_aspire(path: Path, aspire_id: str = SCRIPTED, goal_id: str = 
     fix_suite_secret(path)
     with Store(path) as store:
         goal = goal_by_id(goal_id)
-        store.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol=protocol,
-                                budget=Budget().as_dict(), operator="scripted",
-                                settings=Settings(player="scripted", step_cap=6).__dict__, aspire_id=aspire_id)
+        store.aspire.create_aspire_run(goal_id=goal.id, goal_text=goal.text, model="scripted", protocol=protocol,
+                                       budget=Budget().as_dict(), operator="scripted",
+                                       settings=Settings(player="scripted", step_cap=6).__dict__, aspire_id=aspire_id)
         asyncio.run(Controller(store, aspire_id, ScriptedOperator()).run_all())
-        usage = store.get_aspire_run(aspire_id).usage
-        decisions = store.aspire_decisions(aspire_id)
+        usage = store.aspire.get_aspire_run(aspire_id).usage
+        decisions = store.aspire.aspire_decisions(aspire_id)
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("UPDATE aspire_decisions SET seconds = 0.5 + calls * 0.25 WHERE aspire_run_id = ?", (aspire_id,))

@@ -21,8 +21,8 @@ def build_demo_db(path: Path) -> dict:
     ids = {}
     for game, pathway in (("trust", "history"), ("trust", "summary"), ("snake", "summary")):
         episodes = 6 if game == "trust" else 3
-        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                         explore_episodes=episodes, eval_every=3, eval_episodes=2))
+        run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
+                                              explore_episodes=episodes, eval_every=3, eval_episodes=2))
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
         ids[f"{game}-{pathway}"] = run.id
     store.close()

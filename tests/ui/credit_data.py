@@ -33,7 +33,7 @@ STEP_WITH_EVIDENCE = 2
 
 def add_credit(store, episode_id: str, extraction_id: str) -> list[float]:
     """Store credit for `episode_id` (SHIFTS) from `extraction_id`; returns the weights per step."""
-    steps = store.steps(episode_id, include_prompt=False)
+    steps = store.episodes.steps(episode_id, include_prompt=False)
     advantages = dict(zip(GROUP, group_advantages([REWARDS[e] for e in GROUP])))
     plan = SHIFTS[episode_id]
     shifts = [plan[s.index][0] if s.index in plan else None for s in steps]
@@ -44,16 +44,16 @@ def add_credit(store, episode_id: str, extraction_id: str) -> list[float]:
         shift = None if kept is None else sum(kept) / len(kept)
         items = [f"{extraction_id}.{p}" for p in plan[step.index][1]] if step.index in plan else []
         actions.append((step.index, w, shift, items))
-    store.add_episode_credit(episode_id, extraction_id=extraction_id, advantage=advantages[episode_id],
-                             reward=REWARDS[episode_id], group_ids=GROUP, analyzer="scripted/trust",
-                             scorer="local/tiny-scorer", credit="action", kappa=KAPPA, tau=TAU, eps_w=EPS_W,
-                             actions=actions, note="PI from the successful siblings of seed 1000000")
+    store.credit.add_episode_credit(episode_id, extraction_id=extraction_id, advantage=advantages[episode_id],
+                                    reward=REWARDS[episode_id], group_ids=GROUP, analyzer="scripted/trust",
+                                    scorer="local/tiny-scorer", credit="action", kappa=KAPPA, tau=TAU, eps_w=EPS_W,
+                                    actions=actions, note="PI from the successful siblings of seed 1000000")
     return weights
 
 
 def add_group_credit(store, items=ITEMS) -> dict[str, list[float]]:
     """The extraction and the credit of both x=3 episodes; returns their weights by episode."""
-    extraction = store.add_pi_extraction(
+    extraction = store.credit.add_pi_extraction(
         game="trust", mode="eval", seed=SEED, episode_ids=GROUP, successful_ids=SUCCESSFUL,
         success_rule="verifier", analyzer="scripted/trust", prompt="(the analyzer's prompt)",
         reply="(the analyzer's reply)", items=items)

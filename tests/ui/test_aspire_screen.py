@@ -54,15 +54,15 @@ async def test_home_a_opens_the_newest_run_live_and_hidden_scores_wait_for_the_e
         assert "0.78" not in str(screen.query_one(CandidateTree).root.children[0].label)
 
         with Store(aspire_db) as other:  # the run's own process goes on
-            other.add_aspire_decision(LIVE, tool="validate", arguments={"candidate": "live-memory", "seeds": [31]},
-                                      result="1 episode; own judgement: fine", outcome="ok", category="validation",
-                                      calls=7, cost=0.001)
+            other.aspire.add_aspire_decision(LIVE, tool="validate", arguments={"candidate": "live-memory", "seeds": [31]},
+                                             result="1 episode; own judgement: fine", outcome="ok", category="validation",
+                                             calls=7, cost=0.001)
         await until(pilot, lambda: len(screen.decisions) == 6, what="the new decision")
         assert timeline(screen)[-1][1] == "  validate" and screen.chosen_decision.idx == 5  # the view follows
         assert "1 episode; own judgement: fine" in shown(screen, "#asp-decision")
 
         with Store(aspire_db) as other:
-            other.set_aspire_status(LIVE, "finished", "submitted")
+            other.aspire.set_aspire_status(LIVE, "finished", "submitted")
         await until(pilot, lambda: "0.78" in shown(screen, "#asp-claims"), what="the hidden base score")
         assert "[finished]" in shown(screen, "#asp-status") and "hidden until" not in shown(screen, "#asp-claims")
 
@@ -178,7 +178,7 @@ async def test_n_starts_a_run_as_its_own_process_the_screen_follows_it_to_its_hi
             assert screen.chosen_candidate.startswith(child.run_id)  # a candidate of the new run, shown
             assert screen.view.candidate(screen.chosen_candidate).label in shown(screen, "#asp-claims")
             with Store(path) as store:
-                assert store.aspire_lease(child.run_id) is None  # released at the end
+                assert store.leases.aspire_lease(child.run_id) is None  # released at the end
         finally:
             if child.alive:
                 os.kill(child.pid, signal.SIGKILL)
@@ -249,7 +249,7 @@ async def test_at_200_columns_the_runs_list_chooses_the_run_shown(aspire_db, set
         await pilot.press("down")
         await until(pilot, lambda: screen.run is not None and screen.run.id == FINISHED and len(screen.decisions) == 12)
         with Store(aspire_db) as other:  # another process writes: the list is rebuilt, the choice stays
-            other.set_aspire_status(LIVE, "interrupted", "stopped")
+            other.aspire.set_aspire_status(LIVE, "interrupted", "stopped")
         await until(pilot, lambda: "interrupted" in str(runs.get_row(LIVE)), what="the list rebuilt")
         await settle(pilot)
         assert screen.aspire_id == FINISHED and screen.run.id == FINISHED

@@ -44,7 +44,7 @@ async def test_aligned_rows_and_the_first_divergence(analysis_db, settings):
     app = S3GymApp(db_path=analysis_db, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         store = app.store
-        steps_a, steps_b = store.steps(DIVERGING_HISTORY), store.steps(DIVERGING_SUMMARY)
+        steps_a, steps_b = store.episodes.steps(DIVERGING_HISTORY), store.episodes.steps(DIVERGING_SUMMARY)
         screen = await open_compare(app, pilot, DIVERGING_HISTORY, DIVERGING_SUMMARY)
         table = screen.query_one("#cmp-table", DataTable)
         assert table.row_count == max(len(steps_a), len(steps_b)) + 1  # + the final-score row
@@ -78,8 +78,8 @@ async def test_stepping_moves_both_boards_together(analysis_db, settings):
     app = S3GymApp(db_path=analysis_db, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         store = app.store
-        ep_a, ep_b = store.get_episode(DIVERGING_HISTORY), store.get_episode(DIVERGING_SUMMARY)
-        steps_a, steps_b = store.steps(ep_a.id), store.steps(ep_b.id)
+        ep_a, ep_b = store.episodes.get_episode(DIVERGING_HISTORY), store.episodes.get_episode(DIVERGING_SUMMARY)
+        steps_a, steps_b = store.episodes.steps(ep_a.id), store.episodes.steps(ep_b.id)
         screen = await open_compare(app, pilot, ep_a.id, ep_b.id)
 
         def check(k: int) -> None:
@@ -123,8 +123,8 @@ async def test_stepping_moves_both_boards_together(analysis_db, settings):
 async def test_each_side_shows_what_its_agent_had_in_context(analysis_db, settings):
     app = S3GymApp(db_path=analysis_db, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
-        summary_id = app.store.get_episode(DIVERGING_SUMMARY).summary_id
-        tips = app.store.get_summary(summary_id).as_tips()
+        summary_id = app.store.episodes.get_episode(DIVERGING_SUMMARY).summary_id
+        tips = app.store.summaries.get_summary(summary_id).as_tips()
         screen = await open_compare(app, pilot, DIVERGING_HISTORY, DIVERGING_SUMMARY)
         a, b = screen.query_one("#cmp-a"), screen.query_one("#cmp-b")
         assert a.query_one(".side-context").border_title == "Context: raw history (Hint Messages)"
@@ -192,7 +192,7 @@ async def test_pairs_lists_the_demo_pairs_sorted_by_difference_and_opens_compare
         assert isinstance(compare, CompareScreen)
         assert compare.episode_ids == (expected[1].history_episode, expected[1].summary_episode)
         assert {ids["trust-history"], ids["trust-summary"]} == {
-            app.store.get_episode(e).run_id for e in compare.episode_ids}
+            app.store.episodes.get_episode(e).run_id for e in compare.episode_ids}
 
 
 async def test_pairs_put_the_largest_difference_first_and_filter_by_winner_and_game(analysis_db, settings):

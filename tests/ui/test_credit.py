@@ -79,7 +79,7 @@ async def test_w_in_a_replay_shows_the_weights_and_an_evidence_link_opens_the_si
         assert isinstance(screen, CreditScreen) and screen.episode_ids == [DIVERGING_HISTORY]
         panel = screen.query_one(CreditPanel)
         table = panel.table
-        stored = Store(path).steps(DIVERGING_HISTORY, include_prompt=False)
+        stored = Store(path).episodes.steps(DIVERGING_HISTORY, include_prompt=False)
         assert table.row_count == len(stored) == len(weights[DIVERGING_HISTORY])
         for row, (step, w) in enumerate(zip(stored, weights[DIVERGING_HISTORY])):
             cells = table.full_row(f"s{step.index}")
@@ -103,7 +103,7 @@ async def test_w_in_a_replay_shows_the_weights_and_an_evidence_link_opens_the_si
         await settle(pilot)
         play = app.screen
         assert isinstance(play, PlayScreen) and play.episode.id == "trust-summary-demo-c000-e0"
-        sibling = Store(path).steps("trust-summary-demo-c000-e0", include_prompt=False)
+        sibling = Store(path).episodes.steps("trust-summary-demo-c000-e0", include_prompt=False)
         assert play.position == 3 and play.steps[play.position - 1].index == 2
         assert play.steps[2].action == sibling[2].action
         assert "Feedback of step 2" in play.query_one(AgentPanel).query_one("#agent-feedback").full.plain
@@ -184,7 +184,7 @@ async def test_not_computed_is_said_and_c_computes_in_a_worker_with_progress(cre
         from tests.ui.credit_data import SHIFTS
         SHIFTS[episode_id] = {0: ([0.5], [1])}
         try:
-            extraction = store.credit_rows(DIVERGING_HISTORY)["credit"]["extraction_id"]
+            extraction = store.credit.credit_rows(DIVERGING_HISTORY)["credit"]["extraction_id"]
             add_credit(store, episode_id, extraction)
         finally:
             del SHIFTS[episode_id]
@@ -218,7 +218,7 @@ async def test_not_computed_is_said_and_c_computes_in_a_worker_with_progress(cre
         assert not any(on_main for *_, on_main in seen)  # off the UI thread
         assert (2, 3) in progressed
         assert panel.credit is not None and not panel.has_class("-missing")
-        assert Store(path).credit_rows(UNCOMPUTED) is not None
+        assert Store(path).credit.credit_rows(UNCOMPUTED) is not None
         assert panel.table.full_row("s0")[7].plain == "1 item"
 
 
@@ -251,7 +251,7 @@ async def test_cancel_stops_the_computation_and_nothing_is_stored(credit_db, set
         await until(pilot, lambda: not screen.busy, what="the computation to end")
         await settle(pilot)
         assert app.screen is screen  # cancelling does not leave the view
-        assert Store(path).credit_rows(UNCOMPUTED) is None
+        assert Store(path).credit.credit_rows(UNCOMPUTED) is None
         assert "Credit not computed yet" in str(screen.query_one(".credit-missing").content)
         assert not screen.query_one(CreditPanel).has_class("-computing")
 

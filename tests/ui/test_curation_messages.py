@@ -28,8 +28,8 @@ TESTER = "human:tester"  # the settings fixture's human_name
 
 async def partial_summary_run(store):
     """A Summary run stopped after exploration episode 3 of 9: versions written, states to come."""
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
-                                     explore_episodes=9, eval_every=3, eval_episodes=1))
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
+                                          explore_episodes=9, eval_every=3, eval_episodes=1))
     task: asyncio.Task
 
     def on_event(event):
@@ -39,7 +39,7 @@ async def partial_summary_run(store):
     task = asyncio.create_task(ProtocolRunner(store, run, on_event, backoff_base_s=0).run_protocol())
     with contextlib.suppress(asyncio.CancelledError):
         await task
-    assert store.get_run(run.id).status == "stopped"
+    assert store.runs.get_run(run.id).status == "stopped"
     return run
 
 
@@ -74,10 +74,10 @@ async def test_vetoing_a_version_while_another_is_pinned_names_the_pinned_one(de
         monkeypatch.setattr(app, "notify", lambda message, **kw: notes.append(str(message)))
         store = app.store
         run = await partial_summary_run(store)
-        versions = store.summaries(run.id)
+        versions = store.summaries.list(run.id)
         assert len(versions) >= 2
         v1, v2 = versions[0], versions[1]
-        x = store.next_state(run.id)
+        x = store.summaries.next_state(run.id)
         assert x is not None and x > 0
         screen = await open_summaries(app, pilot, run.id)
         said = await press_on(pilot, screen, v2.version, "p", notes)
@@ -88,14 +88,14 @@ async def test_vetoing_a_version_while_another_is_pinned_names_the_pinned_one(de
         assert f"will use pinned v{v2.version} as is" in said, said
         assert f"v{v1.version} is vetoed: the agent skips it" in said
         assert "fall back" not in said
-        log = store.summary_actions(run.id)
+        log = store.summaries.summary_actions(run.id)
         assert [(a["action"], a["summary_id"], a["author"], a["effective_from_x"]) for a in log] == [
             ("pin", v2.id, TESTER, x), ("veto", v1.id, TESTER, x)]
     # what the runner does when the run resumes: state x plays with pinned v2, as said
     with app.store.__class__(path) as store:
-        await ProtocolRunner(store, store.get_run(run.id), backoff_base_s=0).run_protocol()
-        assert store.get_episode(explore_episode_id(run.id, x)).summary_id == v2.id
-        assert [s.id for s in store.summaries(run.id)] == [s.id for s in versions]  # none written
+        await ProtocolRunner(store, store.runs.get_run(run.id), backoff_base_s=0).run_protocol()
+        assert store.episodes.get_episode(explore_episode_id(run.id, x)).summary_id == v2.id
+        assert [s.id for s in store.summaries.list(run.id)] == [s.id for s in versions]  # none written
 
 
 async def test_every_curation_says_what_the_next_state_will_use(demo_db, settings, monkeypatch):
@@ -106,9 +106,9 @@ async def test_every_curation_says_what_the_next_state_will_use(demo_db, setting
         monkeypatch.setattr(app, "notify", lambda message, **kw: notes.append(str(message)))
         store = app.store
         run = await partial_summary_run(store)
-        model_versions = store.summaries(run.id)
+        model_versions = store.summaries.list(run.id)
         n = model_versions[-1].version
-        x = store.next_state(run.id)
+        x = store.summaries.next_state(run.id)
         screen = await open_summaries(app, pilot, run.id)
         status = str(screen.query_one("#sum-status").content)
         assert f"state x={x} uses a summary the model writes from v{n}" in status
@@ -137,17 +137,17 @@ async def test_every_curation_says_what_the_next_state_will_use(demo_db, setting
         status = str(screen.query_one("#sum-status").content)
         assert f"state x={x} uses a summary the model writes from v{n + 2}" in status
 
-        log = store.summary_actions(run.id)
+        log = store.summaries.summary_actions(run.id)
         assert [a["action"] for a in log] == ["edit", "pin", "edit", "unpin", "veto", "unveto"]
         assert {a["author"] for a in log} == {TESTER}
         assert {a["effective_from_x"] for a in log} == {x}
-        versions = store.summaries(run.id)
+        versions = store.summaries.list(run.id)
         assert [s.author for s in versions] == ["model:scripted/trust"] * n + [TESTER, TESTER]
         table = screen.query_one("#sum-versions", DataTable)
         assert [str(table.get_cell(s.id, "author")) for s in versions] == [s.author for s in versions]
     with app.store.__class__(path) as store:  # resumed: state x's summary was written from v(n+2)
-        await ProtocolRunner(store, store.get_run(run.id), backoff_base_s=0).run_protocol()
-        used = store.get_summary(store.get_episode(explore_episode_id(run.id, x)).summary_id)
+        await ProtocolRunner(store, store.runs.get_run(run.id), backoff_base_s=0).run_protocol()
+        used = store.summaries.get_summary(store.episodes.get_episode(explore_episode_id(run.id, x)).summary_id)
         assert used.author == "model:scripted/trust" and used.parent_version == n + 2
 
 
@@ -177,6 +177,6 @@ async def test_rows_from_before_the_author_format_stay_readable(demo_db, setting
         screen = await open_summaries(app, pilot, run_id)
         assert isinstance(screen, SummariesScreen)
         assert str(screen.query_one("#sum-versions", DataTable).get_cell(first, "author")) == "human"
-        assert [a["author"] for a in app.store.summary_actions(run_id)] == ["human"]
+        assert [a["author"] for a in app.store.summaries.summary_actions(run_id)] == ["human"]
         assert author_kind("human") == "human" and author_kind("model:x") == "model"
         assert author_problem("human") is not None  # read, but no longer written

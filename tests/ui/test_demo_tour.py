@@ -27,8 +27,8 @@ def demo_home(monkeypatch, tmp_path):
 def top_pair(path):
     with Store(path) as store:
         pair = best_pairs(store, limit=1, winner="history")[0]
-        h = store.steps(pair.history_episode, include_prompt=False)
-        s = store.steps(pair.summary_episode, include_prompt=False)
+        h = store.episodes.steps(pair.history_episode, include_prompt=False)
+        s = store.episodes.steps(pair.summary_episode, include_prompt=False)
         return pair, first_divergence(h, s), h, s
 
 
@@ -91,7 +91,7 @@ async def test_the_tour_opens_each_stop_in_place(tour_db, settings):
 
     pair, k, _, _ = top_pair(tour_db)
     with Store(tour_db) as store:
-        used = store.get_episode(pair.summary_episode).summary_id
+        used = store.episodes.get_episode(pair.summary_episode).summary_id
     app = S3GymApp(db_path=tour_db, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -157,7 +157,7 @@ async def test_compare_highlights_what_each_reply_cites_at_the_first_divergence(
         # A: every cited step of an earlier episode, as the store has it: its observation and its answer line
         with Store(tour_db) as store:
             for episode_no, step_no in cited_steps:
-                step = store.steps(explore_episode_id(pair.history_run, episode_no - 1))[step_no - 1]
+                step = store.episodes.steps(explore_episode_id(pair.history_run, episode_no - 1))[step_no - 1]
                 assert f"LLM: Answer: {step.action}, Score: {format_score(step.self_score)}" in a.highlighted
                 assert all(line in a.highlighted for line in step.observation.split("\n")[1:] if line.strip())
         assert sum(line.startswith("LLM: ") for line in a.highlighted) == len(set(cited_steps))

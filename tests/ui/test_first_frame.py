@@ -25,9 +25,9 @@ SETTINGS = Settings(default_model="scripted/trust", theme="dark", human_name="t"
 
 def _openers(app, ids):
     store = app.store
-    history = [e.id for e in store.episodes(ids["trust-history"]) if e.phase == "eval"]
-    summary = [e.id for e in store.episodes(ids["trust-summary"]) if e.phase == "eval"]
-    snake = [e.id for e in store.episodes(ids["snake-summary"]) if e.phase == "eval"]
+    history = [e.id for e in store.episodes.list(ids["trust-history"]) if e.phase == "eval"]
+    summary = [e.id for e in store.episodes.list(ids["trust-summary"]) if e.phase == "eval"]
+    snake = [e.id for e in store.episodes.list(ids["snake-summary"]) if e.phase == "eval"]
     return {
         "stored episode": lambda: app.open_episode(history[0]),
         "stored snake episode": lambda: app.open_episode(snake[0]),
@@ -45,10 +45,10 @@ async def test_the_first_frame_of_a_screen_is_the_settled_screen(demo_db, size, 
     path, ids = demo_db
     if which == "summaries, 30 versions":  # the newest (selected) version is far below the first rows
         with Store(path) as store:
-            have = len(store.summaries(ids["snake-summary"]))
+            have = len(store.summaries.list(ids["snake-summary"]))
             for k in range(have, 30):
-                store.add_summary(ids["snake-summary"], f"retain {k}", f"avoid {k}", f"next {k}",
-                                  author="human:t")
+                store.summaries.add_summary(ids["snake-summary"], f"retain {k}", f"avoid {k}", f"next {k}",
+                                            author="human:t")
     app = S3GymApp(db_path=path, settings=SETTINGS)
     async with app.run_test(size=size) as pilot:
         await settle(pilot)

@@ -25,8 +25,8 @@ X002 = f"{RUN}-x002"
 
 
 def trust_run(store: Store, run_id: str, episodes: int) -> None:
-    run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="history",
-                                     explore_episodes=episodes, eval_every=3, eval_episodes=1), run_id=run_id)
+    run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="history",
+                                          explore_episodes=episodes, eval_every=3, eval_episodes=1), run_id=run_id)
     asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
 
 
@@ -73,8 +73,8 @@ def context_shown(screen: PlayScreen) -> str:
 def stored_fork(db, fork_id: str):
     """The stored fork and the user message of its first own prompt (step 3, sent by the model)."""
     with Store(db) as store:
-        fork = store.get_episode(fork_id)
-        return fork, json.loads(store.step_prompt(fork_id, 3))[-1]["content"]
+        fork = store.episodes.get_episode(fork_id)
+        return fork, json.loads(store.prompts.step_prompt(fork_id, 3))[-1]["content"]
 
 
 async def test_pressing_f_on_x002_at_step_3_forks_with_what_x002_saw(app, db):

@@ -25,7 +25,7 @@ def app(demo_db, settings):
 
 def count_episodes(path) -> int:
     with Store(path) as store:
-        return len(store.episodes())
+        return len(store.episodes.list())
 
 
 async def choose_game(pilot, name: str) -> None:
@@ -159,7 +159,7 @@ async def test_start_protocol_run_starts_the_cli_run_and_opens_it(app, demo_db, 
         table = screen.query_one("#runs", DataTable)
         assert table.row_count == 4
     with Store(demo_db[0]) as store:
-        run = store.get_run(opened[0])
+        run = store.runs.get_run(opened[0])
     assert run.config == chosen  # everything the dialog set, through the command line
     assert (run.config.game, run.config.model, run.config.pathway, run.status) == \
         ("snake", "scripted/snake", "summary", "finished")

@@ -94,7 +94,7 @@ async def test_run_dialog_shows_an_estimate_and_checks_its_fields(app, demo_db):
         await pilot.pause()
         assert isinstance(pilot.app.screen, HomeScreen)
     with Store(demo_db[0]) as store:
-        assert len(store.list_runs()) == 3  # cancelled: no run created
+        assert len(store.runs.list_runs()) == 3  # cancelled: no run created
 
 
 async def test_run_dialog_starts_from_the_models_own_settings(demo_db, settings):
@@ -161,7 +161,7 @@ async def test_home_shows_a_run_made_elsewhere_when_it_comes_back(app, demo_db):
         pilot.app.open_play(game="trust", mode="explore", seed=0, model="scripted/trust")
         await pilot.pause()
         with Store(demo_db[0]) as other:  # another connection (another process, say) adds a run
-            other.create_run(RunConfig(model="scripted/trust", game="trust"), run_id="made-elsewhere")
+            other.runs.create_run(RunConfig(model="scripted/trust", game="trust"), run_id="made-elsewhere")
         table.move_cursor(row=1)
         await pilot.press("escape")
         await pilot.pause()

@@ -198,7 +198,7 @@ async def summaries(pilot, app):
 
 async def compare(pilot, app):
     with Store(app.db_path) as store:
-        episodes = [e.id for e in store.episodes(app.ids["played"])]
+        episodes = [e.id for e in store.episodes.list(app.ids["played"])]
     app.open_compare(episodes[0], episodes[1])
     problems = await check(pilot, "compare")
     await pilot.press("n", "n")
@@ -246,9 +246,9 @@ async def aspire(pilot, app):
 async def search(pilot, app):
     """`/`, a word of the hostile corpus, the results (highlighted), the mark dialog and replay at a hit."""
     with Store(app.db_path) as store:
-        episode = store.episodes(app.ids["played"])[0]
-        store.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
-                             note="pwned " + CORPUS["report-payload"] + CORPUS["bidi-rlo"])
+        episode = store.episodes.list(app.ids["played"])[0]
+        store.annotations.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
+                                         note="pwned " + CORPUS["report-payload"] + CORPUS["bidi-rlo"])
     await pilot.press("slash")
     await pilot.pause()
     app.screen.query_one("#search-input").value = "pwned"

@@ -58,10 +58,10 @@ def judged_db(tmp_path) -> Path:
     with Store(path) as store:
         for episode_id, scores in zip(EPISODES, (SCORES, OTHER_SCORES)):
             steps = judged_steps(episode_id, scores)
-            store.add_episode(Episode(id=episode_id, run_id=None, game="trust", mode="explore",
-                                      phase="explore", seed=SEED, index=0, model="scripted/trust",
-                                      pathway="none", started_at=FIXED_TIME), steps)
-            store.finish_episode(episode_id, sum(s.reward for s in steps))
+            store.episodes.add_episode(Episode(id=episode_id, run_id=None, game="trust", mode="explore",
+                                               phase="explore", seed=SEED, index=0, model="scripted/trust",
+                                               pathway="none", started_at=FIXED_TIME), steps)
+            store.episodes.finish_episode(episode_id, sum(s.reward for s in steps))
         store.db.execute("UPDATE episodes SET finished_at = ?", (FIXED_TIME,))
         store.db.conn.commit()
     return path

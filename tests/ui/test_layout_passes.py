@@ -43,8 +43,8 @@ async def test_opening_a_screen_does_not_lay_out_the_screen_below(demo_db, which
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         home = app.screen
-        first = [e.id for e in app.store.episodes(ids["trust-history"]) if e.phase == "eval"][0]
-        other = [e.id for e in app.store.episodes(ids["trust-summary"]) if e.phase == "eval"][0]
+        first = [e.id for e in app.store.episodes.list(ids["trust-history"]) if e.phase == "eval"][0]
+        other = [e.id for e in app.store.episodes.list(ids["trust-summary"]) if e.phase == "eval"][0]
         open_it = {"episode": lambda: app.open_episode(first), "compare": lambda: app.open_compare(first, other),
                    "summaries": lambda: app.open_summaries(ids["trust-summary"]),
                    "protocol": lambda: app.open_protocol(ids["trust-summary"])}[which]

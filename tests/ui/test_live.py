@@ -95,7 +95,7 @@ async def test_stop_a_fresh_run_within_one_model_call(tmp_path, settings, server
     os.environ.setdefault("OPENAI_API_KEY", "sk-test-not-a-real-key-000")
     async with app.run_test(size=(120, 40)) as pilot:
         with Store(path) as store:
-            run = store.create_run(RunConfig(model="openai/fake", game="trust", api_base=server.base_url))
+            run = store.runs.create_run(RunConfig(model="openai/fake", game="trust", api_base=server.base_url))
         app.open_protocol(run.id)
         screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
         await pilot.press("r")  # resume (here: start) is asked, then runs as `s3gym resume`
@@ -112,14 +112,14 @@ async def test_stop_a_fresh_run_within_one_model_call(tmp_path, settings, server
                 child.process.wait()
         calls = len(server.requests)
         with Store(path) as store:
-            stopped = store.get_run(run.id)
-            steps = sum(e.n_steps for e in store.episodes(run.id))
+            stopped = store.runs.get_run(run.id)
+            steps = sum(e.n_steps for e in store.episodes.list(run.id))
         assert (stopped.status, stopped.status_reason) == ("stopped", "interrupted (Ctrl-C)")
         await pilot.pause(1.5)
         assert len(server.requests) <= calls + 1  # at most the call that was in flight
         with Store(path) as store:
-            assert sum(e.n_steps for e in store.episodes(run.id)) == steps
-            assert store.lease(run.id) is None
+            assert sum(e.n_steps for e in store.episodes.list(run.id)) == steps
+            assert store.leases.lease(run.id) is None
 
 
 async def test_delete_a_run_from_home(demo_db, settings):
@@ -143,8 +143,8 @@ async def test_delete_a_run_from_home(demo_db, settings):
         await pilot.press("y")
         await until(pilot, lambda: doomed not in run_ids(home), what="the run to leave the list")
     with Store(path) as store:
-        assert doomed not in {r.id for r in store.list_runs()}
-        assert store.episodes(doomed) == []
+        assert doomed not in {r.id for r in store.runs.list_runs()}
+        assert store.episodes.list(doomed) == []
 
 
 async def test_an_edit_during_a_live_run_names_and_records_its_first_state(demo_db, settings, server,
@@ -161,9 +161,9 @@ async def test_an_edit_during_a_live_run_names_and_records_its_first_state(demo_
             store = app.store
 
             def live_run():
-                leases = store.live_leases()
-                for run in store.list_runs():
-                    if run.id in leases and store.summaries(run.id):
+                leases = store.leases.live_leases()
+                for run in store.runs.list_runs():
+                    if run.id in leases and store.summaries.list(run.id):
                         return run
                 return None
 
@@ -174,7 +174,7 @@ async def test_an_edit_during_a_live_run_names_and_records_its_first_state(demo_
             edited = screen.save_edit("Cooperate first.", "Never cheat twice.", "Probe once.")
             assert edited is not None
             said = [n for n in notes if f"Saved v{edited.version}" in n]
-            action = store.summary_actions(run.id)[-1]
+            action = store.summaries.summary_actions(run.id)[-1]
             assert action["action"] == "edit" and action["summary_id"] == edited.id
             x = action["effective_from_x"]
             assert x is not None and said and f"From state x={x}:" in said[-1]
@@ -182,14 +182,14 @@ async def test_an_edit_during_a_live_run_names_and_records_its_first_state(demo_
             seen = subprocess.run([sys.executable, "-c",
                                    "import sys; from s3gym_tui.store import Store; "
                                    "s = Store(sys.argv[1], read_only=True); "
-                                   "print(s.get_summary(sys.argv[2]).retain)", str(path), edited.id],
+                                   "print(s.summaries.get_summary(sys.argv[2]).retain)", str(path), edited.id],
                                   cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=60)
             assert seen.stdout.strip() == "Cooperate first.", seen.stderr
     finally:
         proc.wait(timeout=300)
     with Store(path) as store:
-        assert store.state_x_began(run.id)[x] == edited.id  # state x began from the edit
-        written = {s.for_episode_id: s for s in store.summaries(run.id) if s.author.startswith("model")}
+        assert store.summaries.state_x_began(run.id)[x] == edited.id  # state x began from the edit
+        written = {s.for_episode_id: s for s in store.summaries.list(run.id) if s.author.startswith("model")}
         from s3gym_tui.models import explore_episode_id
 
         assert written[explore_episode_id(run.id, x)].parent_version == edited.version

@@ -28,7 +28,7 @@ async def test_every_closed_screen_is_freed(demo_db):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         store = app.store
-        episodes = [e.id for e in store.episodes(ids["trust-history"]) if e.phase == "eval"][:2]
+        episodes = [e.id for e in store.episodes.list(ids["trust-history"]) if e.phase == "eval"][:2]
         assert len(episodes) == 2
         closed: list[weakref.ref] = []
         run = ids["trust-summary"]

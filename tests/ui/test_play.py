@@ -46,7 +46,7 @@ async def fork_at(pilot, source: str, k: int) -> None:
 
 def stored(db_path, episode_id):
     with Store(db_path) as store:
-        return store.get_episode(episode_id), store.steps(episode_id)
+        return store.episodes.get_episode(episode_id), store.episodes.steps(episode_id)
 
 
 def trust(**extra) -> dict:
@@ -329,7 +329,7 @@ async def test_model_error_notifies_and_keeps_the_episode(app, demo_db):
 
 async def test_invalid_seed_passed_to_play_shows_a_message_and_stores_nothing(app, demo_db):
     with Store(demo_db[0]) as store:
-        before = len(store.episodes())
+        before = len(store.episodes.list())
     async with app.run_test(size=(120, 40)) as pilot:
         screen = await open_play(pilot, game="trust", mode="eval", seed=3, model="scripted/trust")
         assert screen.session is None and "seed 3" in (screen.error or "")
@@ -337,7 +337,7 @@ async def test_invalid_seed_passed_to_play_shows_a_message_and_stores_nothing(ap
         await pilot.press("n")
         await settle(pilot)
     with Store(demo_db[0]) as store:
-        assert len(store.episodes()) == before
+        assert len(store.episodes.list()) == before
 
 
 # ----- replay and fork ----------------------------------------------------------------------------
@@ -362,7 +362,7 @@ async def test_replay_navigation_of_a_stored_episode(app, demo_db):
         assert "after step 1" in screen.query_one(BoardPanel).border_subtitle
         assert steps[1].feedback in str(agent.query_one("#agent-feedback").render())
         assert "step 1" in str(agent.query_one("#agent-feedback").render())
-        assert agent.shown.prompt  # fetched with store.step_prompt
+        assert agent.shown.prompt  # fetched with store.prompts.step_prompt
         await pilot.press("left")
         assert screen.position == 1 and agent.shown.action == steps[0].action
         await pilot.press("end")
@@ -438,9 +438,9 @@ async def test_history_prompt_marks_hint_block_and_cut(demo_db, settings):
 
     path, _ = demo_db
     with Store(path) as store:
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="history",
-                                         explore_episodes=4, eval_every=4, eval_episodes=0,
-                                         history_budget=500), run_id="tiny-budget")
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="history",
+                                              explore_episodes=4, eval_every=4, eval_episodes=0,
+                                              history_budget=500), run_id="tiny-budget")
         await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -34,7 +34,7 @@ def new_run(path, **config):
         cfg = dict(model="scripted/trust", game="trust", pathway="summary", explore_episodes=2,
                    eval_every=1, eval_episodes=1)
         cfg.update(config)
-        return store.create_run(RunConfig(**cfg))
+        return store.runs.create_run(RunConfig(**cfg))
 
 
 def label_text(screen, selector) -> str:
@@ -44,17 +44,17 @@ def label_text(screen, selector) -> str:
 def assert_complete(store: Store, run) -> None:
     """Every episode finished once, steps numbered 0..n-1 with no duplicates, every checkpoint stored."""
     cfg = run.config
-    episodes = store.episodes(run.id)
+    episodes = store.episodes.list(run.id)
     assert sorted(e.id for e in episodes) == sorted({e.id for e in episodes})
     assert sum(e.phase == "explore" for e in episodes) == cfg.explore_episodes
     assert sum(e.phase == "eval" for e in episodes) == len(cfg.checkpoints()) * cfg.eval_episodes
     for episode in episodes:
-        steps = store.steps(episode.id, include_prompt=False)
+        steps = store.episodes.steps(episode.id, include_prompt=False)
         assert episode.status == "finished"
         assert [s.index for s in steps] == list(range(len(steps))) and episode.n_steps == len(steps)
         assert games.verify_trajectory(episode.game, episode.mode, episode.seed,
                                        [s.action for s in steps]) == episode.score
-    assert [c.x for c in store.checkpoints(run.id)] == cfg.checkpoints()
+    assert [c.x for c in store.checkpoints.list(run.id)] == cfg.checkpoints()
 
 
 async def until(pilot, predicate, timeout: float = 90.0, what: str = "condition"):
@@ -71,7 +71,7 @@ def alive(pid: int) -> bool:
 
 def steps_of(path, run_id) -> int:
     with Store(path) as store:
-        return sum(e.n_steps for e in store.episodes(run_id))
+        return sum(e.n_steps for e in store.episodes.list(run_id))
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ async def test_opening_a_created_run_does_not_start_it_r_does_and_the_screen_fol
         app.open_protocol(run.id)
         screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
         await pilot.pause(0.5)
-        assert app.store.get_run(run.id).status == "created" and not screen.running
+        assert app.store.runs.get_run(run.id).status == "created" and not screen.running
         assert "press r to resume" in label_text(screen, "#proto-status")
         await pilot.press("r")
         dialog = await until(pilot, lambda: isinstance(app.screen, ResumeDialog) and app.screen)
@@ -115,19 +115,19 @@ async def test_opening_a_created_run_does_not_start_it_r_does_and_the_screen_fol
         assert "What is left" in text and "2 episodes" in text
         await pilot.press("escape")  # not resumed
         await pilot.pause(0.3)
-        assert app.store.get_run(run.id).status == "created" and screen.child is None
+        assert app.store.runs.get_run(run.id).status == "created" and screen.child is None
         child = await resume_here(pilot, screen, reaper)
         assert child.argv[3:5] == ["resume", run.id]
         assert child.process.wait(timeout=120) == 0
         await until(pilot, lambda: screen.run.status == "finished", what="the screen to see the end")
-        stored = app.store.get_run(run.id)
+        stored = app.store.runs.get_run(run.id)
         assert_complete(app.store, stored)
-        checkpoints = app.store.checkpoints(run.id)
+        checkpoints = app.store.checkpoints.list(run.id)
         assert screen.points == {c.x: c.mean for c in checkpoints}
         assert screen.query_one(CurvePlot).curves[0].points == tuple((c.x, c.mean) for c in checkpoints)
         assert label_text(screen, "#proto-explore-label") == "Exploration 2/2"
         assert label_text(screen, "#proto-check-label") == "Checkpoints 3/3"
-        latest = app.store.current_summary(run.id)
+        latest = app.store.summaries.current_summary(run.id)
         assert latest is not None and screen.latest_summary == latest
         assert "[finished]" in label_text(screen, "#proto-status")
         assert screen.current_episode is not None and screen.current_episode.run_id == run.id
@@ -152,8 +152,8 @@ async def test_a_run_started_here_outlives_the_screen_and_the_app(demo_db, setti
         await until(pilot, lambda: steps_of(path, run.id) > 0, what="the first steps")
         before = steps_of(path, run.id)
         await pilot.pause(1.0)
-        assert child.alive and app.store.lease(run.id).pid == child.pid
-        assert app.store.get_run(run.id).status == "running" and steps_of(path, run.id) > before
+        assert child.alive and app.store.leases.lease(run.id).pid == child.pid
+        assert app.store.runs.get_run(run.id).status == "running" and steps_of(path, run.id) > before
         await pilot.press("ctrl+q")
         dialog = await until(pilot, lambda: isinstance(app.screen, QuitDialog) and app.screen)
         assert run.id in label_text(dialog, ".dialog-text")
@@ -169,8 +169,8 @@ async def test_a_run_started_here_outlives_the_screen_and_the_app(demo_db, setti
     time.sleep(1.0)
     assert alive(child.pid) and child.alive
     with Store(path) as store:
-        assert store.get_run(run.id).status == "running"
-        assert store.lease(run.id).pid == child.pid and store.lease(run.id).alive()
+        assert store.runs.get_run(run.id).status == "running"
+        assert store.leases.lease(run.id).pid == child.pid and store.leases.lease(run.id).alive()
     assert steps_of(path, run.id) > before
 
 
@@ -185,9 +185,9 @@ async def test_s_stops_then_opening_the_stopped_run_does_not_resume_it(demo_db, 
         await until(pilot, lambda: screen.lease is not None, what="the lease")
         await pilot.press("s")
         assert child.process.wait(timeout=60) == 130  # the CLI's clean stop (Ctrl-C)
-        stopped = app.store.get_run(run.id)
+        stopped = app.store.runs.get_run(run.id)
         assert (stopped.status, stopped.status_reason) == ("stopped", "interrupted (Ctrl-C)")
-        assert app.store.lease(run.id) is None
+        assert app.store.leases.lease(run.id) is None
         await until(pilot, lambda: "[stopped]" in label_text(screen, "#proto-status"))
         steps = steps_of(path, run.id)
         await pilot.press("escape")
@@ -195,7 +195,7 @@ async def test_s_stops_then_opening_the_stopped_run_does_not_resume_it(demo_db, 
         screen = await until(pilot, lambda: isinstance(app.screen, ProtocolScreen) and app.screen)
         await pilot.pause(1.0)
         assert not screen.running and screen.child is None and len(app.child_runs.alive()) == 0
-        assert app.store.get_run(run.id).status == "stopped" and steps_of(path, run.id) == steps
+        assert app.store.runs.get_run(run.id).status == "stopped" and steps_of(path, run.id) == steps
         assert "interrupted (Ctrl-C)" in label_text(screen, "#proto-status")
         await pilot.press("escape")  # nor from Home's list (enter opens)
         home = await until(pilot, lambda: isinstance(app.screen, HomeScreen) and app.screen)
@@ -205,7 +205,7 @@ async def test_s_stops_then_opening_the_stopped_run_does_not_resume_it(demo_db, 
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, ProtocolScreen))
         await pilot.pause(1.0)
-        assert app.store.get_run(run.id).status == "stopped" and steps_of(path, run.id) == steps
+        assert app.store.runs.get_run(run.id).status == "stopped" and steps_of(path, run.id) == steps
 
 
 async def test_s_on_home_stops_the_highlighted_run(demo_db, settings, reaper):
@@ -226,14 +226,14 @@ async def test_s_on_home_stops_the_highlighted_run(demo_db, settings, reaper):
         await pilot.pause()
         await pilot.press("s")
         assert child.process.wait(timeout=60) == 130
-        stopped = app.store.get_run(run.id)
+        stopped = app.store.runs.get_run(run.id)
         assert (stopped.status, stopped.status_reason) == ("stopped", "interrupted (Ctrl-C)")
         await until(pilot, lambda: str(table.get_cell(run.id, "status")) == "stopped")
         await pilot.press("r")  # resume from Home is asked too
         await until(pilot, lambda: isinstance(app.screen, ResumeDialog))
         await pilot.press("escape")
         await pilot.pause(0.5)
-        assert app.store.get_run(run.id).status == "stopped" and not app.child_runs.alive()
+        assert app.store.runs.get_run(run.id).status == "stopped" and not app.child_runs.alive()
 
 
 async def test_quit_can_stop_the_runs_it_started(demo_db, settings, reaper):
@@ -251,17 +251,17 @@ async def test_quit_can_stop_the_runs_it_started(demo_db, settings, reaper):
         await pilot.pause(0.3)
     assert child.process.wait(timeout=60) == 130
     with Store(path) as store:
-        final = store.get_run(run.id)
+        final = store.runs.get_run(run.id)
         assert (final.status, final.status_reason) == ("stopped", "interrupted (Ctrl-C)")
-        assert store.lease(run.id) is None
+        assert store.leases.lease(run.id) is None
 
 
 async def test_finished_run_opens_with_its_stored_curve_without_running(demo_db, settings):
     path, ids = demo_db
     run_id = ids["trust-summary"]
     with Store(path) as store:
-        before = sum(e.n_steps for e in store.episodes(run_id))
-        checkpoints = store.checkpoints(run_id)
+        before = sum(e.n_steps for e in store.episodes.list(run_id))
+        checkpoints = store.checkpoints.list(run_id)
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_protocol(run_id)
@@ -273,7 +273,7 @@ async def test_finished_run_opens_with_its_stored_curve_without_running(demo_db,
         await pilot.press("r")  # nothing left to run
         await pilot.pause()
         assert not screen.running and screen.child is None
-        assert sum(e.n_steps for e in app.store.episodes(run_id)) == before
+        assert sum(e.n_steps for e in app.store.episodes.list(run_id)) == before
         await pilot.press("m")
         await pilot.pause()
         assert isinstance(app.screen, SummariesScreen) and app.screen.run_id == run_id
@@ -295,7 +295,7 @@ async def test_a_model_that_cannot_be_reached_is_said_and_the_run_stays_as_it_wa
         note = await until(pilot, lambda: next((n for n in app._notifications if n.severity == "error"), None),
                            what="the error")
         assert "nosuchprovider" in str(note.message) and str(child.log) in str(note.message)
-        assert app.store.get_run(run.id).status in ("created", "stopped", "failed")
+        assert app.store.runs.get_run(run.id).status in ("created", "stopped", "failed")
         await until(pilot, lambda: "[starting]" not in label_text(screen, "#proto-status"))
 
 
@@ -319,7 +319,7 @@ async def test_a_model_whose_replies_do_not_parse_is_flagged(demo_db, settings, 
     run = new_run(path, model="fault/trust", pathway="none", explore_episodes=1, eval_every=1, eval_episodes=0)
     try:
         with Store(path) as store:  # the run as a headless process would have stored it
-            await ProtocolRunner(store, store.get_run(run.id), backoff_base_s=0).run_protocol()
+            await ProtocolRunner(store, store.runs.get_run(run.id), backoff_base_s=0).run_protocol()
         app = S3GymApp(db_path=path, settings=settings)
         async with app.run_test(size=(120, 40)) as pilot:
             app.open_protocol(run.id)
@@ -354,8 +354,8 @@ async def test_report_pairs_and_summaries_open_while_it_runs_and_s_there_stops_i
         await pilot.press("m")
         await until(pilot, lambda: isinstance(app.screen, SummariesScreen) and app.screen.run_id == run.id)
         await pilot.pause(0.5)
-        assert child.alive and app.store.get_run(run.id).status == "running"
+        assert child.alive and app.store.runs.get_run(run.id).status == "running"
         assert not [n for n in app._notifications if n.severity == "error"]
         await pilot.press("s")  # from Summaries
         assert child.process.wait(timeout=60) == 130
-        assert app.store.get_run(run.id).status == "stopped"
+        assert app.store.runs.get_run(run.id).status == "stopped"

@@ -35,7 +35,7 @@ async def test_report_shows_the_engine_values_for_the_demo_runs(demo_db, setting
     path, ids = demo_db
     run_ids = [ids["trust-history"], ids["trust-summary"], ids["snake-summary"]]
     with Store(path) as store:
-        reports = dict(zip(run_ids, on_game_scales([run_report(store, store.get_run(r)) for r in run_ids])))
+        reports = dict(zip(run_ids, on_game_scales([run_report(store, store.runs.get_run(r)) for r in run_ids])))
         deltas = summary_vs_history(list(reports.values()))
     assert [d.game for d in deltas] == ["trust", "overall"]
     app = S3GymApp(db_path=path, settings=settings)
@@ -209,7 +209,7 @@ async def test_report_shows_each_runs_prompt_cache_share_and_a_dash_where_the_pr
         conn.execute("UPDATE steps SET tokens_cached = tokens_in * 3 / 4 WHERE episode_id IN "
                      "(SELECT id FROM episodes WHERE run_id = ?)", (cached_run,))
     with Store(path) as store:
-        usage = run_report(store, store.get_run(cached_run)).usage
+        usage = run_report(store, store.runs.get_run(cached_run)).usage
     assert usage.tokens_in > 0 and 0.7 < usage.cache_share < 0.8
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:

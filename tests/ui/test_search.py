@@ -45,8 +45,8 @@ async def test_slash_opens_search_and_the_results_hold_the_filters(demo_db, sett
         assert screen.hits, plain(screen.query_one("#search-status").render())
         with Store(path, read_only=True) as store:
             for hit in screen.hits:
-                episode = store.get_episode(hit.episode_id)
-                step = store.steps(episode.id)[hit.step_index]
+                episode = store.episodes.get_episode(hit.episode_id)
+                step = store.episodes.steps(episode.id)[hit.step_index]
                 assert episode.game == "trust" and episode.phase == "eval"
                 assert step.self_score is not None and step.self_score > 0 >= step.reward
         # grouped by episode: a header (not selectable) before each episode's hits
@@ -81,7 +81,7 @@ async def test_enter_opens_the_step_in_replay_and_c_compares(demo_db, settings):
         assert hit.episode_id in compare.episode_ids
         other = [e for e in compare.episode_ids if e != hit.episode_id][0]
         with Store(path, read_only=True) as store:  # its History/Summary pair: same game, seed and x
-            a, b = store.get_episode(hit.episode_id), store.get_episode(other)
+            a, b = store.episodes.get_episode(hit.episode_id), store.episodes.get_episode(other)
             assert (a.game, a.seed, a.checkpoint) == (b.game, b.seed, b.checkpoint) and a.pathway != b.pathway
 
 
@@ -102,7 +102,7 @@ async def test_m_marks_a_result_and_the_mark_is_shown_and_found(demo_db, setting
             if not screen.busy and app.screen is screen:
                 break
         with Store(path, read_only=True) as store:
-            (mark,) = store.annotations()
+            (mark,) = store.annotations.list()
         assert (mark.target, mark.label, mark.author, mark.correction) == (hit.target, "mistake", "human:tester",
                                                                            "collaborate")
         screen = await search_for(pilot, app, "grudge")
@@ -117,9 +117,9 @@ async def test_m_marks_a_result_and_the_mark_is_shown_and_found(demo_db, setting
 async def test_hostile_text_is_gated_in_the_results(demo_db, settings):
     path, ids = demo_db
     with Store(path) as store:
-        episode = store.episodes(ids["trust-summary"])[0]
-        store.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
-                             note="zebra \x1b]52;c;cm0gLXJmIH4=\x07 \u202etxet\u202c \x9b2J")
+        episode = store.episodes.list(ids["trust-summary"])[0]
+        store.annotations.add_annotation("episode", "insight", author="human:x", episode_id=episode.id,
+                                         note="zebra \x1b]52;c;cm0gLXJmIH4=\x07 \u202etxet\u202c \x9b2J")
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -144,7 +144,7 @@ async def test_marks_on_summaries_and_in_the_report(demo_db, settings):
         await pilot.press("enter")
         await settle(pilot)
         with Store(path, read_only=True) as store:
-            (mark,) = store.annotations()
+            (mark,) = store.annotations.list()
         assert mark.kind == "summary" and mark.label == "mistake"
         assert "names the grudge" in plain(app.screen.query_one("#sum-detail").render())
         await pilot.press("escape")

@@ -55,9 +55,9 @@ def marked_db(tmp_path) -> Path:
     with Store(path) as store:
         for episode_id, scores in (("overclaims", SCORES), ("clean", CLEAN)):
             steps = _steps(episode_id, scores)
-            store.add_episode(Episode(id=episode_id, run_id=None, game="trust", mode="explore", phase="explore",
-                                      seed=SEED, index=0, model="m/x", pathway="none"), steps)
-            store.finish_episode(episode_id, sum(s.reward for s in steps))
+            store.episodes.add_episode(Episode(id=episode_id, run_id=None, game="trust", mode="explore", phase="explore",
+                                               seed=SEED, index=0, model="m/x", pathway="none"), steps)
+            store.episodes.finish_episode(episode_id, sum(s.reward for s in steps))
     return path
 
 

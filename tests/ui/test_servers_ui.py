@@ -108,7 +108,7 @@ async def test_the_run_dialog_fits_the_run_to_the_servers_context_and_says_so(de
             (child,) = pilot.app.child_runs.children
             child.process.wait(timeout=300)
         with Store(demo_db[0]) as store:
-            run = store.get_run(opened[0])
+            run = store.runs.get_run(opened[0])
     assert (run.config.decoding, run.config.max_tokens, run.config.context_tokens, run.config.server_kind) == \
         ("grammar", 512, 2048, "llama.cpp")
     assert run.config.model_args == {"min_p": 0.05} and "sk-notonthecommandline1" not in " ".join(child.argv)
@@ -158,7 +158,7 @@ async def test_a_malformed_api_base_in_the_run_dialog_starts_no_process(app, mon
     monkeypatch.setattr(run_control, "start_new_run", lambda app, config: started.append(config))
     async with app.run_test(size=(120, 40)) as pilot:
         screen = pilot.app.screen
-        runs_before = len(app.store.list_runs())
+        runs_before = len(app.store.runs.list_runs())
         await choose_game(pilot, "trust")
         screen.query_one("#model-input", Input).value = "hosted_vllm/fake"
         await pilot.pause()
@@ -178,4 +178,4 @@ async def test_a_malformed_api_base_in_the_run_dialog_starts_no_process(app, mon
                 break
         message = str(screen.query_one("#home-message").render())
         assert "api base '::::' is not a server's URL" in message and "\n" not in message.strip()
-        assert started == [] and len(app.store.list_runs()) == runs_before
+        assert started == [] and len(app.store.runs.list_runs()) == runs_before

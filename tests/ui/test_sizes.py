@@ -148,8 +148,8 @@ def add_gguf_run(path) -> str:
     from s3gym_tui.store import Store
 
     with Store(path) as store:
-        store.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6),
-                         run_id="chess-gguf-local")
+        store.runs.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6),
+                              run_id="chess-gguf-local")
     return "chess-gguf-local"
 
 

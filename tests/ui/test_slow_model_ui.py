@@ -37,8 +37,8 @@ def chess_db(path) -> None:
                           terminated=result.terminated, truncated=result.truncated,
                           fault=FAULT if i == 1 else None, tokens_in=7912, tokens_out=75, latency_ms=301_000.0))
     with Store(path) as store:
-        store.add_episode(Episode(id=EPISODE, run_id=None, game="chess", mode="explore", phase="explore", seed=0,
-                                  index=0, model="local/smollm2-135m", pathway="none"), steps)
+        store.episodes.add_episode(Episode(id=EPISODE, run_id=None, game="chess", mode="explore", phase="explore", seed=0,
+                                           index=0, model="local/smollm2-135m", pathway="none"), steps)
 
 
 def screen_text(screen) -> str:

@@ -28,9 +28,9 @@ RUNS = (("trust-history-demo", "trust", "history", 6), ("trust-summary-demo", "t
 def build_snapshot_db(path: Path) -> None:
     store = Store(path)
     for run_id, game, pathway, episodes in RUNS:
-        run = store.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
-                                         explore_episodes=episodes, eval_every=3, eval_episodes=2),
-                               run_id=run_id)
+        run = store.runs.create_run(RunConfig(model=f"scripted/{game}", game=game, pathway=pathway,
+                                              explore_episodes=episodes, eval_every=3, eval_episodes=2),
+                                    run_id=run_id)
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     store.close()
     conn = sqlite3.connect(path)  # fixed creation times (shown in the recent-runs table)

@@ -22,11 +22,11 @@ QUERY = "opponent cheat phase:eval"
 @pytest.fixture
 def marked_db(analysis_db):
     with Store(analysis_db) as store:
-        store.add_annotation("step", "mistake", author="human:tester", episode_id=DIVERGING_HISTORY,
-                             step_index=DIVERGE_AT, note="a person steered it into the opponent's grudge",
-                             correction="collaborate")
-        store.add_annotation("step", "insight", author="human:tester", episode_id=DIVERGING_SUMMARY,
-                             step_index=DIVERGE_AT, note="kept cooperating")
+        store.annotations.add_annotation("step", "mistake", author="human:tester", episode_id=DIVERGING_HISTORY,
+                                         step_index=DIVERGE_AT, note="a person steered it into the opponent's grudge",
+                                         correction="collaborate")
+        store.annotations.add_annotation("step", "insight", author="human:tester", episode_id=DIVERGING_SUMMARY,
+                                         step_index=DIVERGE_AT, note="kept cooperating")
     conn = sqlite3.connect(analysis_db)
     conn.execute("UPDATE annotations SET created_at = ?", (FIXED_TIME,))
     conn.execute("UPDATE steps SET latency_ms = 10")  # measured when the database was built: not fixed

@@ -27,8 +27,8 @@ def sizes_db(analysis_template, tmp_path):
     path = tmp_path / "sizes.db"
     shutil.copy(analysis_template, path)
     with Store(path) as store:
-        store.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6, eval_every=3,
-                                   eval_episodes=2), run_id="chess-gguf-local")
+        store.runs.create_run(RunConfig(model=GGUF, game="chess", pathway="summary", explore_episodes=6, eval_every=3,
+                                        eval_episodes=2), run_id="chess-gguf-local")
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("UPDATE runs SET created_at = ? WHERE id = 'chess-gguf-local'", (FIXED_TIME,))

@@ -64,13 +64,13 @@ async def test_edit_saves_a_new_human_version_used_next(demo_db, settings):
         await pilot.press("ctrl+s")
         await pilot.pause()
         assert app.screen is screen
-        stored = app.store.summaries(run_id)
+        stored = app.store.summaries.list(run_id)
         assert len(stored) == len(versions) + 1
         new = stored[-1]
         assert new.author == "human:tester" and new.parent_version == 2 and new.created_at
         assert (new.retain, new.avoid, new.next) == (versions[1].retain, "Never cheat twice in a row.",
                                                      versions[1].next)
-        assert app.store.current_summary(run_id).id == new.id
+        assert app.store.summaries.current_summary(run_id).id == new.id
         assert current_marker_row(screen) == [new.id]
         assert cell(screen, new.id, "author") == "human:tester"
         assert cell(screen, new.id, "time") == new.created_at[5:16].replace("T", " ")  # MM-DD HH:MM (UTC)
@@ -103,10 +103,10 @@ async def test_empty_and_enormous_edits_are_refused(demo_db, settings):
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is screen
-        assert len(app.store.summaries(run_id)) == count
+        assert len(app.store.summaries.list(run_id)) == count
         # the screen's own check refuses them too (not only the editor)
         assert screen.save_edit("", " ", "\n") is None
-        assert len(app.store.summaries(run_id)) == count
+        assert len(app.store.summaries.list(run_id)) == count
 
 
 async def test_veto_falls_back_and_unveto_restores(demo_db, settings, monkeypatch):
@@ -123,14 +123,14 @@ async def test_veto_falls_back_and_unveto_restores(demo_db, settings, monkeypatc
         await select_version(pilot, screen, latest.version)
         await pilot.press("v")
         await pilot.pause()
-        assert app.store.get_summary(latest.id).status == "vetoed"
-        assert app.store.current_summary(run_id).id == previous.id
+        assert app.store.summaries.get_summary(latest.id).status == "vetoed"
+        assert app.store.summaries.current_summary(run_id).id == previous.id
         assert current_marker_row(screen) == [previous.id]
         assert cell(screen, latest.id, "status") == "vetoed"
         assert f"in force: v{previous.version}" in str(screen.query_one("#sum-status").content)
         await pilot.press("v")
         await pilot.pause()
-        assert app.store.get_summary(latest.id).status == "active"
+        assert app.store.summaries.get_summary(latest.id).status == "active"
         assert current_marker_row(screen) == [latest.id]
         edited = [(m.summary.id, m.summary.status) for m in posted if isinstance(m, SummaryEdited)]
         assert edited == [(latest.id, "vetoed"), (latest.id, "active")]
@@ -141,8 +141,8 @@ async def test_pin_keeps_the_version_and_stops_new_summaries_until_unpinned(demo
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(120, 40)) as pilot:
         store = app.store
-        run = store.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
-                                         explore_episodes=6, eval_every=3, eval_episodes=1))
+        run = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="summary",
+                                              explore_episodes=6, eval_every=3, eval_episodes=1))
         # run part of it: stop after exploration episode 2 is done
         task: asyncio.Task
 
@@ -153,27 +153,27 @@ async def test_pin_keeps_the_version_and_stops_new_summaries_until_unpinned(demo
         task = asyncio.create_task(ProtocolRunner(store, run, on_event, backoff_base_s=0).run_protocol())
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        assert store.get_run(run.id).status == "stopped"
-        before = store.summaries(run.id)
+        assert store.runs.get_run(run.id).status == "stopped"
+        before = store.summaries.list(run.id)
         assert len(before) >= 2
         screen = await open_summaries(app, pilot, run.id)
         await select_version(pilot, screen, 1)
         await pilot.press("p")
         await pilot.pause()
-        pinned = store.get_summary(before[0].id)
-        assert pinned.pinned and store.current_summary(run.id).id == pinned.id
+        pinned = store.summaries.get_summary(before[0].id)
+        assert pinned.pinned and store.summaries.current_summary(run.id).id == pinned.id
         assert current_marker_row(screen) == [pinned.id] and cell(screen, pinned.id, "pin") == "pinned"
         # a couple more exploration episodes (the rest of the run): no new model summary is written
         await ProtocolRunner(store, run, backoff_base_s=0).run_protocol()
-        assert store.get_run(run.id).status == "finished"
-        assert [s.id for s in store.summaries(run.id)] == [s.id for s in before]
-        later = [e for e in store.episodes(run.id) if e.phase == "explore" and e.index >= 3]
+        assert store.runs.get_run(run.id).status == "finished"
+        assert [s.id for s in store.summaries.list(run.id)] == [s.id for s in before]
+        later = [e for e in store.episodes.list(run.id) if e.phase == "explore" and e.index >= 3]
         assert len(later) == 3 and all(e.summary_id == pinned.id for e in later)
         await select_version(pilot, screen, 1)
         await pilot.press("p")
         await pilot.pause()
-        assert not store.get_summary(pinned.id).pinned
-        assert store.current_summary(run.id).id == before[-1].id
+        assert not store.summaries.get_summary(pinned.id).pinned
+        assert store.summaries.current_summary(run.id).id == before[-1].id
         assert current_marker_row(screen) == [before[-1].id]
 
 
@@ -186,7 +186,7 @@ async def test_vetoed_version_cannot_be_pinned(demo_db, settings):
         await select_version(pilot, screen, 3)
         await pilot.press("v", "p")
         await pilot.pause()
-        assert not app.store.get_summary(screen.versions[2].id).pinned
+        assert not app.store.summaries.get_summary(screen.versions[2].id).pinned
         assert any("un-veto" in n.message for n in app._notifications)
 
 
@@ -251,8 +251,8 @@ async def test_test_this_summary_shows_the_mean_score(demo_db, settings):
         await pilot.pause()
         await app.workers.wait_for_complete()
         await pilot.pause()
-        played = [e for e in app.store.episodes() if e.run_id is None and e.summary_id == target.id]
-        run = app.store.get_run(run_id)
+        played = [e for e in app.store.episodes.list() if e.run_id is None and e.summary_id == target.id]
+        run = app.store.runs.get_run(run_id)
         assert len(played) == run.config.eval_episodes
         assert sorted(e.seed for e in played) == [run.config.eval_seed(j) for j in range(run.config.eval_episodes)]
         assert all(e.mode == "eval" and e.status == "finished" for e in played)

@@ -32,7 +32,7 @@ async def test_the_sweep_view_follows_a_headless_sweep_live(tmp_path, settings):
     config = SweepConfig(games=("trust",), pathways=("none", "summary"), models=("scripted",),
                          settings={"explore_episodes": 4, "eval_every": 2, "eval_episodes": 1})
     with Store(path) as store:
-        sweep, runs = store.create_sweep(config)
+        sweep, runs = store.sweeps.create_sweep(config)
     go = threading.Event()
     errors: list[BaseException] = []
 
@@ -40,7 +40,7 @@ async def test_the_sweep_view_follows_a_headless_sweep_live(tmp_path, settings):
         go.wait()
         try:
             with Store(path) as own:
-                asyncio.run(SweepRunner(own, own.get_sweep(sweep.id), backoff_base_s=0).run())
+                asyncio.run(SweepRunner(own, own.sweeps.get_sweep(sweep.id), backoff_base_s=0).run())
         except BaseException as exc:  # noqa: BLE001 - reported by the test
             errors.append(exc)
 
@@ -67,7 +67,7 @@ async def test_the_sweep_view_follows_a_headless_sweep_live(tmp_path, settings):
         assert all(_cell(table, r, "checkpoints") == "3/3" for r in range(2))
         assert "runs 2/2" in str(screen.query_one("#sweep-status").content)
         with Store(path) as store:
-            assert store.get_sweep(sweep.id).status == "finished"
+            assert store.sweeps.get_sweep(sweep.id).status == "finished"
         table.focus()
         await pilot.press("o")  # a run's protocol view, watching (not driving) it
         await _until(pilot, lambda: isinstance(app.screen, ProtocolScreen))

@@ -20,22 +20,22 @@ MEANS = {0: 10.0, 1: 4.0, 2: 12.0}  # epoch 1 falls below the base: negative tra
 
 def stored_training(store, source_id: str, dataset_id: str):
     """A training run with its checkpoints written directly (no model needed for the UI)."""
-    source = store.get_run(source_id)
-    training = store.add_training(Training(id=f"trust-sft-ui-{source_id[-6:]}", games=("trust",), source_run=source_id,
-                                           dataset_id=dataset_id, base="tiny", epochs=2, examples=5))
+    source = store.runs.get_run(source_id)
+    training = store.trainings.add_training(Training(id=f"trust-sft-ui-{source_id[-6:]}", games=("trust",), source_run=source_id,
+                                                     dataset_id=dataset_id, base="tiny", epochs=2, examples=5))
     models = {x: f"trained/t-ui/{x}" for x in MEANS}
     for x, model in models.items():
-        store.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
-    store.add_losses(training.id, [LossPoint(step=i, loss=3.0 - i, phase="sft") for i in (1, 2)])
+        store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=training.id, x=x, model=model))
+    store.trainings.add_losses(training.id, [LossPoint(step=i, loss=3.0 - i, phase="sft") for i in (1, 2)])
     run = create_eval_run(store, training, source.config, list(MEANS), eval_episodes=1, run_id=training.id)
     for x, mean in MEANS.items():
         episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game="trust", mode="eval", phase="eval",
                           seed=run.config.eval_seed(0), index=0, checkpoint=x, model=models[x],
                           pathway="trained")
-        store.add_episode(episode)
-        store.finish_episode(episode.id, mean)
-        store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
-    store.set_run_status(run.id, "finished")
+        store.episodes.add_episode(episode)
+        store.episodes.finish_episode(episode.id, mean)
+        store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(mean,)))
+    store.runs.set_run_status(run.id, "finished")
     return run
 
 
@@ -64,8 +64,8 @@ async def test_datasets_rows_precision_and_the_checkpoint_curve(demo_db, setting
         corrected = await build_dataset(store, run_id, threshold=1.5, correction="reference")
         plain = await build_dataset(store, run_id, threshold=1.5)
         training = stored_training(store, run_id, corrected.dataset.id)
-        rows = store.dataset_rows(corrected.dataset.id)
-        steps = {(e.id, s.index): s for e in store.episodes(run_id, phase="explore") for s in store.steps(e.id)}
+        rows = store.datasets.dataset_rows(corrected.dataset.id)
+        steps = {(e.id, s.index): s for e in store.episodes.list(run_id, phase="explore") for s in store.episodes.steps(e.id)}
     counts = corrected.dataset.counts
     assert counts["kept"] > 0 and counts["corrected"] > 0 and counts["dropped"] == 0
     assert plain.dataset.counts["dropped"] == counts["corrected"]
@@ -132,15 +132,15 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
         build = await build_dataset(store, ids["trust-summary"])
         run = stored_training(store, ids["trust-summary"], build.dataset.id)
         tid = run.id
-        store.update_training(tid, method="grpo", status="evaluating",
-                              settings={"grpo": {"level": "episode", "sampling": "mixed", "format_weight": 1.0,
+        store.trainings.update_training(tid, method="grpo", status="evaluating",
+                                        settings={"grpo": {"level": "episode", "sampling": "mixed", "format_weight": 1.0,
                                                  "warm_start": 16, "warm_start_epochs": 2}},
-                              metrics={"warm_start_examples": 15, "warm_start_first_loss": 1.618,
+                                        metrics={"warm_start_examples": 15, "warm_start_first_loss": 1.618,
                                        "warm_start_last_loss": 0.239})
         flat = {"frac_reward_zero_std": 1.0, "reward_std": 0.0, "grad_norm": 0.0, "parsed_replies": 0.0,
                 "no_signal": 1.0}
-        store.add_losses(tid, [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in (1, 2)]
-                         + [LossPoint(step=3, loss=0.1, phase="grpo",
+        store.trainings.add_losses(tid, [LossPoint(step=i, loss=0.0, phase="grpo", metrics=flat) for i in (1, 2)]
+                                   + [LossPoint(step=3, loss=0.1, phase="grpo",
                                       metrics={**flat, "frac_reward_zero_std": 0.5, "no_signal": 0.0})])
     app = S3GymApp(db_path=path, settings=settings)
     async with app.run_test(size=(160, 45)) as pilot:
@@ -151,7 +151,7 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
                 "examples x 2, loss 1.62 → 0.24" in " ".join(flags.split()))  # the examples it found, not the 16 asked
         assert f"{tid}: interrupted ·" in flags  # nobody drives it: not 'evaluating' forever
     with Store(path) as store:
-        lease = store.acquire_training_lease(tid, "test")
+        lease = store.leases.acquire_training_lease(tid, "test")
         try:
             app = S3GymApp(db_path=path, settings=settings)
             async with app.run_test(size=(160, 45)) as pilot:
@@ -159,7 +159,7 @@ async def test_a_training_that_cannot_learn_and_a_killed_one_say_so(demo_db, set
                 flags = str(screen.query_one("#training-flags", Static).render())
                 assert f"{tid}: evaluating · PID " in flags
         finally:
-            store.release_lease(lease)
+            store.leases.release_lease(lease)
 
 
 def stored_study(store) -> dict[str, str]:
@@ -168,7 +168,7 @@ def stored_study(store) -> dict[str, str]:
     from s3gym_tui.models import RunConfig
     from s3gym_tui.store import ExpertRef, Study
 
-    templates = {g: store.create_run(RunConfig(model=f"scripted/{g}", game=g, explore_episodes=0, eval_episodes=1))
+    templates = {g: store.runs.create_run(RunConfig(model=f"scripted/{g}", game=g, explore_episodes=0, eval_episodes=1))
                  for g in ("trust", "snake")}
     scores = {("ui-e-trust", "trust"): 14, ("ui-e-trust", "snake"): 3, ("ui-e-snake", "snake"): 6,
               ("ui-e-snake", "trust"): 10, ("ui-p2", "trust"): 12, ("ui-p2", "snake"): 5}
@@ -176,29 +176,29 @@ def stored_study(store) -> dict[str, str]:
     cells, base_cells, experts = {}, {}, []
     for tid, games, role in (("ui-e-trust", ("trust",), "expert"), ("ui-e-snake", ("snake",), "expert"),
                              ("ui-p2", ("trust", "snake"), "phase2")):
-        store.add_training(Training(id=tid, games=games, role=role, study_id=None if role == "expert" else "ui-st",
-                                    method="sft" if role == "expert" else "distill-on", status="finished"))
+        store.trainings.add_training(Training(id=tid, games=games, role=role, study_id=None if role == "expert" else "ui-st",
+                                              method="sft" if role == "expert" else "distill-on", status="finished"))
         for x in (0, 1):
-            store.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
-        store.add_losses(tid, [LossPoint(step=1, loss=1.5, phase="distill-on")])
+            store.trainings.set_training_checkpoint(TrainingCheckpoint(training_id=tid, x=x, model=f"trained/{tid}/{x}"))
+        store.trainings.add_losses(tid, [LossPoint(step=1, loss=1.5, phase="distill-on")])
         if role == "expert":
             experts.append(ExpertRef(training_id=tid, x=1, game=games[0], model=f"trained/{tid}/1"))
         for game in ("trust", "snake"):
             own = games == (game,)
-            run = create_eval_run(store, store.get_training(tid), templates[game].config, [0, 1] if own else [1],
+            run = create_eval_run(store, store.trainings.get_training(tid), templates[game].config, [0, 1] if own else [1],
                                   game=game)
             for x, score in ([(0, base[game])] if own else []) + [(1, scores[(tid, game)])]:
                 episode = Episode(id=f"{run.id}-c{x}", run_id=run.id, game=game, mode="eval", phase="eval",
                                   seed=run.config.eval_seed(0), index=0, checkpoint=x, model="m", pathway="trained")
-                store.add_episode(episode)
-                store.finish_episode(episode.id, score)
-                store.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(score,)))
-            store.set_run_status(run.id, "finished")
+                store.episodes.add_episode(episode)
+                store.episodes.finish_episode(episode.id, score)
+                store.checkpoints.add_checkpoint(Checkpoint(run_id=run.id, x=x, episode_ids=(episode.id,), scores=(score,)))
+            store.runs.set_run_status(run.id, "finished")
             cells[f"{tid}|{game}"] = run.id
             if own:
                 base_cells[game] = run.id
-    store.add_study(Study(id="ui-st", games=("trust", "snake"), experts=tuple(experts),
-                          settings={"cells": cells, "base_cells": base_cells}, status="finished"))
+    store.trainings.add_study(Study(id="ui-st", games=("trust", "snake"), experts=tuple(experts),
+                                    settings={"cells": cells, "base_cells": base_cells}, status="finished"))
     return cells
 
 

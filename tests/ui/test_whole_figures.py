@@ -87,7 +87,7 @@ async def open_fork_dialog(pilot, demo_db) -> "ForkDialog":
     from s3gym_tui.screens.dialogs import ForkDialog
 
     _, ids = demo_db
-    source = next(e.id for e in pilot.app.store.episodes(ids["trust-history"]) if e.phase == "explore")
+    source = next(e.id for e in pilot.app.store.episodes.list(ids["trust-history"]) if e.phase == "explore")
     pilot.app.open_episode(source)
     await pilot.pause()
     await pilot.press("right", "right", "f")

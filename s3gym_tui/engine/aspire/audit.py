@@ -44,14 +44,14 @@ def agent_text(decision) -> str:
 
 
 def audit_aspire(store, aspire_id: str, goals: tuple[Goal, ...] = GOALS) -> AspireAudit:
-    run = store.get_aspire_run(aspire_id)
+    run = store.aspire.get_aspire_run(aspire_id)
     try:
         suite = suite_of(store, run, goals)
     except KeyError:
         return AspireAudit([f"goal {run.goal_id!r} is not in the goal set: its hidden suite cannot be checked"])
     needles = [(f"hidden seed #{k + 1}", re.compile(rf"(?<!\d){s}(?!\d)")) for k, s in enumerate(suite.seeds())]
     needles.append(("the suite's name", re.compile(re.escape(suite.name), re.IGNORECASE)))
-    decisions = store.aspire_decisions(aspire_id)
+    decisions = store.aspire.aspire_decisions(aspire_id)
     first_said: dict[str, int] = {}  # hidden value -> the first decision whose agent text has it
     audit = AspireAudit()
     for d in decisions:
@@ -81,16 +81,16 @@ def audit_aspire(store, aspire_id: str, goals: tuple[Goal, ...] = GOALS) -> Aspi
     scan("the briefing", system_prompt(briefing), None)
     for d in decisions:
         scan(f"decision {d.idx} ({d.tool}) result", d.result, d.idx)
-    for link in store.aspire_links(aspire_id):
+    for link in store.aspire.aspire_links(aspire_id):
         if link.role not in ("practice", "validation"):
             continue
         made = _DECISION_OF_RUN.search(link.run_id)
         upto = int(made.group(1)) if made and link.run_id.startswith(f"{aspire_id}-d") else None
-        for episode in store.episodes(link.run_id):
+        for episode in store.episodes.list(link.run_id):
             if episode.phase != "explore" or episode.mode != "explore" or episode.seed >= EVAL_SEED_BASE:
                 audit.leaks.append(f"{link.role} episode {episode.id} is {episode.mode} on an evaluation seed"
                                    if episode.seed >= EVAL_SEED_BASE else
                                    f"{link.role} episode {episode.id} is {episode.mode} on seed {episode.seed}")
-            for step in store.steps(episode.id):
+            for step in store.episodes.steps(episode.id):
                 scan(f"prompt of {episode.id} step {step.index}", step.prompt, upto, echo_of=episode.id)
     return audit

@@ -75,7 +75,7 @@ class Controller:
                  on_decision: Callable[[Decision], None] = lambda d: None) -> None:
         self.store = store
         self.on_decision = on_decision
-        self.run: AspireRun = store.get_aspire_run(aspire_id)
+        self.run: AspireRun = store.aspire.get_aspire_run(aspire_id)
         self.id = aspire_id
         self.suite = suite_of(store, self.run, goals)  # the hidden suite: never leaves this object
         self.operator = operator
@@ -85,11 +85,11 @@ class Controller:
 
     # ------------------------------------------------------------------ the loop
     async def run_all(self) -> AspireRun:
-        self.store.set_aspire_status(self.id, "running")
+        self.store.aspire.set_aspire_status(self.id, "running")
         base = self._base()
         reason = ""
         while True:
-            decisions = self.store.aspire_decisions(self.id)
+            decisions = self.store.aspire.aspire_decisions(self.id)
             if any(d.tool == "submit" and d.outcome == "ok" for d in decisions):
                 reason = "submitted"
                 break
@@ -103,14 +103,14 @@ class Controller:
             seconds = time.monotonic() - started
             calls = turn.calls + result.calls
             cost = None if turn.cost is None or result.cost is None else turn.cost + result.cost
-            decision = self.store.add_aspire_decision(
+            decision = self.store.aspire.add_aspire_decision(
                 self.id, **bounded(turn, result.text), outcome=outcome, category=result.category, calls=calls,
                 tokens_in=turn.tokens_in, tokens_out=turn.tokens_out + result.tokens, cost=cost, seconds=seconds)
             self.usage.charge(calls, turn.tokens_in + turn.tokens_out + result.tokens, cost, seconds)
-            self.store.set_aspire_usage(self.id, self.usage.as_dict())
+            self.store.aspire.set_aspire_usage(self.id, self.usage.as_dict())
             self.on_decision(decision)
         await self._finish(base, reason)
-        return self.store.get_aspire_run(self.id)
+        return self.store.aspire.get_aspire_run(self.id)
 
     def _briefing(self) -> dict[str, Any]:
         """What the agent is told at the start (the goal text as given, the tools, the budget)."""
@@ -120,11 +120,11 @@ class Controller:
     def _base(self) -> Candidate:
         cid = f"{self.id}-base"
         try:
-            base = self.store.get_aspire_candidate(cid)
+            base = self.store.aspire.get_aspire_candidate(cid)
         except StoreError:
-            base = self.store.add_aspire_candidate(self.id, kind="base", model=self.settings.player,
-                                                   frozen_ref=self.settings.player, candidate_id=cid)
-        self.store.set_aspire_candidates(self.id, base=base.id)
+            base = self.store.aspire.add_aspire_candidate(self.id, kind="base", model=self.settings.player,
+                                                          frozen_ref=self.settings.player, candidate_id=cid)
+        self.store.aspire.set_aspire_candidates(self.id, base=base.id)
         return base
 
     # ------------------------------------------------------------------ dispatch
@@ -152,7 +152,7 @@ class Controller:
         if not isinstance(cid, str) or not cid:
             raise ToolError("name a candidate by its id (look candidates)")
         try:
-            cand = self.store.get_aspire_candidate(cid)
+            cand = self.store.aspire.get_aspire_candidate(cid)
         except StoreError:
             raise ToolError(f"no candidate {cid!r} (look candidates)") from None
         if cand.aspire_run_id != self.id:
@@ -162,7 +162,7 @@ class Controller:
         return cand
 
     def _newest(self) -> Candidate:
-        usable = [c for c in self.store.aspire_candidates(self.id) if c.status != "rolled_back"]
+        usable = [c for c in self.store.aspire.aspire_candidates(self.id) if c.status != "rolled_back"]
         return usable[-1]
 
     def _afford(self, episodes: int) -> None:
@@ -181,9 +181,9 @@ class Controller:
         calls, tokens, cost = run_usage(self.store, played.run_id)
         own = []
         for eid in played.episode_ids:
-            steps = self.store.steps(eid, include_prompt=False)
+            steps = self.store.episodes.steps(eid, include_prompt=False)
             judged = [s.self_score for s in steps if s.self_score is not None]
-            own.append({"episode": eid, "seed": self.store.get_episode(eid).seed, "steps": len(steps),
+            own.append({"episode": eid, "seed": self.store.episodes.get_episode(eid).seed, "steps": len(steps),
                         "your_mean_self_score": round(sum(judged) / len(judged), 3) if judged else None})
         return played, ToolResult(json.dumps({"run": played.run_id, "candidate": cand.id, "game": game,
                                               "episodes": own}),
@@ -199,31 +199,33 @@ class Controller:
                    "rules": games.make(game_arg({"game": args.get("id") or args.get("game")})).rules()}
         elif what == "runs":
             out = []
-            for link in self.store.aspire_links(self.id):
+            for link in self.store.aspire.aspire_links(self.id):
                 if link.role not in ("practice", "validation"):
                     continue  # hidden evaluation runs are the controller's
-                run = self.store.get_run(link.run_id)
+                run = self.store.runs.get_run(link.run_id)
                 out.append({"run": run.id, "role": link.role, "game": run.config.game, "candidate": link.candidate_id,
-                            "episodes": [e.id for e in self.store.episodes(run.id) if e.phase == "explore"]})
+                            "episodes": [e.id for e in self.store.episodes.list(run.id) if e.phase == "explore"]})
         elif what == "episode":
             eid = need(args, "id", str, " (an episode id from look runs)")
-            mine = {link.run_id for link in self.store.aspire_links(self.id) if link.role in ("practice", "validation")}
-            episode = self.store.find_episode(eid)
+            mine = {link.run_id for link in self.store.aspire.aspire_links(self.id)
+                    if link.role in ("practice", "validation")}
+            episode = self.store.episodes.find_episode(eid)
             if episode is None or episode.run_id not in mine or episode.phase != "explore":
                 raise ToolError(f"no episode {eid!r} among your practice and validation runs")
             out = {"episode": eid, "game": episode.game, "seed": episode.seed,
                    "steps": [{"i": s.index, "action": s.action, "your_self_score": s.self_score,
-                              "feedback": s.feedback[:200]} for s in self.store.steps(eid, include_prompt=False)]}
+                              "feedback": s.feedback[:200]}
+                             for s in self.store.episodes.steps(eid, include_prompt=False)]}
         elif what == "summaries":
             out = []
-            for cand in self.store.aspire_candidates(self.id):
+            for cand in self.store.aspire.aspire_candidates(self.id):
                 if cand.kind == "memory" and cand.summary_id:
-                    s = self.store.get_summary(cand.summary_id)
+                    s = self.store.summaries.get_summary(cand.summary_id)
                     out.append({"candidate": cand.id, "game": cand.game, "retain": s.retain, "avoid": s.avoid,
                                 "next": s.next})
         elif what == "candidates":
             out = [{"candidate": c.id, "kind": c.kind, "parent": c.parent_id, "game": c.game,
-                    "status": c.status} for c in self.store.aspire_candidates(self.id)]
+                    "status": c.status} for c in self.store.aspire.aspire_candidates(self.id)]
         elif what == "budget":
             out = {"used": self.usage.as_dict(), "left": self.usage.left(self.budget)}
         else:
@@ -278,13 +280,13 @@ class Controller:
             if not any(p.strip() for p in parts):
                 raise ToolError("write at least one of retain, avoid, next")
             try:
-                cand = self.store.get_aspire_candidate(cid)
+                cand = self.store.aspire.get_aspire_candidate(cid)
             except StoreError:
                 host = await self._notes_run(game)
-                summary = self.store.add_summary(host, *parts, author="model:aspire-agent")
-                cand = self.store.add_aspire_candidate(self.id, kind="memory", model=parent.model, parent_id=parent.id,
-                                                       game=game, summary_id=summary.id, frozen_ref=summary.id,
-                                                       decision_idx=idx, candidate_id=cid)
+                summary = self.store.summaries.add_summary(host, *parts, author="model:aspire-agent")
+                cand = self.store.aspire.add_aspire_candidate(self.id, kind="memory", model=parent.model,
+                                                              parent_id=parent.id, game=game, summary_id=summary.id,
+                                                              frozen_ref=summary.id, decision_idx=idx, candidate_id=cid)
             return ToolResult(json.dumps({"candidate": cand.id, "parent": parent.id, "kind": "memory",
                                           "game": game}), "update", candidate_id=cand.id)
         if action in ("sft", "grpo"):
@@ -296,12 +298,12 @@ class Controller:
 
         run_id = f"{self.id}-notes-{game}"
         try:
-            self.store.get_run(run_id)
+            self.store.runs.get_run(run_id)
         except StoreError:
-            self.store.create_run(RunConfig(model=player_model(self.settings.player, game), game=game, pathway="summary",
-                                            explore_episodes=0, eval_episodes=0),
-                                  run_id=run_id, note=f"aspire {self.id} memory")
-            self.store.link_aspire_run(self.id, run_id, "memory")
+            self.store.runs.create_run(RunConfig(model=player_model(self.settings.player, game), game=game,
+                                                 pathway="summary", explore_episodes=0, eval_episodes=0),
+                                       run_id=run_id, note=f"aspire {self.id} memory")
+            self.store.aspire.link_aspire_run(self.id, run_id, "memory")
         return run_id
 
     async def _train(self, method: str, args: dict, parent: Candidate, cid: str, idx: int) -> ToolResult:
@@ -309,11 +311,11 @@ class Controller:
         from s3gym_tui.training.runs import served_model
 
         run_id = need(args, "run", str, " (one of your practice runs)")
-        mine = {link.run_id for link in self.store.aspire_links(self.id, "practice")}
+        mine = {link.run_id for link in self.store.aspire.aspire_links(self.id, "practice")}
         if run_id not in mine:
             raise ToolError(f"no practice run {run_id!r} of yours (look runs)")
         try:
-            existing = self.store.get_aspire_candidate(cid)
+            existing = self.store.aspire.get_aspire_candidate(cid)
             return ToolResult(json.dumps({"candidate": existing.id, "parent": parent.id, "kind": method}),
                               "update", candidate_id=existing.id)
         except StoreError:
@@ -335,21 +337,21 @@ class Controller:
         except Exception as exc:  # a training that cannot start (no data, no backend) is the agent's error
             raise ToolError(f"{method} did not run: {' '.join(str(exc).split())[:300]}") from None
         training = outcome.training
-        xs = sorted(c.x for c in self.store.training_checkpoints(training.id)) if hasattr(
+        xs = sorted(c.x for c in self.store.trainings.training_checkpoints(training.id)) if hasattr(
             self.store, "training_checkpoints") else []
         model = served_model(training.id, xs[-1] if xs else 0)
-        game = self.store.get_run(run_id).config.game
-        cand = self.store.add_aspire_candidate(self.id, kind=method, model=model, parent_id=parent.id, game=game,
-                                               training_id=training.id, frozen_ref=model, decision_idx=idx,
-                                               candidate_id=cid)
-        self.store.link_aspire_run(self.id, training.id, "training", cand.id)
+        game = self.store.runs.get_run(run_id).config.game
+        cand = self.store.aspire.add_aspire_candidate(self.id, kind=method, model=model, parent_id=parent.id, game=game,
+                                                      training_id=training.id, frozen_ref=model, decision_idx=idx,
+                                                      candidate_id=cid)
+        self.store.aspire.link_aspire_run(self.id, training.id, "training", cand.id)
         return ToolResult(json.dumps({"candidate": cand.id, "parent": parent.id, "kind": method, "game": game}),
                           "update", candidate_id=cand.id)
 
     async def _tool_evaluate(self, args: dict, idx: int) -> ToolResult:
         if self.run.protocol != "adaptive":
             raise ToolError("evaluate is not available in the final-only protocol: no score before the end")
-        used = sum(1 for d in self.store.aspire_decisions(self.id) if d.tool == "evaluate" and d.outcome == "ok")
+        used = sum(1 for d in self.store.aspire.aspire_decisions(self.id) if d.tool == "evaluate" and d.outcome == "ok")
         if used >= self.settings.requests:
             raise _OverBudget(f"all {self.settings.requests} evaluation requests are used")
         cand = self._candidate(args.get("candidate"))
@@ -367,12 +369,12 @@ class Controller:
         score = await hidden_score(self.store, self.id, cand, self.suite, self.settings.step_cap, "request")
         if cand.parent_id is None:
             return None
-        parent = self.store.get_aspire_candidate(cand.parent_id)
+        parent = self.store.aspire.get_aspire_candidate(cand.parent_id)
         pscore = await hidden_score(self.store, self.id, parent, self.suite, self.settings.step_cap,
                                     "base" if parent.kind == "base" else "candidate")
         beats = score.score is not None and pscore.score is not None and score.score > pscore.score
         if not beats:
-            self.store.set_candidate_status(cand.id, "rolled_back")
+            self.store.aspire.set_candidate_status(cand.id, "rolled_back")
         return beats
 
     async def _tool_submit(self, args: dict, idx: int) -> ToolResult:
@@ -381,35 +383,36 @@ class Controller:
         delta = args.get("claimed_delta")
         if delta is not None and (not isinstance(delta, (int, float)) or isinstance(delta, bool)):
             raise ToolError("claimed_delta must be a number or null")
-        self.store.add_aspire_claim(self.id, text=claim[:2000], candidate_id=cand.id,
-                                    claimed_delta=None if delta is None else float(delta), decision_idx=idx)
-        self.store.set_aspire_candidates(self.id, final=cand.id)
+        self.store.aspire.add_aspire_claim(self.id, text=claim[:2000], candidate_id=cand.id,
+                                           claimed_delta=None if delta is None else float(delta), decision_idx=idx)
+        self.store.aspire.set_aspire_candidates(self.id, final=cand.id)
         return ToolResult(json.dumps({"submitted": cand.id}), "submit", submitted=True)
 
     # ------------------------------------------------------------------ the end
     async def _finish(self, base: Candidate, reason: str) -> None:
-        run = self.store.get_aspire_run(self.id)
-        final = self.store.get_aspire_candidate(run.final_candidate_id) if run.final_candidate_id else self._newest()
-        self.store.set_aspire_candidates(self.id, final=final.id)
+        run = self.store.aspire.get_aspire_run(self.id)
+        final = (self.store.aspire.get_aspire_candidate(run.final_candidate_id) if run.final_candidate_id
+                 else self._newest())
+        self.store.aspire.set_aspire_candidates(self.id, final=final.id)
         suite, cap = self.suite, self.settings.step_cap
         await hidden_score(self.store, self.id, base, suite, cap, "base")
         if self.settings.score_all:
-            for cand in self.store.aspire_candidates(self.id):
+            for cand in self.store.aspire.aspire_candidates(self.id):
                 if cand.kind != "base":
                     await hidden_score(self.store, self.id, cand, suite, cap, "candidate")
         await hidden_score(self.store, self.id, final, suite, cap, "final")
         retained = await self._retained(final)
         await hidden_score(self.store, self.id, retained, suite, cap, "retained")
-        self.store.set_aspire_candidates(self.id, retained=retained.id)
+        self.store.aspire.set_aspire_candidates(self.id, retained=retained.id)
         if final.status != "rolled_back":
-            self.store.set_candidate_status(final.id, "final")
-        self.store.set_aspire_status(self.id, "finished", reason)
+            self.store.aspire.set_candidate_status(final.id, "final")
+        self.store.aspire.set_aspire_status(self.id, "finished", reason)
 
     async def _retained(self, final: Candidate) -> Candidate:
         """Adaptive: the final candidate if it beats its parent, else the nearest ancestor kept by the gate.
         Final-only: the final candidate if it beats the base, else the base."""
         if self.run.protocol == "final":
-            base = self.store.get_aspire_candidate(f"{self.id}-base")
+            base = self.store.aspire.get_aspire_candidate(f"{self.id}-base")
             f = await hidden_score(self.store, self.id, final, self.suite, self.settings.step_cap, "final")
             b = known_score(self.store, self.id, base.id)
             return final if (f.score is not None and b is not None and b.score is not None
@@ -418,7 +421,7 @@ class Controller:
         while current.parent_id is not None:
             if current.status != "rolled_back" and await self._gate(current):
                 return current
-            current = self.store.get_aspire_candidate(current.parent_id)
+            current = self.store.aspire.get_aspire_candidate(current.parent_id)
         return current
 
 

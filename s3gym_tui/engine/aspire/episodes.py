@@ -30,7 +30,7 @@ def memories(store, candidate: Candidate) -> dict[str, str]:
     current: Optional[Candidate] = candidate
     while current is not None:
         chain.append(current)
-        current = store.get_aspire_candidate(current.parent_id) if current.parent_id else None
+        current = store.aspire.get_aspire_candidate(current.parent_id) if current.parent_id else None
     found: dict[str, str] = {}
     for cand in reversed(chain):
         if cand.kind == "memory" and cand.game and cand.summary_id:
@@ -42,7 +42,7 @@ def _find_run(store, run_id: str):
     from s3gym_tui.store.errors import StoreError
 
     try:
-        return store.get_run(run_id)
+        return store.runs.get_run(run_id)
     except StoreError:
         return None
 
@@ -52,14 +52,14 @@ def run_usage(store, run_id: str) -> tuple[int, int, Optional[float]]:
     call was unpriced (unknown, not 0)."""
     calls = tokens = 0
     cost: Optional[float] = 0.0
-    for episode in store.episodes(run_id):
-        for step in store.steps(episode.id, include_prompt=False):
+    for episode in store.episodes.list(run_id):
+        for step in store.episodes.steps(episode.id, include_prompt=False):
             if step.actor != "model":
                 continue
             calls += 1
             tokens += step.tokens_in + step.tokens_out
             cost = None if cost is None or step.cost is None else cost + step.cost
-    for summary in store.summaries(run_id):
+    for summary in store.summaries.list(run_id):
         if summary.author.startswith("model:") and summary.author != MEMORY_AUTHOR:
             calls += 1
             tokens += summary.tokens_in + summary.tokens_out
@@ -97,13 +97,13 @@ async def play_run(store, *, aspire_id: str, role: str, candidate: Candidate, ga
                            step_cap=step_cap)
     run = _find_run(store, run_id) if run_id else None
     if run is None:
-        run = store.create_run(config, run_id=run_id, note=f"aspire {aspire_id} {role} {candidate.id}")
-        store.link_aspire_run(aspire_id, run.id, role, candidate.id)
+        run = store.runs.create_run(config, run_id=run_id, note=f"aspire {aspire_id} {role} {candidate.id}")
+        store.aspire.link_aspire_run(aspire_id, run.id, role, candidate.id)
         if summary_id:
-            memo = store.get_summary(summary_id)
-            copy = store.add_summary(run.id, memo.retain, memo.avoid, memo.next, author=MEMORY_AUTHOR)
-            store.set_pinned(copy.id, True, author=MEMORY_AUTHOR)
+            memo = store.summaries.get_summary(summary_id)
+            copy = store.summaries.add_summary(run.id, memo.retain, memo.avoid, memo.next, author=MEMORY_AUTHOR)
+            store.summaries.set_pinned(copy.id, True, author=MEMORY_AUTHOR)
     if run.status != "finished":
         run = await ProtocolRunner(store, run).run_protocol("s3gym aspire")
-    eps = [e for e in store.episodes(run.id) if (e.phase == "eval") == evaluation]
+    eps = [e for e in store.episodes.list(run.id) if (e.phase == "eval") == evaluation]
     return Played(run.id, tuple(e.id for e in eps))

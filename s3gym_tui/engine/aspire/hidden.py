@@ -20,7 +20,7 @@ def suite_of(store, run: AspireRun, goals: tuple[Goal, ...] = GOALS) -> HiddenSu
     for a run stored before stores had one (suite 'fixed') the seeds of the source it was judged on.
     KeyError when its goal is not in `goals`."""
     suite = goal_by_id(run.goal_id, goals).suite
-    return suite if run.suite == "fixed" else suite.drawn(store.aspire_suite_secret(), run.goal_id)
+    return suite if run.suite == "fixed" else suite.drawn(store.aspire.aspire_suite_secret(), run.goal_id)
 
 
 def scaled(game: str, score: Optional[float]) -> Optional[float]:
@@ -31,7 +31,7 @@ def scaled(game: str, score: Optional[float]) -> Optional[float]:
 
 
 def known_score(store, aspire_id: str, candidate_id: str) -> Optional[HiddenScore]:
-    for row in store.hidden_scores(aspire_id):
+    for row in store.aspire.hidden_scores(aspire_id):
         if row.candidate_id == candidate_id:
             return row
     return None
@@ -43,8 +43,8 @@ async def hidden_score(store, aspire_id: str, candidate: Candidate, suite: Hidde
     known = known_score(store, aspire_id, candidate.id)
     if known is not None:
         if known.purpose != purpose:
-            return store.set_hidden_score(aspire_id, candidate.id, purpose, known.score, known.per_game,
-                                          known.episodes, known.run_ids)
+            return store.aspire.set_hidden_score(aspire_id, candidate.id, purpose, known.score, known.per_game,
+                                                 known.episodes, known.run_ids)
         return known
     per_game: dict[str, Optional[float]] = {}
     run_ids: list[str] = []
@@ -54,7 +54,7 @@ async def hidden_score(store, aspire_id: str, candidate: Candidate, suite: Hidde
                                 memory="summary", seed=part.seed_base, episodes=part.episodes,
                                 step_cap=step_cap, evaluation=True, run_id=f"{candidate.id}-h{k}")
         run_ids.append(played.run_id)
-        values = [scaled(part.game, store.get_episode(e).score) for e in played.episode_ids]
+        values = [scaled(part.game, store.episodes.get_episode(e).score) for e in played.episode_ids]
         finished = [v for v in values if v is not None]
         episodes += len(finished)
         per_game[part.game] = sum(finished) / len(finished) if finished and len(finished) == len(values) else None
@@ -62,4 +62,4 @@ async def hidden_score(store, aspire_id: str, candidate: Candidate, suite: Hidde
     parts = [per_game[p.game] for p in suite.games]
     aggregate = (None if any(v is None for v in parts) or weights <= 0
                  else sum(p.weight * per_game[p.game] for p in suite.games) / weights)  # type: ignore[operator]
-    return store.set_hidden_score(aspire_id, candidate.id, purpose, aggregate, per_game, episodes, run_ids)
+    return store.aspire.set_hidden_score(aspire_id, candidate.id, purpose, aggregate, per_game, episodes, run_ids)

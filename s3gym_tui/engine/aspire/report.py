@@ -21,9 +21,9 @@ def _mean(values: list[Optional[float]]) -> tuple[Optional[float], int]:
 
 def aspire_rows(store) -> list[dict[str, Any]]:
     rows = []
-    for run in reversed(store.list_aspire_runs(limit=10_000)):
-        scores = store.hidden_scores(run.id)
-        claims = store.aspire_claims(run.id)
+    for run in reversed(store.aspire.list_aspire_runs(limit=10_000)):
+        scores = store.aspire.hidden_scores(run.id)
+        claims = store.aspire.aspire_claims(run.id)
         base, final, retained = (_score(scores, p) for p in ("base", "final", "retained"))
         rows.append({
             "id": run.id, "goal": run.goal_id, "explicit": run.explicit, "model": run.model,

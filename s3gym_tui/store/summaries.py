@@ -1,19 +1,19 @@
-"""Records derived from episodes: versioned summaries, checkpoints, training datasets."""
+"""The summaries repository: versioned summaries (veto, pin, human edits), the curation log and
+the experience states (tables summaries, summary_actions, experience_states)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Iterable, Literal, Mapping, Optional, Sequence, get_args
-
-from pydantic import ValidationError
+from typing import Any, Literal, Mapping, Optional, Sequence, get_args
 
 from s3gym_tui.authors import author_problem, model_author
-from s3gym_tui.models import Checkpoint, Summary, is_explore_episode_id, summary_in_use, utcnow
+from s3gym_tui.models import Summary, is_explore_episode_id, summary_in_use, utcnow
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store.connection import Connection, _insert_sql, _is_eval, _new_id, _q
-from s3gym_tui.store.errors import LeakageError, StoreError, one_line
-from s3gym_tui.store.records import ROW_KINDS, Dataset, DatasetRow
+from s3gym_tui.store.connection import _insert_sql, _is_eval, _new_id, _q
+from s3gym_tui.store.errors import LeakageError, StoreError
+from s3gym_tui.store.repository import Repository
+from s3gym_tui.store.rows import from_row, one_row, row_dicts
 
 SUMMARY_STATUSES: tuple[str, ...] = get_args(Summary.model_fields["status"].annotation)
 _SUMMARY_COLS = tuple(Summary.model_fields)
@@ -22,17 +22,14 @@ _SELECT_SUMMARY = f"SELECT {', '.join(_q(c) for c in _SUMMARY_COLS)} FROM summar
 MAX_EDIT_SECTION_CHARS = 20_000  # a human edit's section (the summary goes into every prompt)
 
 
-class DerivedStore(Connection):
-    """Summaries (versioned; veto, pin, human edits), checkpoints and training datasets."""
+class Summaries(Repository):
+    """Summaries. Reads and writes `summaries`, `summary_actions`, `experience_states`; reads `runs`
+    and `episodes` (sources must be exploration data; the episode a summary is written for)."""
 
     # ------------------------------------------------------------------ summaries
 
     def _summary_from_row(self, row: Mapping[str, Any]) -> Summary:
-        data = dict(row)
-        what = f"summary {row['id']!r}"
-        data["source_episode_ids"] = self._json(data["source_episode_ids"] or "[]",
-                                                f"{what} (source_episode_ids)")
-        return self._model(Summary, data, what)
+        return from_row(Summary, row, f"summary {row['id']!r}", {"source_episode_ids": "[]"})
 
     def _insert_summary(self, conn: sqlite3.Connection, summary: Summary) -> None:
         data = summary.model_dump()
@@ -52,12 +49,12 @@ class DerivedStore(Connection):
 
         Sources must be stored exploration episodes. `for_episode_id` names the stored
         exploration episode whose step 0 it is written for (a declared foreign key: store the
-        episode first, see Store.add_episode_with_summary); it must not be an evaluation
+        episode first, see Episodes.add_episode_with_summary); it must not be an evaluation
         episode, now or later.
         `game` defaults to the run's game (and must match it if given)."""
         sources = tuple(source_episode_ids)
         retain, avoid, next = (redact_values(t) for t in (retain, avoid, next))
-        with self._tx(f"add a summary to run {run_id!r}") as conn:
+        with self._db._tx(f"add a summary to run {run_id!r}") as conn:
             run = conn.execute("SELECT game, json_extract(config, '$.model') FROM runs WHERE id = ?",
                                (run_id,)).fetchone()
             if run is None:
@@ -67,16 +64,16 @@ class DerivedStore(Connection):
                 raise StoreError(f"summary for run {run_id!r} is for {game!r} but the run is "
                                  f"{run[0]!r}")
             user = f"summary for run {run_id!r}"
-            self._require_experience(conn, sources, "summary source", user)
+            self._db._require_experience(conn, sources, "summary source", user)
             if for_episode_id is not None:
-                producer = self._phases(conn, [for_episode_id]).get(for_episode_id)
+                producer = self._db._phases(conn, [for_episode_id]).get(for_episode_id)
                 if producer is None and not is_explore_episode_id(run_id, for_episode_id):
                     raise LeakageError(f"{user}: {for_episode_id!r} is not a stored episode nor one "
                                        f"of the run's exploration episodes (a summary is written "
                                        f"for an exploration episode only)")
                 if producer is None:
                     raise StoreError(f"{user}: no episode {for_episode_id!r} (store the episode a "
-                                     f"summary is written for first: Store.add_episode_with_summary)")
+                                     f"summary is written for first: Episodes.add_episode_with_summary)")
                 if _is_eval(*producer):
                     raise LeakageError(f"{user}: evaluation episode {for_episode_id!r} cannot be "
                                        f"a summary producer (held-out data never becomes "
@@ -102,20 +99,20 @@ class DerivedStore(Connection):
         return summary
 
     def get_summary(self, summary_id: str) -> Summary:
-        with self._reading("read a summary") as conn:
-            row = self._one(conn, _SELECT_SUMMARY + " WHERE id = ?", (summary_id,))
+        with self._db._reading("read a summary") as conn:
+            row = one_row(conn, _SELECT_SUMMARY + " WHERE id = ?", (summary_id,))
         if row is None:
             raise StoreError(f"no summary {summary_id!r}")
         return self._summary_from_row(row)
 
-    def summaries(self, run_id: str) -> list[Summary]:
+    def list(self, run_id: str) -> list[Summary]:
         """All versions of the run's summary, oldest first."""
-        with self._reading("list summaries") as conn:
+        with self._db._reading("list summaries") as conn:
             return self._summaries_in(conn, run_id)
 
     def _summaries_in(self, conn: sqlite3.Connection, run_id: str) -> list[Summary]:
-        rows = self._dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
-                                        (run_id,)))
+        rows = row_dicts(conn.execute(_SELECT_SUMMARY + " WHERE run_id = ? ORDER BY version",
+                                      (run_id,)))
         return [self._summary_from_row(r) for r in rows]
 
     @staticmethod
@@ -132,7 +129,7 @@ class DerivedStore(Connection):
         if status not in SUMMARY_STATUSES:
             raise StoreError(f"bad summary status {status!r}: active or vetoed")
         self._author(author)
-        with self._tx(f"set the status of summary {summary_id!r}") as conn:
+        with self._db._tx(f"set the status of summary {summary_id!r}") as conn:
             run_id = self._summary_run(conn, summary_id)
             conn.execute("UPDATE summaries SET status = ? WHERE id = ?", (status, summary_id))
             self._log_action(conn, run_id, summary_id, "veto" if status == "vetoed" else "unveto",
@@ -142,7 +139,7 @@ class DerivedStore(Connection):
     def set_pinned(self, summary_id: str, pinned: bool, *, author: str) -> Summary:
         """Pin a version (at most one per run: pinning unpins the others) or unpin it, by `author`."""
         self._author(author)
-        with self._tx(f"pin summary {summary_id!r}") as conn:
+        with self._db._tx(f"pin summary {summary_id!r}") as conn:
             run_id = self._summary_run(conn, summary_id)
             if pinned:
                 conn.execute("UPDATE summaries SET pinned = 0 WHERE run_id = ? AND id != ?",
@@ -167,7 +164,7 @@ class DerivedStore(Connection):
                 raise StoreError(f"the '{name}' section of an edit of summary {summary_id!r} is "
                                  f"{len(text):,} characters; the limit is "
                                  f"{MAX_EDIT_SECTION_CHARS:,} (nothing was saved)")
-        with self._tx(f"edit summary {summary_id!r}") as conn:
+        with self._db._tx(f"edit summary {summary_id!r}") as conn:
             parent = self.get_summary(summary_id)
             new = self.add_summary(parent.run_id, retain, avoid, next,
                                    source_episode_ids=parent.source_episode_ids, author=author,
@@ -222,8 +219,8 @@ class DerivedStore(Connection):
     def summary_actions(self, run_id: str) -> list[dict[str, Any]]:
         """The run's curation log, oldest first: action, summary id and version, author, time,
         effective_from_x (the first experience state that sees it; None: no state will)."""
-        with self._reading("read the curation log") as conn:
-            return self._dicts(conn.execute(
+        with self._db._reading("read the curation log") as conn:
+            return row_dicts(conn.execute(
                 "SELECT a.id, a.action, a.summary_id, s.version, a.author, a.created_at, "
                 "a.effective_from_x FROM summary_actions a JOIN summaries s ON s.id = a.summary_id "
                 "WHERE a.run_id = ? ORDER BY a.id", (run_id,)))
@@ -236,7 +233,7 @@ class DerivedStore(Connection):
         x = 0 (nothing to summarise yet), or the version the model wrote for x (add_summary with
         for_state_x). One write transaction: a curation commits either before it (x sees it) or
         after (x + 1 is the first that can)."""
-        with self._tx(f"begin state x={x} of run {run_id!r}") as conn:
+        with self._db._tx(f"begin state x={x} of run {run_id!r}") as conn:
             row = conn.execute("SELECT base_summary_id, summary_id FROM experience_states WHERE "
                                "run_id = ? AND x = ?", (run_id, x)).fetchone()
             if row is None:
@@ -254,7 +251,7 @@ class DerivedStore(Connection):
 
     def state_x_began(self, run_id: str) -> dict[int, Optional[str]]:
         """x -> base summary id of every experience state the run has begun."""
-        with self._reading("read experience states") as conn:
+        with self._db._reading("read experience states") as conn:
             return {r[0]: r[1] for r in conn.execute(
                 "SELECT x, base_summary_id FROM experience_states WHERE run_id = ? ORDER BY x",
                 (run_id,)).fetchall()}
@@ -262,124 +259,18 @@ class DerivedStore(Connection):
     def state_summary_ids(self, run_id: str, x: int) -> Optional[tuple[Optional[str], Optional[str]]]:
         """(base, used) summary ids of the run's experience state x (see begin_state); None when x
         has not begun (or the run is from before states were recorded)."""
-        with self._reading("read an experience state") as conn:
+        with self._db._reading("read an experience state") as conn:
             row = conn.execute("SELECT base_summary_id, summary_id FROM experience_states WHERE "
                                "run_id = ? AND x = ?", (run_id, x)).fetchone()
         return None if row is None else (row[0], row[1])
 
     def next_state(self, run_id: str) -> Optional[int]:
         """The first experience state x that a curation made now would reach (None: none will)."""
-        with self._reading("read the next state") as conn:
+        with self._db._reading("read the next state") as conn:
             return self._next_state(conn, run_id)
 
     def current_summary(self, run_id: str) -> Optional[Summary]:
         """The version the agent goes by next (models.summary_in_use): the pinned active one, else
         the latest active one; used as is at x = 0 or when pinned, else the base of a new one."""
-        return summary_in_use(self.summaries(run_id))
+        return summary_in_use(self.list(run_id))
 
-    # ------------------------------------------------------------------ checkpoints
-
-    def add_checkpoint(self, checkpoint: Checkpoint, *, replace: bool = False) -> Checkpoint:
-        """Record the evaluation at x; its episodes must be this run's evaluation episodes."""
-        cp = checkpoint
-        what = f"checkpoint x={cp.x} of run {cp.run_id!r}"
-        with self._tx(f"add {what}") as conn:
-            if not conn.execute("SELECT 1 FROM runs WHERE id = ?", (cp.run_id,)).fetchone():
-                raise StoreError(f"no run {cp.run_id!r}")
-            rows = {r[0]: r[1:] for r in conn.execute(
-                "SELECT id, run_id, phase FROM episodes WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps(list(cp.episode_ids)),)).fetchall()}
-            for episode_id in cp.episode_ids:
-                if episode_id not in rows:
-                    raise StoreError(f"{what}: no episode {episode_id!r}")
-                if rows[episode_id] != (cp.run_id, "eval"):
-                    raise StoreError(f"{what}: episode {episode_id!r} is not an evaluation "
-                                     f"episode of this run")
-            exists = conn.execute("SELECT 1 FROM checkpoints WHERE run_id = ? AND x = ?",
-                                  (cp.run_id, cp.x)).fetchone()
-            if exists and not replace:
-                raise StoreError(f"{what} already exists")
-            conn.execute("INSERT OR REPLACE INTO checkpoints (run_id, x, episode_ids, scores) "
-                         "VALUES (?, ?, ?, ?)", (cp.run_id, cp.x, json.dumps(list(cp.episode_ids)),
-                                                 json.dumps(list(cp.scores))))
-        return cp
-
-    def checkpoints(self, run_id: str) -> list[Checkpoint]:
-        with self._reading("list checkpoints") as conn:
-            rows = self._dicts(conn.execute("SELECT * FROM checkpoints WHERE run_id = ? ORDER BY x",
-                                            (run_id,)))
-        return [self._model(Checkpoint, {"run_id": r["run_id"], "x": r["x"],
-                                         "episode_ids": self._json(r["episode_ids"], f"checkpoint x={r['x']}"),
-                                         "scores": self._json(r["scores"], f"checkpoint x={r['x']}")},
-                            f"checkpoint x={r['x']}") for r in rows]
-
-    # ------------------------------------------------------------------ training datasets
-
-    def add_dataset(self, run_id: Optional[str], rule: Mapping[str, Any],
-                    rows: Iterable[DatasetRow | Mapping[str, Any]], *,
-                    dataset_id: Optional[str] = None) -> Dataset:
-        """Store a training set and its rows; every row must be an existing exploration step."""
-        try:
-            items = [r if isinstance(r, DatasetRow) else DatasetRow.model_validate(r) for r in rows]
-        except ValidationError as err:
-            raise StoreError(f"invalid dataset row: {err.errors()[0].get('msg')}") from err
-        counts = {kind: sum(1 for r in items if r.kind == kind) for kind in ROW_KINDS}
-        dataset = Dataset(id=dataset_id or _new_id("ds"), run_id=run_id, rule=dict(rule),
-                          counts=counts)
-        with self._tx("add a dataset") as conn:
-            if run_id is not None and not conn.execute("SELECT 1 FROM runs WHERE id = ?",
-                                                       (run_id,)).fetchone():
-                raise StoreError(f"no run {run_id!r}")
-            self._require_experience(conn, [r.episode_id for r in items], "training row",
-                                     f"dataset {dataset.id!r}")
-            pairs = json.dumps([[r.episode_id, r.step_index] for r in items])
-            missing = conn.execute(
-                "SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]') "
-                "FROM json_each(?) AS j WHERE NOT EXISTS (SELECT 1 FROM steps s WHERE "
-                "s.episode_id = json_extract(j.value, '$[0]') AND "
-                "s.\"index\" = json_extract(j.value, '$[1]')) LIMIT 1", (pairs,)).fetchone()
-            if missing:
-                raise StoreError(f"dataset {dataset.id!r}: no step {missing[1]} in episode "
-                                 f"{missing[0]!r}")
-            try:
-                conn.execute("INSERT INTO datasets (id, run_id, rule, created_at, counts) "
-                             "VALUES (?, ?, ?, ?, ?)", (dataset.id, run_id, json.dumps(dataset.rule),
-                                                        dataset.created_at, json.dumps(counts)))
-                self.db["dataset_rows"].insert_all(
-                    ({"dataset_id": dataset.id, "episode_id": r.episode_id,
-                      "step_index": r.step_index, "kind": r.kind,
-                      "messages": json.dumps(list(r.messages)), "reason": r.reason,
-                      "tokens": r.tokens} for r in items),
-                    batch_size=500)
-            except sqlite3.IntegrityError as err:
-                raise StoreError(f"dataset {dataset.id!r}: {one_line(err)} (duplicate id or "
-                                 f"row)") from err
-        return dataset
-
-    def get_dataset(self, dataset_id: str) -> Dataset:
-        with self._reading("read a dataset") as conn:
-            row = self._one(conn, "SELECT * FROM datasets WHERE id = ?", (dataset_id,))
-        if row is None:
-            raise StoreError(f"no dataset {dataset_id!r}")
-        what = f"dataset {dataset_id!r}"
-        return self._model(Dataset, {**row, "rule": self._json(row["rule"], what),
-                                     "counts": self._json(row["counts"], what)}, what)
-
-    def datasets(self, run_id: Optional[str] = None) -> list[Dataset]:
-        with self._reading("list datasets") as conn:
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM datasets" + (" WHERE run_id = ?" if run_id else "") +
-                " ORDER BY created_at, rowid", (run_id,) if run_id else ()).fetchall()]
-        return [self.get_dataset(i) for i in ids]
-
-    def dataset_rows(self, dataset_id: str, kind: Optional[str] = None) -> list[DatasetRow]:
-        sql = ("SELECT episode_id, step_index, kind, messages, reason, tokens FROM dataset_rows "
-               "WHERE dataset_id = ?")
-        params: list[Any] = [dataset_id]
-        if kind is not None:
-            sql += " AND kind = ?"
-            params.append(kind)
-        with self._reading("read dataset rows") as conn:
-            rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [DatasetRow(episode_id=r[0], step_index=r[1], kind=r[2],
-                           messages=json.loads(r[3]), reason=r[4], tokens=r[5]) for r in rows]
