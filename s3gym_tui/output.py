@@ -41,18 +41,16 @@ def check_target(path: Path, db_path: Optional[Path]) -> Path:
 
 
 @contextmanager
-def atomic_text(path: Path, db_path: Optional[Path] = None) -> Iterator[TextIO]:
-    """Write `path` as UTF-8 text, all or nothing."""
-    path = check_target(path, db_path)
+def atomic_path(path: Path, suffix: str = ".part") -> Iterator[str]:
+    """A temporary file name beside `path` for a writer that takes a path: renamed to `path` when the
+    block ends, removed on any error (an OSError becomes one OutputError line; nothing is written)."""
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+        os.close(fd)
     except OSError as err:
         raise OutputError(f"cannot write in {path.parent}: {err.strerror or err} (nothing was written)") from err
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
+        yield tmp
         os.replace(tmp, path)
     except OSError as err:
         _remove(tmp)
@@ -60,6 +58,17 @@ def atomic_text(path: Path, db_path: Optional[Path] = None) -> Iterator[TextIO]:
     except BaseException:
         _remove(tmp)
         raise
+
+
+@contextmanager
+def atomic_text(path: Path, db_path: Optional[Path] = None) -> Iterator[TextIO]:
+    """Write `path` as UTF-8 text, all or nothing."""
+    path = check_target(path, db_path)
+    with atomic_path(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
 
 
 def _remove(tmp: str) -> None:

@@ -15,8 +15,6 @@ temporary name and renamed."""
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -24,7 +22,7 @@ from typing import Any, Optional
 
 from s3gym_tui.engine.decoding import storable_args
 from s3gym_tui.models import Episode, Run, Step
-from s3gym_tui.output import OutputError, check_target
+from s3gym_tui.output import OutputError, atomic_path, check_target
 from s3gym_tui.secrets import redact_values, secret_values, strip_url_credentials
 from s3gym_tui.store.errors import StoreError
 
@@ -237,24 +235,5 @@ def _write(log, path: Path) -> None:
     """Write the log with Inspect's writer to a temporary file beside `path`, then rename it."""
     from inspect_ai.log import write_eval_log
 
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
-        os.close(fd)
-    except OSError as err:
-        raise OutputError(f"cannot write in {path.parent}: {err.strerror or err} (nothing was written)") from err
-    try:
+    with atomic_path(path, suffix=path.suffix) as tmp:
         write_eval_log(log, tmp, format="eval")
-        os.replace(tmp, path)
-    except OSError as err:
-        _remove(tmp)
-        raise OutputError(f"cannot write {path}: {err.strerror or err} (nothing was written)") from err
-    except BaseException:
-        _remove(tmp)
-        raise
-
-
-def _remove(tmp: str) -> None:
-    try:
-        os.unlink(tmp)
-    except OSError:
-        pass
