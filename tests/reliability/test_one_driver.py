@@ -48,6 +48,11 @@ def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def _status(db: Path, run_id: str) -> str:
+    with Store(db) as store:
+        return store.runs.get_run(run_id).status
+
+
 def _live_lease(db: Path):
     if not db.exists():
         return None
@@ -106,7 +111,8 @@ def test_second_driver_refused_then_signals_stop_cleanly_and_a_dead_driver_is_ta
         assert store.runs.get_run(run_id).status_reason == "terminated (SIGTERM)"
 
     killed = _start(["resume", run_id, "--db", str(db)])
-    _wait_for(lambda: _live_lease(db), what="the third driver's lease")
+    # its lease and the run marked running (two steps of a resume: a kill between them leaves "stopped")
+    _wait_for(lambda: _live_lease(db) and _status(db, run_id) == "running", what="the third driver running")
     killed.kill()  # kill -9: no chance to release the lease
     killed.wait(timeout=60)
     with Store(db) as store:
