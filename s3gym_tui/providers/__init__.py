@@ -63,10 +63,17 @@ def is_builtin(model: str) -> bool:
 def configured_litellm():
     """litellm, imported lazily (~2-3 s), quiet, dropping parameters a provider does not take, with the
     built-in providers registered: the one way the engine reaches litellm."""
+    import logging
+
     import litellm
 
     litellm.suppress_debug_info = True
     litellm.drop_params = True
+    # litellm's own warnings (its logging worker moving tasks to a new event loop, a price map it could
+    # not fetch) are not the user's business and would land on the terminal between s3gym's own lines:
+    # what matters reaches the user as s3gym's one-line errors and the steps' faults.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(name).setLevel(logging.ERROR)
     register()
     return litellm
 
