@@ -4,7 +4,7 @@ prompt, what it costs in tokens and how it is described. One registry; a run's p
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Callable, Optional, Protocol, Sequence
 
 from s3gym_tui.engine.experience import ExperienceState, effective_budget, history_window
 from s3gym_tui.models import RunConfig, Summary
@@ -42,7 +42,16 @@ class Pathway:
         return range(0)
 
     async def experience(self, runner: ExperienceSource, x: int) -> ExperienceState:
-        """The agent's experience after x exploration episodes of `runner`'s run."""
+        """The agent's experience after x exploration episodes of `runner`'s run (the run writes the
+        summary of state x if it is missing)."""
+        return self.seen(x, runner.config.model, runner.config, lambda: runner._finished_explore(x),
+                         lambda: None)
+
+    def seen(self, x: int, model: str, config: RunConfig, episodes: Callable[[], Sequence[tuple[Any, Sequence[Any]]]],
+             summary: Callable[[], Optional[Summary]]) -> ExperienceState:
+        """What `model` sees at state x of a run with `config`, from what is already stored: `episodes`
+        (the finished exploration episodes it may see, with their steps) and `summary` (the version its
+        state uses) are read only by the pathway that needs them. The one place a window is built."""
         return ExperienceState(x, self.name)
 
 
@@ -50,10 +59,11 @@ class _History(Pathway):
     def hint_tokens(self, x: int, budget: int, episode_tokens: int) -> int:
         return min(budget, x * episode_tokens)
 
-    async def experience(self, runner: ExperienceSource, x: int) -> ExperienceState:
-        c = runner.config
-        budget = effective_budget(c.model, c.history_budget, c.max_tokens, c.context_tokens)
-        window = history_window(c.model, runner._finished_explore(x), budget, c.oracle_feedback)
+    def seen(self, x, model, config, episodes, summary) -> ExperienceState:
+        # the run's own context size fits only the run's own model (a fork may choose another)
+        budget = effective_budget(model, config.history_budget, config.max_tokens,
+                                  config.context_tokens if model == config.model else None)
+        window = history_window(model, episodes(), budget, config.oracle_feedback)
         return ExperienceState(x, self.name, history=window)
 
 
@@ -66,6 +76,9 @@ class _Summary(Pathway):
 
     async def experience(self, runner: ExperienceSource, x: int) -> ExperienceState:
         return ExperienceState(x, self.name, summary=await runner.summary_for(x))
+
+    def seen(self, x, model, config, episodes, summary) -> ExperienceState:
+        return ExperienceState(x, self.name, summary=summary())
 
 
 NONE = Pathway("none", "no experience: every episode starts from the rules alone")

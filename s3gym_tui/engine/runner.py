@@ -8,9 +8,9 @@ from typing import Optional
 import s3gym_games as games
 from s3gym_tui.engine.events import (CheckpointScored, EpisodeStarted, EventSink, RunFinished, SummaryWritten,
                                      ignore)
-from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, history_window)
+from s3gym_tui.engine.experience import ExperienceState, HeldOutViolation
 from s3gym_tui.engine.lease import LeaseKeeper
-from s3gym_tui.engine.pathways import pathway
+from s3gym_tui.engine.pathways import HISTORY, pathway
 from s3gym_tui.engine.limits import BudgetSpent
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_games.prompt import build_summary_messages, parse_summary
@@ -84,10 +84,9 @@ class ProtocolRunner:
         keyed = [s for s in versions if s.for_episode_id == state_key and s.author.startswith("model")]
         if keyed:  # written by a run from before states were recorded
             return _current_as_of(versions, keyed[-1].version)
-        budget = effective_budget(self.config.model, self.config.history_budget, self.config.max_tokens,
-                                      self.config.context_tokens)
-        sources = self._finished_explore(x)
-        window = history_window(self.config.model, sources, budget, self.config.oracle_feedback)
+        # the summariser reads the exploration as the history pathway would show it at x
+        window = HISTORY.seen(x, self.config.model, self.config, lambda: self._finished_explore(x),
+                              lambda: None).history
         game = games.make(self.config.game, "explore")
         messages = build_summary_messages(game, base.as_tips() if base else None, window.text)
         context = {"task": "summary", "game": self.config.game, "mode": "explore", "seed": -1, "actions": []}

@@ -12,11 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Optional, Sequence
 
-from s3gym_tui.engine.experience import (ExperienceState, HeldOutViolation, effective_budget, exact_window,
-                                         history_window)
+from s3gym_tui.engine.experience import ExperienceState, HeldOutViolation, exact_window
 from s3gym_tui.models import (Episode, Step, Summary, explore_episode_id, is_explore_episode_id, phase_of_seed,
                               summary_in_use)
-from s3gym_tui.engine.pathways import IN_CONTEXT
+from s3gym_tui.engine.pathways import IN_CONTEXT, pathway as pathway_named
 
 # who decided what an episode sees (Episode.experience_source)
 STATE, SOURCE, CHOSEN, NONE = "state", "source", "chosen", "none"
@@ -191,16 +190,12 @@ def experience_at(store, vantage: Vantage, pathway: str, model: str,
                   summary: Optional[Summary] = None) -> ExperienceState:
     """What an episode at `vantage` sees on `pathway`: the history window of the episodes it may see
     (the run's budget and oracle setting), or `summary` (default: the version its state used)."""
-    if vantage.run_id is None or pathway not in IN_CONTEXT:
+    if vantage.run_id is None:
         return ExperienceState(vantage.x, pathway)
     config = store.runs.get_run(vantage.run_id).config
-    if pathway == "history":
-        budget = effective_budget(model, config.history_budget, config.max_tokens,
-                                  config.context_tokens if model == config.model else None)
-        window = history_window(model, visible_history(store, vantage), budget, config.oracle_feedback)
-        return ExperienceState(vantage.x, pathway, history=window)
-    summary = summary if summary is not None else state_summary(store, vantage.run_id, vantage.x)
-    return ExperienceState(vantage.x, pathway, summary=summary)
+    return pathway_named(pathway).seen(
+        vantage.x, model, config, lambda: visible_history(store, vantage),
+        lambda: summary if summary is not None else state_summary(store, vantage.run_id, vantage.x))
 
 
 def as_the_source(store, source: Episode, pathway: str, model: str) -> tuple[Vantage, ExperienceState]:

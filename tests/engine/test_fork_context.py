@@ -193,3 +193,24 @@ def test_hand_play_on_a_seed_the_borrowed_run_explored_is_named(store):
     assert same_game_in_context(store, other.episode) == []
     fork = fork_session(store, X002, 3, settings(store))
     assert same_game_in_context(store, fork.episode) == []
+
+
+@pytest.mark.parametrize("pathway", ["history", "summary", "none"])
+def test_the_vantage_form_of_a_pathway_shows_what_the_run_showed(tmp_path, pathway):
+    """engine.pathways builds a window in one place: read back from the store at an episode's vantage,
+    a pathway gives every stored episode of a run the experience the runner gave it (history ids and
+    cut, or summary version)."""
+    from s3gym_tui.engine.visibility import experience_at, vantage_of
+    with Store(tmp_path / "vantage.db") as opened:
+        trust_run(opened, f"trust-{pathway}-v", pathway=pathway, episodes=4)
+        episodes = opened.episodes.list(f"trust-{pathway}-v")
+        assert len(episodes) >= 6
+        for episode in episodes:
+            seen = experience_at(opened, vantage_of(opened, episode), pathway, "scripted/trust")
+            if pathway == "history":
+                assert seen.history.episode_ids == episode.history_episode_ids, episode.id
+                assert seen.history.dropped == episode.history_cut, episode.id
+            elif pathway == "summary":
+                assert (seen.summary.id if seen.summary else None) == episode.summary_id, episode.id
+            else:
+                assert seen.history is None and seen.summary is None
