@@ -259,14 +259,24 @@ def list_trainings(db: Optional[Path] = DbOption, limit: int = typer.Option(50, 
                 "no signal", "gain", "created"):
         table.add_column(col, justify="right" if col in ("examples", "checkpoints", "updates") else "left")
     for t in trainings:
-        summaries = signal_summaries(store.trainings.losses(t.id))
+        losses = store.trainings.losses(t.id)
+        summaries = signal_summaries(losses)
         signal = ", ".join(f"{s.no_signal}/{s.updates}" for s in summaries) or "-"
         cells = (t.id, t.method, t.role, ", ".join(t.games), shown_training_status(t.status, leases.get(t.id)),
                  t.reward or "-", str(t.examples), str(len(store.trainings.training_checkpoints(t.id))),
-                 str(t.steps), signal,
+                 str(updates_done(t, losses)), signal,
                  training_gain(store, t), t.created_at[:19])
         table.add_row(*(safe_markup(c, one_line=True) for c in cells))
     console.print(table)
+
+
+def updates_done(training, losses) -> int:
+    """The updates a training has made: its recorded total once it finishes, the updates already
+    logged (each phase's last step) while it runs or after it was interrupted."""
+    last: dict[str, int] = {}
+    for p in losses:
+        last[p.phase] = max(last.get(p.phase, 0), p.step)
+    return max(training.steps, sum(last.values()))
 
 
 def training_gain(store, training) -> str:

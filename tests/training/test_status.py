@@ -90,3 +90,20 @@ def test_an_evaluating_training_is_driven_and_a_killed_one_is_interrupted(tmp_pa
     assert main(["trainings", "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "interrupted" in out and "evaluating" not in out
+
+
+def test_an_interrupted_training_lists_the_updates_it_logged(tmp_path, capsys):
+    """A GRPO training interrupted after its first update has no recorded total yet; the table counts
+    the updates it logged (it said 'updates 0' beside 'no signal 0/1')."""
+    from s3gym_tui.store.records import LossPoint
+
+    db = tmp_path / "s.db"
+    with Store(db) as store:
+        store.trainings.add_training(Training(id="t-cut", games=("trust",), base="x", method="grpo",
+                                              status="interrupted", backend="local"))
+        store.trainings.add_losses("t-cut", [LossPoint(step=1, loss=0.1, phase="grpo",
+                                                       metrics={"reward_std": 0.5, "frac_reward_zero_std": 0.0})])
+    assert main(["trainings", "--db", str(db)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if "t-cut" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    assert cells[cells.index("interrupted") + 4] == "1"  # reward, examples, checkpoints, updates
