@@ -145,8 +145,10 @@ def tui(db: Optional[Path] = DbOption,
             say_upgrade(line)
             app.note_upgrade(line)
 
-        # a corrupt, newer or unreadable database: one line, before the screen opens
-        Store(app.db_path, notify=upgraded).close()
+        # a corrupt, newer or unreadable database: one line, before the screen opens (a database that
+        # does not exist yet is not created for an app that cannot open)
+        if terminal_attached() or Path(app.db_path).exists():
+            Store(app.db_path, notify=upgraded).close()
     if not terminal_attached():  # else the app waits for keys that never come, drawing into a file
         raise UserError("the app needs a terminal (stdin and stderr); in a script use a command: "
                         "s3gym --help lists them")

@@ -132,6 +132,7 @@ def test_the_app_without_a_terminal_is_refused_in_one_line(tmp_path, monkeypatch
         code, out, err = run_cli(capsys, *args)
         lines = [line for line in err.splitlines() if line.strip()]
         assert code == 2 and len(lines) == 1 and "the app needs a terminal" in lines[0], out + err
+        assert not db.exists()  # nothing created for an app that did not open
 
 
 def test_bare_options_open_the_app(tmp_path, monkeypatch, capsys):
