@@ -154,8 +154,8 @@ def test_plain_http_sessions_equal_the_same_seeds_in_process():
 
 
 def test_openenv_own_client_plays_an_episode():
-    openenv = pytest.importorskip("openenv.core", reason="openenv-core is not installed beside the app (see "
-                                                         "games/pyproject.toml); the WebSocket tests speak its protocol")
+    openenv = pytest.importorskip("openenv.core", reason="openenv-core cannot be installed beside the app (see "
+                                  "games/pyproject.toml); the other WebSocket tests speak its protocol")
     actions, first_text, steps, score = in_process("trust", "eval", EVAL_SEED_BASE + 7, 3)
     with running() as (base, app):
         with openenv.GenericEnvClient(base_url=base).sync() as env:
@@ -197,7 +197,8 @@ def test_bad_websocket_messages_get_one_line_errors_and_leave_the_episode_intact
             "bad reset: gmae: Extra inputs are not permitted", "VALIDATION_ERROR")
         assert error({"type": "reset", "data": {"game": "snake", "seed": -1}})[1] == "VALIDATION_ERROR"
 
-        assert send({"type": "reset", "data": {"game": "snake", "seed": 42}})["data"]["observation"]["text"] == first_text
+        reset = send({"type": "reset", "data": {"game": "snake", "seed": 42}})
+        assert reset["data"]["observation"]["text"] == first_text
         bad_actions = [{}, {"action": 3}, {"action": "x" * (MAX_ACTION_CHARS + 1)}, {"action": "UP", "extra": 1}]
         for i, action in enumerate(actions):
             for bad in bad_actions if i == 1 else []:  # refused mid-episode: no step is taken
@@ -347,3 +348,23 @@ def test_without_the_extra_the_import_names_it():
     assert proc.stderr.strip().splitlines()[-1] == (
         "ImportError: s3gym_games.openenv_server needs the openenv extra: pip install 's3gym-games[openenv]' "
         "(or 's3gym[openenv]')")
+
+
+def test_the_listening_socket_gets_connections_without_nagle_delay():
+    """asyncio sets TCP_NODELAY only on connections of a socket whose protocol is TCP by number; without it
+    each HTTP reply (headers, then body) waited for the client's delayed ACK."""
+    async def check() -> int:
+        accepted: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def on_connect(reader, writer):
+            accepted.set_result(writer.get_extra_info("socket").getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        sock = listen("127.0.0.1", 0)
+        async with await asyncio.start_server(on_connect, sock=sock):
+            _, writer = await asyncio.open_connection("127.0.0.1", sock.getsockname()[1])
+            nodelay = await asyncio.wait_for(accepted, 10)
+            writer.close()
+        return nodelay
+
+    assert asyncio.run(check()) != 0
