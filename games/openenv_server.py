@@ -39,6 +39,7 @@ import sys
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, Callable, Optional
 
 try:
@@ -339,7 +340,7 @@ async def _websocket(websocket: WebSocket) -> None:
                 continue
             await websocket.send_json(reply)
         await websocket.close()
-    except WebSocketDisconnect:
+    except (WebSocketDisconnect, OSError):  # the client went away (uvicorn's ClientDisconnected is an OSError)
         pass
     finally:
         sessions.close(session.id)
@@ -415,7 +416,17 @@ async def _schema(request: Request, sessions: Sessions, served: Served) -> dict[
 async def _metadata(request: Request, sessions: Sessions, served: Served) -> dict[str, Any]:
     which = served.game or ", ".join(games.names())
     return {"name": "s3gym", "description": f"The S3Gym text games ({which}), mode {served.mode or 'chosen at reset'}",
-            "readme_content": None, "version": "0.1.0", "author": None, "documentation_url": None}
+            "readme_content": None, "version": _version(), "author": None, "documentation_url": None}
+
+
+def _version() -> Optional[str]:
+    """The installed games' version: their own distribution's, or the app's, which ships them too."""
+    for distribution in ("s3gym-games", "s3gym"):
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
 
 
 def make_app(game: Optional[str] = None, mode: Optional[str] = None, max_sessions: int = DEFAULT_MAX_SESSIONS,

@@ -235,6 +235,7 @@ def test_bad_http_requests_get_one_line_errors():
         refused(http.post("/step", json={"session_id": sid}), 422, "VALIDATION_ERROR")
         assert http.get("/state", params={"session_id": sid}).json()["step_count"] == 0
         assert http.get("/health").json() == {"status": "healthy"}
+        assert http.get("/metadata").json()["name"] == "s3gym"
         schema = http.get("/schema").json()
         assert schema["action"]["required"] == ["action"] and "text" in schema["observation"]["properties"]
 
