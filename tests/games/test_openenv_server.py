@@ -25,7 +25,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 import s3gym_games as games
-from s3gym_games.openenv_server import MAX_MESSAGE_BYTES, listen, make_app, server
+from s3gym_games.openenv_server import MAX_MESSAGE_BYTES, ServeError, Sessions, listen, make_app, server
 from s3gym_games.reply import MAX_ACTION_CHARS
 from s3gym_games.seeds import EVAL_SEED_BASE
 
@@ -283,19 +283,37 @@ def test_the_session_cap_refuses_new_sessions_until_one_closes():
 def test_idle_sessions_are_closed():
     with running(idle_seconds=0.4) as (base, app), httpx.Client(base_url=base) as http:
         sid = http.post("/reset", json={"game": "tetris"}).json()["session_id"]
-        kept = http.post("/reset", json={"game": "tetris"}).json()["session_id"]
         with connect(ws_url(base)) as ws:
-            for _ in range(4):  # a session in use stays open past the idle time
-                time.sleep(0.2)
-                assert http.get("/state", params={"session_id": kept}).status_code == 200
-            reply = json.loads(ws.recv(timeout=5))  # the idle WebSocket session is told, then closed
+            reply = json.loads(ws.recv(timeout=30))  # the idle WebSocket session is told, then closed
             assert reply["data"]["code"] == "SESSION_ERROR"
             assert one_line(reply["data"]["message"]) == "session closed: idle for over 0.4 s; open a new connection"
             with pytest.raises(ConnectionClosed):
-                ws.recv(timeout=5)
+                ws.recv(timeout=30)
+        time.sleep(0.5)
         response = http.post("/step", json={"session_id": sid, "action": {"action": "1 0"}})
         assert response.status_code == 404 and response.json()["code"] == "SESSION_ERROR"
-        assert len(app.state.sessions) == 1
+        assert len(app.state.sessions) == 0
+
+
+def test_a_session_in_use_stays_open_and_the_least_recently_used_expires_first():
+    now = [0.0]
+    sessions = Sessions(cap=3, idle_seconds=10, clock=lambda: now[0])
+    a, b, c = sessions.open(), sessions.open(), sessions.open()
+    with pytest.raises(ServeError) as full:
+        sessions.open()
+    assert full.value.code == "CAPACITY_REACHED" and full.value.status == 503
+    for t in (6.0, 12.0, 18.0):  # a is used every 6 s: never idle for 10
+        now[0] = t
+        assert sessions.get(a.id) is a
+    assert len(sessions) == 1  # b and c, unused since 0, are gone
+    with pytest.raises(ServeError) as gone:
+        sessions.get(b.id)
+    assert gone.value.code == "SESSION_ERROR" and gone.value.status == 404
+    d = sessions.open()
+    now[0] = 25.0
+    assert sessions.touch(d.id) and len(sessions) == 2
+    now[0] = 28.5  # a was last used at 18: idle 10.5 s; d at 25
+    assert not sessions.touch(a.id) and sessions.touch(d.id) and len(sessions) == 1
 
 
 # ----- the command and the docs ---------------------------------------------------------------------------------
