@@ -29,14 +29,11 @@ except ImportError as error:  # the optional extra is missing: say which one
 
 import s3gym_games as games
 from s3gym_games.reply import MAX_ACTION_CHARS
-from s3gym_games.seeds import EVAL_SEED_BASE, EXPLORE_SEED_BASE, require_seed_of
+from s3gym_games.seeds import DRAWN_SEEDS, require_seed_of
 
 VERSION = 0
 MAX_OBSERVATION_CHARS = 16_384  # the longest observation of the seven is chess's, under 6,000 characters
 CHARSET = frozenset(string.printable)  # observations are plain ASCII; actions are read as text
-# the game seeds an environment draws from, per mode (any seed of the mode's range can be asked for)
-DRAWN_SEEDS = {"explore": range(EXPLORE_SEED_BASE, EVAL_SEED_BASE),
-               "eval": range(EVAL_SEED_BASE, 2 * EVAL_SEED_BASE)}
 
 
 def env_id(game: str, mode: str) -> str:

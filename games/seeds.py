@@ -8,6 +8,10 @@ Phase = Literal["explore", "eval"]
 
 EXPLORE_SEED_BASE = 0
 EVAL_SEED_BASE = 1_000_000  # evaluation seeds are >= this, exploration seeds below it
+# the game seeds an adapter draws from when none is asked for, per mode (any seed of the mode's range
+# can be asked for: the eval range is open-ended)
+DRAWN_SEEDS = {"explore": range(EXPLORE_SEED_BASE, EVAL_SEED_BASE),
+               "eval": range(EVAL_SEED_BASE, 2 * EVAL_SEED_BASE)}
 
 
 def phase_of_seed(seed: int) -> Phase:

@@ -4,6 +4,7 @@ both distributions, and third-party games joining through the `s3gym.games` entr
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def test_the_games_distribution_needs_only_what_the_games_import():
                 imported.add(node.module.split(".")[0])
     import sys
     third_party = {m for m in imported if m not in sys.stdlib_module_names and m != "s3gym_games"}
-    optional = {e.split("=")[0] for extra in project["optional-dependencies"].values() for e in extra}
+    optional = {re.split(r"[<>=!~;\[ ]", e)[0] for extra in project["optional-dependencies"].values() for e in extra}
     assert third_party - optional == {"rich"}
 
 
