@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,11 +15,10 @@ from s3gym_games.reply import MAX_ACTION_CHARS, NO_ANSWER, ParsedReply, parse_re
 from s3gym_tui.engine.prompt_cache import needs_marker
 from s3gym_games.prompt import build_messages, messages_json
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store import prompt_delta
-from s3gym_tui.store.prompt_texts import compact_prompt, escape_refs, unescape_refs
+from s3gym_tui.store import stored_prompt
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
-PROMPT_STRIDE = 8  # see EpisodeSession._prompt_base
+PROMPT_STRIDE = stored_prompt.STRIDE  # see stored_prompt.base_index
 # What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
 # later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
 # game sees exactly the (cut) action that is stored, so the verifier's replay stays exact
@@ -79,7 +79,6 @@ class EpisodeSession:
             on_event(EpisodeStarted(existing))
         self.episode = existing
         self.steps: list[Step] = list(store.episodes.steps(existing.id))
-        self._hint_key: Optional[str] = None
         self._prompts: dict[int, str] = {}  # full prompts of possible delta bases (read lazily on resume)
         self._replay(reset=False)
 
@@ -187,39 +186,20 @@ class EpisodeSession:
         return step
 
     def _stored_prompt(self, messages: list, index: int) -> tuple[str, str]:
-        """(the stored form, the full text) of the prompt as sent for step `index`.
-
-        Stored as a delta against the previous prompt of this episode when there is one (the
-        system text, Hint Messages, earlier turns and rules are then copies: O(n) per episode,
-        see store/prompt_delta.py); otherwise whole, with the episode's Hint Messages block stored
-        once and referenced (`[[text:<key>]]`). A literal `[[text:` in the prompt (typed in an
-        action or a summary) is escaped so that it reads back as text (store.escape_refs)."""
+        """(the stored form, the full text) of the prompt as sent for step `index`: copies of an
+        earlier prompt of this episode plus new text when there is one (O(n) per episode), else
+        whole, with the episode's Hint Messages block stored once and shared (store/stored_prompt.py)."""
         full = redact_values(messages_json(messages))  # what the store keeps (secrets never land there)
-        base = self._prompt_base(index)
-        if base is not None:
-            stored = prompt_delta.encode(full, base[1], self.episode.id, base[0], escape_refs,
-                                         unescape_refs)
-            if stored is not None:
-                return stored, full
         hint = self.experience.hint_text()
-        if not hint or len(hint) < 512:
-            return escape_refs(full), full
-        hint = redact_values(hint)
-        if self._hint_key is None:
-            self._hint_key = self.store.prompts.put_text(hint)
-        return compact_prompt(full, self._hint_key, hint), full
+        shared = redact_values(json.dumps(hint, ensure_ascii=False)[1:-1]) if hint else None
+        return self.store.prompts.encode(full, self._prompt_base(index), shared), full
 
     def _prompt_base(self, index: int) -> Optional[tuple[int, str]]:
-        """(index, full prompt) of the step the prompt of step `index` is stored against: the
-        latest earlier step with a prompt, except that every PROMPT_STRIDE-th step is based
-        PROMPT_STRIDE steps back, so rebuilding any prompt walks at most about
-        index/PROMPT_STRIDE + PROMPT_STRIDE deltas."""
-        with_prompt = [s.index for s in self.steps if s.prompt]
-        if not with_prompt:
+        """(index, full prompt) of the step the prompt of step `index` is stored against
+        (stored_prompt.base_index), or None."""
+        base = stored_prompt.base_index(index, [s.index for s in self.steps if s.prompt])
+        if base is None:
             return None
-        base = with_prompt[-1]
-        if index % PROMPT_STRIDE == 0 and index - PROMPT_STRIDE in with_prompt:
-            base = index - PROMPT_STRIDE
         if base not in self._prompts:
             self._prompts[base] = self.store.prompts.step_prompt(self.episode.id, base)
         return base, self._prompts[base]

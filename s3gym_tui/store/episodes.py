@@ -9,10 +9,10 @@ from typing import Any, Iterable, Mapping, Optional, get_args
 
 from s3gym_tui.models import EVAL_SEED_BASE, Episode, Step, phase_of_seed, utcnow
 from s3gym_tui.secrets import redact_values, secret_values
-from s3gym_tui.store import prompt_delta
+from s3gym_tui.store import stored_prompt
 from s3gym_tui.store.connection import Connection, _insert_sql, _q
 from s3gym_tui.store.errors import LeakageError, StoreError
-from s3gym_tui.store.prompt_texts import Prompts, escape_refs
+from s3gym_tui.store.prompt_texts import Prompts
 from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.rows import from_row, one_row, row_dicts
 from s3gym_tui.store.search_schema import index_episode
@@ -197,14 +197,16 @@ class Episodes(Repository):
         with self._db._tx(what) as conn:
             counts: dict[str, int] = {}
             added: dict[tuple[str, int], str] = {}
+            full_texts: dict[tuple[str, int], Optional[str]] = {}  # prompts as sent, when known
             for position, step in enumerate(steps):
                 if step.episode_id not in counts:
                     if not conn.execute("SELECT 1 FROM episodes WHERE id = ?",
                                         (step.episode_id,)).fetchone():
                         raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
                     counts[step.episode_id] = 0
-                if step.prompt and prompt_delta.is_delta(step.prompt):
-                    step = self._own_delta(conn, step, added)
+                if step.prompt:
+                    step, full = self._stored(conn, step, added, full_texts)
+                    full_texts[(step.episode_id, step.index)] = full
                 try:
                     conn.execute(_INSERT_STEP, self._step_values(step, secrets))
                 except sqlite3.IntegrityError as err:
@@ -224,28 +226,34 @@ class Episodes(Repository):
                              (n, episode_id))
         return len(steps)
 
-    def _own_delta(self, conn: sqlite3.Connection, step: Step, added: Mapping[tuple[str, int], str]) -> Step:
-        """A delta prompt based on another episode's step (a fork's copied prefix) is re-based on
-        this episode's copy of that step when both hold the same text, else stored whole."""
+    def _stored(self, conn: sqlite3.Connection, step: Step, added: Mapping[tuple[str, int], str],
+                full_texts: Mapping[tuple[str, int], Optional[str]]) -> tuple[Step, Optional[str]]:
+        """The step with its prompt in stored form, and its prompt as sent when known. A prompt as
+        sent (a batch of rollout steps) is stored against the previous prompt of its episode
+        (stored_prompt.base_index), like the engine's. A stored form (the engine's, a fork's copied
+        prefix) is kept when its base step is stored in the same episode."""
         what = f"the prompt of step {step.index} of episode {step.episode_id!r}"
-        d = self._prompts._parse(step.prompt, what)
-        if d.episode_id == step.episode_id:
-            return step
-        base = added.get((step.episode_id, d.base_index))
-        if base is None:
-            row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
-                               (step.episode_id, d.base_index)).fetchone()
-            base = row[0] if row else None
-        if base is not None:
-            if prompt_delta.is_delta(base):
-                b = self._prompts._parse(base, what)
-                same = (b.length, b.crc) == (d.base_length, d.base_crc)
-            else:
-                text = self._prompts._expand_refs(base)
-                same = (len(text), prompt_delta.crc(text)) == (d.base_length, d.base_crc)
-            if same:
-                return step.model_copy(update={"prompt": prompt_delta.rebase(d, step.episode_id)})
-        return step.model_copy(update={"prompt": escape_refs(self._prompts._apply_delta(d, what))})
+        key = (step.episode_id, step.index)
+        if stored_prompt.is_stored(step.prompt):
+            p = self._prompts._parse(step.prompt, what)
+            if p.base is not None and not (0 <= p.base < step.index and (
+                    (step.episode_id, p.base) in added or conn.execute(
+                        'SELECT 1 FROM steps WHERE episode_id = ? AND "index" = ?',
+                        (step.episode_id, p.base)).fetchone())):
+                raise StoreError(f"cannot store {what}: its base step {p.base} is not stored")
+            return step, None
+        earlier = sorted({i for (e, i) in added if e == step.episode_id and i < step.index} | {
+            r[0] for r in conn.execute('SELECT "index" FROM steps WHERE episode_id = ? AND "index" < ? '
+                                       "AND prompt <> ''", (step.episode_id, step.index))})
+        earlier = [i for i in earlier if added.get((step.episode_id, i), "x")]
+        base_index = stored_prompt.base_index(step.index, earlier)
+        base = None
+        if base_index is not None:
+            text = full_texts.get((step.episode_id, base_index))
+            base = (base_index, text if text is not None else
+                    self._prompts.step_prompt(step.episode_id, base_index))
+        full = redact_values(step.prompt)
+        return step.model_copy(update={"prompt": self._prompts.encode(full, base)}), full
 
     def steps(self, episode_id: str, *, include_prompt: bool = True) -> list[Step]:
         """An episode's steps in order (one index range scan). include_prompt=False leaves

@@ -1,5 +1,6 @@
 """SQL views for browsing a store (Datasette, sqlite3): steps with their run, game, pathway and
-phase; the JSON id lists (history sources, summary sources, checkpoint episodes) as rows.
+phase; each step's prompt as sent; the JSON id lists (history sources, summary sources, checkpoint
+episodes) as rows.
 
 Views are derived: `schema.migrate` drops them before any migration (so a table can be rebuilt
 under them) and creates the current ones after the last (migrations add views here, not in a
@@ -10,7 +11,30 @@ from __future__ import annotations
 
 import sqlite3
 
+def _joined_parts(base: str) -> str:
+    """SQL for the prompt a step's parts make (stored_prompt.py), copies sliced from `base`: the parts
+    in array order (json_each reads them in order, one row each)."""
+    return f"""(SELECT group_concat(CASE p.type WHEN 'text' THEN p.value
+                       WHEN 'array' THEN substr({base}, json_extract(p.value, '$[0]') + 1, json_extract(p.value, '$[1]'))
+                       ELSE (SELECT t.text FROM texts t WHERE t.key = json_extract(p.value, '$.text')) END, '')
+         FROM json_each(s.prompt, '$.parts') p)"""
+
+
+# Each step's prompt exactly as sent: a step without a base is its parts joined; the others are joined
+# in turn, each once its base is built (a recursive CTE over the bases, an episode at a time).
+STEP_PROMPTS = f"""
+WITH RECURSIVE built(step_id, episode_id, step_index, prompt) AS (
+  SELECT s.id, s.episode_id, s."index", {_joined_parts("NULL")}
+  FROM steps s WHERE s.prompt <> '' AND json_extract(s.prompt, '$.base') IS NULL
+  UNION ALL
+  SELECT s.id, s.episode_id, s."index", {_joined_parts("b.prompt")}
+  FROM built b JOIN steps s ON s.episode_id = b.episode_id AND s."index" > b.step_index
+   AND s.prompt <> '' AND json_extract(s.prompt, '$.base') = b.step_index
+)
+SELECT step_id, episode_id, step_index, prompt FROM built"""
+
 VIEWS: dict[str, str] = {
+    "step_prompts": STEP_PROMPTS,
     "steps_in_runs": """
 SELECT s.id AS step_id, s.episode_id, s."index" AS step_index, r.sweep_id, e.run_id, e.game,
        e.model, e.pathway, e.phase, e.mode, e.checkpoint, e."index" AS episode_index, e.seed,
