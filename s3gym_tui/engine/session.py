@@ -15,10 +15,8 @@ from s3gym_games.reply import MAX_ACTION_CHARS, NO_ANSWER, ParsedReply, parse_re
 from s3gym_tui.engine.prompt_cache import needs_marker
 from s3gym_games.prompt import build_messages, messages_json
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store import stored_prompt
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
-PROMPT_STRIDE = stored_prompt.STRIDE  # see stored_prompt.base_index
 # What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
 # later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
 # game sees exactly the (cut) action that is stored, so the verifier's replay stays exact
@@ -79,7 +77,6 @@ class EpisodeSession:
             on_event(EpisodeStarted(existing))
         self.episode = existing
         self.steps: list[Step] = list(store.episodes.steps(existing.id))
-        self._prompts: dict[int, str] = {}  # full prompts of possible delta bases (read lazily on resume)
         self._replay(reset=False)
 
     def _replay(self, reset: bool = True) -> None:
@@ -136,8 +133,7 @@ class EpisodeSession:
         else:
             score = self_score if self_score is not None else (proposal.parsed.self_score if proposal else None)
         action = _storable(action)  # the game sees exactly the action that is stored
-        stored_prompt, full_prompt = (self._stored_prompt(proposal.messages, len(self.steps))
-                                      if proposal else ("", ""))
+        prompt, shared = self._prompt(proposal.messages) if proposal else ("", None)
         call = proposal.call if proposal else None
         faults = list(call.faults) if call else []
         if len(action) > MAX_ACTION_CHARS:
@@ -151,7 +147,7 @@ class EpisodeSession:
             faults.append(reply_cut)
         step = Step(
             episode_id=self.episode.id, index=len(self.steps), observation=observation,
-            prompt=stored_prompt,
+            prompt=prompt,
             reply=reply, action=action, self_score=score,
             reward=result.reward, feedback=result.feedback, valid=result.valid,
             terminated=result.terminated,
@@ -169,15 +165,11 @@ class EpisodeSession:
         if call is not None and call.original_reply is not None and actor == "model":
             repair = (_cut_reply(call.original_reply)[0], reply)  # the model's own reply, and the repaired one
         try:
-            self.store.episodes.add_step(step, repair=repair)
+            step = self.store.episodes.add_step(step, repair=repair, shared=shared)
         except BaseException:
             self._replay()  # not stored, so not taken: the game returns to the stored state
             raise
         self.steps.append(step)
-        if stored_prompt:  # the bases of the next prompts: the latest and every PROMPT_STRIDE-th
-            self._prompts = {i: t for i, t in self._prompts.items() if i % PROMPT_STRIDE == 0
-                             and i > step.index - 2 * PROMPT_STRIDE}
-            self._prompts[step.index] = full_prompt
         self.feedback = result.feedback
         self.episode = self.episode.model_copy(update={"n_steps": len(self.steps)})
         self.on_event(StepDone(self.episode, step))
@@ -185,24 +177,13 @@ class EpisodeSession:
             self.finish("finished")
         return step
 
-    def _stored_prompt(self, messages: list, index: int) -> tuple[str, str]:
-        """(the stored form, the full text) of the prompt as sent for step `index`: copies of an
-        earlier prompt of this episode plus new text when there is one (O(n) per episode), else
-        whole, with the episode's Hint Messages block stored once and shared (store/stored_prompt.py)."""
-        full = redact_values(messages_json(messages))  # what the store keeps (secrets never land there)
+    def _prompt(self, messages: list) -> tuple[str, Optional[str]]:
+        """(the prompt as sent, its Hint Messages block as it appears in it): the store keeps the
+        prompt as copies of an earlier one of this episode plus new text, the block once for every
+        prompt that repeats it (store/stored_prompt.py). Secrets never land in the store."""
         hint = self.experience.hint_text()
-        shared = redact_values(json.dumps(hint, ensure_ascii=False)[1:-1]) if hint else None
-        return self.store.prompts.encode(full, self._prompt_base(index), shared), full
-
-    def _prompt_base(self, index: int) -> Optional[tuple[int, str]]:
-        """(index, full prompt) of the step the prompt of step `index` is stored against
-        (stored_prompt.base_index), or None."""
-        base = stored_prompt.base_index(index, [s.index for s in self.steps if s.prompt])
-        if base is None:
-            return None
-        if base not in self._prompts:
-            self._prompts[base] = self.store.prompts.step_prompt(self.episode.id, base)
-        return base, self._prompts[base]
+        return (redact_values(messages_json(messages)),
+                redact_values(json.dumps(hint, ensure_ascii=False)[1:-1]) if hint else None)
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()

@@ -4,7 +4,7 @@ references, `[[delta]]` JSON) to its parts (stored_prompt.py), which plain SQL j
 Each prompt is rebuilt with the old layout's rules (its CRC checked: a prompt that does not rebuild
 stops the upgrade, which then leaves the file as it was), then stored again against the same base
 rule the engine uses. The shared texts become the parts as they appear in prompts (JSON-escaped),
-keyed by the hash of that form; texts no prompt refers to any more are dropped.
+keyed by the hash of that form (a text no prompt referred to is left as it was).
 """
 
 from __future__ import annotations
@@ -85,13 +85,13 @@ class _OldLayout:
             self.full[(e, j)] = text
         return self.full[(episode_id, index)]
 
-    def shared_part(self, stored: str) -> Optional[str]:
-        """The shared text an old whole prompt referred to, as it appears in the prompt."""
+    def shared_part(self, stored: str) -> tuple[Optional[str], Optional[str]]:
+        """(its key, the shared text an old whole prompt referred to, as it appears in the prompt)."""
         if prompt_delta.is_delta(stored):
-            return None
+            return None, None
         match = _OLD_REF.search(stored)
         text = self.text(match.group(1)) if match else None
-        return None if text is None else json.dumps(text, ensure_ascii=False)[1:-1]
+        return (None, None) if text is None else (match.group(1), json.dumps(text, ensure_ascii=False)[1:-1])
 
     def forget(self, episode_id: str, keep_rows: bool) -> None:
         if not keep_rows:
@@ -111,6 +111,7 @@ def prompt_parts_v16(conn: sqlite3.Connection, progress: Callable[[str], None] =
     after each episode: tests use it to stop an upgrade half-way)."""
     old = _OldLayout(conn)
     shared: dict[str, str] = {}  # new key -> part
+    replaced: set[str] = set()  # the old keys of those parts (a text nothing referred to is left as it was)
     episodes = [r[0] for r in conn.execute("SELECT DISTINCT episode_id FROM steps ORDER BY episode_id")]
     # episodes other episodes' deltas are based on (a fork's copies, before v5): their old rows are
     # read now, before they are rewritten, and kept
@@ -129,8 +130,9 @@ def prompt_parts_v16(conn: sqlite3.Connection, progress: Callable[[str], None] =
             text = old.prompt(episode_id, index)
             b = stored_prompt.base_index(index, with_prompt)
             new = stored_prompt.encode(text, None if b is None else (b, old.prompt(episode_id, b)))
-            part = old.shared_part(stored)
+            old_key, part = old.shared_part(stored)
             if new.startswith('{"base":null,') and part and part in text:
+                replaced.add(old_key)
                 key = text_key(part)
                 shared[key] = part
                 new = stored_prompt.encode(text, None, (key, part))
@@ -138,5 +140,5 @@ def prompt_parts_v16(conn: sqlite3.Connection, progress: Callable[[str], None] =
             with_prompt.append(index)
         old.forget(episode_id, keep_rows=episode_id in sources)
         progress(episode_id)
-    conn.execute("DELETE FROM texts")
-    conn.executemany("INSERT INTO texts (key, text) VALUES (?, ?)", shared.items())
+    conn.executemany("DELETE FROM texts WHERE key = ?", [(k,) for k in replaced])
+    conn.executemany("INSERT OR REPLACE INTO texts (key, text) VALUES (?, ?)", shared.items())

@@ -19,6 +19,7 @@ move). A prompt as sent is JSON that starts with `[`, a stored one starts with `
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from dataclasses import dataclass
 from typing import Callable, Optional, Union
@@ -27,6 +28,8 @@ from s3gym_tui.store.prompt_delta import diff
 
 PREFIX = '{"base":'
 STRIDE = 8  # every STRIDE-th step is based STRIDE steps back (see base_index)
+SHARED_REF = re.compile(r'\{"text":"([0-9a-f]{32})"\}')  # a shared part in a stored prompt
+SHARED_LIKE = '%{"text":"%'  # SQL LIKE pattern of the stored prompts that may have one
 
 Part = Union[list, str, dict]
 
