@@ -60,7 +60,8 @@ def _stored(path: Path, episode_ids=None) -> list[tuple[tuple, str, str]]:
     and the last step step_prompt on a just-opened store, and the SQL view step_prompts."""
     cold_store, warm = Store(path, check=False), Store(path, check=False)
     conn = sqlite3.connect(path)
-    in_sql = {(e, i): p for e, i, p in conn.execute("SELECT episode_id, step_index, prompt FROM step_prompts")}
+    in_sql = {(e, i): p for e, i, p in conn.execute("SELECT episode_id, step_index, prompt FROM step_prompts")
+              if episode_ids is None or e in episode_ids}
     conn.close()
     out = []
     for episode in warm.episodes.list():
