@@ -25,11 +25,11 @@ def _joined_parts(base: str) -> str:
 STEP_PROMPTS = f"""
 WITH RECURSIVE built(step_id, episode_id, step_index, prompt) AS (
   SELECT s.id, s.episode_id, s."index", {_joined_parts("NULL")}
-  FROM steps s WHERE s.prompt <> '' AND json_extract(s.prompt, '$.base') IS NULL
+  FROM steps s WHERE s.prompt <> '' AND json_extract(nullif(s.prompt, ''), '$.base') IS NULL
   UNION ALL
   SELECT s.id, s.episode_id, s."index", {_joined_parts("b.prompt")}
   FROM built b JOIN steps s ON s.episode_id = b.episode_id AND s."index" > b.step_index
-   AND s.prompt <> '' AND json_extract(s.prompt, '$.base') = b.step_index
+   AND json_extract(nullif(s.prompt, ''), '$.base') = b.step_index
 )
 SELECT step_id, episode_id, step_index, prompt FROM built"""
 
