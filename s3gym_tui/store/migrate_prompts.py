@@ -1,9 +1,11 @@
 """Schema 16: every stored prompt rewritten from the v2-v15 layout (compact text with `[[text:<key>]]`
 references, `[[delta]]` JSON) to its parts (stored_prompt.py), which plain SQL joins back.
 
-Each prompt is rebuilt with the old layout's rules (its CRC checked: a prompt that does not rebuild
-stops the upgrade, which then leaves the file as it was), then stored again against the same base
-rule the engine uses. The shared texts become the parts as they appear in prompts (JSON-escaped),
+A delta against an earlier step of its own episode (what every s3gym since schema 5 stores) keeps its
+copies, length and CRC, its new text expanded (no prompt is rebuilt: the upgrade costs a pass over the
+stored forms); a whole prompt is expanded (its shared part kept shared); a delta against another
+episode's step (a fork's copy before schema 5) is rebuilt with the old rules (CRC checked: one that does
+not rebuild stops the upgrade, which then leaves the file as it was) and stored against its own episode. The shared texts become the parts as they appear in prompts (JSON-escaped),
 keyed by the hash of that form (a text no prompt referred to is left as it was).
 """
 
@@ -106,6 +108,30 @@ def _parse(stored: str, what: str) -> prompt_delta.Delta:
         raise StoreError(f"{what} does not rebuild ({err})") from err
 
 
+def _converted(old: _OldLayout, episode_id: str, index: int, stored: str, with_prompt: list[int],
+               shared: dict[str, str], replaced: set[str]) -> str:
+    """The stored form of schema 16 of one old stored prompt. A delta against an earlier step of its own
+    episode keeps its copies, length and CRC (the same CRC-32), its new text expanded: no prompt is
+    rebuilt. A whole prompt is expanded, its shared part kept shared; a delta against another
+    episode's step is rebuilt and stored again against its own episode."""
+    if prompt_delta.is_delta(stored):
+        d = _parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
+        if d.episode_id == episode_id and d.base_index in with_prompt:
+            parts = [op if isinstance(op, list) else old.expand(op) for op in d.ops]
+            return json.dumps({"base": d.base_index, "length": d.length, "crc": d.crc, "parts": parts},
+                              ensure_ascii=False, separators=(",", ":"))
+    text = old.prompt(episode_id, index)
+    b = stored_prompt.base_index(index, with_prompt)
+    new = stored_prompt.encode(text, None if b is None else (b, old.prompt(episode_id, b)))
+    old_key, part = old.shared_part(stored)
+    if new.startswith('{"base":null,') and part and part in text:
+        replaced.add(old_key)
+        key = text_key(part)
+        shared[key] = part
+        new = stored_prompt.encode(text, None, (key, part))
+    return new
+
+
 def prompt_parts_v16(conn: sqlite3.Connection, progress: Callable[[str], None] = lambda episode_id: None) -> None:
     """Rewrite every stored prompt as parts, inside the caller's transaction (`progress` is called
     after each episode: tests use it to stop an upgrade half-way)."""
@@ -127,16 +153,8 @@ def prompt_parts_v16(conn: sqlite3.Connection, progress: Callable[[str], None] =
         for step_id, index, stored in rows:
             if stored == "":
                 continue
-            text = old.prompt(episode_id, index)
-            b = stored_prompt.base_index(index, with_prompt)
-            new = stored_prompt.encode(text, None if b is None else (b, old.prompt(episode_id, b)))
-            old_key, part = old.shared_part(stored)
-            if new.startswith('{"base":null,') and part and part in text:
-                replaced.add(old_key)
-                key = text_key(part)
-                shared[key] = part
-                new = stored_prompt.encode(text, None, (key, part))
-            conn.execute("UPDATE steps SET prompt = ? WHERE id = ?", (new, step_id))
+            conn.execute("UPDATE steps SET prompt = ? WHERE id = ?",
+                         (_converted(old, episode_id, index, stored, with_prompt, shared, replaced), step_id))
             with_prompt.append(index)
         old.forget(episode_id, keep_rows=episode_id in sources)
         progress(episode_id)

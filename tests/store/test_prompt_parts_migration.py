@@ -169,3 +169,33 @@ def test_a_version_2_file_upgrades_with_its_prompts_kept(tmp_path):
         "SELECT key, text FROM texts")).values()  # still shared, now as it appears in the prompt
     assert [p for (p,) in store.conn.execute("SELECT prompt FROM step_prompts ORDER BY step_index")] == \
         [full, '[{"role": "user", "content": "plain"}]']
+
+
+def test_a_delta_based_on_another_episodes_step_is_rebuilt(tmp_path):
+    """Before schema 5 a fork's copied steps kept deltas against its source's steps: the upgrade
+    rebuilds them (the source rewritten first) and stores them against the copy's own steps."""
+    path = _old_file(tmp_path)
+    conn = sqlite3.connect(path)
+    source = "snake-history-x000"
+    rows = conn.execute('SELECT * FROM steps WHERE episode_id = ? AND "index" < 4 ORDER BY "index"', (source,)).fetchall()
+    assert [p.startswith("[[delta]]") for (p,) in conn.execute(
+        'SELECT prompt FROM steps WHERE episode_id = ? AND "index" < 4 ORDER BY "index"', (source,))] == \
+        [False, True, True, True]
+    columns = [c[1] for c in conn.execute("PRAGMA table_info(steps)")]
+    episode = [list(r) for r in conn.execute("SELECT * FROM episodes WHERE id = ?", (source,))][0]
+    ep_columns = [c[1] for c in conn.execute("PRAGMA table_info(episodes)")]
+    episode[ep_columns.index("id")], episode[ep_columns.index("run_id")] = "zz-old-fork", None
+    episode[ep_columns.index("fork_of")], episode[ep_columns.index("fork_step")] = source, 4
+    conn.execute(f"INSERT INTO episodes VALUES ({','.join('?' * len(episode))})", episode)
+    for row in rows:
+        row = list(row)
+        row[columns.index("id")], row[columns.index("episode_id")] = None, "zz-old-fork"
+        conn.execute(f"INSERT INTO steps VALUES ({','.join('?' * len(row))})", row)
+    conn.commit()
+    conn.close()
+    Store(path).close()
+    read, in_sql = _prompts(path)
+    expected = _expected()
+    for k in range(4):
+        assert read[f"zz-old-fork/{k}"] == in_sql[f"zz-old-fork/{k}"] == expected[f"{source}/{k}"]
+    assert {k: v for k, v in read.items() if not k.startswith("zz-")} == expected
