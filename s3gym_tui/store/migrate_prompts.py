@@ -2,11 +2,12 @@
 references, `[[delta]]` JSON) to its parts (stored_prompt.py), which plain SQL joins back.
 
 A delta against an earlier step of its own episode (what every s3gym since schema 5 stores) keeps its
-copies, length and CRC, its new text expanded (no prompt is rebuilt: the upgrade costs a pass over the
-stored forms); a whole prompt is expanded (its shared part kept shared); a delta against another
-episode's step (a fork's copy before schema 5) is rebuilt with the old rules (CRC checked: one that does
-not rebuild stops the upgrade, which then leaves the file as it was) and stored against its own episode. The shared texts become the parts as they appear in prompts (JSON-escaped),
-keyed by the hash of that form (a text no prompt referred to is left as it was).
+copies (offsets now in UTF-8 bytes), length and CRC, its new text expanded: its prompt is rebuilt with
+the old rules (CRC checked: one that does not rebuild stops the upgrade, which then leaves the file as
+it was), not searched for copies again. A whole prompt is expanded, its shared part kept shared; a
+delta against another episode's step (a fork's copy before schema 5) is stored again against its own
+episode. The shared texts become the parts as they appear in prompts (JSON-escaped), keyed by the
+hash of that form (a text no prompt referred to is left as it was).
 """
 
 from __future__ import annotations
@@ -111,13 +112,14 @@ def _parse(stored: str, what: str) -> prompt_delta.Delta:
 def _converted(old: _OldLayout, episode_id: str, index: int, stored: str, with_prompt: list[int],
                shared: dict[str, str], replaced: set[str]) -> str:
     """The stored form of schema 16 of one old stored prompt. A delta against an earlier step of its own
-    episode keeps its copies, length and CRC (the same CRC-32), its new text expanded: no prompt is
-    rebuilt. A whole prompt is expanded, its shared part kept shared; a delta against another
+    episode keeps its copies, length and CRC (the same CRC-32), its new text expanded. A whole prompt is expanded, its shared part kept shared; a delta against another
     episode's step is rebuilt and stored again against its own episode."""
     if prompt_delta.is_delta(stored):
         d = _parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
         if d.episode_id == episode_id and d.base_index in with_prompt:
-            parts = [op if isinstance(op, list) else old.expand(op) for op in d.ops]
+            old.prompt(episode_id, index)  # rebuilt once (CRC checked), the base of the next ones
+            parts = stored_prompt.in_bytes([op if isinstance(op, list) else old.expand(op) for op in d.ops],
+                                           old.prompt(episode_id, d.base_index))
             return json.dumps({"base": d.base_index, "length": d.length, "crc": d.crc, "parts": parts},
                               ensure_ascii=False, separators=(",", ":"))
     text = old.prompt(episode_id, index)

@@ -3,7 +3,8 @@
     {"base": <step index or null>, "length": <chars>, "crc": <CRC-32>, "parts": [...]}
 
 The prompt as sent (the messages JSON) is the concatenation of `parts`, in order:
-- `[start, length]`: that slice (in characters) of the prompt of step `base` of the same episode;
+- `[start, length]`: that slice, in UTF-8 bytes, of the prompt of step `base` of the same episode
+  (bytes, not characters: SQLite's substr on a BLOB finds an offset at once, on TEXT it walks it);
 - a string: text exactly as sent;
 - `{"text": <key>}`: a shared part stored once in `texts` (an episode's Hint Messages block, which
   a History run's evaluation episodes share), exactly as it appears in the prompt.
@@ -76,10 +77,25 @@ def apply(parts: tuple[Part, ...] | list[Part], base: Optional[str], shared: Cal
     (key -> text). ValueError for a malformed part or a copy without a base; a copy reaching past its
     base gives a shorter text (the caller checks the length and CRC)."""
     try:
-        return "".join([part if type(part) is str else base[part[0]:part[0] + part[1]] if type(part) is list
-                        else shared(part["text"]) for part in parts])  # type: ignore[index]
-    except (TypeError, IndexError, KeyError) as err:
+        if base is None or base.isascii():  # byte offsets are character offsets
+            return "".join([part if type(part) is str else base[part[0]:part[0] + part[1]] if type(part) is list
+                            else shared(part["text"]) for part in parts])  # type: ignore[index]
+        raw = _utf8(base)
+        return b"".join([_utf8(part) if type(part) is str else raw[part[0]:part[0] + part[1]] if type(part) is list
+                         else _utf8(shared(part["text"])) for part in parts]).decode("utf-8", "surrogatepass")
+    except (TypeError, IndexError, KeyError, UnicodeDecodeError) as err:
         raise ValueError(f"malformed part ({err})") from err
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def in_bytes(parts: list[Part], base: str) -> list[Part]:
+    """Parts whose copies are in characters of `base`, with their copies in UTF-8 bytes."""
+    if base.isascii():
+        return parts
+    return [[len(_utf8(base[:p[0]])), len(_utf8(base[p[0]:p[0] + p[1]]))] if type(p) is list else p for p in parts]
 
 
 def dump(base: Optional[int], text: str, parts: list[Part]) -> str:
@@ -99,7 +115,7 @@ def encode(text: str, base: Optional[tuple[int, str]] = None,
             whole = [p for p in (text[:at], {"text": shared[0]}, text[at + len(shared[1]):]) if p != ""]
     stored = dump(None, text, whole)
     if base is not None:
-        delta = dump(base[0], text, diff(text, base[1]))
+        delta = dump(base[0], text, in_bytes(diff(text, base[1]), base[1]))
         if len(delta) < len(stored) and apply(json.loads(delta)["parts"], base[1], _no_shared) == text:
             stored = delta
     return stored

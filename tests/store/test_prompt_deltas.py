@@ -185,3 +185,14 @@ def test_a_cached_prompt_is_only_used_for_the_row_it_was_built_from(store, run, 
     conn.commit()
     store.episodes.add_step(make_step(episode.id, 4, prompt=replaced))
     assert store.prompts.step_prompt(episode.id, 4) == replaced
+
+
+def test_copies_are_in_utf8_bytes_and_rebuild_text_beyond_ascii(store, run, db_path):
+    accents = lambda k: f" é ü {'漢字' * (k % 3)} 🎲{k} ñ" + "ß" * k
+    episode, full = _episode(store, run, extra=accents)
+    assert not full[5].isascii()
+    steps = store.episodes.steps(episode.id)
+    copies = [part for s in steps[1:] for part in json.loads(s.prompt)["parts"] if isinstance(part, list)]
+    assert any(p[0] + p[1] > len(full[0]) for p in copies)  # offsets past the characters: bytes
+    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(12)] == full
+    assert _in_sql(db_path, episode.id) == full
