@@ -8,7 +8,7 @@ Figures tracked: median time to load one 64-step episode (target < 20 ms), add_s
 (one transaction per step, as the runner writes them), DB size; plus open, list_runs and audit;
 and, from a real scripted Tetris run (pathway none, 3 exploration + 1 evaluation episode per
 checkpoint, 320 steps): bytes per stored step, full-text index included (target <= 3,072 B;
-prompts are deltas, see store/prompt_delta.py; pages of store.connection.PAGE_SIZE) and the time to read a prompt back (target < 1 ms).
+prompts are parts, mostly copies of an earlier prompt, see store/stored_prompt.py; pages of store.connection.PAGE_SIZE) and the time to read a prompt back (target < 1 ms).
 """
 
 from __future__ import annotations

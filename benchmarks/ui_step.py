@@ -210,7 +210,8 @@ def add_real_episodes(store: Store, pairs: int, prompt_bytes: int) -> list[tuple
                                                     scores=(float(n), float(n + 1), float(n % 4))))
     # a fork of the first History episode after 32 steps (what `C` compares with its original)
     source = out[0][0]
-    copied = [s.model_copy(update={"episode_id": "bench-fork"}) for s in store.episodes.steps(source)[:32]]
+    copied = [s.model_copy(update={"episode_id": "bench-fork", "prompt": store.prompts.prompt_of(s)})
+              for s in store.episodes.steps(source)[:32]]  # the prompts as sent, as a fork copies them
     store.episodes.add_episode(Episode(id="bench-fork", run_id=None, game="snake", mode="eval", phase="eval",
                                        seed=EVAL_SEED_BASE, index=0, model="scripted/snake", pathway="none",
                                        fork_of=source, fork_step=32), copied)

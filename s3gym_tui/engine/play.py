@@ -72,7 +72,9 @@ def fork_session(store, source_episode_id: str, at_step: int, settings: CallSett
         id=f"fork-{uuid.uuid4().hex[:10]}", run_id=None, game=source.game, mode=source.mode,
         phase=source.phase, seed=source.seed, index=0, model=settings.model, pathway=pathway,
         fork_of=source.id, fork_step=at_step, **context)
-    store.episodes.add_episode(episode, [s.model_copy(update={"episode_id": episode.id}) for s in steps[:at_step]])
+    copies = [s.model_copy(update={"episode_id": episode.id, "prompt": store.prompts.prompt_of(s)})
+              for s in steps[:at_step]]  # the prompts as sent: the store keeps them against the copies
+    store.episodes.add_episode(episode, copies)
     return EpisodeSession(store, store.episodes.find_episode(episode.id), settings, experience, on_event)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Optional
 
@@ -14,11 +15,8 @@ from s3gym_games.reply import MAX_ACTION_CHARS, NO_ANSWER, ParsedReply, parse_re
 from s3gym_tui.engine.prompt_cache import needs_marker
 from s3gym_games.prompt import build_messages, messages_json
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store import prompt_delta
-from s3gym_tui.store.prompt_texts import compact_prompt, escape_refs, unescape_refs
 from s3gym_tui.models import Actor, Episode, Step, utcnow
 
-PROMPT_STRIDE = 8  # see EpisodeSession._prompt_base
 # What is stored and sent back to the model is bounded: a 1 MB action would be repeated in every
 # later prompt of the episode, a 20 MB reply stored verbatim. A cut is recorded as a fault; the
 # game sees exactly the (cut) action that is stored, so the verifier's replay stays exact
@@ -79,8 +77,6 @@ class EpisodeSession:
             on_event(EpisodeStarted(existing))
         self.episode = existing
         self.steps: list[Step] = list(store.episodes.steps(existing.id))
-        self._hint_key: Optional[str] = None
-        self._prompts: dict[int, str] = {}  # full prompts of possible delta bases (read lazily on resume)
         self._replay(reset=False)
 
     def _replay(self, reset: bool = True) -> None:
@@ -137,8 +133,7 @@ class EpisodeSession:
         else:
             score = self_score if self_score is not None else (proposal.parsed.self_score if proposal else None)
         action = _storable(action)  # the game sees exactly the action that is stored
-        stored_prompt, full_prompt = (self._stored_prompt(proposal.messages, len(self.steps))
-                                      if proposal else ("", ""))
+        prompt, shared = self._prompt(proposal.messages) if proposal else ("", None)
         call = proposal.call if proposal else None
         faults = list(call.faults) if call else []
         if len(action) > MAX_ACTION_CHARS:
@@ -152,7 +147,7 @@ class EpisodeSession:
             faults.append(reply_cut)
         step = Step(
             episode_id=self.episode.id, index=len(self.steps), observation=observation,
-            prompt=stored_prompt,
+            prompt=prompt,
             reply=reply, action=action, self_score=score,
             reward=result.reward, feedback=result.feedback, valid=result.valid,
             terminated=result.terminated,
@@ -170,15 +165,11 @@ class EpisodeSession:
         if call is not None and call.original_reply is not None and actor == "model":
             repair = (_cut_reply(call.original_reply)[0], reply)  # the model's own reply, and the repaired one
         try:
-            self.store.episodes.add_step(step, repair=repair)
+            step = self.store.episodes.add_step(step, repair=repair, shared=shared)
         except BaseException:
             self._replay()  # not stored, so not taken: the game returns to the stored state
             raise
         self.steps.append(step)
-        if stored_prompt:  # the bases of the next prompts: the latest and every PROMPT_STRIDE-th
-            self._prompts = {i: t for i, t in self._prompts.items() if i % PROMPT_STRIDE == 0
-                             and i > step.index - 2 * PROMPT_STRIDE}
-            self._prompts[step.index] = full_prompt
         self.feedback = result.feedback
         self.episode = self.episode.model_copy(update={"n_steps": len(self.steps)})
         self.on_event(StepDone(self.episode, step))
@@ -186,43 +177,13 @@ class EpisodeSession:
             self.finish("finished")
         return step
 
-    def _stored_prompt(self, messages: list, index: int) -> tuple[str, str]:
-        """(the stored form, the full text) of the prompt as sent for step `index`.
-
-        Stored as a delta against the previous prompt of this episode when there is one (the
-        system text, Hint Messages, earlier turns and rules are then copies: O(n) per episode,
-        see store/prompt_delta.py); otherwise whole, with the episode's Hint Messages block stored
-        once and referenced (`[[text:<key>]]`). A literal `[[text:` in the prompt (typed in an
-        action or a summary) is escaped so that it reads back as text (store.escape_refs)."""
-        full = redact_values(messages_json(messages))  # what the store keeps (secrets never land there)
-        base = self._prompt_base(index)
-        if base is not None:
-            stored = prompt_delta.encode(full, base[1], self.episode.id, base[0], escape_refs,
-                                         unescape_refs)
-            if stored is not None:
-                return stored, full
+    def _prompt(self, messages: list) -> tuple[str, Optional[str]]:
+        """(the prompt as sent, its Hint Messages block as it appears in it): the store keeps the
+        prompt as copies of an earlier one of this episode plus new text, the block once for every
+        prompt that repeats it (store/stored_prompt.py). Secrets never land in the store."""
         hint = self.experience.hint_text()
-        if not hint or len(hint) < 512:
-            return escape_refs(full), full
-        hint = redact_values(hint)
-        if self._hint_key is None:
-            self._hint_key = self.store.prompts.put_text(hint)
-        return compact_prompt(full, self._hint_key, hint), full
-
-    def _prompt_base(self, index: int) -> Optional[tuple[int, str]]:
-        """(index, full prompt) of the step the prompt of step `index` is stored against: the
-        latest earlier step with a prompt, except that every PROMPT_STRIDE-th step is based
-        PROMPT_STRIDE steps back, so rebuilding any prompt walks at most about
-        index/PROMPT_STRIDE + PROMPT_STRIDE deltas."""
-        with_prompt = [s.index for s in self.steps if s.prompt]
-        if not with_prompt:
-            return None
-        base = with_prompt[-1]
-        if index % PROMPT_STRIDE == 0 and index - PROMPT_STRIDE in with_prompt:
-            base = index - PROMPT_STRIDE
-        if base not in self._prompts:
-            self._prompts[base] = self.store.prompts.step_prompt(self.episode.id, base)
-        return base, self._prompts[base]
+        return (redact_values(messages_json(messages)),
+                redact_values(json.dumps(hint, ensure_ascii=False)[1:-1]) if hint else None)
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()

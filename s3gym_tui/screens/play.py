@@ -432,8 +432,7 @@ class PlayScreen(SteadyLayout, Screen):
     def _show_step(self, step: Step) -> None:
         store = self.app.store
         try:
-            prompt = (store.prompts.expand_prompt(step.prompt) if step.prompt
-                      else store.prompts.step_prompt(step.episode_id, step.index))
+            prompt = store.prompts.prompt_of(step)
         except Exception as exc:  # noqa: BLE001
             prompt = f"(cannot read the prompt: {exc})"
         episode = self.episode

@@ -9,10 +9,10 @@ from typing import Any, Iterable, Mapping, Optional, get_args
 
 from s3gym_tui.models import EVAL_SEED_BASE, Episode, Step, phase_of_seed, utcnow
 from s3gym_tui.secrets import redact_values, secret_values
-from s3gym_tui.store import prompt_delta
+from s3gym_tui.store import stored_prompt
 from s3gym_tui.store.connection import Connection, _insert_sql, _q
 from s3gym_tui.store.errors import LeakageError, StoreError
-from s3gym_tui.store.prompt_texts import Prompts, escape_refs
+from s3gym_tui.store.prompt_texts import Prompts
 from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.rows import from_row, one_row, row_dicts
 from s3gym_tui.store.search_schema import index_episode
@@ -179,32 +179,44 @@ class Episodes(Repository):
                     data[col] = redact_values(data[col], secrets)
         return tuple(data[c] for c in _STEP_COLS)
 
-    def add_step(self, step: Step, repair: Optional[tuple[str, str]] = None) -> Step:
-        """Store one step and bump its episode's n_steps, in one transaction. `repair`: (the
-        model's own reply, the repaired reply the game acted on) when the provider repaired it."""
-        self.add_steps([step], repairs={0: repair} if repair is not None else None)
-        return step
+    def add_step(self, step: Step, repair: Optional[tuple[str, str]] = None,
+                 shared: Optional[str] = None) -> Step:
+        """Store one step and bump its episode's n_steps, in one transaction; returns the step as
+        stored (its prompt in stored form). `repair`: (the model's own reply, the repaired reply the
+        game acted on) when the provider repaired it; `shared`: see add_steps."""
+        return self._add_steps([step], {0: repair} if repair is not None else None, shared)[0]
 
-    def add_steps(self, steps: Iterable[Step], repairs: Optional[Mapping[int, tuple[str, str]]] = None) -> int:
+    def add_steps(self, steps: Iterable[Step], repairs: Optional[Mapping[int, tuple[str, str]]] = None,
+                  shared: Optional[str] = None) -> int:
         """Store steps (e.g. a fork's replayed prefix) in one transaction; refuse duplicates.
+        A step's prompt is the prompt as sent (or '' for none); it is stored as copies of an earlier
+        prompt of its episode plus new text (store/stored_prompt.py), with `shared` (a large part that
+        other prompts repeat, an episode's Hint Messages as it appears in the prompt) stored once.
         `repairs`: position in `steps` -> (original reply, repaired reply), stored with the step."""
-        steps = list(steps)
+        return len(self._add_steps(list(steps), repairs, shared))
+
+    def _add_steps(self, steps: list[Step], repairs: Optional[Mapping[int, tuple[str, str]]],
+                   shared: Optional[str]) -> list[Step]:
         if not steps:
-            return 0
+            return []
         what = (f"add step {steps[0].index} of episode {steps[0].episode_id!r}" if len(steps) == 1
                 else f"add {len(steps)} steps")
         secrets = secret_values()
         with self._db._tx(what) as conn:
             counts: dict[str, int] = {}
             added: dict[tuple[str, int], str] = {}
+            full_texts: dict[tuple[str, int], str] = {}  # prompts as sent
+            stored: list[Step] = []
             for position, step in enumerate(steps):
                 if step.episode_id not in counts:
                     if not conn.execute("SELECT 1 FROM episodes WHERE id = ?",
                                         (step.episode_id,)).fetchone():
                         raise StoreError(f"cannot {what}: no episode {step.episode_id!r}")
                     counts[step.episode_id] = 0
-                if step.prompt and prompt_delta.is_delta(step.prompt):
-                    step = self._own_delta(conn, step, added)
+                if step.prompt:
+                    step, full = self._stored(conn, step, added, full_texts, shared)
+                    full_texts[(step.episode_id, step.index)] = full
+                stored.append(step)
                 try:
                     conn.execute(_INSERT_STEP, self._step_values(step, secrets))
                 except sqlite3.IntegrityError as err:
@@ -222,30 +234,28 @@ class Episodes(Repository):
             for episode_id, n in counts.items():
                 conn.execute("UPDATE episodes SET n_steps = n_steps + ? WHERE id = ?",
                              (n, episode_id))
-        return len(steps)
+        for step in stored:  # committed (unless nested in a caller's transaction): the next prompts' bases
+            if step.prompt:
+                self._prompts._remember(step.episode_id, step.index, step.prompt,
+                                        full_texts[(step.episode_id, step.index)])
+        return stored
 
-    def _own_delta(self, conn: sqlite3.Connection, step: Step, added: Mapping[tuple[str, int], str]) -> Step:
-        """A delta prompt based on another episode's step (a fork's copied prefix) is re-based on
-        this episode's copy of that step when both hold the same text, else stored whole."""
-        what = f"the prompt of step {step.index} of episode {step.episode_id!r}"
-        d = self._prompts._parse(step.prompt, what)
-        if d.episode_id == step.episode_id:
-            return step
-        base = added.get((step.episode_id, d.base_index))
-        if base is None:
-            row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
-                               (step.episode_id, d.base_index)).fetchone()
-            base = row[0] if row else None
-        if base is not None:
-            if prompt_delta.is_delta(base):
-                b = self._prompts._parse(base, what)
-                same = (b.length, b.crc) == (d.base_length, d.base_crc)
-            else:
-                text = self._prompts._expand_refs(base)
-                same = (len(text), prompt_delta.crc(text)) == (d.base_length, d.base_crc)
-            if same:
-                return step.model_copy(update={"prompt": prompt_delta.rebase(d, step.episode_id)})
-        return step.model_copy(update={"prompt": escape_refs(self._prompts._apply_delta(d, what))})
+    def _stored(self, conn: sqlite3.Connection, step: Step, added: Mapping[tuple[str, int], str],
+                full_texts: Mapping[tuple[str, int], str], shared: Optional[str]) -> tuple[Step, str]:
+        """The step with its prompt (as sent) in stored form, against the base rule of
+        stored_prompt.base_index among the earlier steps of its episode with a prompt; and the prompt
+        as sent (secrets redacted)."""
+        earlier = {i for (e, i), p in added.items() if e == step.episode_id and i < step.index and p}
+        earlier |= {r[0] for r in conn.execute('SELECT "index" FROM steps WHERE episode_id = ? AND "index" < ? '
+                                               "AND prompt <> ''", (step.episode_id, step.index))}
+        base_index = stored_prompt.base_index(step.index, sorted(earlier))
+        base = None
+        if base_index is not None:
+            text = full_texts.get((step.episode_id, base_index))
+            base = (base_index, text if text is not None else
+                    self._prompts.step_prompt(step.episode_id, base_index))
+        full = redact_values(step.prompt)
+        return step.model_copy(update={"prompt": self._prompts.encode(full, base, shared)}), full
 
     def steps(self, episode_id: str, *, include_prompt: bool = True) -> list[Step]:
         """An episode's steps in order (one index range scan). include_prompt=False leaves

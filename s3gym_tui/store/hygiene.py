@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
 from dataclasses import dataclass
 from typing import Sequence
@@ -13,9 +12,10 @@ from s3gym_tui.store.connection import PAGE_SIZE
 from s3gym_tui.store.repository import Repository
 from s3gym_tui.store.credit_schema import remove_credit_of
 from s3gym_tui.store.errors import StoreError
+from s3gym_tui.store.stored_prompt import SHARED_LIKE, SHARED_REF
 from s3gym_tui.store.leases import RunBusy, _lease, _SELECT as _SELECT_LEASES
 
-_TEXT_KEY = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
+_TEXT_KEY = SHARED_REF
 
 # Episodes to remove with runs: the runs' own, then (transitively) forks made from them and
 # standalone episodes whose experience came from them (trials of their summaries, borrows).
@@ -174,7 +174,7 @@ class Hygiene(Repository):
             in_runs = "(SELECT value FROM json_each(?))"
             keys: set[str] = set()
             for (prompt,) in conn.execute(f"SELECT prompt FROM steps WHERE episode_id IN {in_runs} "
-                                          f"AND prompt LIKE '%[[text:%'", (episodes,)):
+                                          f"AND prompt LIKE '{SHARED_LIKE}'", (episodes,)):
                 keys.update(_TEXT_KEY.findall(prompt))
             conn.execute(f"DELETE FROM annotations WHERE episode_id IN {in_runs} OR summary_id IN (SELECT id "
                          f"FROM summaries WHERE run_id IN {in_runs})", (episodes, runs))
@@ -195,8 +195,7 @@ class Hygiene(Repository):
             conn.execute(f"DELETE FROM runs WHERE id IN {in_runs}", (runs,))
             freed = 0
             if keys:  # one scan of what remains: which of these parts are still referenced
-                for (prompt,) in conn.execute("SELECT prompt FROM steps WHERE prompt LIKE "
-                                              "'%[[text:%'"):
+                for (prompt,) in conn.execute(f"SELECT prompt FROM steps WHERE prompt LIKE '{SHARED_LIKE}'"):
                     keys.difference_update(_TEXT_KEY.findall(prompt))
                     if not keys:
                         break

@@ -46,8 +46,8 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "tokens_out": "completion tokens", "latency_ms": "model call time", "cost": "dollars (empty: litellm "
         "knows no price)", "created_at": "UTC time", "feedback": "the game's feedback line",
         "observation": "the observation before the action", "reply": "the raw model reply",
-        "prompt": "the messages as sent (JSON), or [[delta]] against an earlier prompt of the episode; "
-                  "[[text:key]] marks a shared part stored in texts (s3gym export shows them whole)",
+        "prompt": "the prompt's parts (JSON: copies of the prompt of step `base`, text as sent, shared parts "
+                  "in texts); the view step_prompts shows the messages as sent; empty: no prompt",
         "tokens_cached": "prompt tokens the provider read from its prompt cache (part of tokens_in; empty: it "
                          "did not say)",
         "tokens_cache_write": "prompt tokens the provider wrote to its prompt cache (Claude; empty: not said)"}),
@@ -222,10 +222,13 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
         "training (run_id is a training id) or memory (holds the summaries the agent wrote)",
         "candidate_id": "the candidate it played"}),
     "texts": ("Large prompt parts shared by many steps, stored once.", {
-        "key": "content hash, referenced as [[text:key]] in steps.prompt", "text": "the text"}),
+        "key": 'content hash, referenced as {"text": key} in steps.prompt', "text": "the part as it appears in "
+        "the prompt"}),
 }
 
 VIEWS: dict[str, tuple[str, dict[str, str]]] = {
+    "step_prompts": ("Each step's prompt exactly as sent (the messages JSON), joined from its stored parts.", {
+        "prompt": "the messages as sent (JSON)"}),
     "steps_in_runs": ("Every step with its run, sweep, game, model, pathway and phase (no prompt text).", {}),
     "run_overview": ("Per run: finished episodes and checkpoints, steps, tokens and step cost.", {}),
     "history_sources": ("The History ICL sources of each episode, one row per source (from the JSON list).", {}),

@@ -1,15 +1,16 @@
-"""Stored prompts as deltas: a step's prompt kept as copies from an earlier step's prompt plus new text.
+"""Deltas between prompts: the copies and new text that rebuild a prompt from an earlier one (diff,
+used by stored_prompt.py), and the `[[delta]]` form schemas 4-15 stored (read by migrate_prompts.py).
 
 A step's prompt repeats almost all of the previous step's prompt: the system text, the Hint Messages,
 every earlier turn of the episode, the rules. Storing each in full grows as O(n^2) in the episode
 length; storing it as a delta against the previous prompt of the same episode keeps it O(n) and
-exact. Stored form (schema v3):
+exact. Stored form of schemas 4-15:
 
     [[delta]]["<episode id>", <base index>, <base length>, <base crc>, <length>, <crc>, <ops>]
 
 `ops` is a list of `[start, length]` (copy that slice of the base's full text) and strings (new
 text, in the store's compact form: `[[text:` escaped, shared parts as `[[text:<key>]]`, see
-prompt_texts.py). Lengths are in characters of the full texts; the CRC-32s (of the UTF-8 bytes)
+migrate_prompts.py). Lengths are in characters of the full texts; the CRC-32s (of the UTF-8 bytes)
 let a reader prove it rebuilt the prompt byte for byte, and a fork check that its copied base is
 the same text. A prompt as sent is JSON that starts with `[{`,
 so the `[[delta]]` prefix never occurs in one.
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
-from typing import Callable, Optional, Union
+from typing import Callable, Union
 
 DELTA_PREFIX = "[[delta]]"
 BLOCK = 32  # the shortest copy looked for after the common prefix (shorter runs stay literal)
@@ -132,25 +133,3 @@ def apply(ops: tuple[Op, ...] | list[Op], base: str, literal: Callable[[str], st
         return "".join([base[op[0]:op[0] + op[1]] if type(op) is list else literal(op) for op in ops])
     except (TypeError, IndexError, AttributeError) as err:
         raise ValueError(f"malformed delta op ({err})") from err
-
-
-def encode(text: str, base: str, episode_id: str, base_index: int,
-           compact: Callable[[str], str], expand: Callable[[str], str]) -> Optional[str]:
-    """The stored delta of `text` against `base` (the full prompt of step `base_index` of the same
-    episode), or None when a delta would not be smaller than storing `text` whole. The result is
-    decoded once here and must give `text` back exactly."""
-    ops = diff(text, base)
-    stored_ops = [op if isinstance(op, list) else compact(op) for op in ops]
-    if apply(stored_ops, base, expand) != text:  # never expected; then the prompt is stored whole
-        return None
-    stored = _dump(episode_id, base_index, len(base), crc(base), len(text), crc(text), stored_ops)
-    return stored if len(stored) < len(text) else None
-
-
-def _dump(*fields) -> str:
-    return DELTA_PREFIX + json.dumps(list(fields), ensure_ascii=False, separators=(",", ":"))
-
-
-def rebase(d: Delta, episode_id: str) -> str:
-    """The same delta, naming another episode as the owner of its base step."""
-    return _dump(episode_id, d.base_index, d.base_length, d.base_crc, d.length, d.crc, list(d.ops))

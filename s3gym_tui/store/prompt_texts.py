@@ -1,65 +1,35 @@
-"""Stored prompts read back exactly as sent: shared parts (`[[text:<key>]]`) and deltas against the
-previous prompt of the episode (prompt_delta.py), expanded on read (the store's `prompts` repository).
-
-A prompt is stored in one of two forms:
-- compact: the messages JSON as sent, with `[[text:` escaped and large shared blocks (an episode's
-  Hint Messages) replaced by `[[text:<key>]]`, the block itself stored once in `texts`;
-- delta (schema v3): copies from the full prompt of an earlier step of the same episode plus new
-  text in compact form, so an episode costs O(n) however much history each prompt repeats.
+"""Stored prompts read back exactly as sent: a step's parts (store/stored_prompt.py) joined in order,
+copies from its base step's prompt and shared parts from `texts` (the store's `prompts` repository).
 
 Reading step k's prompt rebuilds the chain of its bases in one range scan of the episode's steps;
 full prompts are kept in a small per-Store cache (stored prompts never change once written), so
-reading an episode's prompts in order costs one delta each.
+reading an episode's prompts in order costs one join each. Every reader (the engine, exports,
+replay, the app) goes through step_prompt / prompt_of; SQL tools read the view `step_prompts`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import re
 from collections import OrderedDict
 from typing import Optional
 
 from s3gym_tui.models import Step
 from s3gym_tui.secrets import redact_values
-from s3gym_tui.store import prompt_delta
+from s3gym_tui.store import stored_prompt
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.repository import Repository
 
-TEXT_REF_PREFIX = "[[text:"
-TEXT_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
-# A literal "[[text:" typed into a prompt (an action, an observation, a human-edited summary) must
-# not read back as a reference: stored prompts carry it with the colon JSON-escaped (`\u003a`),
-# which json.loads reads as the same text and TEXT_REF does not match. json.dumps never writes
-# `\u003a` itself, so expand_prompt can undo exactly these escapes.
-TEXT_REF_ESCAPED = "[[text\\u003a"
 CACHE_CHARS = 8_000_000  # full prompts kept per Store (about 16 MB)
+SHARED_MIN_CHARS = 512  # a shorter shared part is kept inline
+WHOLE = '{"base":null,'  # a stored prompt without copies
 
 
 def text_key(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
 
 
-def escape_refs(prompt_json: str) -> str:
-    """Make every literal `[[text:` in a prompt (messages JSON) inert (same JSON value)."""
-    return prompt_json.replace(TEXT_REF_PREFIX, TEXT_REF_ESCAPED)
-
-
-def unescape_refs(text: str) -> str:
-    """Inverse of escape_refs (for compact text that holds no references)."""
-    return text.replace(TEXT_REF_ESCAPED, TEXT_REF_PREFIX)
-
-
-def compact_prompt(prompt_json: str, key: str, text: str) -> str:
-    """Replace the JSON-escaped `text` inside a prompt (messages JSON) by a `[[text:key]]` reference
-    (literal `[[text:` elsewhere in the prompt is escaped first, see escape_refs)."""
-    prompt_json = escape_refs(prompt_json)
-    escaped = escape_refs(json.dumps(text, ensure_ascii=False)[1:-1])
-    return prompt_json.replace(escaped, f"{TEXT_REF_PREFIX}{key}]]") if escaped else prompt_json
-
-
 class Prompts(Repository):
-    """Shared prompt parts and prompt expansion. Reads and writes `texts`; reads `steps` (a delta's bases)."""
+    """Shared prompt parts, encoding and reading prompts. Reads and writes `texts`; reads `steps` (a prompt's bases)."""
 
     # ------------------------------------------------------------------ shared parts
 
@@ -77,30 +47,36 @@ class Prompts(Repository):
             row = conn.execute("SELECT text FROM texts WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
-    def _expand_refs(self, prompt: str) -> str:
-        """A compact-form text with its `[[text:<key>]]` references and escapes undone."""
-        if TEXT_REF_PREFIX in prompt:
-            def sub(match: "re.Match[str]") -> str:
-                text = self.get_text(match.group(1))
-                return match.group(0) if text is None else json.dumps(text, ensure_ascii=False)[1:-1]
+    def _shared(self, key: str) -> str:
+        text = self.get_text(key)
+        if text is None:
+            raise ValueError(f"its shared part {key} is missing")
+        return text
 
-            prompt = TEXT_REF.sub(sub, prompt)
-        return prompt.replace(TEXT_REF_ESCAPED, TEXT_REF_PREFIX)
+    # ------------------------------------------------------------------ writing
+
+    def encode(self, text: str, base: Optional[tuple[int, str]] = None,
+               shared: Optional[str] = None) -> str:
+        """The stored form of `text` (a prompt as sent, secrets already redacted) against `base`
+        ((step index, its prompt)); `shared`: a large part of it that other prompts repeat (an
+        episode's Hint Messages, as it appears in the prompt), stored once in `texts`."""
+        stored = stored_prompt.encode(text, base)
+        if not stored.startswith(WHOLE) or not shared or len(shared) < SHARED_MIN_CHARS or shared not in text:
+            return stored
+        key = self.put_text(shared)
+        if self.get_text(key) != shared:  # changed by the redaction of secrets: kept inline
+            return stored
+        return stored_prompt.encode(text, None, (key, shared))
 
     # ------------------------------------------------------------------ full prompts
 
-    def expand_prompt(self, prompt: str) -> str:
-        """A stored prompt (compact or delta form) as it was sent."""
-        if not prompt_delta.is_delta(prompt):
-            return self._expand_refs(prompt)
-        return self._apply_delta(self._parse(prompt, "a stored prompt"), "a stored prompt")
-
     def step_prompt(self, episode_id: str, index: int) -> str:
-        """The prompt of a step exactly as sent (shared parts and deltas expanded)."""
+        """The prompt of a step exactly as sent (its parts joined)."""
         return self._full_prompt(episode_id, index)
 
     def prompt_of(self, step: Step) -> str:
-        """The prompt of a step read with `steps()` (with or without prompts) exactly as sent."""
+        """The prompt of a step read with `steps()` (with or without prompts) exactly as sent; ''
+        for a step without one (a person's move)."""
         return self._full_prompt(step.episode_id, step.index, step.prompt or None)
 
     def _prompt_cache(self) -> "OrderedDict[tuple[str, int], list]":
@@ -120,8 +96,8 @@ class Prompts(Repository):
         if hit is None or hit[0] != stored:
             return None
         if checked and not hit[2]:
-            d = self._parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
-            if prompt_delta.crc(hit[1]) != d.crc:
+            p = self._parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
+            if stored_prompt.crc(hit[1]) != p.crc:
                 del cache[(episode_id, index)]
                 return None
             hit[2] = True
@@ -141,32 +117,26 @@ class Prompts(Repository):
             _, (_, dropped, _) = cache.popitem(last=False)
             self.__dict__["_prompt_chars"] -= len(dropped)
 
-    def _parse(self, stored: str, what: str) -> prompt_delta.Delta:
+    def _parse(self, stored: str, what: str) -> stored_prompt.StoredPrompt:
         try:
-            return prompt_delta.parse(stored)
+            return stored_prompt.parse(stored)
         except ValueError as err:
             raise StoreError(f"{what} is corrupt ({err})") from err
 
-    def _apply_delta(self, d: prompt_delta.Delta, what: str) -> str:
-        return self._rebuild(d, self._full_prompt(d.episode_id, d.base_index), what)
-
-    def _rebuild(self, d: prompt_delta.Delta, base: str, what: str, check: bool = True) -> str:
-        if len(base) != d.base_length:
-            raise StoreError(f"{what} is corrupt (its base, step {d.base_index} of episode "
-                             f"{d.episode_id!r}, has {len(base)} characters, not {d.base_length})")
+    def _rebuild(self, p: stored_prompt.StoredPrompt, base: Optional[str], what: str, check: bool = True) -> str:
         try:
-            text = prompt_delta.apply(d.ops, base, self._expand_refs)
+            text = stored_prompt.apply(p.parts, base, self._shared)
         except ValueError as err:
             raise StoreError(f"{what} is corrupt ({err})") from err
-        if len(text) != d.length or (check and prompt_delta.crc(text) != d.crc):
+        if len(text) != p.length or (check and stored_prompt.crc(text) != p.crc):
             raise StoreError(f"{what} is corrupt (it does not rebuild to the prompt that was stored)")
         return text
 
     def _full_prompt(self, episode_id: str, index: int, stored: Optional[str] = None) -> str:
-        """Step `index`'s full prompt (`stored`: its stored form, when the caller has it). A delta is
-        rebuilt from the stored rows of its base chain, read in one range scan; every prompt rebuilt
-        on the way is cached under its stored form, so a cached text is only used for the very row
-        it was built from (a step removed and stored again is read afresh)."""
+        """Step `index`'s full prompt (`stored`: its stored form, when the caller has it). Its base
+        chain is read in one range scan; every prompt rebuilt on the way is cached under its stored
+        form, so a cached text is only used for the very row it was built from (a step removed and
+        stored again is read afresh)."""
         with self._db._reading("read a prompt") as conn:
             if stored is None:
                 row = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = ?',
@@ -174,40 +144,38 @@ class Prompts(Repository):
                 if row is None:
                     raise StoreError(f"no step {index} in episode {episode_id!r}")
                 stored = row[0]
-            if not prompt_delta.is_delta(stored):
-                return self._expand_refs(stored)
+            if stored == "":
+                return ""
             hit = self._cached(episode_id, index, stored)
             if hit is not None:
                 return hit
-            rows = dict(conn.execute('SELECT "index", prompt FROM steps WHERE episode_id = ? '
-                                     'AND "index" < ? ORDER BY "index"', (episode_id, index)))
+            first = self._parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
+            rows = {} if first.base is None else dict(conn.execute(
+                'SELECT "index", prompt FROM steps WHERE episode_id = ? AND "index" < ? ORDER BY "index"',
+                (episode_id, index)))
         rows[index] = stored
-        chain = []  # this step, then its bases down to one that is cached or not a delta
-        deltas: dict[int, prompt_delta.Delta] = {}
+        chain = []  # this step, then its bases down to one that is cached or has no base
+        parsed: dict[int, stored_prompt.StoredPrompt] = {index: first}
         built: dict[int, str] = {}
         j = index
         while True:
             chain.append(j)
-            text = rows.get(j)
-            if text is None:
-                raise StoreError(f"the prompt of step {index} of episode {episode_id!r} is corrupt "
-                                 f"(its base step {j} is missing)")
-            if not prompt_delta.is_delta(text):
+            p = parsed[j]
+            if p.base is None:
                 break
-            d = deltas[j] = self._parse(text, f"the prompt of step {j} of episode {episode_id!r}")
-            if d.episode_id != episode_id or not 0 <= d.base_index < j:
+            if not 0 <= p.base < j or rows.get(p.base) is None:
                 raise StoreError(f"the prompt of step {j} of episode {episode_id!r} is corrupt "
-                                 f"(its base is step {d.base_index} of episode {d.episode_id!r})")
-            j = d.base_index
-            hit = self._cached(episode_id, j, rows.get(j, ""), checked=False)
+                                 f"(its base step {p.base} is missing)")
+            j = p.base
+            hit = self._cached(episode_id, j, rows[j], checked=False)
             if hit is not None:
                 built[j] = hit
                 break
+            parsed[j] = self._parse(rows[j], f"the prompt of step {j} of episode {episode_id!r}")
         for j in reversed(chain):  # only the prompt asked for is CRC-checked now (the rest on demand)
-            text = rows[j]
-            d = deltas.get(j)
-            full = (self._rebuild(d, built[d.base_index], f"the prompt of step {j} of episode {episode_id!r}",
-                                  check=j == index) if d is not None else self._expand_refs(text))
-            built[j] = full
-            self._remember(episode_id, j, text, full, checked=d is None or j == index)
+            p = parsed[j]
+            what = f"the prompt of step {j} of episode {episode_id!r}"
+            built[j] = self._rebuild(p, None if p.base is None else built[p.base], what,
+                                     check=j == index or p.base is None)
+            self._remember(episode_id, j, rows[j], built[j], checked=j == index or p.base is None)
         return built[index]

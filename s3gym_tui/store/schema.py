@@ -240,6 +240,16 @@ def _v15_aspire_suite_secret(db: Database) -> None:
     db.execute("INSERT INTO aspire_suite_secret (id, secret) VALUES (1, ?)", (secrets.token_hex(32),))
 
 
+def _v16_prompt_parts(db: Database) -> None:
+    """Version 16 (prompts readable in SQL, issue 39): a step's prompt is stored as its parts in order,
+    JSON that the view `step_prompts` joins back with plain SQL (copies of its base step's prompt, new
+    text, shared parts in `texts`, stored as they appear in the prompt; store/stored_prompt.py).
+    Every stored prompt is rebuilt from the old layout and stored again (store/migrate_prompts.py)."""
+    from s3gym_tui.store.migrate_prompts import prompt_parts_v16
+
+    prompt_parts_v16(db.conn)
+
+
 # Ordered: MIGRATIONS[i] takes the schema from version i to version i + 1. Append, never edit.
 # Every pending migration runs inside ONE BEGIN IMMEDIATE transaction together with the version
 # bump (SQLite's DDL is transactional), so a failed or killed upgrade leaves the file at the version
@@ -251,7 +261,7 @@ MIGRATIONS: list[Migration] = [_v1, _v2, _v3, _v4_prompt_deltas, _v5, _v6_traini
                                 _v7_fork_experience, _v8_search_and_annotations, _v9_training_facts,
                                 _v10_search_queue, _v11_cached_input_tokens,
                                 _v12_credit_per_action, _v13_aspire, _v14_aspire_leases,
-                                _v15_aspire_suite_secret]
+                                _v15_aspire_suite_secret, _v16_prompt_parts]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

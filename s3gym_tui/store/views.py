@@ -1,5 +1,6 @@
 """SQL views for browsing a store (Datasette, sqlite3): steps with their run, game, pathway and
-phase; the JSON id lists (history sources, summary sources, checkpoint episodes) as rows.
+phase; each step's prompt as sent; the JSON id lists (history sources, summary sources, checkpoint
+episodes) as rows.
 
 Views are derived: `schema.migrate` drops them before any migration (so a table can be rebuilt
 under them) and creates the current ones after the last (migrations add views here, not in a
@@ -10,7 +11,39 @@ from __future__ import annotations
 
 import sqlite3
 
+def _joined_parts(base: str) -> str:
+    """SQL for the prompt the parts of `c.prompt` make (stored_prompt.py), copies sliced from `base`:
+    the parts in array order (json_each reads them in order, one row each), as bytes (a BLOB's substr
+    finds its offset at once); the concatenation is text again."""
+    return f"""(SELECT group_concat(CASE p.type WHEN 'text' THEN CAST(p.value AS BLOB)
+                         WHEN 'array' THEN substr(CAST({base} AS BLOB), json_extract(p.value, '$[0]') + 1,
+                                                  json_extract(p.value, '$[1]'))
+                         ELSE (SELECT CAST(t.text AS BLOB) FROM texts t WHERE t.key = json_extract(p.value, '$.text'))
+                         END, '')
+          FROM json_each(c.prompt, '$.parts') p)"""
+
+
+# Each step's prompt exactly as sent, computed for the rows a query asks for (a filter on step_id,
+# episode_id or step_index is applied first): `chain` walks from the step down its bases to one without
+# a base, `built` joins their parts back up, each from the prompt of the one below.
+STEP_PROMPTS = f"""
+SELECT s.id AS step_id, s.episode_id, s."index" AS step_index, (
+  WITH RECURSIVE chain(depth, step_index, prompt) AS (
+    SELECT 0, s."index", s.prompt
+    UNION ALL
+    SELECT c.depth + 1, x."index", x.prompt FROM chain c JOIN steps x
+      ON x.episode_id = s.episode_id AND x."index" = json_extract(c.prompt, '$.base') AND x."index" < c.step_index
+  ),
+  built(depth, prompt) AS (
+    SELECT c.depth, {_joined_parts("NULL")} FROM chain c WHERE json_extract(c.prompt, '$.base') IS NULL
+    UNION ALL
+    SELECT b.depth - 1, {_joined_parts("b.prompt")} FROM built b JOIN chain c ON c.depth = b.depth - 1
+  )
+  SELECT CAST(prompt AS TEXT) FROM built WHERE depth = 0) AS prompt
+FROM steps s WHERE s.prompt <> ''"""
+
 VIEWS: dict[str, str] = {
+    "step_prompts": STEP_PROMPTS,
     "steps_in_runs": """
 SELECT s.id AS step_id, s.episode_id, s."index" AS step_index, r.sweep_id, e.run_id, e.game,
        e.model, e.pathway, e.phase, e.mode, e.checkpoint, e."index" AS episode_index, e.seed,

@@ -143,8 +143,8 @@ def test_context_at_uses_a_neighbouring_prompt_and_shortens_long_history(pathway
                                          "history_episode_ids": (), "status": "running"})
         store.episodes.add_episode(copy)
         # step 0 was a human action (no prompt stored): the block comes from step 1's prompt
-        store.episodes.add_steps([s.model_copy(update={"episode_id": "copy", "prompt": "" if s.index == 0 else s.prompt})
-                                  for s in steps])
+        store.episodes.add_steps([s.model_copy(update={"episode_id": "copy", "prompt": "" if s.index == 0 else
+                                                       store.prompts.prompt_of(s)}) for s in steps])  # as sent
         ctx = context_at(store, store.episodes.get_episode("copy"), 0)
         assert ctx.step_index == 1 and "step 2" in ctx.note
         assert ctx.text.count("--- Previous episode") == 2

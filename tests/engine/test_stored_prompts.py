@@ -26,11 +26,15 @@ from s3gym_tui.engine.play import fork_session
 from s3gym_tui.engine.runner import ProtocolRunner, call_settings
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
-from s3gym_tui.store.prompt_delta import is_delta
 
 from tests.engine import sent_recorder
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def is_delta(stored: str) -> bool:
+    """A stored prompt made of copies of an earlier prompt of its episode plus new text."""
+    return json.loads(stored)["base"] is not None
 
 
 @pytest.fixture
@@ -52,9 +56,13 @@ def _by_key(records: list[dict]) -> dict[tuple, list[str]]:
 
 def _stored(path: Path, episode_ids=None) -> list[tuple[tuple, str, str]]:
     """(request key, prompt read back, stored form) of every step with a prompt, read in ways that
-    must agree: prompt_of and expand_prompt on a warm store, step_prompt in order on a second
-    store, and for every fifth and the last step step_prompt on a just-opened store."""
+    must agree: prompt_of on a warm store, step_prompt in order on a second store, for every fifth
+    and the last step step_prompt on a just-opened store, and the SQL view step_prompts."""
     cold_store, warm = Store(path, check=False), Store(path, check=False)
+    conn = sqlite3.connect(path)
+    in_sql = {(e, i): p for e, i, p in conn.execute("SELECT episode_id, step_index, prompt FROM step_prompts")
+              if episode_ids is None or e in episode_ids}
+    conn.close()
     out = []
     for episode in warm.episodes.list():
         if episode_ids is not None and episode.id not in episode_ids:
@@ -65,7 +73,7 @@ def _stored(path: Path, episode_ids=None) -> list[tuple[tuple, str, str]]:
             if not step.prompt:
                 continue
             text = warm.prompts.prompt_of(step)
-            assert text == warm.prompts.expand_prompt(step.prompt)
+            assert text == in_sql.pop((episode.id, step.index))
             if step.index % 5 == 4 or step.index == len(steps) - 1:  # random access, cache empty
                 cold = Store(path, check=False)
                 assert cold.prompts.step_prompt(episode.id, step.index) == text
@@ -73,6 +81,7 @@ def _stored(path: Path, episode_ids=None) -> list[tuple[tuple, str, str]]:
             assert text == cold_store.prompts.step_prompt(episode.id, step.index)
             key = (episode.game, episode.mode, episode.seed, tuple(actions[:step.index]))
             out.append((key, text, step.prompt))
+    assert not in_sql  # the view has no other rows
     return out
 
 
@@ -99,7 +108,7 @@ def test_every_stored_prompt_is_the_prompt_sent(tmp_path, sent, game, pathway):
     if max(len(k[3]) for k, _, _ in stored) > 0:
         assert any(is_delta(raw) for raw in forms), "no prompt was stored as a delta"
     if pathway == "history":
-        assert any("[[text:" in raw for raw in forms), "the Hint Messages block was never shared"
+        assert any('{"text":' in raw for raw in forms), "the Hint Messages block was never shared"
 
 
 def test_human_steps_between_model_steps_and_forks_read_back_as_sent(tmp_path, sent):
@@ -120,13 +129,10 @@ def test_human_steps_between_model_steps_and_forks_read_back_as_sent(tmp_path, s
     stored = _stored(path, set(forks) | {source.id})
     for key, text, raw in stored:
         assert text in sent_by_key[key]
-    copied = [raw for key, _, raw in stored if raw.startswith("[[delta]]")]
-    assert copied and all(json.loads(raw[len("[[delta]]"):])[0] in forks + [source.id] for raw in copied)
     fork_rows = sqlite3.connect(path).execute(
-        "SELECT prompt FROM steps WHERE episode_id IN (%s)" % ",".join("?" * len(forks)), forks).fetchall()
-    for (raw,) in fork_rows:  # a fork's copied steps are based on its own copies, not on the source
-        if is_delta(raw):
-            assert json.loads(raw[len("[[delta]]"):])[0] in forks
+        "SELECT prompt FROM steps WHERE episode_id IN (%s) AND prompt <> ''" % ",".join("?" * len(forks)),
+        forks).fetchall()
+    assert any(is_delta(raw) for (raw,) in fork_rows)  # a fork's copied steps are based on its own copies
 
 
 def _steps_stored(db: Path) -> int:

@@ -199,6 +199,8 @@ def test_prompt_injection_inside_a_game_observation_is_only_text(tmp_path, monke
     sent = Counter(json.dumps(m, ensure_ascii=False) for m in sent_prompts)
     assert stored == sent and sum(stored.values()) == sum(e.n_steps for e in store.episodes.list("r"))
     assert all(f"[[text:{key}]]" in p for p in stored)
+    in_sql = Counter(p for (p,) in store.conn.execute("SELECT prompt FROM step_prompts"))
+    assert in_sql == stored  # the SQL view too: a literal reference stays literal
 
 
 def test_human_edited_summary_with_instructions_is_only_hint_text(tmp_path, sent_prompts):

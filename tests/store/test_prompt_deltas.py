@@ -1,8 +1,9 @@
-"""Schema v3: prompts stored as deltas against an earlier prompt of the episode, rebuilt exactly.
+"""Schema 16: prompts stored as parts (copies of an earlier prompt of the episode, new text, shared
+parts), rebuilt exactly by the store and by the SQL view step_prompts.
 
 The end-to-end proof (runs of every game and pathway, forks, kill and resume) is in
-tests/engine/test_stored_prompts.py; these pin the store's own rules: old files, corrupt or missing
-bases, rolled-back writes, forks, and texts that look like references.
+tests/engine/test_stored_prompts.py; these pin the store's own rules: corrupt or missing bases,
+rolled-back writes, forks, batches of prompts as sent, and texts that look like parts.
 """
 
 from __future__ import annotations
@@ -11,11 +12,9 @@ import json
 import sqlite3
 
 import pytest
-from sqlite_utils import Database
 
-from s3gym_tui.store import Store, StoreError, prompt_delta, schema
+from s3gym_tui.store import Store, StoreError, schema, stored_prompt
 from s3gym_tui.store.episodes import Episodes
-from s3gym_tui.store.prompt_texts import compact_prompt, escape_refs, unescape_refs
 
 from tests.store.conftest import make_episode, make_step
 
@@ -30,73 +29,90 @@ def _prompt(k: int, extra: str = "", hint: str = "") -> str:
                       ensure_ascii=False)
 
 
-def _encode(text: str, base: str, episode_id: str, base_index: int) -> str:
-    stored = prompt_delta.encode(text, base, episode_id, base_index, escape_refs, unescape_refs)
-    assert stored is not None and prompt_delta.is_delta(stored)
-    return stored
+def _in_sql(db_path, episode_id: str) -> list[str]:
+    conn = sqlite3.connect(db_path)
+    try:
+        return [p for (p,) in conn.execute("SELECT prompt FROM step_prompts WHERE episode_id = ? "
+                                           "ORDER BY step_index", (episode_id,))]
+    finally:
+        conn.close()
 
 
-def _episode_with_deltas(store: Store, run, n: int = 12, extra=lambda k: ""):
+def _episode(store: Store, run, n: int = 12, extra=lambda k: "", one_by_one: bool = True):
     episode = store.episodes.add_episode(make_episode(run))
     full = [_prompt(k, extra(k)) for k in range(n)]
-    for k, text in enumerate(full):
-        stored = escape_refs(text) if k == 0 else _encode(text, full[k - 1], episode.id, k - 1)
-        store.episodes.add_step(make_step(episode.id, k, prompt=stored))
+    steps = [make_step(episode.id, k, prompt=text) for k, text in enumerate(full)]
+    if one_by_one:
+        for step in steps:
+            store.episodes.add_step(step)
+    else:
+        store.episodes.add_steps(steps)
     return episode, full
 
 
-def test_deltas_read_back_exactly_in_any_order_and_much_smaller(store, run, db_path):
-    episode, full = _episode_with_deltas(store, run)
-    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(12)] == full
+@pytest.mark.parametrize("one_by_one", [True, False], ids=["add_step", "add_steps batch"])
+def test_prompts_read_back_exactly_in_any_order_and_much_smaller(store, run, db_path, one_by_one):
+    episode, full = _episode(store, run, n=20, one_by_one=one_by_one)
+    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(20)] == full
     fresh = Store(db_path, check=False)
-    assert [fresh.prompts.step_prompt(episode.id, k) for k in (11, 3, 7, 0, 11)] == [full[k] for k in (11, 3, 7, 0, 11)]
+    assert [fresh.prompts.step_prompt(episode.id, k) for k in (19, 3, 7, 0, 19, 16)] == [full[k] for k in (19, 3, 7, 0, 19, 16)]
     steps = store.episodes.steps(episode.id)
-    assert [store.prompts.expand_prompt(s.prompt) for s in steps] == full == [store.prompts.prompt_of(s) for s in steps]
+    assert [store.prompts.prompt_of(s) for s in steps] == full
     light = store.episodes.steps(episode.id, include_prompt=False)
     assert [fresh.prompts.prompt_of(s) for s in light] == full
+    assert _in_sql(db_path, episode.id) == full
+    bases = [json.loads(s.prompt)["base"] for s in steps]
+    assert bases[0] is None and bases[16] == 8 and bases[17] == 16  # every 8th step is based 8 back
     stored = sum(len(s.prompt) for s in steps[1:])
     assert stored * 5 < sum(len(t) for t in full[1:])
 
 
-def test_texts_that_look_like_references_stay_text(store, run, db_path):
-    tricky = lambda k: f" typed [[text:{'a' * 32}]] and [[delta]][1,2] and [[text\\\\u003a too #{k}"
-    episode, full = _episode_with_deltas(store, run, extra=tricky)
+def test_texts_that_look_like_parts_stay_text(store, run, db_path):
+    tricky = lambda k: f' typed [[text:{"a" * 32}]] and {{"text": "{"b" * 32}"}} and {{"base":1,"parts":[[0,9]]}} #{k}'
+    episode, full = _episode(store, run, extra=tricky)
     assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(12)] == full
-    assert json.loads(full[5])[1]["content"].count("[[text:") == 1
+    assert _in_sql(db_path, episode.id) == full
 
 
-def test_a_hint_block_shared_through_texts_inside_a_delta_chain(store, run, db_path):
-    episode = store.episodes.add_episode(make_episode(run))
-    hint = "Hint Messages:\n" + "Env: old board\nLLM: Answer: 1 0, Score: 2\n" * 60
-    full = [_prompt(k, hint=hint) for k in range(4)]
-    key = store.prompts.put_text(hint)
-    store.episodes.add_step(make_step(episode.id, 0, prompt=compact_prompt(full[0], key, hint)))
-    for k in range(1, 4):
-        store.episodes.add_step(make_step(episode.id, k, prompt=_encode(full[k], full[k - 1], episode.id, k - 1)))
-    assert f"[[text:{key}]]" in store.episodes.steps(episode.id)[0].prompt
-    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(4)] == full
+def test_a_hint_block_shared_through_texts(store, run, db_path):
+    hint = json.dumps("Hint Messages:\n" + "Env: old board\nLLM: Answer: 1 0, Score: 2\n" * 60)[1:-1]
+    full = [_prompt(k, hint=json.loads(f'"{hint}"')) for k in range(4)]
+    episodes = []
+    for _ in range(2):  # two episodes that see the same block share one copy of it
+        episode = store.episodes.add_episode(make_episode(run))
+        for k in range(4):
+            store.episodes.add_step(make_step(episode.id, k, prompt=full[k]), shared=hint)
+        episodes.append(episode)
+    key = stored_prompt.parse(store.episodes.steps(episodes[0].id)[0].prompt).parts[1]["text"]
+    assert store.prompts.get_text(key) == hint
+    assert sqlite3.connect(db_path).execute("SELECT count(*) FROM texts").fetchone()[0] == 1
+    for episode in episodes:
+        assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(4)] == full
+        assert _in_sql(db_path, episode.id) == full
 
 
 def _altered(stored: str) -> str:
-    """The same delta with one character of its new text changed (its CRC no longer fits)."""
-    d = prompt_delta.parse(stored)
-    ops = list(d.ops)
-    i = max(i for i, op in enumerate(ops) if isinstance(op, str))
-    ops[i] = ops[i][:-1] + ("x" if ops[i][-1:] != "x" else "y")
-    return prompt_delta._dump(d.episode_id, d.base_index, d.base_length, d.base_crc, d.length, d.crc, ops)
+    """The same stored prompt with one character of its new text changed (its CRC no longer fits)."""
+    data = json.loads(stored)
+    i = max(i for i, part in enumerate(data["parts"]) if isinstance(part, str))
+    data["parts"][i] = data["parts"][i][:-1] + ("x" if data["parts"][i][-1:] != "x" else "y")
+    return json.dumps(data)
 
 
-def test_a_corrupt_or_orphaned_delta_is_a_one_line_error(store, run, db_path):
-    episode, full = _episode_with_deltas(store, run, n=4)
+def test_a_corrupt_or_orphaned_prompt_is_a_one_line_error(store, run, db_path):
+    episode, full = _episode(store, run, n=4)
     conn = sqlite3.connect(db_path)
     stored = conn.execute('SELECT prompt FROM steps WHERE episode_id = ? AND "index" = 2', (episode.id,)).fetchone()[0]
     cases = {
-        "not valid JSON": "[[delta]][not json",
-        "wrong shape": "[[delta]][1, 2]",
-        "base in the future": stored.replace(f'"{episode.id}",1,', f'"{episode.id}",3,', 1),
+        "not valid JSON": '{"base":1, not json',
+        "wrong shape": '{"base":1}',
+        "base in the future": stored.replace('"base":1,', '"base":3,', 1),
+        "copy outside its base": stored.replace('"parts":[[0,', '"parts":[[99999,', 1),
+        "unknown shared part": stored.replace('"parts":[', '"parts":[{"text":"' + "0" * 32 + '"},', 1),
         "changed text": _altered(stored),
     }
     for name, bad in cases.items():
+        assert bad != stored, name
         conn.execute('UPDATE steps SET prompt = ? WHERE episode_id = ? AND "index" = 2', (bad, episode.id))
         conn.commit()
         with pytest.raises(StoreError) as err:
@@ -111,7 +127,7 @@ def test_a_corrupt_or_orphaned_delta_is_a_one_line_error(store, run, db_path):
 
 
 def test_a_rolled_back_write_leaves_no_cached_prompt(store, run, monkeypatch):
-    episode, full = _episode_with_deltas(store, run, n=3)
+    episode, full = _episode(store, run, n=3)
     other = _prompt(3, " first try")
 
     def failing(*args):
@@ -120,71 +136,44 @@ def test_a_rolled_back_write_leaves_no_cached_prompt(store, run, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(Episodes, "_step_values", staticmethod(failing))
         with pytest.raises(StoreError):
-            store.episodes.add_step(make_step(episode.id, 3, prompt=_encode(other, full[2], episode.id, 2)))
+            store.episodes.add_step(make_step(episode.id, 3, prompt=other))
     again = _prompt(3, " second try")
-    store.episodes.add_step(make_step(episode.id, 3, prompt=_encode(again, full[2], episode.id, 2)))
+    store.episodes.add_step(make_step(episode.id, 3, prompt=again))
     assert store.prompts.step_prompt(episode.id, 3) == again
 
 
 def test_a_forks_copied_steps_are_based_on_its_own_copies(store, run, db_path):
-    source, full = _episode_with_deltas(store, run, n=6)
+    source, full = _episode(store, run, n=6)
     fork = make_episode(None, fork_of=source.id, fork_step=4, seed=source.seed)
-    copied = [s.model_copy(update={"episode_id": fork.id}) for s in store.episodes.steps(source.id)[:4]]
+    copied = [s.model_copy(update={"episode_id": fork.id, "prompt": store.prompts.prompt_of(s)})
+              for s in store.episodes.steps(source.id)[:4]]
     store.episodes.add_episode(fork, copied)
     rows = store.episodes.steps(fork.id)
-    for step in rows[1:]:
-        assert prompt_delta.parse(step.prompt).episode_id == fork.id
+    assert [json.loads(s.prompt)["base"] for s in rows] == [None, 0, 1, 2]
     assert [Store(db_path, check=False).prompts.step_prompt(fork.id, k) for k in range(4)] == full[:4]
-    # a copied step whose base is not the same text in the new episode is stored whole instead
-    lone = make_episode(None, seed=source.seed)
-    store.episodes.add_episode(lone, [make_step(lone.id, 0, prompt=escape_refs(_prompt(0, " other"))),
-                             store.episodes.steps(source.id)[1].model_copy(update={"episode_id": lone.id})])
-    second = store.episodes.steps(lone.id)[1].prompt
-    assert not prompt_delta.is_delta(second) and store.prompts.expand_prompt(second) == full[1]
+    assert _in_sql(db_path, fork.id) == full[:4]
 
 
-def test_a_version_2_file_upgrades_with_its_prompts_kept(tmp_path):
-    path = tmp_path / "v2.db"
-    db = Database(sqlite3.connect(path))
-    schema.MIGRATIONS[0](db)
-    schema.MIGRATIONS[1](db)
-    db["meta"].insert({"key": schema.VERSION_KEY, "value": "2"})
-    hint = "Hint Messages:\n" + "Env: a board\n" * 80
-    full = json.dumps([{"role": "user", "content": hint + "now act [[text: typed"}], ensure_ascii=False)
-    key = "0123456789abcdef0123456789abcdef"
-    db["texts"].insert({"key": key, "text": hint})
-    db["runs"].insert({"id": "r", "config": json.dumps({"model": "scripted/trust", "game": "trust"}),
-                       "game": "trust", "model": "scripted/trust", "pathway": "history", "status": "finished",
-                       "created_at": "2026-01-01T00:00:00.000+00:00", "note": ""})
-    db["episodes"].insert({"id": "e", "run_id": "r", "game": "trust", "mode": "explore", "phase": "explore",
-                           "seed": 1, "index": 0, "model": "scripted/trust", "pathway": "history",
-                           "status": "finished", "n_steps": 2, "history_episode_ids": "[]", "history_cut": 0,
-                           "started_at": "2026-01-01T00:00:00.000+00:00"})
-    compact = escape_refs(full).replace(escape_refs(json.dumps(hint, ensure_ascii=False)[1:-1]), f"[[text:{key}]]")
-    for i, prompt in enumerate([compact, '[{"role": "user", "content": "plain"}]']):
-        db["steps"].insert({"episode_id": "e", "index": i, "action": "cheat", "reward": 0.0, "valid": 1,
-                            "terminated": 0, "truncated": 0, "actor": "model", "tokens_in": 0, "tokens_out": 0,
-                            "latency_ms": 0.0, "created_at": "2026-01-01T00:00:00.000+00:00", "feedback": "",
-                            "observation": "o", "reply": "r", "prompt": prompt})
-    db.conn.commit()
-    db.conn.close()
-    store = Store(path)
-    assert store.schema_version == schema.current_version() >= 3
-    assert store.prompts.step_prompt("e", 0) == full
-    assert store.prompts.step_prompt("e", 1) == '[{"role": "user", "content": "plain"}]'
-    assert len(store.episodes.steps("e")) == 2 and store.prompts.get_text(key) == hint
+def test_a_step_without_a_prompt_is_skipped_as_a_base(store, run, db_path):
+    episode = store.episodes.add_episode(make_episode(run))
+    texts = [_prompt(0), "", _prompt(2)]
+    for k, text in enumerate(texts):
+        store.episodes.add_step(make_step(episode.id, k, prompt=text, actor="model" if text else "human"))
+    assert json.loads(store.episodes.steps(episode.id)[2].prompt)["base"] == 0
+    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(3)] == texts
+    assert _in_sql(db_path, episode.id) == [texts[0], texts[2]]  # the view lists steps with a prompt
 
 
-def test_an_older_s3gym_refuses_a_file_with_deltas(tmp_path, monkeypatch):
-    path = tmp_path / "v3.db"
+def test_an_older_s3gym_refuses_a_file_with_parts(tmp_path, monkeypatch):
+    path = tmp_path / "v16.db"
     Store(path).close()
-    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-1])  # the code before deltas
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:-1])  # the code before parts
     with pytest.raises(StoreError, match="newer s3gym"):
         Store(path)
 
 
 def test_a_cached_prompt_is_only_used_for_the_row_it_was_built_from(store, run, db_path):
-    episode, full = _episode_with_deltas(store, run, n=5)
+    episode, full = _episode(store, run, n=5)
     assert store.prompts.step_prompt(episode.id, 4) == full[4]  # now cached in this store
     conn = sqlite3.connect(db_path)
     conn.execute('DELETE FROM steps WHERE episode_id = ? AND "index" = 4', (episode.id,))
@@ -194,5 +183,16 @@ def test_a_cached_prompt_is_only_used_for_the_row_it_was_built_from(store, run, 
     replaced = _prompt(4, " replaced")
     conn.execute('UPDATE episodes SET n_steps = 4 WHERE id = ?', (episode.id,))
     conn.commit()
-    store.episodes.add_step(make_step(episode.id, 4, prompt=_encode(replaced, full[3], episode.id, 3)))
+    store.episodes.add_step(make_step(episode.id, 4, prompt=replaced))
     assert store.prompts.step_prompt(episode.id, 4) == replaced
+
+
+def test_copies_are_in_utf8_bytes_and_rebuild_text_beyond_ascii(store, run, db_path):
+    accents = lambda k: f" é ü {'漢字' * (k % 3)} 🎲{k} ñ" + "ß" * k
+    episode, full = _episode(store, run, extra=accents)
+    assert not full[5].isascii()
+    steps = store.episodes.steps(episode.id)
+    copies = [part for s in steps[1:] for part in json.loads(s.prompt)["parts"] if isinstance(part, list)]
+    assert any(p[0] + p[1] > len(full[0]) for p in copies)  # offsets past the characters: bytes
+    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(12)] == full
+    assert _in_sql(db_path, episode.id) == full

@@ -151,9 +151,10 @@ def test_step_round_trip_with_every_field(store: Store, run: Run, make_episode):
              action="", self_score=None, reward=-2.0, feedback="invalid", valid=False,
              terminated=True, truncated=True, actor="human", fault="timeout after 120 s"),
     ]
-    for step in steps:
-        assert store.episodes.add_step(step) == step
-    assert store.episodes.steps(episode.id) == steps
+    for step in steps:  # returned as stored: the prompt in its stored form (store/stored_prompt.py)
+        stored = store.episodes.add_step(step)
+        assert stored.model_copy(update={"prompt": store.prompts.prompt_of(stored)}) == step
+    assert [s.model_copy(update={"prompt": store.prompts.prompt_of(s)}) for s in store.episodes.steps(episode.id)] == steps
     assert store.episodes.steps(episode.id)[1].self_score is None  # missing stays missing, not 0
     assert store.episodes.get_episode(episode.id).n_steps == 2
     assert store.episodes.last_step_index(episode.id) == 1

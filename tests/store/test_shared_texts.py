@@ -1,12 +1,11 @@
-"""Schema v2: shared prompt parts stored once, expanded on read; a v1 file migrates in place."""
+"""Shared prompt parts stored once (texts), joined on read; a v1 file migrates in place."""
 
 import json
 import sqlite3
 
 from sqlite_utils import Database
 
-from s3gym_tui.store import Store, schema
-from s3gym_tui.store.prompt_texts import compact_prompt
+from s3gym_tui.store import Store, schema, stored_prompt
 
 
 def test_prompt_parts_round_trip(tmp_path):
@@ -14,13 +13,13 @@ def test_prompt_parts_round_trip(tmp_path):
     hint = 'Hint Messages:\nEnv: "quoted" board\n' * 50
     messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": hint + "\nnow act"}]
     full = json.dumps(messages, ensure_ascii=False)
-    key = store.prompts.put_text(hint)
-    assert store.prompts.put_text(hint) == key  # stored once
-    compact = compact_prompt(full, key, hint)
-    assert len(compact) < len(full) / 10 and f"[[text:{key}]]" in compact
-    assert store.prompts.expand_prompt(compact) == full
-    assert json.loads(store.prompts.expand_prompt(compact)) == messages
-    assert store.prompts.expand_prompt("[[text:" + "0" * 32 + "]]") == "[[text:" + "0" * 32 + "]]"  # unknown key kept
+    part = json.dumps(hint, ensure_ascii=False)[1:-1]  # as it appears in the prompt
+    stored = store.prompts.encode(full, shared=part)
+    key = stored_prompt.parse(stored).parts[1]["text"]
+    assert store.prompts.put_text(part) == key and store.prompts.get_text(key) == part  # stored once
+    assert len(stored) < len(full) / 10
+    assert stored_prompt.apply(stored_prompt.parse(stored).parts, None, store.prompts.get_text) == full
+    assert store.prompts.encode(full, shared="x" * 600) == store.prompts.encode(full)  # not in the prompt: inline
 
 
 def test_version_1_file_migrates_to_current(tmp_path):
