@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any, Literal, Optional, Sequence
+from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
@@ -15,7 +15,7 @@ from s3gym_tui.engine.llm import CallSettings
 from s3gym_tui.engine.session import EpisodeSession
 from s3gym_tui.engine.visibility import (CHOSEN, NONE, SOURCE, Borrow, ContextLeak, Vantage, as_the_source,
                                          borrowed, context_fields, vantage_of)
-from s3gym_tui.models import Episode, Run, Step, phase_of_seed
+from s3gym_tui.models import Episode, Run, phase_of_seed
 from s3gym_tui.engine.pathways import IN_CONTEXT
 
 
@@ -135,28 +135,3 @@ def preview_action(game, action: str):
     probe = games.make(game.name, game.mode)
     probe.restore(game.snapshot())
     return probe.step(action)
-
-
-class ReplayBoard:
-    """The game state after the first `position` steps of an episode, stepping forward incrementally
-    and rebuilding only when moving back. `steps` is read, not copied: a live episode's list grows."""
-
-    def __init__(self, episode: Episode, steps: Sequence[Step]) -> None:
-        self.episode = episode
-        self.steps = steps
-        self._game: Any = None
-        self._at = -1
-
-    def at(self, position: int) -> Any:
-        if self._game is None or position < self._at:
-            self._game = games.make(self.episode.game, self.episode.mode)
-            self._game.reset(self.episode.seed)
-            self._at = 0
-        while self._at < position:
-            self._game.step(self.steps[self._at].action)
-            self._at += 1
-        return self._game
-
-    def reset(self) -> None:
-        """Forget the cached state (the steps were replaced)."""
-        self._game, self._at = None, -1

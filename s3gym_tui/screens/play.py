@@ -19,7 +19,7 @@ from s3gym_tui.screens.runtime import SteadyLayout
 from s3gym_tui.widgets.agent_panel import AgentPanel
 from s3gym_tui.widgets.board import PANEL_CHROME, BoardPanel
 from s3gym_tui.widgets.commands import BindingCommands
-from s3gym_tui.widgets.episode_view import EpisodeView, fit_subtitle  # noqa: F401 - fit_subtitle: its old home
+from s3gym_tui.widgets.episode_view import EpisodeView
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.proposal_bar import ProposalBar
 from s3gym_tui.widgets.status_bar import StatusBar

@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 from textual.app import ComposeResult
 from textual.containers import Horizontal
 
-from s3gym_tui.engine.play import ReplayBoard
+from s3gym_tui.engine.replay import ReplayBoard
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.widgets.agent_panel import AgentPanel, StepView
 from s3gym_tui.widgets.board import BoardPanel
