@@ -219,15 +219,17 @@ class S3GymApp(App):
 
     # ----- navigation (lazy imports keep start-up fast) -----------------------------------
     def open_play(self, **options) -> None:
-        from s3gym_tui.screens.play import PlayScreen
+        """A live episode: a new one (game, mode, seed, ...) or a fork (fork_of, fork_step): PlayOptions."""
+        from s3gym_tui.engine.play import PlayOptions
+        from s3gym_tui.screens.play_live import LivePlayScreen
 
-        self.push_screen(PlayScreen(**options))
+        self.push_screen(LivePlayScreen(PlayOptions(**options)))
 
     def open_episode(self, episode_id: str, at_step: Optional[int] = None) -> None:
         """A stored episode, read-only, with fork available (`at_step`: shown at that step)."""
-        from s3gym_tui.screens.play import PlayScreen
+        from s3gym_tui.screens.play import ReplayScreen
 
-        self.push_screen(PlayScreen(episode_id=episode_id, at_step=at_step))
+        self.push_screen(ReplayScreen(episode_id, at_step=at_step))
 
     def open_search(self, query: str = "") -> None:
         from s3gym_tui.screens.search import SearchScreen

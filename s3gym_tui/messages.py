@@ -7,41 +7,19 @@ from typing import Any, Optional
 
 from textual.message import Message
 
-from s3gym_tui.models import Episode, Step, Summary
+from s3gym_tui.models import Summary
 
 
 @dataclass
-class ProposalReady(Message):
-    """The model proposed an action (not yet executed)."""
+class LiveEvent(Message):
+    """An event of a live episode (engine.events: StepDone, ProposalMade, ...), shown by its screen."""
 
-    episode_id: str
-    action: str
-    self_score: Optional[float]
-    reply: str
-    proposal: Any = None  # the engine's Proposal, handed back to EpisodeSession.commit()
-
-
-@dataclass
-class StepCompleted(Message):
-    episode: Episode
-    step: Step
-
-
-@dataclass
-class EpisodeFinished(Message):
-    episode: Episode
+    event: Any
 
 
 @dataclass
 class SummaryEdited(Message):
     summary: Summary
-
-
-@dataclass
-class ModelFailed(Message):
-    """A model call failed after retries; the episode is intact and can continue."""
-
-    error: str
 
 
 @dataclass

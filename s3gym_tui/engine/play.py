@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Optional
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+import s3gym_games as games
 
 from s3gym_tui.engine.events import EventSink, ignore
 from s3gym_tui.engine.experience import ExperienceState
@@ -17,6 +21,54 @@ from s3gym_tui.engine.pathways import IN_CONTEXT
 
 class PlayError(ValueError):
     """A play or fork request that cannot be honoured (one-line message)."""
+
+
+Experience = Literal["source", "none", "run"]
+
+
+class PlayOptions(BaseModel):
+    """What a live episode is opened with: a new one (game, mode, seed) or a fork (fork_of, fork_step).
+    None for mode or pathway means their default; None for model means the configured default model
+    (Settings.default_model); `experience` (forks): what the source saw ("source", the default), nothing
+    ("none"), or source_run_id's experience ("run", the default when a run is named)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    game: Optional[str] = None
+    mode: str = "explore"
+    seed: Optional[int] = None
+    model: Optional[str] = None
+    pathway: str = "none"
+    source_run_id: Optional[str] = None
+    fork_of: Optional[str] = None
+    fork_step: Optional[int] = None
+    experience: Optional[Experience] = None
+
+    @field_validator("mode", "pathway", mode="before")
+    @classmethod
+    def _none_is_the_default(cls, value, info):
+        return cls.model_fields[info.field_name].default if value is None or value == "" else value
+
+    @property
+    def borrowed(self) -> Experience:
+        """The experience chosen, with its default filled in."""
+        return self.experience or ("run" if self.source_run_id else "source")
+
+
+def open_live_session(store, options: PlayOptions, settings: CallSettings,
+                      on_event: EventSink = ignore) -> EpisodeSession:
+    """The session `options` ask for: a fork of a stored episode or a new standalone episode (raises
+    PlayError, LeakageError, StoreError or GameError with a one-line message when it cannot)."""
+    source_run = store.runs.get_run(options.source_run_id) if options.source_run_id else None
+    if options.fork_of:  # what the source saw, unless the person chose other experience
+        borrow = None if options.borrowed == "source" else \
+            Borrow(source_run.id if options.borrowed == "run" and source_run else None)
+        return fork_session(store, options.fork_of, int(options.fork_step or 0), settings, options.pathway, borrow,
+                            on_event)
+    if not options.game or options.seed is None:
+        raise PlayError("choose a game and a seed")
+    return new_play_session(store, games.canonical(options.game), options.mode, int(options.seed), settings,
+                            options.pathway, source_run, on_event)
 
 
 def new_play_session(store, game: str, mode: str, seed: int, settings: CallSettings, pathway: str = "none",
@@ -82,8 +134,6 @@ def preview_action(game, action: str):
     """The game's answer (a StepResult: valid, feedback) to `action` in its current state, from a
     copy: the episode itself does not move. Lets a person see that an action would be refused
     before it costs a turn."""
-    import s3gym_games as games
-
     probe = games.make(game.name, game.mode)
     probe.restore(game.snapshot())
     return probe.step(action)

@@ -93,7 +93,7 @@ async def test_play_screen_survives_every_model_fault(tmp_path, settings):
     fault.SETTINGS.huge_chars = 20_000
     app = S3GymApp(db_path=tmp_path / "play.db", settings=settings)
     async with app.run_test(size=SIZE) as pilot:
-        app.push_screen(PlayScreen(game="trust", mode="explore", seed=0, model="fault/trust"))
+        app.open_play(game="trust", mode="explore", seed=0, model="fault/trust")
         await pilot.pause()
         screen = app.screen
         assert isinstance(screen, PlayScreen) and screen.session is not None
@@ -123,7 +123,7 @@ async def test_play_screen_with_an_unreachable_model_notifies_and_stays_usable(t
     monkeypatch.setenv("OPENAI_API_BASE", "http://127.0.0.1:9")
     app = S3GymApp(db_path=tmp_path / "down.db", settings=settings)
     async with app.run_test(size=SIZE) as pilot:
-        app.push_screen(PlayScreen(game="trust", mode="explore", seed=3, model=model))
+        app.open_play(game="trust", mode="explore", seed=3, model=model)
         await pilot.pause()
         screen = app.screen
         await pilot.press("n")
@@ -152,12 +152,12 @@ async def test_bad_ids_and_choices_are_notifications_not_crashes(tmp_path, setti
         seen = []
         for open_screen, needle in ((lambda: app.open_protocol("nosuch"), "no run 'nosuch'"),
                                     (lambda: app.open_episode("nosuch"), "no episode 'nosuch'"),
-                                    (lambda: app.push_screen(PlayScreen(game="go", seed=0)), "unknown game 'go'"),
-                                    (lambda: app.push_screen(PlayScreen(game="trust", mode="eval", seed=5)),
+                                    (lambda: app.open_play(game="go", seed=0), "unknown game 'go'"),
+                                    (lambda: app.open_play(game="trust", mode="eval", seed=5),
                                      "belongs to the explore range"),
-                                    (lambda: app.push_screen(PlayScreen(fork_of="done-x000", fork_step=999)),
+                                    (lambda: app.open_play(fork_of="done-x000", fork_step=999),
                                      "cannot fork after step 999"),
-                                    (lambda: app.push_screen(PlayScreen(fork_of="nosuch", fork_step=1)),
+                                    (lambda: app.open_play(fork_of="nosuch", fork_step=1),
                                      "no episode 'nosuch'")):
             open_screen()
             await pilot.pause(0.1)
@@ -288,7 +288,7 @@ async def test_a_step_refused_by_a_locked_or_full_database_is_a_notification(tmp
             await pilot.pause(0.1)
 
     async with app.run_test(size=SIZE) as pilot:
-        app.push_screen(PlayScreen(game="trust", mode="explore", seed=8, model="scripted/trust"))
+        app.open_play(game="trust", mode="explore", seed=8, model="scripted/trust")
         await pilot.pause()
         screen = app.screen
         await type_action(pilot, "collaborate")

@@ -143,7 +143,7 @@ async def test_a_long_call_shows_its_elapsed_time_and_the_typical_step(tmp_path,
         async with app.run_test(size=(160, 40)) as pilot:
             await until(pilot, lambda: isinstance(app.screen, HomeScreen))
             await pilot.pause()
-            app.push_screen(PlayScreen(game="trust", mode="explore", seed=0, model="openai/fake"))
+            app.open_play(game="trust", mode="explore", seed=0, model="openai/fake")
             play = await until(pilot, lambda: isinstance(app.screen, PlayScreen) and app.screen)
             await pilot.pause()
             bar = play.query_one(StatusBar)

@@ -68,7 +68,7 @@ async def test_chess_at_80x24_shows_the_whole_board_beside_the_steps(demo_db, se
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_play_steps(pilot, "chess")
         board, steps = screen.query_one("#board"), screen.query_one("#steps")
-        assert screen.has_class("-compact") and screen.has_class("-beside")
+        assert screen.has_class("-narrow", "-short", "-beside")  # the narrow-and-short layout, beside
         assert inside(board.region, 80, 24) and inside(steps.region, 80, 24)
         assert board.region.right <= steps.region.x  # side by side
         assert steps.region.width >= 36 and steps.region.height >= 10
@@ -108,7 +108,7 @@ async def test_trust_at_80x24_has_the_board_on_top_and_the_steps_under_it(demo_d
     async with app.run_test(size=(80, 24)) as pilot:
         screen = await open_play_steps(pilot, "trust")
         board, steps = screen.query_one("#board"), screen.query_one("#steps")
-        assert screen.has_class("-compact") and not screen.has_class("-beside")
+        assert screen.has_class("-narrow", "-short") and not screen.has_class("-beside")
         assert board.region.bottom <= steps.region.y and steps.region.width >= 70
         assert board.virtual_size.height <= board.scrollable_content_region.height  # the board whole
 

@@ -73,7 +73,7 @@ async def test_the_status_bar_says_when_a_retry_happened_and_why(tmp_path):
             "hosted_vllm/fake", ModelSettings(api_base=server.base_url, timeout_s=1.0))
         app = S3GymApp(db_path=tmp_path / "retry.db", settings=settings)
         async with app.run_test(size=(160, 40)) as pilot:
-            app.push_screen(PlayScreen(game="trust", mode="explore", seed=0, model="hosted_vllm/fake"))
+            app.open_play(game="trust", mode="explore", seed=0, model="hosted_vllm/fake")
             play = await until(pilot, lambda: isinstance(app.screen, PlayScreen) and app.screen)
             await pilot.pause()
             line = lambda: str(play.query_one("#status-line").content)  # noqa: E731

@@ -214,7 +214,7 @@ async def test_the_boards_subtitle_keeps_its_figures_whole(app, size, game):
 
 @pytest.mark.parametrize("width", [20, 30, 40, 60, 100])
 def test_fit_subtitle_cuts_the_action_then_leaves_figures_out_whole(width):
-    from s3gym_tui.screens.play import fit_subtitle
+    from s3gym_tui.widgets.episode_view import fit_subtitle
 
     figures = [(4, "explore"), (3, "seed 1000000"), (0, "step 10/10"), (1, "final score 0.166667"),
                (2, "after step 9")]
