@@ -14,7 +14,7 @@ import zlib
 from dataclasses import dataclass, field
 
 from s3gym_tui.store.prompt_delta import common_prefix
-from s3gym_tui.store.prompt_texts import text_key
+from s3gym_tui.store.stored_prompt import text_key
 
 NEWLINE = "\\n"  # a newline inside a JSON string
 # Parts of 2-4 KB: on late prompts of a 30-episode snake History run (390 KB each) 85 ids and 5 KB of new

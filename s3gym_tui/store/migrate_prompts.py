@@ -19,7 +19,7 @@ from typing import Callable, Optional
 
 from s3gym_tui.store import prompt_delta, stored_prompt
 from s3gym_tui.store.errors import StoreError
-from s3gym_tui.store.prompt_texts import text_key
+from s3gym_tui.store.stored_prompt import text_key
 
 _OLD_REF = re.compile(r"\[\[text:([0-9a-f]{32})\]\]")
 _OLD_ESCAPED = "[[text\\u003a"  # a literal "[[text:" in an old prompt

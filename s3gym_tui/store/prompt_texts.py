@@ -9,23 +9,19 @@ replay, the app) goes through step_prompt / prompt_of; SQL tools read the view `
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from typing import Optional
 
 from s3gym_tui.models import Step
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import stored_prompt
+from s3gym_tui.store.stored_prompt import text_key
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.repository import Repository
 
 CACHE_CHARS = 8_000_000  # full prompts kept per Store (about 16 MB)
 SHARED_MIN_CHARS = 512  # a shorter shared part is kept inline
 WHOLE = '{"base":null,'  # a stored prompt without copies
-
-
-def text_key(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
 
 
 class Prompts(Repository):

@@ -19,6 +19,7 @@ move). A prompt as sent is JSON that starts with `[`, a stored one starts with `
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import zlib
@@ -26,6 +27,11 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Union
 
 from s3gym_tui.store.prompt_delta import diff
+
+def text_key(text: str) -> str:
+    """The key of a shared part in `texts`."""
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).hexdigest()
+
 
 PREFIX = '{"base":'
 STRIDE = 8  # every STRIDE-th step is based STRIDE steps back (see base_index)
