@@ -72,6 +72,7 @@ class _Worker:
     active: dict[str, tuple[asyncio.Future, Callable[[ev.Event], None], str]] = field(default_factory=dict)
     spent_usd: float = 0.0
     alive: bool = True
+    driven: int = 0  # runs handed to it
 
     def load(self, model: str) -> tuple[float, int, int]:
         """The dispatch order: fewest runs of `model` per share, then fewest runs, then the first."""
@@ -124,6 +125,7 @@ class WorkerPool:
         worker = min(live, key=lambda w: w.load(run.config.model))
         future = asyncio.get_running_loop().create_future()
         worker.active[run.id] = (future, sink, run.config.model)
+        worker.driven += 1
         self._send(worker, ("drive", run))
         return await future
 
