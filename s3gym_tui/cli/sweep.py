@@ -439,7 +439,7 @@ def _sweep_ended(runner, final) -> None:
     if runner.stop_reason is not None:
         console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
         raise typer.Exit(130)
-    if runner.store_error is not None:
+    if runner.store_error is not None or runner.worker_error is not None:
         raise Stopped(f"sweep {final.id} stopped: {final.note}", resume=final.id)
     if runner.failed_models and not runner.budget_hit:
         raise Stopped(f"sweep {final.id} stopped: {final.note}", resume=final.id)

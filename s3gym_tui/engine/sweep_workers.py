@@ -9,7 +9,8 @@ main script), talking over a socket pair with multiprocessing's framing. Its set
 models' runtime arguments, secrets included) are the first message, never on a command line.
 Messages, parent to worker: ("drive", run), ("stop", reason),
 ("others", dollars the other workers spent), ("close",); worker to parent: ("event", run_id,
-event), ("spent", cost), ("ended", run_id, run, error, kind) with kind None, "busy" or "store", and
+event), ("spent", cost), ("ended", run_id, run, error, kind) with kind None, "busy", "store" or
+"error" (an engine fault: the sweep fails, as in one process), and
 ("failed", message) when the worker cannot start. The budget is the sweep's: each worker adds the
 others' spend (relayed by the parent, at most STALE_S late) to its own before every call.
 """
@@ -196,6 +197,8 @@ class WorkerPool:
                     entry[0].set_exception(RunBusy(error))
                 elif how == "store":
                     entry[0].set_exception(StoreError(error))
+                elif how == "error":
+                    entry[0].set_exception(RuntimeError(f"in {worker.describe()}: {error}"))
                 else:
                     entry[0].set_result((run, error))
         elif kind == "failed":
@@ -300,6 +303,8 @@ async def _serve(conn, db: str, sweep_id: str, share: int, budget_usd: Optional[
                 conn.send(("ended", run.id, None, str(exc), "busy"))
             except StoreError as exc:
                 conn.send(("ended", run.id, None, str(exc), "store"))
+            except Exception as exc:  # noqa: BLE001 - a fault of the engine: the sweep fails, as in one process
+                conn.send(("ended", run.id, None, f"{type(exc).__name__}: {exc}", "error"))
 
         def handle(message: Optional[tuple]) -> None:
             if message is None:  # the parent is gone: stop, stored and resumable, and end
