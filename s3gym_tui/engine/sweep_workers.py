@@ -282,29 +282,35 @@ async def _serve(conn, db: str, sweep_id: str, share: int, budget_usd: Optional[
     done = asyncio.Event()
     tasks: set[asyncio.Task] = set()
     with Store(Path(db)) as store:
+        def send(message: tuple) -> None:
+            try:
+                conn.send(message)
+            except (OSError, ValueError):  # the parent is gone (killed): its runs stop, stored, resumable
+                loop.call_soon(handle, None)
+
         def on_event(event) -> None:  # the run's events (SweepRunner._execute wraps them)
             if isinstance(event, SweepRunEvent):
-                conn.send(("event", event.run_id, forwarded(event.event)))
+                send(("event", event.run_id, forwarded(event.event)))
 
         runner = SweepRunner(store, store.sweeps.get_sweep(sweep_id), on_event, backoff_base_s)
         runner.model_args = model_args
-        runner.limits = SharedLimits(lambda cost: conn.send(("spent", cost)), concurrency=share,
+        runner.limits = SharedLimits(lambda cost: send(("spent", cost)), concurrency=share,
                                      budget_usd=budget_usd, spent_usd=spent_usd)
 
         async def drive(run: Run) -> None:
             if runner.stop_reason is not None:  # handed over as the stop crossed it: not started
-                conn.send(("ended", run.id, store.runs.get_run(run.id), None, None))
+                send(("ended", run.id, store.runs.get_run(run.id), None, None))
                 return
             try:
                 with use_limits(runner.limits):  # this task's own context (made from the reader's)
                     final, error = await runner._execute(run)
-                conn.send(("ended", run.id, final, error, None))
+                send(("ended", run.id, final, error, None))
             except RunBusy as exc:
-                conn.send(("ended", run.id, None, str(exc), "busy"))
+                send(("ended", run.id, None, str(exc), "busy"))
             except StoreError as exc:
-                conn.send(("ended", run.id, None, str(exc), "store"))
+                send(("ended", run.id, None, str(exc), "store"))
             except Exception as exc:  # noqa: BLE001 - a fault of the engine: the sweep fails, as in one process
-                conn.send(("ended", run.id, None, f"{type(exc).__name__}: {exc}", "error"))
+                send(("ended", run.id, None, f"{type(exc).__name__}: {exc}", "error"))
 
         def handle(message: Optional[tuple]) -> None:
             if message is None:  # the parent is gone: stop, stored and resumable, and end
