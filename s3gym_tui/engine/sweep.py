@@ -196,7 +196,8 @@ class SweepRunner:
         elif self.stop_reason is not None:
             status, reason, note = "stopped", "interrupted", f"{self.stop_reason}; {len(left)} run(s) left"
         elif self.worker_error is not None:
-            status, reason, note = "stopped", "worker failed", f"{self.worker_error}"[:400] + f"; {len(left)} run(s) left"
+            status, reason = "stopped", "worker failed"
+            note = f"{self.worker_error}"[:400] + f"; {len(left)} run(s) left"
         elif self.budget_hit:
             status, reason = "stopped", "budget"
             note = (f"budget of ${self.limits.budget_usd:.2f} spent (${self.limits.spent_usd:.4f}); "
