@@ -13,6 +13,9 @@ from s3gym_tui.authors import login_name
 from s3gym_tui.models import INT64_MAX
 
 
+MAX_SWEEP_WORKERS = 64  # worker processes a sweep may use (engine.sweep_workers)
+
+
 class ConfigError(ValueError):
     """The config file cannot be used (one-line message naming the file and the problem)."""
 
@@ -49,6 +52,9 @@ class Settings(BaseModel):
     # machine ("8765"), host:port or a URL: servers = ["8765", "http://gpu1:8000/v1"]; $S3GYM_SERVERS
     # (comma-separated) replaces them
     servers: tuple[str, ...] = ()
+    # processes driving a sweep's runs (`s3gym sweep --workers`): 1 is this process alone; more, when one
+    # core cannot keep the model servers busy (docs/sweeps-and-clusters.md)
+    sweep_workers: int = Field(1, ge=1, le=MAX_SWEEP_WORKERS)
 
     @field_validator("servers", mode="before")
     @classmethod

@@ -116,6 +116,8 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
                                                      help="Sweep: model calls in flight per model."),
            runs_per_model: Optional[int] = typer.Option(None, "--runs-per-model", help="Sweep: runs of one "
                                                         "model at once."),
+           workers: Optional[int] = typer.Option(None, "--workers", "-w", help="Sweep: worker processes "
+                                                 "driving the runs (default: the config's sweep_workers)."),
            yes: bool = typer.Option(False, "--yes", "-y", help="Sweep: continue without asking."),
            repair: bool = typer.Option(False, "--repair", help="Training: also evaluate with replies that break "
                                        "the answer format repaired (see `s3gym train --repair`)."),
@@ -152,10 +154,10 @@ def resume(run_id: str = typer.Argument(..., metavar="RUN_OR_SWEEP"),
 
         if api_base is not None:
             raise UserError("--api-base applies to a run, not a sweep (its runs keep their api bases)")
-        resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes, progress)
+        resume_sweep(store, sweep, budget_usd, concurrency, runs_per_model, yes, progress, workers)
         return
-    if budget_usd is not None or concurrency is not None or runs_per_model is not None:
-        raise UserError("--budget-usd, --concurrency and --runs-per-model apply to a sweep, not a run")
+    if budget_usd is not None or concurrency is not None or runs_per_model is not None or workers is not None:
+        raise UserError("--budget-usd, --concurrency, --runs-per-model and --workers apply to a sweep, not a run")
     target = store.runs.get_run(run_id)
     if api_base is not None:
         if strip_url_credentials(api_base) != target.config.api_base:

@@ -18,6 +18,8 @@ from s3gym_tui.textgate import safe_markup
 GAMES_HELP = "all, or a comma-separated list (see `s3gym games`)."
 MODELS_HELP = ("Comma-separated litellm model strings; the family `scripted` means scripted/<game> for each "
                "game (`fault` and `learner` likewise). Default: the config's default_model ($S3GYM_MODEL).")
+WORKERS_HELP = ("Processes driving the runs (each run in one of them, all writing the one database): more "
+                "than 1 when one core cannot keep the model servers busy. Default: the config's sweep_workers (1).")
 API_BASE_HELP = ("An api base: URL (every model), or MODEL=URL1,URL2 for a model's replicas (vLLM, SGLang, "
                  "llama.cpp servers), spread by litellm's Router. Repeat for several models.")
 
@@ -177,6 +179,7 @@ def sweep(
     model_arg: List[str] = typer.Option([], "--model-arg", "-M", help="KEY=VALUE passed to every model's "
                                         "provider through litellm (repeat); the config file's per-model "
                                         "model_args come first. Stored without secrets."),
+    workers: Optional[int] = typer.Option(None, "--workers", "-w", help=WORKERS_HELP),
     yes: bool = typer.Option(False, "--yes", "-y", help="Start without asking."),
     plan_only: bool = typer.Option(False, "--plan", help="Print the plan and stop (nothing is stored, no file "
                                    "is created)."),
@@ -190,6 +193,7 @@ def sweep(
     from s3gym_tui.models import SweepConfig
 
     names = _split(models) if models else [load_settings().default_model]
+    processes = worker_count(workers)
     game_names = _games(games_)
     check_models(names, game_names)
     if "trained" in _split(pathways):
@@ -229,7 +233,18 @@ def sweep(
     stored, _ = store.sweeps.create_sweep(config, runs)
     console.print(f"sweep [bold]{safe_markup(stored.id)}[/] · {len(runs)} runs (continue an interrupted sweep with "
                   f"`s3gym resume {safe_markup(stored.id)}`)", soft_wrap=True)
-    follow_sweep(store, stored, progress, runtime_args)
+    follow_sweep(store, stored, progress, runtime_args, processes)
+
+
+def worker_count(given: Optional[int]) -> int:
+    """The worker processes for a sweep: --workers, else the config's sweep_workers; a bad count is refused."""
+    from s3gym_tui.config import MAX_SWEEP_WORKERS, load_settings
+
+    if given is None:
+        return load_settings().sweep_workers
+    if not 1 <= given <= MAX_SWEEP_WORKERS:
+        raise UserError(f"--workers {given}: give 1 to {MAX_SWEEP_WORKERS} worker processes")
+    return given
 
 
 def fit_runs(runs, decoding: Optional[str], cli_args: dict, announce: bool = True):
@@ -259,10 +274,13 @@ def fit_runs(runs, decoding: Optional[str], cli_args: dict, announce: bool = Tru
 
 
 def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Optional[int],
-                 runs_per_model: Optional[int], yes: bool, progress: Optional[ProgressMode] = None) -> None:
-    """`s3gym resume SWEEP`: the runs left, priced, then run like `sweep` (budget and limits may change)."""
+                 runs_per_model: Optional[int], yes: bool, progress: Optional[ProgressMode] = None,
+                 workers: Optional[int] = None) -> None:
+    """`s3gym resume SWEEP`: the runs left, priced, then run like `sweep` (budget, limits and the
+    worker processes may change)."""
     from s3gym_tui.engine.sweep_plan import plan as make_plan
 
+    processes = worker_count(workers)
     updates = {k: v for k, v in (("budget_usd", budget_usd), ("concurrency", concurrency),
                                  ("runs_per_model", runs_per_model)) if v is not None}
     if updates:
@@ -292,19 +310,20 @@ def resume_sweep(store, stored, budget_usd: Optional[float], concurrency: Option
 
     settings = load_settings()  # the config file's model arguments again (their secrets are not stored)
     follow_sweep(store, stored, progress, {m: settings.model_settings(m).model_args
-                                           for m in {r.config.model for r in left}})
+                                           for m in {r.config.model for r in left}}, processes)
 
 
 def follow_sweep(store, stored, progress_mode: Optional[ProgressMode] = None,
-                 model_args: Optional[dict] = None) -> None:
+                 model_args: Optional[dict] = None, workers: int = 1) -> None:
     """Run the sweep with its progress (a bar per active run and one for the sweep, or a timestamped
     line per episode, checkpoint and run), a warning when a model's replies mostly do not parse, then
-    the usage and the replies per model. A store failure mid-sweep stops it resumable (exit 3)."""
-    follow_sweeps(store, [stored], progress_mode, model_args)
+    the usage and the replies per model. A store failure mid-sweep stops it resumable (exit 3).
+    With `workers` > 1 the runs are driven in that many worker processes (engine.sweep_workers)."""
+    follow_sweeps(store, [stored], progress_mode, model_args, workers)
 
 
 def follow_sweeps(store, sweeps, progress_mode: Optional[ProgressMode] = None,
-                  model_args: Optional[dict] = None) -> None:
+                  model_args: Optional[dict] = None, workers: int = 1) -> None:
     """follow_sweep for several sweeps at once (`s3gym demo`: the learner's and the embedded model's):
     they run concurrently under one progress display, each with its own limits; then each one's usage
     and replies. The first one that did not finish decides how the command ends."""
@@ -316,12 +335,23 @@ def follow_sweeps(store, sweeps, progress_mode: Optional[ProgressMode] = None,
     watches: dict = {}  # per model: the reply-contract warning `run` gives (engine.contract.ContractWatch)
     runners = []
     for stored in sweeps:
-        runner = SweepRunner(store, stored)
+        runner = SweepRunner(store, stored, workers=workers)
         runner.model_args = dict(model_args or {})
         runner.on_event = _sweep_follower(store, stored, runner, progress, watches, several=len(sweeps) > 1)
         runners.append(runner)
+        if workers > 1:
+            used = runner.worker_count(len(runner.pending()))
+            why = "" if used == workers else (f" ({workers} asked: at most one per run left and per call in flight, "
+                                              f"--concurrency {stored.config.concurrency})")
+            console.print(f"{used} worker process(es) drive the runs{why}; at most {stored.config.concurrency} "
+                          f"call(s) in flight per model in all", soft_wrap=True)
 
     def stop(reason: str = "stopped") -> None:
+        pools = [runner.pool for runner in runners if runner.pool is not None]
+        if pools and not any(pool.stopping for pool in pools):
+            count = sum(len(pool.live()) for pool in pools)
+            progress.note(f"[yellow]stopping[/] ({safe_markup(reason)}): {count} worker process(es) store their "
+                          f"runs' last steps; every run stays resumable")
         for runner in runners:
             runner.stop(reason)
 
@@ -409,7 +439,7 @@ def _sweep_ended(runner, final) -> None:
     if runner.stop_reason is not None:
         console.print(f"{safe_markup(final.note)}\ncontinue with `s3gym resume {safe_markup(final.id)}`", soft_wrap=True)
         raise typer.Exit(130)
-    if runner.store_error is not None:
+    if runner.store_error is not None or runner.worker_error is not None:
         raise Stopped(f"sweep {final.id} stopped: {final.note}", resume=final.id)
     if runner.failed_models and not runner.budget_hit:
         raise Stopped(f"sweep {final.id} stopped: {final.note}", resume=final.id)
