@@ -2,7 +2,8 @@
 
 Beside them: `prompt` (the paper's prompt for a state), `reply` (the `Answer: ..., Score: ...` parser),
 `seeds` (the protocol's exploration and evaluation seed ranges), `gym_env` (Gymnasium environments, the
-gym extra) and `trl_env` (TRL's environment_factory).
+gym extra), `trl_env` (TRL's environment_factory) and `verifiers_env` (verifiers' load_environment, the
+verifiers extra).
 
 Third-party games join through the `s3gym.games` entry-point group (name = the game's name, value = a
 module exposing GAME, a Game subclass, and POLICY, a Policy class), as model providers do through

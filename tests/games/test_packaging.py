@@ -161,3 +161,15 @@ def test_without_the_package_the_game_is_unknown():
     assert "count" not in games.names()
     with pytest.raises(GameError, match="unknown game 'count'"):
         games.make("count")
+
+
+@pytest.mark.parametrize("module, needs, extra", [("s3gym_games.gym_env", "gymnasium", "gym"),
+                                                  ("s3gym_games.verifiers_env", "verifiers", "verifiers")])
+def test_an_adapter_without_its_extra_names_the_extra(monkeypatch, module, needs, extra):
+    import importlib
+    import sys
+
+    monkeypatch.setitem(sys.modules, needs, None)  # `import <needs>` now fails as if it were not installed
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    with pytest.raises(ImportError, match=re.escape(f"pip install 's3gym-games[{extra}]'")):
+        importlib.import_module(module)
