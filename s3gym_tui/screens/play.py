@@ -33,7 +33,6 @@ from s3gym_tui.widgets.steps_table import StepsTable
 from s3gym_tui.widgets.verdicts import range_note
 from s3gym_tui.widgets.take_over import TakeOverBox
 from s3gym_tui.widgets.title_bar import TitleBar
-from s3gym_tui.screens.runtime import SteadyLayout
 
 LIVE_ONLY = {"step", "run_pause", "stop", "restart", "take_over", "toggle_propose"}
 AGENT_MIN_WIDTH = 44  # the agent panel keeps at least this much beside the board
@@ -61,7 +60,7 @@ def fit_subtitle(figures: list[tuple[int, str]], action: str, width: int) -> str
     return joined()
 
 
-class PlayScreen(SteadyLayout, Screen):
+class PlayScreen(Screen):
     """Live: a new standalone episode (game/mode/seed) or a fork (fork_of/fork_step), stepped by
     the model or a person. Replay: a stored episode (episode_id), read-only, with fork.
 
