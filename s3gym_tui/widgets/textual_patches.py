@@ -1,8 +1,10 @@
 """Every use of Textual's private internals in the app: patches applied once at start, for Textual 8.2.8 only.
 
 Each one says what it is for and what upstream says (the issue or PR, or that none was found). The
-public API cannot do any of them in 8.2.8: what it could do (a Resize handler that keeps the
-DataTable's caches, Home's and Compare's refit on resume, the screens' size classes) went back to it.
+public API cannot do any of them in 8.2.8: what it could do went back to it (the DataTable's Resize
+handler that keeps its caches, the runs table's click, the spinner's mount: public handlers that
+prevent the default; a screen's size classes and fitting when it is back on top: the app's
+screen_change_signal and the screens' own ScreenResume handlers).
 
 On another Textual `apply()` refuses with one line (UnsupportedTextual, a ConfigError: the CLI prints
 it without a traceback) instead of running unpatched: the widgets below do their layout work (wrap
