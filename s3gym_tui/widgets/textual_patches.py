@@ -145,7 +145,7 @@ def _patch(owner: type, name: str, make) -> None:
     setattr(owner, name, make(original))
 
 
-def original(name: str):
+def replaced(name: str):
     """What a patch replaced ("module:Class.name"), or the name as Textual has it if not patched."""
     if name in _originals:
         return _originals[name]

@@ -37,7 +37,7 @@ def test_every_private_name_the_patches_use_is_there_with_its_signature():
                 wrong.append(f"{name}: not an attribute of a new {owner_name}")
             continue
         try:
-            found = textual_patches.original(name)
+            found = textual_patches.replaced(name)
         except AttributeError:
             wrong.append(f"{name}: gone")
             continue
