@@ -132,10 +132,8 @@ def apply() -> None:
     _patch(Widget, "_size_updated", _with_laid_out)
     _patch(ScrollView, "_size_updated", _with_laid_out)
     _patch(DataTable, "_update_dimensions", _invalidating_width_change)
-    _patch(Widget, "vertical_scrollbar", lambda _: property(lambda widget: _scrollbar(widget, vertical=True),
-                                                            doc="The vertical scrollbar (a SCROLLBAR_CLASS)."))
-    _patch(Widget, "horizontal_scrollbar", lambda _: property(lambda widget: _scrollbar(widget, vertical=False),
-                                                              doc="The horizontal scrollbar (a SCROLLBAR_CLASS)."))
+    _patch(Widget, "vertical_scrollbar", lambda _: property(_vertical_scrollbar))
+    _patch(Widget, "horizontal_scrollbar", lambda _: property(_horizontal_scrollbar))
     _applied = True
 
 
@@ -302,18 +300,29 @@ def _invalidating_width_change(original):
 
 
 # ----- 8, 9: scrollbars ----------------------------------------------------------------------------
-def _scrollbar(widget, vertical: bool):
-    attribute = "_vertical_scrollbar" if vertical else "_horizontal_scrollbar"
-    bar = getattr(widget, attribute)
-    if bar is not None:
-        return bar
+def _vertical_scrollbar(widget):
+    """The vertical scrollbar (created as the widget's SCROLLBAR_CLASS if it has none yet)."""
+    bar = widget._vertical_scrollbar
+    return bar if bar is not None else _new_scrollbar(widget, vertical=True)
+
+
+def _horizontal_scrollbar(widget):
+    """The horizontal scrollbar (created as the widget's SCROLLBAR_CLASS if it has none yet)."""
+    bar = widget._horizontal_scrollbar
+    return bar if bar is not None else _new_scrollbar(widget, vertical=False)
+
+
+def _new_scrollbar(widget, vertical: bool):
     from textual.scrollbar import ScrollBar
 
     bar_class = getattr(type(widget), "SCROLLBAR_CLASS", None) or ScrollBar
     thickness = widget.scrollbar_size_vertical if vertical else widget.scrollbar_size_horizontal
     bar = bar_class(vertical=vertical, name="vertical" if vertical else "horizontal", thickness=thickness)
     bar.display = False  # shown when the widget's content overflows
-    setattr(widget, attribute, bar)
+    if vertical:
+        widget._vertical_scrollbar = bar
+    else:
+        widget._horizontal_scrollbar = bar
     widget.app._start_widget(widget, bar)
     return bar
 
