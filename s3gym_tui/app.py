@@ -32,6 +32,9 @@ class S3GymApp(App):
 
     def __init__(self, db_path: Optional[Path] = None, default_model: Optional[str] = None,
                  settings: Optional[Settings] = None, tour: bool = False) -> None:
+        from s3gym_tui.widgets import textual_patches
+
+        textual_patches.apply()  # once per process; another Textual: one line (UnsupportedTextual)
         super().__init__()
         self.start_tour = tour  # open the demo's guided tour over Home (`s3gym demo`)
         from s3gym_tui.textgate import GatedConsole
@@ -93,6 +96,7 @@ class S3GymApp(App):
         yield Static(f"s3gym\n\nopening {safe(self.db_path, one_line=True, max_chars=300)} …", id="splash")
 
     def on_mount(self) -> None:
+        self.screen_change_signal.subscribe(self, self._screen_changed)
         self.theme = "textual-light" if self.settings.theme == "light" else "textual-dark"
         if self.settings.keymap:
             self.set_keymap(self.settings.keymap)
@@ -155,9 +159,17 @@ class S3GymApp(App):
         if self._store is not None:
             self._store.close()
 
+    def _screen_changed(self, screen) -> None:
+        """A screen came to the top (pushed, popped back to, switched to): the size classes of the
+        terminal as it is now (it may have been resized while the screen was below others), before
+        the screen handles its ScreenResume and lays itself out."""
+        from s3gym_tui.screens.sizing import refit
+
+        refit(screen)
+
     def pop_screen(self):
         """Pop the top screen (dismiss comes here too), then let go of Textual's caches of its widgets."""
-        from s3gym_tui.screens.runtime import release_closed_screens
+        from s3gym_tui.widgets.textual_patches import release_closed_screens
 
         result = super().pop_screen()
         self.call_after_refresh(release_closed_screens)  # once the screen below is drawn again
@@ -165,12 +177,12 @@ class S3GymApp(App):
 
     def push_screen(self, screen, *args, **kwargs):
         """Push a screen with its size classes already set (no restyle of it when it mounts), and
-        without the second layout Textual asks for once it has mounted (runtime.without_mount_relayout)."""
+        without the second layout Textual asks for once it has mounted (textual_patches.without_mount_relayout)."""
         from textual.screen import Screen
 
         from s3gym_tui.screens.sizing import presize
 
-        from s3gym_tui.screens.runtime import without_mount_relayout
+        from s3gym_tui.widgets.textual_patches import without_mount_relayout
 
         if self._home_pending:  # a key pressed during the splash: its screen goes over Home
             self._open_home()

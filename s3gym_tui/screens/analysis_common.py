@@ -12,7 +12,6 @@ from s3gym_tui.widgets.commands import BindingCommands
 
 from s3gym_tui.engine.glossary import DASH, DECIMALS, fmt_metric  # noqa: E402,F401 - DASH re-exported
 from s3gym_tui.engine.glossary import fmt_signed as glossary_signed  # noqa: E402
-from s3gym_tui.screens.runtime import SteadyLayout
 
 
 def fmt(value: Optional[float], digits: int = DECIMALS) -> str:
@@ -29,7 +28,7 @@ def fmt_score(value: Optional[float]) -> str:
     return "?" if value is None else f"{float(value):g}"
 
 
-class AnalysisScreen(SteadyLayout, Screen):
+class AnalysisScreen(Screen):
     """Base of the analysis screens: Escape goes back; every binding is a palette command."""
 
     COMMANDS = Screen.COMMANDS | {BindingCommands}

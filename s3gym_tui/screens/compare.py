@@ -172,6 +172,9 @@ class CompareScreen(AnalysisScreen):
     def on_resize(self) -> None:
         self.fit_to_size()
 
+    def on_screen_resume(self) -> None:
+        self.fit_to_size()  # the terminal may have been resized while Compare was below others
+
     def fit_to_size(self) -> None:
         """The aligned steps take the rows they need (at most 2/5 of the screen, at least 8): the two
         contexts above, what the comparison is about, get the rest (a tall terminal's rows went

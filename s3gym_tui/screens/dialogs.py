@@ -14,13 +14,12 @@ from textual.widgets.option_list import Option
 
 from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.model_picker import ModelPicker
-from s3gym_tui.screens.runtime import SteadyLayout
 
 PATHWAY_CHOICES = [("none", "none"), ("history", "history"), ("summary", "summary")]
 FORK_AS_SOURCE, FORK_NO_EXPERIENCE = "source", "none"  # ForkDialog's experience values (or run:<id>)
 
 
-class DialogScreen(SteadyLayout, ModalScreen):
+class DialogScreen(ModalScreen):
     """Shared shape: a bordered box in the middle; escape cancels (dismisses with None/False). The texts a
     dialog is given (questions naming runs, errors quoting providers) are shown through the gate."""
 

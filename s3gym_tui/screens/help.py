@@ -27,7 +27,6 @@ from s3gym_tui.textgate import safe_markup
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.text_view import LinesView
-from s3gym_tui.screens.runtime import SteadyLayout
 
 # (title, module, class): the other screens are listed when their module exists
 SCREENS = [
@@ -173,7 +172,7 @@ class HelpView(LinesView, can_focus=True):
         return "\n".join(strip.text.rstrip() for strip in self._strips)
 
 
-class HelpScreen(SteadyLayout, Screen):
+class HelpScreen(Screen):
     """Keys of every screen, pathways and colours. The screen opens at once; its text is made off the
     UI thread for the width it gets (help_lines) and kept for the next opening."""
 

@@ -23,7 +23,6 @@ from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
-from s3gym_tui.screens.runtime import SteadyLayout
 from s3gym_tui.textgate import safe, safe_text
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}
@@ -83,7 +82,7 @@ class GameList(OptionList):
                 self.action_select()
 
 
-class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
+class HomeScreen(LiveScreenMixin, Screen):
     """Pick game, mode, seed, model, pathway (and a run to draw experience from); play or start a run."""
 
     COMMANDS = {BindingCommands}
@@ -184,13 +183,14 @@ class HomeScreen(LiveScreenMixin, SteadyLayout, Screen):
         self.query_one(ModelPicker).fit(self.app.size.width)
 
     def on_screen_resume(self) -> None:
-        """Back on Home: re-read at once if the store changed (a cheap check when it did not), and
-        focus a list: hotkeys pressed next must not land in the input that was focused when the
-        person left (its Play started from the model input, say)."""
+        """Back on Home: re-read at once if the store changed (a cheap check when it did not), focus
+        a list (hotkeys pressed next must not land in the input that was focused when the person
+        left: its Play started from the model input, say), and fit the terminal as it is now."""
         if self.is_mounted:
             self.refresh_from_store()
             if not isinstance(self.focused, (OptionList, DataTable)):
                 self.query_one("#game-list", OptionList).focus()
+            self.fit_to_size()  # the terminal may have been resized while Home was below others
 
     # ----- models found on this machine (off the UI thread) ---------------------------------
     @work(thread=True, group="discover-models", exit_on_error=False)

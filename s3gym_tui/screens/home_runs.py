@@ -49,16 +49,15 @@ def curve_line(config, checkpoints) -> str:
 class RunsTable(FitTable):
     """The runs: a click chooses a run (its details show beside); enter or a double click opens it."""
 
-    async def _on_click(self, event) -> None:
-        # Textual calls the _on_click of every class in the MRO unless the default is prevented:
-        # DataTable's own opens the run on a single click of the highlighted row.
-        event.prevent_default()
+    def on_click(self, event) -> None:
+        # Textual calls this before DataTable's own click handler, which opens the run on a single
+        # click of the highlighted row: a single click on a cell only chooses the run. A double click
+        # (on the row the first click chose) or a header click goes on to DataTable's.
         meta = event.style.meta
         if event.chain < 2 and meta.get("row", -1) >= 0 and meta.get("column", -1) >= 0:
+            event.prevent_default()
             self.cursor_coordinate = Coordinate(meta["row"], meta["column"])  # chosen, not opened
             event.stop()
-            return
-        await super()._on_click(event)  # a double click (on the row the first click chose), a header
 
 
 def short_created(iso: str) -> str:

@@ -15,7 +15,6 @@ import s3gym_games as games
 from s3gym_tui.models import Episode, Step
 from s3gym_tui.screens.play_layout import STEPS_MIN_WIDTH, BoardPlacement, BoardRoom, place_board
 from s3gym_tui.screens.play_replay import ForkControls
-from s3gym_tui.screens.runtime import SteadyLayout
 from s3gym_tui.widgets.agent_panel import AgentPanel
 from s3gym_tui.widgets.board import PANEL_CHROME, BoardPanel
 from s3gym_tui.widgets.commands import BindingCommands
@@ -31,7 +30,7 @@ LAYOUT_ACTIONS = ("toggle_board", "zoom_board", "zoom_agent")  # keys that chang
 MOVE_ACTIONS = ("prev_step", "next_step", "first_step", "last_step", "older_tick", "newer_tick")
 
 
-class PlayScreen(SteadyLayout, Screen):
+class PlayScreen(Screen):
     """One episode in an EpisodeView, moved through step by step, forked (f), compared with its
     original (C), marked (m). ReplayScreen shows a stored one; play_live.LivePlayScreen steps a new
     one or a fork. Every key is bound here (one footer, one help page); each screen says which it

@@ -27,7 +27,6 @@ from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.store.summaries import MAX_EDIT_SECTION_CHARS as MAX_SECTION_CHARS  # one limit, the store's
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
-from s3gym_tui.screens.runtime import SteadyLayout
 SECTIONS = (("retain", "Strategies to retain"), ("avoid", "Mistakes to avoid"),
             ("next", "Directions for the next episode"))
 
@@ -52,7 +51,7 @@ def short_time(iso: str) -> str:
     return iso[:16].replace("T", " ") if iso else ""
 
 
-class SummaryEditor(SteadyLayout, ModalScreen[Optional[tuple[str, str, str]]]):
+class SummaryEditor(ModalScreen[Optional[tuple[str, str, str]]]):
     """Edit the three sections of a summary version; dismisses with the new texts or None."""
 
     DEFAULT_CSS = """

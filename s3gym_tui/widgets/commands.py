@@ -6,6 +6,8 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from s3gym_tui.widgets import textual_patches
+
 
 class BindingCommands(Provider):
     """Every enabled binding with a description on the calling screen (its focused widget's, the
@@ -19,11 +21,9 @@ class BindingCommands(Provider):
         """(namespace, binding, enabled): the active ones first, then the screen's and the app's own."""
         screen, app = self.screen, self.app
         found = [(active.node, active.binding, active.enabled) for active in screen.active_bindings.values()]
-        keymap = getattr(app, "_keymap", None)
+        keymap = textual_patches.app_keymap(app)
         for node in (screen, app):
-            # Node._bindings (the bindings after the keymap) is private: tests/ui/test_whole_figures.py
-            # fails if it moves
-            bindings = node._bindings.copy()
+            bindings = textual_patches.own_bindings(node).copy()
             if keymap:
                 bindings.apply_keymap(keymap)
             for _key, binding in bindings:

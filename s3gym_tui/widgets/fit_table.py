@@ -18,6 +18,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets.data_table import ColumnKey, RowKey
 
+from s3gym_tui.widgets import textual_patches
 from s3gym_tui.widgets.table import DataTable, gated
 
 ELLIPSIS = "…"
@@ -254,18 +255,13 @@ class FitTable(DataTable):
             self.move_cursor(row=self.get_row_index(cursor_key), animate=False, scroll=False)
         self.scroll_to(y=scroll_y, animate=False)
 
-    def _size_updated(self, size, virtual_size, container_size, layout: bool = True) -> bool:
+    def laid_out(self, previous) -> None:
         """A layout gave the table a new width: fit it now, before that layout's frame is drawn (a
         refit after it showed every column first, then the fitted table: two frames)."""
-        resized = super()._size_updated(size, virtual_size, container_size, layout)
-        if self.is_mounted and size.area and self._room() != self._fit_width:
+        super().laid_out(previous)
+        if self.is_mounted and self.outer_size.area and self._room() != self._fit_width:
             self._fit_width = self._room()
             self._refit_pending = False
             self._refit()
-            if self._require_update_dimensions:  # the rows just added, measured as the base class does
-                self._require_update_dimensions = False
-                new_rows = self._new_rows.copy()
-                self._new_rows.clear()
-                self._update_dimensions(new_rows)
-                self._scroll_cursor_into_view()
-        return resized
+            if textual_patches.measure_new_rows(self):  # the rows just added, measured as the base class does
+                textual_patches.scroll_cursor_into_view(self)

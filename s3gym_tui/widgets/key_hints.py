@@ -9,6 +9,7 @@ from textual import events
 from textual.widgets import Static
 
 from s3gym_tui.textgate import safe
+from s3gym_tui.widgets import textual_patches
 from s3gym_tui.widgets.signals import follow, release
 
 # back, help, quit and the command palette stay visible at any width, in this order, on the right
@@ -86,8 +87,7 @@ class KeyHints(Static):
             return []
         wanted = list(getattr(self.screen, "HINTS_FIRST", ()))
         found: dict[str, tuple[tuple[str, str, str, bool], str]] = {}
-        # Screen._bindings (after the keymap) is private: test_sizes.py fails if it moves
-        for key, bindings in self.screen._bindings.key_to_bindings.items():
+        for key, bindings in textual_patches.own_bindings(self.screen).key_to_bindings.items():
             for binding in bindings:
                 if binding.action in wanted and binding.show and key not in drawn and binding.action not in found:
                     found[binding.action] = ((key, safe(self.app.get_key_display(binding), one_line=True),

@@ -8,11 +8,12 @@ the time, yet both bars were redrawn on every step: ~5 ms of a step's ~22 ms fra
 QuietScrollBar renders the bar it would draw (the bar's own renderable at its size, a few dozen
 segments) and skips a repaint request when that equals what was last drawn. Anything that changes
 the bar's look (its thumb, the hover and grab colours, a theme) changes those segments, and is drawn.
+A widget has these bars with `SCROLLBAR_CLASS = QuietScrollBar` (textual_patches, patch 8).
 """
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from rich.segment import Segment
 from textual.geometry import Region
@@ -49,29 +50,3 @@ class QuietScrollBar(ScrollBar):
                 and self.is_mounted and self.parent is not None and self._look() == self._drawn):
             return self  # the same cells as on screen
         return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
-
-
-class QuietScrollBars:
-    """Mixed into a scroll view (before Textual's class): its scrollbars are QuietScrollBars."""
-
-    _vertical_scrollbar: Any
-    _horizontal_scrollbar: Any
-
-    @property
-    def vertical_scrollbar(self) -> ScrollBar:
-        if self._vertical_scrollbar is None:
-            self._vertical_scrollbar = self._new_scrollbar(True)
-        return self._vertical_scrollbar
-
-    @property
-    def horizontal_scrollbar(self) -> ScrollBar:
-        if self._horizontal_scrollbar is None:
-            self._horizontal_scrollbar = self._new_scrollbar(False)
-        return self._horizontal_scrollbar
-
-    def _new_scrollbar(self, vertical: bool) -> ScrollBar:
-        thickness = self.scrollbar_size_vertical if vertical else self.scrollbar_size_horizontal
-        bar = QuietScrollBar(vertical=vertical, name="vertical" if vertical else "horizontal", thickness=thickness)
-        bar.display = False  # shown when the view's content overflows
-        self.app._start_widget(self, bar)
-        return bar

@@ -26,9 +26,10 @@ def elapsed_text(seconds: float) -> str:
 class Spinner(LoadingIndicator):
     """A loading indicator that animates only while it is visible (it starts hidden)."""
 
-    def _on_mount(self, event) -> None:
-        super()._on_mount(event)
-        self.auto_refresh = None
+    def on_mount(self, event) -> None:
+        # Textual calls this before LoadingIndicator's own Mount handler, which starts the animation:
+        # preventing the default leaves it stopped until show().
+        event.prevent_default()
 
     def show(self, shown: bool) -> None:
         self.visible = shown

@@ -22,7 +22,7 @@ from s3gym_tui.engine.judging import verdict
 from s3gym_games.prompt import format_score
 from s3gym_tui.models import Step
 from s3gym_tui.textgate import safe
-from s3gym_tui.widgets.scrollbars import QuietScrollBars
+from s3gym_tui.widgets.scrollbars import QuietScrollBar
 from s3gym_tui.widgets.signals import follow, release
 from s3gym_tui.widgets.text_view import set_virtual_size
 from s3gym_tui.widgets.verdicts import legend, outside, verdict_colours
@@ -67,7 +67,7 @@ def figures(step: Step) -> dict[str, str]:
     return {"index": str(step.index), "s": format_score(step.self_score), "r": f"{step.reward:g}"}
 
 
-class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
+class StepsTable(ScrollView, can_focus=True):
     """Row 0 is the start of the episode (the board before any step), row i + 1 is step i. With
     `original` steps (a fork's source), an extra column shows the source's action at the same index,
     so where the fork diverged is visible.
@@ -77,6 +77,7 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
     whole table, which cost most of a step's time). The cursor moves with the keys, the wheel and the
     mouse; a move made by the person posts CursorMoved, a move made by the program does not."""
 
+    SCROLLBAR_CLASS = QuietScrollBar
     BINDINGS = [
         Binding("up", "cursor(-1)", "Up", show=False),
         Binding("down", "cursor(1)", "Down", show=False),
@@ -239,15 +240,13 @@ class StepsTable(QuietScrollBars, ScrollView, can_focus=True):
         self._cache.clear()
         self.refresh()
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        # Textual calls this as a layout places the table, before that layout's frame (a Resize
+    def laid_out(self, previous: Size) -> None:
+        # Called as a layout places the table, before that layout's frame (textual_patches; a Resize
         # handler would run after it, and its scrollbar update would cost a second frame). A new
         # size repaints the view anyway and render_line drops the row cache when the width changed:
         # only the scrollable size needs updating here.
-        resized = super()._size_updated(size, virtual_size, container_size, layout)
         if self.is_mounted:
             self._update_virtual_size()
-        return resized
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -8,12 +8,13 @@ not depend on the widget's size and the line cache is keyed by width, so a Resiz
 already drawn can keep the caches; any other resize invalidates them as before.
 
 That Resize also hid a stale cache: DataTable measures column widths on idle, after rows drawn
-at the old widths may be cached, and does not invalidate them when the widths change. Here a
-change of the column widths invalidates the caches itself.
+at the old widths may be cached, and does not invalidate them when the widths change
+(textual_patches, patch 7, invalidates them).
 
 Rows added before a layout are measured, and the cursor scrolled into view, as that layout places
 the table (DataTable leaves both to its idle handler and to after the next refresh, that is after
-the first frame: a screen opened on a table's last row showed its first rows, then jumped).
+the first frame: a screen opened on a table's last row showed its first rows, then jumped). The
+layout calls `laid_out` (textual_patches, patches 5 and 6).
 
 Every cell and column label passes the gate (s3gym_tui.textgate) as it is added: one line, no
 markup read, controls shown visibly. Tables show stored text (ids, models, actions): this is where
@@ -29,7 +30,8 @@ from textual.geometry import Size
 from textual.widgets import DataTable as TextualDataTable
 
 from s3gym_tui.textgate import safe_text
-from s3gym_tui.widgets.scrollbars import QuietScrollBars
+from s3gym_tui.widgets import textual_patches
+from s3gym_tui.widgets.scrollbars import QuietScrollBar
 
 CELL_CHARS = 400  # a cell shows at most this much of a text (stored whole)
 
@@ -46,7 +48,9 @@ def gated(cell):
     return cell
 
 
-class DataTable(QuietScrollBars, TextualDataTable):
+class DataTable(TextualDataTable):
+    SCROLLBAR_CLASS = QuietScrollBar
+
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._drawn_size: Optional[Size] = None  # the outer size last drawn at
@@ -67,27 +71,15 @@ class DataTable(QuietScrollBars, TextualDataTable):
         self._drawn_size = self.outer_size  # a Resize event carries the outer size
         return super().render_lines(crop)
 
-    def _on_resize(self, event: events.Resize) -> None:
-        # Textual calls the handler of every class in the MRO: preventing the default skips
-        # DataTable's (the only other Resize handler in the chain), which drops the caches.
+    def on_resize(self, event: events.Resize) -> None:
+        # Textual calls the handlers of every class in the MRO, this class's first: preventing the
+        # default skips DataTable's own Resize handler, which drops the caches.
         if event.size == self._drawn_size:
             event.prevent_default()
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        placed = not self._size.area  # the first layout that gives the table a size
-        resized = super()._size_updated(size, virtual_size, container_size, layout)
-        if self.is_mounted and size.area and (placed or self._require_update_dimensions):
-            if self._require_update_dimensions:  # what the idle handler would do, before the frame
-                self._require_update_dimensions = False
-                new_rows = self._new_rows.copy()
-                self._new_rows.clear()
-                self._update_dimensions(new_rows)
-            self._scroll_cursor_into_view()
-        return resized
-
-    def _update_dimensions(self, new_rows) -> None:
-        widths = [column.content_width for column in self.ordered_columns]
-        super()._update_dimensions(new_rows)
-        if [column.content_width for column in self.ordered_columns] != widths:
-            self._update_count += 1  # rows cached at the old widths are drawn again
-            self.refresh()
+    def laid_out(self, previous: Size) -> None:
+        """A layout placed the table (textual_patches): on its first size, or with rows added since,
+        measure them and scroll to the cursor before that layout's frame."""
+        if self.is_mounted and self.outer_size.area and (not previous.area or textual_patches.rows_pending(self)):
+            textual_patches.measure_new_rows(self)  # what the idle handler would do, before the frame
+            textual_patches.scroll_cursor_into_view(self)

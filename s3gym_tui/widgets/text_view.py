@@ -11,7 +11,8 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from s3gym_tui.textgate import safe, safe_text
-from s3gym_tui.widgets.scrollbars import QuietScrollBars
+from s3gym_tui.widgets import textual_patches
+from s3gym_tui.widgets.scrollbars import QuietScrollBar
 
 
 def set_virtual_size(view: ScrollView, size: Size) -> None:
@@ -26,7 +27,7 @@ def set_virtual_size(view: ScrollView, size: Size) -> None:
     same_bars = view.styles.overflow_y != "auto" or (size.height > height) == (view.virtual_size.height > height)
     if same_bars and view.is_mounted:
         view.set_reactive(ScrollView.virtual_size, size)
-        view._scroll_update(size)
+        textual_patches.update_scrollbars(view, size)
     else:
         view.virtual_size = size
 
@@ -34,7 +35,7 @@ def set_virtual_size(view: ScrollView, size: Size) -> None:
 Repaint = Literal["changed", "all", "none"]
 
 
-class LinesView(QuietScrollBars, ScrollView):
+class LinesView(ScrollView):
     """A Line API view of pre-rendered lines. `set_lines` compares each screen line's key with what
     is drawn and repaints only the lines that differ, and changes the layout only when it must (the
     number of lines changed for an auto-height view, or a scrollbar appears or goes): a new step
@@ -42,7 +43,10 @@ class LinesView(QuietScrollBars, ScrollView):
 
     Lines that depend on the width are made in `fit_width`, which runs inside the layout that gives
     the view a new width, before that layout's frame is drawn: a screen's first frame shows them,
-    and no second frame redraws them (a Resize handler would only run after the frame)."""
+    and no second frame redraws them (a Resize handler would only run after the frame): the layout
+    calls `laid_out` (textual_patches)."""
+
+    SCROLLBAR_CLASS = QuietScrollBar
 
     DEFAULT_CSS = """
     LinesView { overflow-x: hidden; overflow-y: auto; }
@@ -86,15 +90,13 @@ class LinesView(QuietScrollBars, ScrollView):
     def fit_width(self, width: int, repaint: Repaint) -> None:
         """Make the lines for a new content width (subclasses whose lines depend on it)."""
 
-    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
-        # Textual calls this as a layout places the view, and draws the frame right after.
-        redrawn = size != self._size  # a new size: Textual repaints the whole view in this frame
-        resized = super()._size_updated(size, virtual_size, container_size, layout)
+    def laid_out(self, previous: Size) -> None:
+        # Called as a layout places the view (textual_patches), and Textual draws the frame right after.
+        redrawn = self.outer_size != previous  # a new size: Textual repaints the whole view in this frame
         width = self.scrollable_content_region.width
         if width != self._laid_width and width > 0 and self.is_mounted:
             self._laid_width = width
             self.fit_width(width, "none" if redrawn else "all")
-        return resized
 
     @property
     def line_count(self) -> int:

@@ -29,6 +29,15 @@ def build_demo_db(path: Path) -> dict:
     return ids
 
 
+@pytest.fixture(scope="session", autouse=True)
+def textual_patched():
+    """The app's Textual patches, as S3GymApp applies them at start: the bare test apps here host the
+    app's widgets too, and a test that monkeypatches a patched name must wrap the patched one."""
+    from s3gym_tui.widgets import textual_patches
+
+    textual_patches.apply()
+
+
 @pytest.fixture(scope="session")
 def demo_db_template(tmp_path_factory) -> tuple[Path, dict]:
     path = tmp_path_factory.mktemp("demo") / "demo.db"

@@ -6,7 +6,7 @@ person watching saw the screen change under them, and every opening cost a secon
 every frame the app renders is replayed onto a model of the terminal's cells (the benchmark's
 ScreenCells): the cells after the first frame of the new screen must be the cells once it settled,
 scrollbars included (Textual showed a bar one layout after the content that needs it; the app's
-screens settle such layout requests before they draw, screens/runtime.py)."""
+screens settle such layout requests before they draw, widgets/textual_patches.py)."""
 
 from __future__ import annotations
 

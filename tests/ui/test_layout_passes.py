@@ -2,7 +2,7 @@
 
 Textual, as a screen opens: lays it out (ScreenResume), gets the screen's own Resize from that layout
 and lays out the new screen and every screen below it again at the same size, and has the mount
-awaiter of `push_screen` ask for one more whole layout. runtime.SteadyLayout skips a same-size
+awaiter of `push_screen` ask for one more whole layout. textual_patches (patch 1) skips a same-size
 relayout when nothing is pending; App.push_screen drops the awaiter's layout request. (A pass that
 arranges the screen again before it draws, to settle the scrollbars it made appear, is one pass.)"""
 
@@ -30,7 +30,7 @@ async def test_opening_a_screen_does_not_lay_out_the_screen_below(demo_db, which
     depth = [0]
 
     def counted(self, size=None, scroll=False):
-        if not scroll and not depth[0]:  # a pass, not the settling inside one (runtime.SteadyLayout)
+        if not scroll and not depth[0]:  # a pass, not the settling inside one (textual_patches, patch 2)
             layouts.append(self)
         depth[0] += 1
         try:

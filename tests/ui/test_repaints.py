@@ -4,7 +4,7 @@
   those of Textual's own scrollbar in the same state.
 - A border title or subtitle change repaints the border line only (LinesView.set_border).
 - A layout that makes a scrollbar appear is settled before its frame, and a widget that asks for a
-  layout on every size still gets its frame (screens/runtime.py, SteadyLayout)."""
+  layout on every size still gets its frame (widgets/textual_patches.py, patches 1 and 2)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.screen import Screen
+from textual.scrollbar import ScrollBar
 from textual.widget import Widget
 from textual.widgets import Static
 
 from benchmarks._screen import ScreenCells
-from s3gym_tui.screens.runtime import SETTLE_PASSES, SteadyLayout
 from s3gym_tui.widgets.scrollbars import QuietScrollBar
+from s3gym_tui.widgets.textual_patches import SETTLE_PASSES
 from s3gym_tui.widgets.text_view import TextView
 
 from tests.ui.frames import record_frames
@@ -26,8 +27,7 @@ from tests.ui.settle import settle
 
 class PlainTextView(TextView):
     """A TextView with Textual's own scrollbars, to compare with."""
-    vertical_scrollbar = Widget.vertical_scrollbar
-    horizontal_scrollbar = Widget.horizontal_scrollbar
+    SCROLLBAR_CLASS = ScrollBar
 
 
 def _text(n: int) -> list[Text]:
@@ -141,7 +141,7 @@ async def test_a_border_text_change_repaints_only_its_line():
         assert len(lines) == region.height
 
 
-class BarScreen(SteadyLayout, Screen):
+class BarScreen(Screen):
     DEFAULT_CSS = "BarScreen #box { height: 8; }"
 
     def compose(self) -> ComposeResult:
@@ -163,7 +163,7 @@ class Restless(Widget):
         return "restless"
 
 
-class RestlessScreen(SteadyLayout, Screen):
+class RestlessScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Restless()
 
