@@ -267,6 +267,9 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         if _first_base(settings):
             enter_unpriced(litellm, settings.model)
     kwargs.update(cache_kwargs(settings.model, messages))  # marks the stable prefix where needed
+    pool = limits.pools.session(kwargs.get("api_base")) if limits is not None and limits.pools else None
+    if pool is not None:  # the sweep's bounded pool of connections to this server (engine.pools)
+        kwargs["shared_session"] = pool
     transient = _transient_types(litellm)
     faults: list[str] = []
     refitted = False  # one more attempt after fitting to a context the server stated in an error

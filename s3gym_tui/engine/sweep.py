@@ -10,6 +10,7 @@ from typing import Callable, Optional, Union
 
 from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.limits import CallLimits, use_limits
+from s3gym_tui.engine.pools import ConnectionPools, bounds
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import Run, Sweep
 from s3gym_tui.store.errors import StoreError
@@ -135,6 +136,8 @@ class SweepRunner:
             queues.setdefault(run.config.model, deque()).append(run)
         self.store.sweeps.set_sweep_status(self.sweep.id, "running", note="")
         per_model = self.sweep.config.runs_per_model
+        self.limits.pools = ConnectionPools(bounds((r.config for q in queues.values() for r in q),
+                                                   self.sweep.config.concurrency))
         try:
             with use_limits(self.limits):
                 await asyncio.gather(*(self._worker(q) for q in queues.values()
@@ -147,6 +150,8 @@ class SweepRunner:
             self.sweep = self.store.sweeps.set_sweep_status(self.sweep.id, "failed",
                                                             note=f"{type(exc).__name__}: {exc}"[:300])
             raise
+        finally:
+            await self.limits.pools.close()
         left = self.pending()
         if not left:
             status, reason, note = "finished", "finished", ""
