@@ -70,7 +70,7 @@ class CallLimits:
     spent_usd: float = 0.0  # stored spend at the start plus every call made since
     unpriced_calls: int = 0  # calls whose cost litellm does not know (not counted in spent)
     gates: dict[str, ModelGate] = field(default_factory=dict)
-    pools: Optional[Any] = None  # engine.pools.ConnectionPools: the sweep's connections by api base
+    pool: Optional[Any] = None  # engine.pools.ConnectionPool: the sweep's connections to its servers
 
     def gate(self, model: str) -> ModelGate:
         if model not in self.gates:

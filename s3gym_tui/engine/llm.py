@@ -267,8 +267,8 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         if _first_base(settings):
             enter_unpriced(litellm, settings.model)
     kwargs.update(cache_kwargs(settings.model, messages))  # marks the stable prefix where needed
-    pool = limits.pools.session(kwargs.get("api_base")) if limits is not None and limits.pools else None
-    if pool is not None:  # the sweep's bounded pool of connections to this server (engine.pools)
+    pool = limits.pool.session() if limits is not None and limits.pool and "api_base" in kwargs else None
+    if pool is not None:  # the sweep's bounded pool of connections to its servers (engine.pools)
         kwargs["shared_session"] = pool
     transient = _transient_types(litellm)
     faults: list[str] = []

@@ -1,10 +1,15 @@
-"""A sweep's HTTP connections: one bounded pool per api base, reused by every call to it (litellm's shared_session).
+"""A sweep's HTTP connections: one bounded pool reused by every call to its servers (litellm's shared_session).
 
-litellm keeps a pool of its own per provider and settings; a sweep's calls go through these instead,
-so that the connections to one server are bounded by the calls the sweep can have in flight there
-(its concurrency for each model the server serves: HTTP/1.1 carries one request at a time on a
-connection, and vLLM, SGLang and llama.cpp speak no HTTP/2) and closed when the sweep ends. A model
-spread over replicas goes through litellm's Router, which keeps a pool per replica itself.
+Without it each call goes through litellm's own pool (up to 500 connections a host). With it the
+connections to each api base are bounded by the calls the sweep can have in flight there (its
+concurrency for each model that server serves: HTTP/1.1 carries one request at a time on a
+connection, and vLLM, SGLang and llama.cpp speak no HTTP/2) and closed when the sweep ends.
+
+One aiohttp session for the whole sweep, not one per api base: litellm keeps the HTTP client it makes
+on a provider's first call in an event loop (its key has no session in it), so a second session given
+in the same loop would be ignored. aiohttp bounds it per host:port (the largest api base's bound) and
+in all (their sum). A model spread over replicas goes through litellm's Router, which keeps a pool per
+replica itself.
 """
 
 from __future__ import annotations
@@ -22,39 +27,38 @@ def bounds(configs: Iterable[Any], concurrency: int) -> dict[str, int]:
     return {base: concurrency * len(models) for base, models in served.items()}
 
 
-class ConnectionPools:
-    """aiohttp sessions by api base, made on first use in the running event loop, closed by `close`."""
+class ConnectionPool:
+    """The sweep's aiohttp session, made on first use in the running event loop, closed by `close`."""
 
     def __init__(self, limits: dict[str, int]) -> None:
-        self.limits = dict(limits)
-        self._sessions: dict[str, Any] = {}
+        self.per_base = max(limits.values(), default=0)  # connections to one api base at most
+        self.total = sum(limits.values())
+        self._session: Any = None
 
-    def session(self, api_base: Optional[str]) -> Optional[Any]:
-        """The pool of `api_base`, or None when it has no bound here (litellm's own pool is used)."""
-        limit = self.limits.get(api_base or "")
-        if not limit:
+    def session(self) -> Optional[Any]:
+        """The pool, or None when the sweep calls no server of its own (litellm's pool is used)."""
+        if not self.total:
             return None
-        session = self._sessions.get(api_base)
-        if session is None or session.closed:
-            session = self._sessions[api_base] = _session(limit)
-        return session
+        if self._session is None or self._session.closed:
+            self._session = _session(self.per_base, self.total)
+        return self._session
 
     async def close(self) -> None:
-        sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
+        session, self._session = self._session, None
+        if session is not None:
             await session.close()
 
 
-def _session(limit: int) -> Any:
+def _session(per_base: int, total: int) -> Any:
     """A session like litellm's own (its keep-alive and DNS cache settings, no cookies, a proxy from
-    the environment only when litellm would take it) with at most `limit` connections."""
+    the environment only when litellm would take it) with at most `per_base` connections a host."""
     import os
 
     import litellm
     from aiohttp import ClientSession, DummyCookieJar, TCPConnector
     from litellm.constants import AIOHTTP_KEEPALIVE_TIMEOUT, AIOHTTP_TTL_DNS_CACHE
 
-    connector = TCPConnector(limit=limit, limit_per_host=limit, keepalive_timeout=AIOHTTP_KEEPALIVE_TIMEOUT,
+    connector = TCPConnector(limit=total, limit_per_host=per_base, keepalive_timeout=AIOHTTP_KEEPALIVE_TIMEOUT,
                              ttl_dns_cache=AIOHTTP_TTL_DNS_CACHE)
     trust_env = bool(litellm.aiohttp_trust_env) or os.getenv("AIOHTTP_TRUST_ENV", "").strip().lower() in (
         "1", "true", "yes", "on")

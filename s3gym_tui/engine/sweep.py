@@ -10,7 +10,7 @@ from typing import Callable, Optional, Union
 
 from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.limits import CallLimits, use_limits
-from s3gym_tui.engine.pools import ConnectionPools, bounds
+from s3gym_tui.engine.pools import ConnectionPool, bounds
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import Run, Sweep
 from s3gym_tui.store.errors import StoreError
@@ -136,8 +136,8 @@ class SweepRunner:
             queues.setdefault(run.config.model, deque()).append(run)
         self.store.sweeps.set_sweep_status(self.sweep.id, "running", note="")
         per_model = self.sweep.config.runs_per_model
-        self.limits.pools = ConnectionPools(bounds((r.config for q in queues.values() for r in q),
-                                                   self.sweep.config.concurrency))
+        self.limits.pool = ConnectionPool(bounds((r.config for q in queues.values() for r in q),
+                                                 self.sweep.config.concurrency))
         try:
             with use_limits(self.limits):
                 await asyncio.gather(*(self._worker(q) for q in queues.values()
@@ -151,7 +151,7 @@ class SweepRunner:
                                                             note=f"{type(exc).__name__}: {exc}"[:300])
             raise
         finally:
-            await self.limits.pools.close()
+            await self.limits.pool.close()
         left = self.pending()
         if not left:
             status, reason, note = "finished", "finished", ""

@@ -7,7 +7,7 @@ import asyncio
 
 from s3gym_tui.engine.limits import CallLimits, use_limits
 from s3gym_tui.engine.llm import CallSettings, complete
-from s3gym_tui.engine.pools import ConnectionPools
+from s3gym_tui.engine.pools import ConnectionPool
 from s3gym_tui.engine.sweep import SweepRunner
 from s3gym_tui.models import SweepConfig
 from s3gym_tui.store import Store
@@ -69,22 +69,26 @@ def test_a_sweep_at_concurrency_16_opens_at_most_one_connection_per_call_in_flig
     assert 1 <= server.connections <= 16 + 2, server.connections  # the pool, plus the two descriptions
 
 
-def test_a_pool_holds_no_more_connections_than_its_bound(tmp_path):
-    """More calls in flight than the pool's bound: they wait for a free connection; the server never
-    sees more than the bound, and every call is answered."""
-    async def go(server) -> list:
-        limits = CallLimits(concurrency=12, pools=ConnectionPools({server.base: 3}))
-        settings = CallSettings(model="hosted_vllm/fake", api_base=server.base, max_retries=0,
-                                context_tokens=32_768)
+def test_a_pool_holds_no_more_connections_to_each_server_than_its_bound(tmp_path):
+    """More calls in flight than the bound, to two servers: the calls wait for a free connection;
+    neither server sees more than the bound, and every call is answered by the server it was sent to."""
+    async def go(servers) -> list:
+        limits = CallLimits(concurrency=12, pool=ConnectionPool({s.base: 3 for s in servers}))
+        calls = []
+        for server in servers:
+            settings = CallSettings(model="hosted_vllm/fake", api_base=server.base, max_retries=0,
+                                    context_tokens=32_768)
+            calls += [complete(settings, [{"role": "user", "content": f"move {i}"}]) for i in range(24)]
         try:
             with use_limits(limits):
-                return await asyncio.gather(*(complete(settings, [{"role": "user", "content": f"move {i}"}])
-                                              for i in range(48)))
+                return await asyncio.gather(*calls)
         finally:
-            await limits.pools.close()
+            await limits.pool.close()
 
-    with FakeOpenAI(reply=PLAY, keep_alive=True, delay_s=0.02) as server:
-        results = asyncio.run(go(server))
+    with FakeOpenAI(reply=PLAY, keep_alive=True, delay_s=0.02) as one, \
+            FakeOpenAI(reply=PLAY, keep_alive=True, delay_s=0.02) as two:
+        results = asyncio.run(go((one, two)))
     assert [r.reply for r in results] == [PLAY] * 48
-    assert server.completed == 48 and server.connections <= 3 and server.peak <= 3, (server.connections,
-                                                                                      server.peak)
+    for server in (one, two):
+        assert server.completed == 24 and server.connections <= 3 and server.peak <= 3, (
+            server.connections, server.peak)
