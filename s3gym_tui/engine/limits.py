@@ -16,7 +16,7 @@ import time
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import AsyncIterator, Iterator, Optional
+from typing import Any, AsyncIterator, Iterator, Optional
 
 from s3gym_tui.engine.model_errors import ModelUnavailable
 
@@ -70,6 +70,7 @@ class CallLimits:
     spent_usd: float = 0.0  # stored spend at the start plus every call made since
     unpriced_calls: int = 0  # calls whose cost litellm does not know (not counted in spent)
     gates: dict[str, ModelGate] = field(default_factory=dict)
+    pool: Optional[Any] = None  # engine.pools.ConnectionPool: the sweep's connections to its servers
 
     def gate(self, model: str) -> ModelGate:
         if model not in self.gates:

@@ -264,7 +264,12 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         kwargs["extra_body"] = {"s3gym": context}
     elif not builtin:
         kwargs = await _served_kwargs(settings, messages, context, kwargs, form)
+        if _first_base(settings):
+            enter_unpriced(litellm, settings.model)
     kwargs.update(cache_kwargs(settings.model, messages))  # marks the stable prefix where needed
+    pool = limits.pool.session() if limits is not None and limits.pool and "api_base" in kwargs else None
+    if pool is not None:  # the sweep's bounded pool of connections to its servers (engine.pools)
+        kwargs["shared_session"] = pool
     transient = _transient_types(litellm)
     faults: list[str] = []
     refitted = False  # one more attempt after fitting to a context the server stated in an error
@@ -382,6 +387,25 @@ def has_price(litellm, model: str) -> bool:
             entry = {}
         _HAS_PRICE[model] = any(entry.get(name) is not None for name in _PRICE_FIELDS)
     return _HAS_PRICE[model]
+
+
+_ENTERED: set[str] = set()
+
+
+def enter_unpriced(litellm, model: str) -> None:
+    """Enter a served model litellm has no price for in its model map, once, with no price
+    (litellm.register_model, as its Router does for its replicas). Otherwise litellm searches its
+    whole price map and its generalisations for the unknown name on every call (pricing the
+    response, then a zero-cost diagnostic): a third of its CPU per call against an instant server
+    (docs/benchmarks.md). Its calls stay unpriced: `has_price` was asked first and an entry with
+    no price is not a price."""
+    if model in _ENTERED:
+        return
+    _ENTERED.add(model)
+    provider = model.partition("/")[0] if "/" in model else ""
+    if not provider or has_price(litellm, model) or model in litellm.model_cost:
+        return
+    litellm.register_model({model: {"litellm_provider": provider, "mode": "chat"}})
 
 
 def _cost(litellm, response: Any) -> Optional[float]:

@@ -40,6 +40,9 @@ class ServerInfo:
     source: str = ""  # where the context came from, e.g. "/props n_ctx"
     where: str = ""  # host:port, or the provider for a hosted model
     grammar_form: Optional[str] = None  # the form it takes a grammar in, learnt from its refusal of another
+    # why the server could not be asked ("refused the connection": nothing listens there); such an
+    # answer is not cached (the server may be starting)
+    unreachable: str = ""
 
     @property
     def name(self) -> str:
@@ -48,6 +51,8 @@ class ServerInfo:
     def said(self) -> str:
         """`llama.cpp server on 127.0.0.1:8080 states a context of 2,048 tokens (/props n_ctx)`."""
         where = f" on {self.where}" if self.where and self.kind != "hosted" else ""
+        if self.unreachable:
+            return f"the server{where} {self.unreachable}: context unknown"
         if self.context is None:
             return f"{self.name}{where} states no context size: context unknown"
         verb = "has" if self.kind == "hosted" else "states"
@@ -203,7 +208,10 @@ def _ask_server(model: str, api_base: str, timeout_s: float) -> ServerInfo:
         for kind in order:
             try:
                 info = probes[kind](client)
-            except Exception:  # noqa: BLE001 - not this kind of server (404, not JSON, refused)
+            except httpx.ConnectError as exc:  # nothing listens there: every other probe would fail too
+                why = "refused the connection" if "refused" in str(exc).lower() else "could not be reached"
+                return ServerInfo(guess, None, "", where, unreachable=why)
+            except Exception:  # noqa: BLE001 - not this kind of server (404, not JSON, a timeout)
                 continue
             if info is not None:
                 return ServerInfo(info.kind, info.context, info.source, where)
@@ -231,8 +239,9 @@ _ASKING: dict[tuple[str, str], threading.Lock] = {}  # per (model, api base): he
 
 def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROBE_TIMEOUT_S,
              fresh: bool = False) -> ServerInfo:
-    """What the model's server says about itself (cached; `fresh` asks again). For a served or
-    hosted model: built-in models have no server (engine.fitting tells them apart)."""
+    """What the model's server says about itself (cached; `fresh` asks again; a server that refused
+    the connection is asked again next time: it may be starting). For a served or hosted model:
+    built-in models have no server (engine.fitting tells them apart)."""
     key = (model, api_base or "")
     with _LOCK:
         asking = _ASKING.setdefault(key, threading.Lock())
@@ -245,8 +254,9 @@ def describe(model: str, api_base: Optional[str] = None, timeout_s: float = PROB
             info = _ask_server(model, api_base, timeout_s)
         else:
             info = _ask_litellm(model)
-        with _LOCK:
-            _CACHE[key] = info
+        if not info.unreachable:
+            with _LOCK:
+                _CACHE[key] = info
     return info
 
 

@@ -11,6 +11,7 @@ from typing import Callable, Optional, Union
 
 from s3gym_tui.engine import events as ev
 from s3gym_tui.engine.limits import CallLimits, use_limits
+from s3gym_tui.engine.pools import ConnectionPool, bounds
 from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.engine.sweep_workers import WorkerLost, WorkerPool
 from s3gym_tui.models import Run, Sweep
@@ -168,6 +169,8 @@ class SweepRunner:
             queues.setdefault(run.config.model, deque()).append(run)
         self.store.sweeps.set_sweep_status(self.sweep.id, "running", note="")
         per_model = self.sweep.config.runs_per_model
+        self.limits.pool = ConnectionPool(bounds((r.config for q in queues.values() for r in q),
+                                                 self.sweep.config.concurrency))
         try:
             with use_limits(self.limits):
                 processes = self.worker_count(sum(len(q) for q in queues.values()))
@@ -188,6 +191,8 @@ class SweepRunner:
             self.sweep = self.store.sweeps.set_sweep_status(self.sweep.id, "failed",
                                                             note=f"{type(exc).__name__}: {exc}"[:300])
             raise
+        finally:
+            await self.limits.pool.close()
         left = self.pending()
         if not left:
             status, reason, note = "finished", "finished", ""

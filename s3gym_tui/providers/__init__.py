@@ -73,7 +73,9 @@ def configured_litellm():
     # not fetch) are not the user's business and would land on the terminal between s3gym's own lines:
     # what matters reaches the user as s3gym's one-line errors and the steps' faults.
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-        logging.getLogger(name).setLevel(logging.ERROR)
+        logger = logging.getLogger(name)
+        if logger.level != logging.ERROR:  # setLevel clears every logger's cache: not on each call
+            logger.setLevel(logging.ERROR)
     register()
     return litellm
 

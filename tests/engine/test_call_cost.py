@@ -55,6 +55,24 @@ def test_a_model_without_a_price_is_unpriced_not_free(priced_here):
     assert priced_here == []
 
 
+def test_a_served_model_without_a_price_is_entered_once_unpriced_and_stays_unpriced(priced_here):
+    """litellm learns the served model's name (no price) so it stops searching its price map for it on
+    every call; the calls stay unpriced, and a priced model's entry is left as it is."""
+    litellm = _litellm()
+    model = "hosted_vllm/entered-model-abc"
+    litellm.model_cost.pop(model, None)
+    priced_before = dict(litellm.model_cost["gpt-4o-mini"])
+    with FakeOpenAI(usage=USAGE) as server:
+        results = [_call(server, model) for _ in range(3)] + [_call(server, "openai/gpt-4o-mini")]
+    assert [r.cost for r in results[:3]] == [None, None, None]
+    entry = litellm.model_cost[model]
+    assert entry["litellm_provider"] == "hosted_vllm"
+    assert not any(key.endswith(("cost_per_token", "cost_per_character", "cost_per_second")) for key in entry)
+    assert results[3].cost and results[3].cost > 0
+    assert "openai/gpt-4o-mini" not in litellm.model_cost and litellm.model_cost["gpt-4o-mini"] == priced_before
+    assert priced_here == []
+
+
 def test_a_streamed_reply_is_priced_once_from_its_rebuilt_response(priced_here):
     litellm = _litellm()
     prompt, completion = litellm.cost_per_token(model="openai/gpt-4o-mini", prompt_tokens=1000,

@@ -209,3 +209,31 @@ def test_the_estimate_and_the_server_line_say_the_context_is_unknown(capsys):
     assert code == 0, err
     assert "states no context size: context unknown: max tokens 14,000 -> 1,024" in out
     assert "(1,024 max tokens a reply; context unknown;" in out
+
+
+def _refusing_base() -> str:
+    """The api base of a port where nothing listens (bound, then closed: connecting is refused)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def test_a_server_that_refuses_the_connection_is_said_to_refuse_it_and_asked_again_later():
+    """Not "states no context size" (it said nothing because nothing listens), and not remembered:
+    the server may be starting, and the next question reaches it."""
+    base = _refusing_base()
+    info = servers.describe("hosted_vllm/fake", base)
+    assert info.unreachable == "refused the connection" and info.context is None
+    assert info.said() == f"the server on {info.where} refused the connection: context unknown"
+    assert "states no context" not in info.said()
+    assert servers.known("hosted_vllm/fake", base) is None  # not cached
+    fitted = fitting.fit_to_context(info, "hosted_vllm/fake", "trust", "none", 14_000, 100_000)
+    assert fitted.notes[0].startswith(f"the server on {info.where} refused the connection: context unknown")
+    port = int(base.rsplit(":", 1)[1].split("/")[0])
+    with FakeOpenAI(kind="vllm", context=3072, port=port) as fake:  # the server has started since
+        later = servers.describe("hosted_vllm/fake", fake.base)
+    assert (later.unreachable, later.context) == ("", 3072)
+    assert servers.known("hosted_vllm/fake", base) == later
