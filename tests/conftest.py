@@ -21,10 +21,16 @@ def _share_the_cores() -> None:
 _share_the_cores()  # before any test module imports torch or loads a model
 
 
+def _longest_first(item: pytest.Item) -> tuple[bool, float]:
+    minutes = [float(mark.kwargs.get("minutes", 0)) for mark in item.iter_markers("slow")]
+    return not minutes, -max(minutes, default=0.0)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """The tests marked slow run first (in collection order), the rest after them in theirs: with one
-    worker per core (pytest-xdist, handing out one test at a time: `--maxschedchunk 1` in addopts) the
-    longest tests then run side by side while the short ones fill the gaps, instead of one long test
-    starting last and running alone. The sort is stable and the same in every worker, as xdist needs."""
-    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    """The tests marked slow run first, those with the most `minutes` (a rough figure) first, the rest
+    after them in collection order: with one worker per core (pytest-xdist, handing out one test at a time:
+    `--maxschedchunk 1` in addopts) the longest tests then run side by side while the short ones fill
+    the gaps, instead of one long test starting last and running alone. The sort is stable and the same
+    in every worker, as xdist needs."""
+    items.sort(key=_longest_first)
