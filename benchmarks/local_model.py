@@ -105,7 +105,7 @@ async def main() -> None:
     args = parser.parse_args()
     litellm.suppress_debug_info = True
     providers.register()
-    print(f"embedded model: {MODEL}, n_ctx={local.N_CTX}, n_threads={local.N_THREADS}, "
+    print(f"embedded model: {MODEL}, n_ctx={local.N_CTX}, n_threads={local.HANDLER.n_threads}/{local.HANDLER.n_threads_batch}, "
           f"load average {os.getloadavg()[0]:.2f}")
     ratios = []
     for scenario in scenarios():

@@ -1,6 +1,36 @@
-"""Shared test set-up: offline litellm, no user config or database leaks into tests."""
+"""Shared test set-up: offline litellm, no user config or database leaks into tests, the long tests first."""
 
 import os
 
+import pytest
+
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 os.environ.setdefault("S3GYM_CONFIG", "/nonexistent/s3gym-test-config.toml")
+
+
+def _share_the_cores() -> None:
+    """With one pytest-xdist worker per core, each worker's model work (torch, llama.cpp, and the processes
+    its tests start) gets its share of the cores (s3gym_tui/threads.py reads OMP_NUM_THREADS): two workers
+    each running 2-thread models on 2 busy cores spin at their thread barriers (llama.cpp reading a prompt
+    took 3.5x the CPU time and 2.9x the wall time with 2 threads as with 1 on this loaded machine)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "") or 1)
+    if workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, len(os.sched_getaffinity(0)) // workers)))
+
+
+_share_the_cores()  # before any test module imports torch or loads a model
+
+
+def _longest_first(item: pytest.Item) -> tuple[bool, float]:
+    minutes = [float(mark.kwargs.get("minutes", 0)) for mark in item.iter_markers("slow")]
+    return not minutes, -max(minutes, default=0.0)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """The tests marked slow run first, those with the most `minutes` (a rough figure) first, the rest
+    after them in collection order: with one worker per core (pytest-xdist, handing out one test at a time:
+    `--maxschedchunk 1` in addopts) the longest tests then run side by side while the short ones fill
+    the gaps, instead of one long test starting last and running alone. The sort is stable and the same
+    in every worker, as xdist needs."""
+    items.sort(key=_longest_first)

@@ -124,14 +124,15 @@ class LlamaScorer:
     def _llm(self) -> Any:
         if LlamaScorer._shared is None:
             from s3gym_tui.providers.local import MODEL_NAME, PROVIDER, _import_backend, model_file
+            from s3gym_tui.threads import cpu_threads
 
             try:
                 llama_cpp, package = _import_backend(f"{PROVIDER}/{MODEL_NAME}")
                 path = model_file(package)
             except Exception as exc:  # noqa: BLE001 - one line for the person
                 raise CannotScore(f"{EMBEDDED} cannot score here: {exc}") from None
-            LlamaScorer._shared = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=2, seed=0,
-                                                  verbose=False)
+            LlamaScorer._shared = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=cpu_threads(2),
+                                                  n_threads_batch=cpu_threads(), seed=0, verbose=False)
         return LlamaScorer._shared
 
     @staticmethod

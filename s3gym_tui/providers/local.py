@@ -20,12 +20,13 @@ from litellm.types.utils import ModelResponse
 from s3gym_tui.engine.call_progress import CallProgress
 from s3gym_tui.engine.call_progress import current as current_call
 from s3gym_tui.providers._common import bad_request, build_response, content_text, s3gym_context
+from s3gym_tui.threads import cpu_threads
 
 PROVIDER = "local"
 MODEL_NAME = "smollm2-135m"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 8192  # SmolLM2's training context
-N_THREADS = 2
+N_THREADS = 2  # generation threads at most (prompt reading uses every core this process may use)
 LOCK_POLL_S = 0.25  # a call waiting for the model looks this often whether it was given up
 # The prompt is read this many tokens at a time, each chunk a sign of progress (the call's timeout
 # measures silence): about 1 s on a quiet 2-core machine, 10 s at the 12 tokens/s seen with a load
@@ -139,10 +140,11 @@ class LocalLLM(CustomLLM):
 
     provider = PROVIDER
 
-    def __init__(self, n_ctx: int = N_CTX, n_threads: int = N_THREADS) -> None:
+    def __init__(self, n_ctx: int = N_CTX, n_threads: Optional[int] = None) -> None:
         super().__init__()
         self.n_ctx = n_ctx
-        self.n_threads = n_threads
+        self.n_threads = n_threads or cpu_threads(N_THREADS)
+        self.n_threads_batch = max(self.n_threads, cpu_threads())
         self.lock = threading.Lock()
         self._llm: Any = None
         self._llama_cpp: Any = None
@@ -165,7 +167,7 @@ class LocalLLM(CustomLLM):
             except FileNotFoundError as exc:
                 raise bad_request(f"{MISSING_MESSAGE} ({exc})", model, PROVIDER) from None
             self._llm = llama_cpp.Llama(model_path=str(path), n_ctx=self.n_ctx, n_threads=self.n_threads,
-                                        seed=0, verbose=False)
+                                        n_threads_batch=self.n_threads_batch, seed=0, verbose=False)
             self._llama_cpp = llama_cpp
             if not self._atexit_registered:
                 atexit.register(self.close)

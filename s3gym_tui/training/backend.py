@@ -133,7 +133,8 @@ def start_training(base_dir: Path, out_dir: Path, use_cpu: Optional[bool]) -> tu
     import torch
 
     from s3gym_tui.training import stop
-    from s3gym_tui.training.device import cpu_threads, pick_device, start_phase_memory
+    from s3gym_tui.threads import cpu_threads
+    from s3gym_tui.training.device import pick_device, start_phase_memory
 
     stop.check()  # a stop requested meanwhile: no further phase loads
     start_phase_memory()  # the phase's peak memory counts from here (its loading included)

@@ -3,7 +3,6 @@ everywhere (nothing CUDA-only), with the dtype that suits it; and the process's 
 
 from __future__ import annotations
 
-import os
 import resource
 import sys
 from dataclasses import dataclass
@@ -57,18 +56,6 @@ def precision_flags(device: Device, precision: str) -> tuple[bool, bool]:
             raise ValueError("--precision fp16 needs a GPU: on the CPU use bf16 or fp32")
         return False, True
     raise ValueError(f"unknown precision {precision!r}: auto, fp32, bf16 or fp16")
-
-
-def cpu_threads() -> int:
-    """Threads for CPU training: the cores this process may use (at most 8), shared with the other
-    processes a launcher (torchrun, accelerate launch) started on this machine (LOCAL_WORLD_SIZE)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS
-        cores = os.cpu_count() or 1
-    local = os.environ.get("LOCAL_WORLD_SIZE", "").strip()
-    share = int(local) if local.isdigit() and int(local) > 0 else 1
-    return max(1, min(cores // share, 8))
 
 
 # What a training's "peak_rss_mb" figure is (stored next to it as "peak_rss_scope")

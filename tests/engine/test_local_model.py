@@ -24,9 +24,13 @@ BOUNDS = {game: ("history", 1, 2, 48, 9_000) for game in games.names()}
 BOUNDS["chess"] = ("none", 0, 1, 224, 5_500)  # one 4,600-token prompt; 22 pieces `A:(r,c), ` ~165 tokens
 
 
+MINUTES = {"chess": 5, "pvz": 4}  # the longest of these runs, started before the other slow tests (tests/conftest.py)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # a liveness guard only: the token bounds keep a run to minutes
-@pytest.mark.parametrize("game", games.names())
+@pytest.mark.parametrize("game", [pytest.param(game, marks=pytest.mark.slow(minutes=MINUTES.get(game, 0)))
+                                  for game in games.names()])
 def test_short_local_run_every_reply_parses(tmp_path, game):
     pathway, explore, step_cap, reply_tokens, prompt_budget = BOUNDS[game]
     store, run = run_protocol(tmp_path / "l.db", model="local/smollm2-135m", game=game, pathway=pathway,

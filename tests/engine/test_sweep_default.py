@@ -17,7 +17,7 @@ from s3gym_tui.store import Store
 
 from tests.engine.helpers import check_run_consistency
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(minutes=8)  # one of the longest: started first (tests/conftest.py)
 
 
 def _curve(points: list[tuple[int, float]], eps: float) -> dict:

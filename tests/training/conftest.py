@@ -35,6 +35,24 @@ def store(tmp_path):
 
 
 @pytest.fixture(scope="session")
+def default_base_cache(tmp_path_factory):
+    """An S3GYM_CACHE holding the embedded GGUF converted for real (training/backend.py), once per test
+    run: the first test to ask converts it, a test in another xdist worker waits on the lock and reads
+    the same directory (the conversion took minutes under load; the trainings only read it)."""
+    pytest.importorskip("transformers")
+    from filelock import FileLock
+
+    from s3gym_tui.training.backend import resolve_base
+
+    here = tmp_path_factory.getbasetemp()
+    shared = here.parent if os.environ.get("PYTEST_XDIST_WORKER") else here  # this run's, all workers
+    cache = shared / "s3gym-cache"
+    with FileLock(str(shared / "s3gym-cache.lock")):
+        resolve_base(cache=cache)
+    return cache
+
+
+@pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory):
     """A 1-layer random Llama with the embedded model's tokenizer and chat template, saved as an HF dir."""
     pytest.importorskip("transformers")

@@ -34,7 +34,8 @@ class Plan:
         return AgentTurn("submit", {"candidate": cand, "claim": "trained on my practice", "claimed_delta": 0.05})
 
 
-@pytest.mark.parametrize("method", ["sft", "grpo"])
+# GRPO is the command's recipe, its format warm start included: started with the long tests (tests/conftest.py)
+@pytest.mark.parametrize("method", ["sft", pytest.param("grpo", marks=pytest.mark.slow(minutes=3))])
 def test_a_trained_candidate_through_the_training_pathway(tmp_path, tiny_base, method):
     with Store(tmp_path / "a.db") as store:
         aid = store.aspire.create_aspire_run(goal_id="g", goal_text=GOALS[0].text, model="scripted", protocol="final",

