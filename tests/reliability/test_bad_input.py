@@ -324,11 +324,12 @@ def test_a_step_that_cannot_be_stored_is_not_taken(db, monkeypatch):
     run = store.runs.get_run("done")
     session = new_play_session(store, "trust", "explore", 55, call_settings(run.config, 0))
     session.commit(None, action="collaborate", actor="human")
-    original = Episodes.add_steps
-    monkeypatch.setattr(Episodes, "add_steps", lambda self, steps, repairs=None: (_ for _ in ()).throw(StoreError("disk full")))
+    original = Episodes.add_step  # a session stores each step through add_step (its prompt encoded there)
+    monkeypatch.setattr(Episodes, "add_step", lambda self, step, repair=None, shared=None:
+                        (_ for _ in ()).throw(StoreError("disk full")))
     with pytest.raises(StoreError):
         session.commit(None, action="cheat", actor="human")
-    monkeypatch.setattr(Episodes, "add_steps", original)
+    monkeypatch.setattr(Episodes, "add_step", original)
     while not session.done:
         session.commit(asyncio.run(session.propose()))
     steps = store.episodes.steps(session.episode.id)

@@ -207,7 +207,7 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
             assert e.status == "finished" and len(steps) == 2 and e.score is not None
             replay = games.game_class("trust").replay("explore", e.seed, [s.action for s in steps])
             assert e.score == replay.score()
-            assert json.loads(steps[0].prompt)[-1]["content"].startswith("Game rules:")
+            assert json.loads(store.prompts.prompt_of(steps[0]))[-1]["content"].startswith("Game rules:")
         sources = store.trainings.training_sources(training.id, "rollout")
         assert sorted(s.ref for s in sources) == sorted(e.id for e in episodes)
         assert [p.step for p in store.trainings.losses(training.id)] == [1, 2]
