@@ -50,8 +50,10 @@ def make_deterministic(record_start: int = 1) -> None:
     """Fixed ids for play episodes and store records, and a fake clock for call latencies."""
     import s3gym_tui.engine.llm as llm
     import s3gym_tui.engine.play as play
-    import s3gym_tui.store.derived as derived
-    import s3gym_tui.store.store as store_module
+    import importlib
+    import pkgutil
+
+    import s3gym_tui.store as store_package
 
     play_ids = itertools.count(1)
     play.uuid = types.SimpleNamespace(uuid4=lambda: types.SimpleNamespace(hex=f"{next(play_ids):010d}"))
@@ -60,8 +62,11 @@ def make_deterministic(record_start: int = 1) -> None:
     def new_id(prefix: str) -> str:
         return f"{prefix}-{next(record_ids):04d}"
 
-    derived._new_id = new_id
-    store_module._new_id = new_id
+    # the repositories import store.connection's _new_id by name: each module's copy is replaced
+    for info in pkgutil.iter_modules(store_package.__path__):
+        module = importlib.import_module(f"s3gym_tui.store.{info.name}")
+        if hasattr(module, "_new_id"):
+            module._new_id = new_id
     clock = itertools.count()
     llm.time = types.SimpleNamespace(perf_counter=lambda: next(clock) * 0.012)
 
