@@ -1,7 +1,7 @@
 """One live truth in the app: screens follow what another process writes (no key pressed), a run
 driven elsewhere is shown read-only with its driver, `s` stops a fresh run within one model call,
-a run can be deleted from Home, and a summary edit made
-while a run is live says, and records, the first state that uses it."""
+a run can be deleted from Home, a summary edit made while a run is live says, and records, the
+first state that uses it, and a commit seen as the app closes is told to no screen."""
 
 from __future__ import annotations
 
