@@ -137,7 +137,10 @@ class S3GymApp(App):
 
     def _poll_store(self) -> None:
         """Tell the screen on top when any process (this one included) committed to the store, or
-        when a run process this app started ended (its lease, if any, is then gone)."""
+        when a run process this app started ended (its lease, if any, is then gone). Nothing once the
+        app is closing: Textual empties the screen stack before it stops the app's timers."""
+        if not self.is_running:
+            return
         from s3gym_tui.screens.run_control import check_children
 
         ended = check_children(self)

@@ -1,7 +1,7 @@
 """One live truth in the app: screens follow what another process writes (no key pressed), a run
 driven elsewhere is shown read-only with its driver, `s` stops a fresh run within one model call,
-a run can be deleted from Home, and a summary edit made
-while a run is live says, and records, the first state that uses it."""
+a run can be deleted from Home, a summary edit made while a run is live says, and records, the
+first state that uses it, and a commit seen as the app closes is told to no screen."""
 
 from __future__ import annotations
 
@@ -120,6 +120,32 @@ async def test_stop_a_fresh_run_within_one_model_call(tmp_path, settings, server
         with Store(path) as store:
             assert sum(e.n_steps for e in store.episodes.list(run.id)) == steps
             assert store.leases.lease(run.id) is None
+
+
+async def test_a_store_poll_while_the_app_closes_tells_no_screen(demo_db, settings, monkeypatch):
+    """Closing, Textual (8.2.8: App._close_all, then the app's timers stop) empties the screen stack
+    before it stops the store poll's timer: a poll firing in between, with a commit to tell (another
+    process writing as the app closes), must not look for a screen (ScreenStackError ended a UI test
+    now and then on a loaded machine)."""
+    from s3gym_tui.store.watch import StoreWatcher
+
+    monkeypatch.setattr(StoreWatcher, "changed", lambda self: True)  # a commit before every poll
+    polled = []  # (screens on the stack, store generation before, after) of the poll in between
+    close_all = S3GymApp._close_all
+
+    async def closed_then_polled(self) -> None:
+        await close_all(self)
+        before = self.store_generation
+        self._poll_store()  # what the timer does when it fires here
+        polled.append((len(self.screen_stack), before, self.store_generation))
+
+    monkeypatch.setattr(S3GymApp, "_close_all", closed_then_polled)
+    app = S3GymApp(db_path=demo_db[0], settings=settings)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.store_generation > 0, what="a poll telling Home")
+        assert isinstance(app.screen, HomeScreen)
+    (screens, before, after), = polled
+    assert screens == 0 and after == before  # the poll came after the screens were gone, and told nobody
 
 
 async def test_delete_a_run_from_home(demo_db, settings):
