@@ -34,3 +34,31 @@ def pytest_collection_modifyitems(items):
     the gaps, instead of one long test starting last and running alone. The sort is stable and the same
     in every worker, as xdist needs."""
     items.sort(key=_longest_first)
+
+
+_CPU_LOG = os.environ.get("S3GYM_TEST_CPU_LOG")  # a folder: each worker writes the CPU its tests took there
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """With S3GYM_TEST_CPU_LOG set, each test's CPU seconds (its worker's own, and the processes it started
+    and waited for) and wall seconds, set-up and tear-down included, one line a test: what a loaded machine
+    does not distort, for finding where the suite's time goes (benchmarks/suite_cpu.py sums it by file)."""
+    if not _CPU_LOG:
+        yield
+        return
+    import resource
+    import time
+
+    def cpu(who: int) -> float:
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
+    own, children, wall = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.monotonic()
+    yield
+    row = (item.nodeid, cpu(resource.RUSAGE_SELF) - own, cpu(resource.RUSAGE_CHILDREN) - children,
+           time.monotonic() - wall)
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.makedirs(_CPU_LOG, exist_ok=True)
+    with open(os.path.join(_CPU_LOG, f"cpu-{worker}.tsv"), "a", encoding="utf-8") as out:
+        out.write("%s\t%.3f\t%.3f\t%.3f\n" % row)
