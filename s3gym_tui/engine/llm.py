@@ -141,6 +141,7 @@ def one_line(exc: BaseException) -> str:
 
 
 _ROUTERS: dict[tuple[str, tuple[str, ...]], Any] = {}
+_NO_PRICE_AT_ZERO = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
 
 
 def router_for(litellm, model: str, api_bases: tuple[str, ...]):
@@ -149,8 +150,13 @@ def router_for(litellm, model: str, api_bases: tuple[str, ...]):
     re-picks another one; retries and backoff stay with `complete`."""
     key = (model, tuple(api_bases))
     if key not in _ROUTERS:
+        # A model litellm has no price for: its replicas priced at $0 through litellm's own per-deployment
+        # pricing. Else litellm, finding no rate for the call, walks the Router's whole deployment entry for
+        # a rate that was not applied on every call (its zero-cost diagnostic: 60% of a routed call's
+        # CPU, docs/benchmarks.md). The calls stay unpriced: `has_price` is asked first (and kept).
+        price = {} if has_price(litellm, model) else dict(_NO_PRICE_AT_ZERO)
         _ROUTERS[key] = litellm.Router(
-            model_list=[{"model_name": model, "litellm_params": {"model": model, "api_base": base}}
+            model_list=[{"model_name": model, "litellm_params": {"model": model, "api_base": base, **price}}
                         for base in api_bases],
             num_retries=0, enable_weighted_failover=True, cooldown_time=5, allowed_fails=2)
     return _ROUTERS[key]
