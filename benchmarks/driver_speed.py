@@ -135,15 +135,18 @@ def plan_time() -> tuple[float, float, int]:
 
 def litellm_alone(calls: int = 400, concurrency: int = 16, rounds: int = 3) -> dict[str, float]:
     """CPU ms per call of litellm.acompletion alone (no engine, no store) against the same kind of
-    server: the floor under the driver's CPU per step while litellm makes the calls. Two served model
-    names, taken in turns (`rounds` each, the best kept): one litellm does not know, one entered in its
-    model map with no price as the engine enters a served model (engine.llm.enter_unpriced)."""
-    from s3gym_tui.engine.llm import _litellm, enter_unpriced
+    server: the floor under the driver's CPU per step while litellm makes the calls. Three ways, taken in
+    turns (`rounds` each, the best kept): a served model litellm does not know, one entered in its model
+    map with no price as the engine enters a served model (engine.llm.enter_unpriced), and one spread over
+    two replicas by litellm's Router as the engine makes it (engine.llm.router_for; both api bases lead
+    to the one server)."""
+    from s3gym_tui.engine.llm import _litellm, enter_unpriced, router_for
 
     litellm = _litellm()
     server = ServerProcess()
-    unknown, entered = "hosted_vllm/floor-unknown", "hosted_vllm/floor-entered"
+    unknown, entered, routed = "hosted_vllm/floor-unknown", "hosted_vllm/floor-entered", "hosted_vllm/floor-routed"
     enter_unpriced(litellm, entered)
+    router = router_for(litellm, routed, (server.base_url, server.base_url.replace("127.0.0.1", "localhost")))
     try:
         async def go(model: str) -> float:
             gate = asyncio.Semaphore(concurrency)
@@ -151,6 +154,9 @@ def litellm_alone(calls: int = 400, concurrency: int = 16, rounds: int = 3) -> d
 
             async def one() -> None:
                 async with gate:
+                    if model == routed:
+                        await router.acompletion(model=model, messages=messages, max_tokens=200, num_retries=0)
+                        return
                     await litellm.acompletion(model=model, api_base=server.base_url, messages=messages,
                                               max_tokens=200, num_retries=0)
 
@@ -161,9 +167,10 @@ def litellm_alone(calls: int = 400, concurrency: int = 16, rounds: int = 3) -> d
 
         best: dict[str, float] = {}
         for _ in range(rounds):
-            for model in (unknown, entered):
+            for model in (unknown, entered, routed):
                 best[model] = min(best.get(model, math.inf), asyncio.run(go(model)))
-        return {"unknown to litellm": best[unknown], "entered with no price": best[entered]}
+        return {"unknown to litellm": best[unknown], "entered with no price": best[entered],
+                "through the Router (2 replicas, no price)": best[routed]}
     finally:
         server.close()
 

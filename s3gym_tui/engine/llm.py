@@ -141,6 +141,7 @@ def one_line(exc: BaseException) -> str:
 
 
 _ROUTERS: dict[tuple[str, tuple[str, ...]], Any] = {}
+_NO_PRICE_AT_ZERO = {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
 
 
 def router_for(litellm, model: str, api_bases: tuple[str, ...]):
@@ -149,8 +150,13 @@ def router_for(litellm, model: str, api_bases: tuple[str, ...]):
     re-picks another one; retries and backoff stay with `complete`."""
     key = (model, tuple(api_bases))
     if key not in _ROUTERS:
+        # A model litellm has no price for: its replicas priced at $0 through litellm's own per-deployment
+        # pricing. Else litellm, finding no rate for the call, walks the Router's whole deployment entry for
+        # a rate that was not applied on every call (its zero-cost diagnostic: 60% of a routed call's
+        # CPU, docs/benchmarks.md). The calls stay unpriced: `has_price` is asked first (and kept).
+        price = {} if has_price(litellm, model) else dict(_NO_PRICE_AT_ZERO)
         _ROUTERS[key] = litellm.Router(
-            model_list=[{"model_name": model, "litellm_params": {"model": model, "api_base": base}}
+            model_list=[{"model_name": model, "litellm_params": {"model": model, "api_base": base, **price}}
                         for base in api_bases],
             num_retries=0, enable_weighted_failover=True, cooldown_time=5, allowed_fails=2)
     return _ROUTERS[key]
@@ -258,6 +264,9 @@ async def complete(settings: CallSettings, messages: list[dict], context: Option
         kwargs["api_base"] = settings.api_base
     if settings.seed is not None:
         kwargs["seed"] = settings.seed
+    provider = named_provider(litellm, settings.model) if len(settings.api_bases) <= 1 else None
+    if provider is not None:
+        kwargs["custom_llm_provider"] = provider
     builtin = is_builtin(settings.model)
     form = None if builtin else await _grammar_form(settings, context)
     if context is not None and builtin:
@@ -387,6 +396,29 @@ def has_price(litellm, model: str) -> bool:
             entry = {}
         _HAS_PRICE[model] = any(entry.get(name) is not None for name in _PRICE_FIELDS)
     return _HAS_PRICE[model]
+
+
+_NAMED_PROVIDER: dict[str, Optional[str]] = {}
+
+
+def named_provider(litellm, model: str) -> Optional[str]:
+    """The provider the model's name begins with ('hosted_vllm' for 'hosted_vllm/qwen'), when litellm
+    resolves the name to it and to the same model whether told the provider or not (asked once per
+    model); None otherwise (no prefix, a name litellm re-routes: azure's non-OpenAI models, cohere's chat).
+    Given to litellm.acompletion as `custom_llm_provider`, it skips litellm's resolution of the
+    provider from every call's arguments (a validation of all of them: ~3% of its call)."""
+    if model not in _NAMED_PROVIDER:
+        prefix, _, rest = model.partition("/")
+        found = None
+        if rest:
+            try:
+                guessed = litellm.get_llm_provider(model=model)[:2]
+                told = litellm.get_llm_provider(model=model, custom_llm_provider=prefix)[:2]
+            except Exception:  # noqa: BLE001 - litellm raises plain Exception for a provider it does not know
+                guessed = told = None
+            found = prefix if guessed == told == (rest, prefix) else None
+        _NAMED_PROVIDER[model] = found
+    return _NAMED_PROVIDER[model]
 
 
 _ENTERED: set[str] = set()

@@ -103,3 +103,22 @@ def test_a_priced_model_behind_replicas_keeps_its_price(priced_here):
                                 context_tokens=32_768)
         result = asyncio.run(complete(settings, MESSAGES))
     assert result.cost == pytest.approx(prompt + completion) and result.cost > 0
+
+
+def test_an_unpriced_model_behind_replicas_is_priced_at_zero_inside_litellm_only(priced_here):
+    """litellm's Router gets the replicas of a model it has no price for at $0 (its own per-deployment
+    pricing: it then skips its search for a rate on every call); the engine still stores the calls
+    unpriced, and a priced model's replicas keep litellm's price."""
+    from s3gym_tui.engine.llm import router_for
+
+    litellm = _litellm()
+    with FakeOpenAI(usage=USAGE) as one, FakeOpenAI(usage=USAGE) as two:
+        bases = (one.base, two.base)
+        settings = CallSettings(model="hosted_vllm/unknown-at-zero", api_bases=bases, max_retries=0,
+                                context_tokens=32_768)
+        result = asyncio.run(complete(settings, MESSAGES))
+    deployments = [d["litellm_params"] for d in router_for(litellm, "hosted_vllm/unknown-at-zero", bases).model_list]
+    assert [(d.get("input_cost_per_token"), d.get("output_cost_per_token")) for d in deployments] == [(0.0, 0.0)] * 2
+    assert result.cost is None and result.tokens_in == 1000
+    priced = router_for(litellm, "openai/gpt-4o-mini", bases).model_list
+    assert all(d["litellm_params"].get("input_cost_per_token") is None for d in priced)
