@@ -44,12 +44,19 @@ def lora_config(cfg: Any) -> Any:
 
 
 def adapted(model: Any, cfg: Any) -> Any:
-    """`model` with the recipe's LoRA adapter attached (peft), or as it is for a full fine-tune."""
+    """`model` with the recipe's LoRA adapter attached (peft), or as it is for a full fine-tune.
+
+    The adapter's random initialisation is drawn after seeding with the recipe's seed (as TRL's SFTTrainer
+    does before it attaches one): the trainer seeds only once the adapter exists, so it was drawn from
+    whatever the process had used the generator for before, and two trainings of one recipe in one
+    process (a twin and a resumed run, a study's experts) started from different weights."""
     peft = lora_config(cfg)
     if peft is None:
         return model
     from peft import get_peft_model
+    from transformers import set_seed
 
+    set_seed(cfg.seed)
     return get_peft_model(model, peft)
 
 

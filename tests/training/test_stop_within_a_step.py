@@ -77,7 +77,7 @@ def test_a_stop_between_micro_batches_keeps_the_finished_update_and_resumes_to_t
     assert done.status == "finished" and done.steps == 2 and done.metrics["resumed_from"].endswith("checkpoint-1")
     ours = [p.loss for p in store.trainings.losses(done.id)]
     theirs = [p.loss for p in store.trainings.losses(twin.id)]
-    assert ours == pytest.approx(theirs, rel=1e-4, abs=1e-6)
+    assert ours == theirs  # bit for bit: the dropped half-update is done again from the same state
     # the summary covers both parts: the time of the stopped one is in the training's, and throughput is over both
     assert done.metrics["interrupted_parts"] == 1 and done.train_seconds > part["seconds"]
     assert done.metrics["seconds_all_parts"] == pytest.approx(done.train_seconds, rel=0.05)

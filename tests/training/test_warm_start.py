@@ -117,6 +117,8 @@ def test_the_warm_start_is_stored_as_its_own_phase_and_changes_what_grpo_starts_
 
 
 def test_a_stop_inside_the_warm_start_resumes_to_its_twin(store, tiny_base):
+    import torch
+
     source = _source(store)
     twin = stop.run(lambda: train_from_run(store, source.id, _options(tiny_base))).training
 
@@ -133,15 +135,18 @@ def test_a_stop_inside_the_warm_start_resumes_to_its_twin(store, tiny_base):
     done = stop.run(lambda: resume_training(store, training.id)).training
     assert done.status == "finished"
     assert _phases(store, done.id) == _phases(store, twin.id)
+    # exactly the twin's: both start from the adapter the seed decides (hf.adapted), and the resume restores the
+    # weights, optimizer, schedule and data order bit for bit (same process, same threads, same batch shapes).
+    # No tolerance: every loss of this tiny random model is near ln(vocabulary), so even a start from other
+    # adapter weights moved them by only 0.1-0.2% (issue 37: what a rel=1e-3 tolerance let pass now and then)
     ours = [p.loss for p in store.trainings.losses(done.id)]
     theirs = [p.loss for p in store.trainings.losses(twin.id)]
-    assert ours == pytest.approx(theirs, rel=1e-3, abs=1e-5)
+    assert ours == theirs
     mine = {c.x: c.adapter for c in store.trainings.training_checkpoints(done.id)}
     other = {c.x: c.adapter for c in store.trainings.training_checkpoints(twin.id)}
     assert sorted(mine) == sorted(other)
     a, b = _adapter(mine[1]), _adapter(other[1])
-    for k in a:
-        assert float((a[k] - b[k]).abs().max()) < 1e-4
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_the_cli_refuses_a_warm_start_for_sft(tmp_path, capsys):
