@@ -177,7 +177,8 @@ def litellm_alone(calls: int = 400, concurrency: int = 16, rounds: int = 3) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--concurrency", default="1,16,96")
+    parser.add_argument("--concurrency", default="1,16,96",
+                        help="calls in flight the sweep may have, one row each, e.g. 1,16,96 (the default)")
     parser.add_argument("--replicas", default="1", help="servers per model, e.g. 1,2 (2+: litellm's Router)")
     parser.add_argument("--profile", help="write a cProfile of the rows (driver process) to this file")
     args = parser.parse_args()

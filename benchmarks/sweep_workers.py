@@ -102,7 +102,7 @@ def measure(workers: int, latency: float, concurrency: int, workdir: Path, start
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--workers", default="1,2,4", help="worker processes, one row each, e.g. 1,2,4 (the default)")
     parser.add_argument("--latency", default="0,0.05", help="seconds per model call, e.g. 0,0.05")
     parser.add_argument("--concurrency", type=int, default=4, help="calls in flight per model (8 models)")
     args = parser.parse_args()
