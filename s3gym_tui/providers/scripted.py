@@ -42,23 +42,35 @@ class _Chain:
         self.policy, self.actions, self.env, self.move = policy, actions, env, move
 
 
+class _Seed:
+    """The episodes of one (provider, game, mode, seed): the chains followed, and every move made."""
+
+    __slots__ = ("chains", "moves")
+
+    def __init__(self) -> None:
+        self.chains: list[_Chain] = []
+        self.moves: dict[tuple[str, ...], games.Move] = {}  # actions -> the move made after them
+
+
 class _PolicyCache:
     """Reference policies may keep state between moves (nullify caches its plan), so a fresh policy per
     request could leave the trajectory `games.play` produces. One policy instance is kept per episode
     (provider, game, mode, seed), with the game in the state the request's actions led to, and reused
     while the requests walk forward through that episode (the game takes the new actions, not the
     whole episode again); a request that does not extend the last one (a fork, a new episode) gets a
-    fresh policy and game. A repeated request (a retry) gets the same move again.
+    fresh policy and game.
 
     A policy that did not see every earlier state of the request (a fresh one after a restart or on
     a fork, or one that missed steps a human took) is first walked through the views it missed, so
     the move is a function of the request alone: a run killed and resumed mid-episode, in another
-    process, continues exactly as it would have."""
+    process, continues exactly as it would have. So a request answered before (a retry, or another
+    run of a sweep on the same seed catching up) gets the move made then, without a walk."""
 
-    def __init__(self, size: int = 256, per_key: int = 16) -> None:
+    def __init__(self, size: int = 256, per_key: int = 16, moves_per_key: int = 4096) -> None:
         self.size = size
         self.per_key = per_key  # episodes on the same (game, mode, seed) played at once (a sweep's runs)
-        self.entries: "OrderedDict[tuple, list[_Chain]]" = OrderedDict()
+        self.moves_per_key = moves_per_key
+        self.entries: "OrderedDict[tuple, _Seed]" = OrderedDict()
         self.lock = threading.Lock()
 
     def move(self, key: tuple, game: str, mode: str, seed: int, actions: tuple[str, ...]) -> games.Move:
@@ -66,11 +78,12 @@ class _PolicyCache:
         Several episodes on one seed (the runs of a sweep, checkpoints evaluated at once) each keep
         their own policy: a request extends the longest one it continues."""
         with self.lock:
-            chains = self.entries.pop(key, [])
-            self.entries[key] = chains
-            exact = next((c for c in chains if c.actions == actions), None)
-            if exact is not None:
-                return exact.move
+            known = self.entries.pop(key, None) or _Seed()
+            self.entries[key] = known
+            made = known.moves.get(actions)
+            if made is not None:
+                return made
+            chains = known.chains
             prefixes = [c for c in chains if actions[: len(c.actions)] == c.actions]
             if prefixes:
                 chain = max(prefixes, key=lambda c: len(c.actions))
@@ -90,6 +103,9 @@ class _PolicyCache:
             move = policy.act(env.view())
             chains.append(_Chain(policy, actions, env, move))
             del chains[: max(0, len(chains) - self.per_key)]
+            known.moves[actions] = move
+            if len(known.moves) > self.moves_per_key:
+                del known.moves[next(iter(known.moves))]  # the oldest
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
             return move
