@@ -66,7 +66,7 @@ class _PolicyCache:
     process, continues exactly as it would have. So a request answered before (a retry, or another
     run of a sweep on the same seed catching up) gets the move made then, without a walk."""
 
-    def __init__(self, size: int = 256, per_key: int = 16, moves_per_key: int = 4096) -> None:
+    def __init__(self, size: int = 256, per_key: int = 16, moves_per_key: int = 1024) -> None:
         self.size = size
         self.per_key = per_key  # episodes on the same (game, mode, seed) played at once (a sweep's runs)
         self.moves_per_key = moves_per_key
