@@ -103,4 +103,3 @@ def test_a_priced_model_behind_replicas_keeps_its_price(priced_here):
                                 context_tokens=32_768)
         result = asyncio.run(complete(settings, MESSAGES))
     assert result.cost == pytest.approx(prompt + completion) and result.cost > 0
-
