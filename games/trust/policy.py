@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import random
 
 from s3gym_games.base import Move, Policy
@@ -25,9 +26,12 @@ def consistent_strategies(view: TrustView) -> list[str]:
     return alive
 
 
-def _best_plan(strategies: list[str], with_random: bool, agent: list[str], opponent: list[str],
+@functools.lru_cache(maxsize=4096)
+def _best_plan(strategies: tuple[str, ...], with_random: bool, agent: tuple[str, ...], opponent: tuple[str, ...],
                rounds_left: int) -> tuple[float, str]:
-    """Best open-loop move sequence against a uniform mixture; returns (value, first move)."""
+    """Best open-loop move sequence against a uniform mixture; returns (value, first move). A pure
+    function of its arguments, searched once per distinct position (the scripted player meets the
+    same positions in every run and checkpoint of a sweep)."""
     weight = 1.0 / (len(strategies) + (1 if with_random else 0))
     best = (-1e9, COLLABORATE)
 
@@ -66,7 +70,7 @@ class TrustPolicy(Policy):
         with_random = not alive or len(view.opponent_moves) < 3
         if rounds_left <= 0:
             return Move(CHEAT, 0.0)
-        _, move = _best_plan(alive, with_random, list(view.agent_moves), list(view.opponent_moves),
+        _, move = _best_plan(tuple(alive), with_random, tuple(view.agent_moves), tuple(view.opponent_moves),
                              min(rounds_left, 10))
         expected = self._expected(alive, with_random, view, move)
         return Move(move, round(expected, 3))

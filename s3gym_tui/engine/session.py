@@ -65,6 +65,7 @@ class EpisodeSession:
         self.store = store
         self.settings = settings
         self.experience = experience
+        self._hint_json: Optional[tuple[str, str]] = None  # (hint, as it appears in the prompt's JSON)
         self.on_event = on_event
         self.oracle = oracle
         self.step_cap = step_cap  # the run's cap; the game's own (smaller) cap applies too
@@ -181,9 +182,17 @@ class EpisodeSession:
         """(the prompt as sent, its Hint Messages block as it appears in it): the store keeps the
         prompt as copies of an earlier one of this episode plus new text, the block once for every
         prompt that repeats it (store/stored_prompt.py). Secrets never land in the store."""
-        hint = self.experience.hint_text()
-        return (redact_values(messages_json(messages)),
-                redact_values(json.dumps(hint, ensure_ascii=False)[1:-1]) if hint else None)
+        return redact_values(messages_json(messages)), self._hint_as_sent(self.experience.hint_text())
+
+    def _hint_as_sent(self, hint: Optional[str]) -> Optional[str]:
+        """The Hint Messages block as it appears in the prompt's JSON (secrets redacted), encoded once
+        per hint: it is the same at every step of the episode (a History window can be 400,000 chars)."""
+        if not hint:
+            return None
+        cached = self._hint_json
+        if cached is None or (cached[0] is not hint and cached[0] != hint):
+            cached = self._hint_json = (hint, redact_values(json.dumps(hint, ensure_ascii=False)[1:-1]))
+        return cached[1]
 
     def finish(self, status: str = "finished") -> Episode:
         score = self.game.score()

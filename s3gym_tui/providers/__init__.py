@@ -76,13 +76,25 @@ def configured_litellm():
         logger = logging.getLogger(name)
         if logger.level != logging.ERROR:  # setLevel clears every logger's cache: not on each call
             logger.setLevel(logging.ERROR)
-    register()
+    if _registered != _registration(litellm):  # once, and again when the map or the plugins changed
+        register()
     return litellm
+
+
+def _registration(litellm) -> tuple:
+    """What register() depends on: the entries of litellm's provider map (copied: a change in place
+    shows) and the plugins."""
+    return [dict(e) for e in litellm.custom_provider_map or []], tuple(plugins.provider_plugins())
+
+
+_registered: tuple = ()  # _registration() as register() last left it
 
 
 def register() -> None:
     """Add our handlers to `litellm.custom_provider_map` (idempotent; other providers' entries are kept)."""
     import litellm
+
+    global _registered
 
     from s3gym_tui.providers.fault import FaultLLM
     from s3gym_tui.providers.learner.handler import LearnerLLM
@@ -105,6 +117,7 @@ def register() -> None:
                for p, h in ours.items()):
         kept = [e for e in current if e.get("provider") not in ours]
         litellm.custom_provider_map = kept + [{"provider": p, "custom_handler": h} for p, h in ours.items()]
+    _registered = _registration(litellm)
     if not _models_registered:
         litellm.utils.custom_llm_setup()  # litellm learns the provider names (else register_model prints errors)
         # zero prices and known windows: litellm.completion_cost() returns 0.0 instead of raising

@@ -71,7 +71,8 @@ def estimate_tokens(text: str) -> int:
 def build_response(model_response: ModelResponse | None, model: str, content: str, *, prompt_tokens: int,
                    completion_tokens: int, finish_reason: str = "stop", extra: Mapping[str, Any] | None = None,
                    cached_tokens: int | None = None) -> ModelResponse:
-    """Fill litellm's ModelResponse with one assistant message and usage (and s3gym facts in _hidden_params).
+    """Fill litellm's ModelResponse with one assistant message, usage and its cost ($0), and s3gym facts in
+    _hidden_params.
     `cached_tokens`: prompt tokens not computed again (reported as OpenAI does; None: not said)."""
     response = model_response if model_response is not None else ModelResponse()
     if not response.choices:
@@ -83,9 +84,12 @@ def build_response(model_response: ModelResponse | None, model: str, content: st
     details = {"cached_tokens": int(cached_tokens)} if cached_tokens is not None else None
     response.usage = Usage(prompt_tokens=int(prompt_tokens), completion_tokens=int(completion_tokens),
                            total_tokens=int(prompt_tokens) + int(completion_tokens), prompt_tokens_details=details)
-    if extra:
-        hidden = getattr(response, "_hidden_params", None)
-        if isinstance(hidden, dict):
+    hidden = getattr(response, "_hidden_params", None)
+    if isinstance(hidden, dict):
+        # the price litellm would compute from the $0 entries register() makes (these models run on
+        # this machine): stamped, litellm takes it instead of pricing every response again
+        hidden["response_cost"] = 0.0
+        if extra:
             hidden[CONTEXT_KEY] = dict(extra)
     return response
 

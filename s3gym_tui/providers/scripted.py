@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter, OrderedDict
-from typing import Any, Callable
+from typing import Any
 
 from litellm import CustomLLM
 from litellm.types.utils import ModelResponse
@@ -32,48 +32,80 @@ def resolve_game(model: str, ctx: dict, provider: str) -> str:
     return game
 
 
+class _Chain:
+    """One episode as the cache follows it: the policy that played it, the actions so far, the game
+    stepped through them (not replayed from the seed at every request) and the move made there."""
+
+    __slots__ = ("policy", "actions", "env", "move")
+
+    def __init__(self, policy: Any, actions: tuple[str, ...], env: games.Game, move: games.Move) -> None:
+        self.policy, self.actions, self.env, self.move = policy, actions, env, move
+
+
+class _Seed:
+    """The episodes of one (provider, game, mode, seed): the chains followed, and every move made."""
+
+    __slots__ = ("chains", "moves")
+
+    def __init__(self) -> None:
+        self.chains: list[_Chain] = []
+        self.moves: dict[tuple[str, ...], games.Move] = {}  # actions -> the move made after them
+
+
 class _PolicyCache:
     """Reference policies may keep state between moves (nullify caches its plan), so a fresh policy per
     request could leave the trajectory `games.play` produces. One policy instance is kept per episode
-    (provider, game, mode, seed) and reused while the requests walk forward through that episode; a
-    request that does not extend the last one (a fork, a new episode) gets a fresh policy. A repeated
-    request (a retry) gets the same move again.
+    (provider, game, mode, seed), with the game in the state the request's actions led to, and reused
+    while the requests walk forward through that episode (the game takes the new actions, not the
+    whole episode again); a request that does not extend the last one (a fork, a new episode) gets a
+    fresh policy and game.
 
     A policy that did not see every earlier state of the request (a fresh one after a restart or on
     a fork, or one that missed steps a human took) is first walked through the views it missed, so
     the move is a function of the request alone: a run killed and resumed mid-episode, in another
-    process, continues exactly as it would have."""
+    process, continues exactly as it would have. So a request answered before (a retry, or another
+    run of a sweep on the same seed catching up) gets the move made then, without a walk."""
 
-    def __init__(self, size: int = 256, per_key: int = 16) -> None:
+    def __init__(self, size: int = 256, per_key: int = 16, moves_per_key: int = 1024) -> None:
         self.size = size
         self.per_key = per_key  # episodes on the same (game, mode, seed) played at once (a sweep's runs)
-        self.entries: "OrderedDict[tuple, list[tuple[Any, tuple[str, ...], games.Move]]]" = OrderedDict()
+        self.moves_per_key = moves_per_key
+        self.entries: "OrderedDict[tuple, _Seed]" = OrderedDict()
         self.lock = threading.Lock()
 
-    def move(self, key: tuple, game: str, actions: tuple[str, ...], view: Any,
-             past_views: Callable[[int], list] = lambda start: []) -> games.Move:
-        """`past_views(start)`: the views before actions[start:] (the states the policy should have
-        seen before `view`). Several episodes on one seed (the runs of a sweep, checkpoints evaluated
-        at once) each keep their own policy: a request extends the longest one it continues."""
+    def move(self, key: tuple, game: str, mode: str, seed: int, actions: tuple[str, ...]) -> games.Move:
+        """The move after `actions` in the episode (game, mode, seed): END once the episode is over.
+        Several episodes on one seed (the runs of a sweep, checkpoints evaluated at once) each keep
+        their own policy: a request extends the longest one it continues."""
         with self.lock:
-            chains = self.entries.pop(key, [])
-            self.entries[key] = chains
-            exact = next((e for e in chains if e[1] == actions), None)
-            if exact is not None:
-                return exact[2]
-            prefixes = [e for e in chains if actions[: len(e[1])] == e[1]]
+            known = self.entries.pop(key, None) or _Seed()
+            self.entries[key] = known
+            made = known.moves.get(actions)
+            if made is not None:
+                return made
+            chains = known.chains
+            prefixes = [c for c in chains if actions[: len(c.actions)] == c.actions]
             if prefixes:
-                entry = max(prefixes, key=lambda e: len(e[1]))
-                chains.remove(entry)
-                policy, start = entry[0], len(entry[1]) + 1
+                chain = max(prefixes, key=lambda c: len(c.actions))
+                chains.remove(chain)  # its policy and game move on to this request
+                policy, env, walked, seen = chain.policy, chain.env, len(chain.actions), len(chain.actions) + 1
             else:
-                policy, start = games.reference_policy(game), 0
-            if start < len(actions):
-                for past in past_views(start):
-                    policy.act(past)
-            move = policy.act(view)
-            chains.append((policy, actions, move))
+                policy, env, walked, seen = games.reference_policy(game), games.make(game, mode), 0, 0
+                env.reset(seed)
+            for i in range(walked, len(actions)):
+                if env.done:
+                    break
+                if i >= seen:  # a state this policy has not seen (a step it did not make)
+                    policy.act(env.view())
+                env.step(actions[i])
+            if env.done:
+                return games.Move("END", 0.0)
+            move = policy.act(env.view())
+            chains.append(_Chain(policy, actions, env, move))
             del chains[: max(0, len(chains) - self.per_key)]
+            known.moves[actions] = move
+            if len(known.moves) > self.moves_per_key:
+                del known.moves[next(iter(known.moves))]  # the oldest
             while len(self.entries) > self.size:
                 self.entries.popitem(last=False)
             return move
@@ -83,26 +115,10 @@ _POLICIES = _PolicyCache()
 
 
 def reference_move(game: str, ctx: dict, provider: str = PROVIDER) -> games.Move:
-    """The reference policy's move in the state rebuilt from (game, mode, seed, actions)."""
+    """The reference policy's move in the state reached from (game, mode, seed) by the actions."""
     try:
-        env = games.game_class(game).replay(ctx["mode"], ctx["seed"], ctx["actions"])
-        if env.done:
-            return games.Move("END", 0.0)
-        key = (provider, game, ctx["mode"], ctx["seed"])
-
-        def past_views(start: int) -> list:
-            walk = games.make(game, ctx["mode"])
-            walk.reset(ctx["seed"])
-            views = []
-            for i, action in enumerate(ctx["actions"]):
-                if walk.done:
-                    break
-                if i >= start:
-                    views.append(walk.view())
-                walk.step(action)
-            return views
-
-        return _POLICIES.move(key, game, tuple(ctx["actions"]), env.view(), past_views)
+        return _POLICIES.move((provider, game, ctx["mode"], ctx["seed"]), game, ctx["mode"], ctx["seed"],
+                              tuple(ctx["actions"]))
     except ImportError as exc:
         raise bad_request(f"game {game!r} is not available: {exc}", f"{provider}/{game}", provider) from None
     except games.GameError as exc:

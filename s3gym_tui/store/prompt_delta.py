@@ -23,8 +23,10 @@ import zlib
 from dataclasses import dataclass
 from typing import Callable, Union
 
+from s3gym_tui.store import block_index
+
 DELTA_PREFIX = "[[delta]]"
-BLOCK = 32  # the shortest copy looked for after the common prefix (shorter runs stay literal)
+BLOCK = block_index.BLOCK
 _CHUNK = 4096
 
 Op = Union[list, str]
@@ -104,9 +106,7 @@ def diff(text: str, base: str) -> list[Op]:
     start = common_prefix(text, base)
     if start:
         ops.append([0, start])
-    index: dict[str, int] = {}
-    for p in range(0, len(base) - BLOCK + 1, BLOCK):
-        index.setdefault(base[p:p + BLOCK], p)
+    index = block_index.take(base)
     i = literal = start
     end = len(text) - BLOCK
     while i <= end:
@@ -123,6 +123,7 @@ def diff(text: str, base: str) -> list[Op]:
         i = literal = i + n
     if literal < len(text):
         ops.append(text[literal:])
+    block_index.keep(text, base, index, start)  # the next prompt of the episode is diffed against this one
     return ops
 
 

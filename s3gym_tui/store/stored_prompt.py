@@ -119,12 +119,17 @@ def encode(text: str, base: Optional[tuple[int, str]] = None,
         at = text.find(shared[1])
         if at >= 0:
             whole = [p for p in (text[:at], {"text": shared[0]}, text[at + len(shared[1]):]) if p != ""]
-    stored = dump(None, text, whole)
+    whole_form = None
     if base is not None:
         delta = dump(base[0], text, in_bytes(diff(text, base[1]), base[1]))
-        if len(delta) < len(stored) and apply(json.loads(delta)["parts"], base[1], _no_shared) == text:
-            stored = delta
-    return stored
+        # the whole form of the text alone is longer than the text: a delta shorter than the text is
+        # the smaller without encoding the whole (a large prompt's JSON) only to compare their lengths
+        if whole != [text] or len(delta) >= len(text):
+            whole_form = dump(None, text, whole)
+        if (whole_form is None or len(delta) < len(whole_form)) \
+                and apply(json.loads(delta)["parts"], base[1], _no_shared) == text:
+            return delta
+    return whole_form if whole_form is not None else dump(None, text, whole)
 
 
 def _no_shared(key: str) -> str:

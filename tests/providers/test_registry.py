@@ -138,3 +138,28 @@ def test_package_import_is_cheap_and_textual_free():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
     assert "Provider List" not in out.stdout + out.stderr  # register() makes litellm print nothing
+
+
+def test_the_engine_registers_again_only_when_the_map_or_the_plugins_changed(litellm_mod, monkeypatch):
+    """configured_litellm (once per model call) skips register() while nothing it depends on changed,
+    and registers again after a change to the map (a new list, or one changed in place) or the plugins."""
+    from s3gym_tui import plugins
+
+    class Impostor(CustomLLM):
+        pass
+
+    calls = []
+    real = providers.register
+    monkeypatch.setattr(providers, "register", lambda: calls.append(1) or real())
+    providers.configured_litellm()
+    calls.clear()
+    providers.configured_litellm()
+    assert calls == []
+    scripted = next(e for e in litellm_mod.custom_provider_map if e["provider"] == "scripted")
+    monkeypatch.setitem(scripted, "custom_handler", Impostor())  # in place: same list, same length
+    providers.configured_litellm()
+    assert calls == [1]
+    assert not any(isinstance(e["custom_handler"], Impostor) for e in litellm_mod.custom_provider_map)
+    monkeypatch.setitem(plugins._PLUGINS, "echo", plugins.ProviderPlugin("echo", "no_such_module:HANDLER", r"\w+"))
+    providers.configured_litellm()
+    assert calls == [1, 1]

@@ -174,3 +174,30 @@ async def test_policy_instance_follows_the_episode_and_resets_on_a_fork(litellm_
     assert await score([], seed=78) == 1.0  # another episode
     assert len(made) == 3
     assert await score(["cheat", "x", "y"], seed=78) == 4.0  # missed two states: walked through them
+
+
+@pytest.mark.parametrize("game", ["tetris", "nullify"])
+def test_episodes_on_one_seed_share_the_moves_made_and_play_the_reference_trajectory(game, monkeypatch):
+    """The runs of a sweep play the same seeds: an episode behind another on its seed gets the moves
+    already made (no policy asked again), and both play exactly what games.play plays."""
+    from s3gym_tui.providers import scripted
+
+    played = games.play(games.make(game, "eval"), games.reference_policy(game), 11)
+    acts = []
+    real_policy = games.reference_policy
+
+    def counted(name):
+        policy = real_policy(name)
+        real_act = policy.act
+        policy.act = lambda view: acts.append(1) or real_act(view)
+        return policy
+
+    monkeypatch.setattr(games, "reference_policy", counted)
+    cache = scripted._PolicyCache()
+    key = ("scripted", game, "eval", 11)
+    first = [cache.move(key, game, "eval", 11, tuple(played.actions[:k])).action for k in range(len(played.actions))]
+    made = len(acts)
+    behind = [cache.move(key, game, "eval", 11, tuple(played.actions[:k])).action for k in range(len(played.actions))]
+    assert first == behind == list(played.actions)
+    assert made == len(played.actions) and len(acts) == made  # the second episode asked no policy
+    assert cache.move(key, game, "eval", 11, tuple(played.actions)).action == "END"

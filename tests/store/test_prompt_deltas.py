@@ -196,3 +196,28 @@ def test_copies_are_in_utf8_bytes_and_rebuild_text_beyond_ascii(store, run, db_p
     assert any(p[0] + p[1] > len(full[0]) for p in copies)  # offsets past the characters: bytes
     assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(12)] == full
     assert _in_sql(db_path, episode.id) == full
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_encode_keeps_the_smaller_form_without_encoding_the_whole_when_the_delta_is_shorter(seed, monkeypatch):
+    """encode's choice is the smaller of the whole form and the delta (as before the shortcut), and the
+    whole prompt is only dumped when the delta is not already shorter than the text itself."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["[{\"role\":", "\"user\"", "board", "\\n", "é", "\"quote\"", "x" * 40, "row .*..*.", "ok"]
+    for _ in range(60):
+        base = "".join(rng.choice(words) for _ in range(rng.randint(0, 60)))
+        text = (base[:rng.randint(0, len(base))] + "".join(rng.choice(words) for _ in range(rng.randint(0, 8)))
+                if rng.random() < 0.7 else "".join(rng.choice(words) for _ in range(rng.randint(1, 30))))
+        whole = stored_prompt.dump(None, text, [text])
+        delta = stored_prompt.dump(3, text, stored_prompt.in_bytes(stored_prompt.diff(text, base), base))
+        expected = delta if len(delta) < len(whole) else whole
+        dumped = []
+        real_dump = stored_prompt.dump
+        monkeypatch.setattr(stored_prompt, "dump", lambda b, t, p: dumped.append(b) or real_dump(b, t, p))
+        got = stored_prompt.encode(text, (3, base))
+        monkeypatch.setattr(stored_prompt, "dump", real_dump)
+        assert got == expected
+        assert (None in dumped) == (len(delta) >= len(text))  # the whole form only when it could be smaller
+        assert stored_prompt.apply(json.loads(got)["parts"], base, lambda k: "") == text
