@@ -297,6 +297,11 @@ class _Handler(BaseHTTPRequestHandler):
         event("[DONE]")
 
 
+# How often the serving thread looks for a stop: stop() waits up to this long (socketserver's default,
+# 0.5 s, cost every test that stops a server half a second on average, hundreds of times a suite).
+POLL_S = 0.02
+
+
 class FakeOpenAI(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -420,7 +425,7 @@ class FakeOpenAI(ThreadingHTTPServer):
         return self.base_url
 
     def start(self) -> "FakeOpenAI":
-        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self.serve_forever, args=(POLL_S,), daemon=True)
         self._thread.start()
         return self
 

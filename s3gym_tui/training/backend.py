@@ -55,16 +55,41 @@ def convert_embedded(target: Path) -> Path:
     from transformers import modeling_gguf_pytorch_utils as gguf_utils
 
     # its raw tqdm bar ignores the library's progress-bar switch and would tear the CLI's bars
-    with quiet(), mock.patch.object(gguf_utils, "tqdm", lambda iterable, **kwargs: iterable):
+    with quiet(), mock.patch.object(gguf_utils, "tqdm", lambda iterable, **kwargs: iterable), _gguf_read_once():
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
                                                      quantization_config=GgufConfig(dequantize=True))
         target.mkdir(parents=True, exist_ok=True)
         model.save_pretrained(target)
         tokenizer.save_pretrained(target)
-    write_base_info(target, embedded_info(gguf, target))
+        info = embedded_info(gguf, target)
+    write_base_info(target, info)
     (target / _DONE_MARK).write_text("converted from " + gguf.name, encoding="utf-8")
     return target
+
+
+@contextlib.contextmanager
+def _gguf_read_once() -> Iterator[None]:
+    """Within a conversion, each GGUF file parsed once and each tensor-name map built once: transformers
+    parses the file anew for the config, the tokenizer and the weights (and provenance.py once more), and
+    builds the name map again for each of SmolLM2's ~400 modules; parsing the 49k-token vocabulary was
+    most of the conversion's time. The readers are only read (fields, tensors), never changed."""
+    import functools
+
+    import gguf
+
+    parse = gguf.GGUFReader
+    readers: dict[tuple, Any] = {}
+
+    def read_once(path: Any, *args: Any, **kwargs: Any) -> Any:
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = parse(path, *args, **kwargs)
+        return readers[key]
+
+    name_map = functools.lru_cache(maxsize=None)(gguf.get_tensor_name_map)
+    with mock.patch.object(gguf, "GGUFReader", read_once), mock.patch.object(gguf, "get_tensor_name_map", name_map):
+        yield
 
 
 def resolve_base(base: Optional[str] = None, cache: Optional[Path] = None) -> Path:

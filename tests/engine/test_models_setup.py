@@ -83,7 +83,7 @@ class _Models(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def local_server():
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Models)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)  # a quick shutdown
     thread.start()
     yield server.server_address[1]
     server.shutdown()

@@ -71,7 +71,7 @@ class EchoHandler(BaseHTTPRequestHandler):
 @pytest.fixture
 def echo_server():
     server = EchoServer()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)  # a quick shutdown
     thread.start()
     yield server
     server.shutdown()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import os
+from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -44,24 +45,47 @@ def default_base_cache(tmp_path_factory):
 
     from s3gym_tui.training.backend import resolve_base
 
-    here = tmp_path_factory.getbasetemp()
-    shared = here.parent if os.environ.get("PYTEST_XDIST_WORKER") else here  # this run's, all workers
+    shared = _run_wide(tmp_path_factory)
     cache = shared / "s3gym-cache"
     with FileLock(str(shared / "s3gym-cache.lock")):
         resolve_base(cache=cache)
     return cache
 
 
+def _run_wide(tmp_path_factory) -> Path:
+    """This test run's temporary directory, the same for every xdist worker."""
+    here = tmp_path_factory.getbasetemp()
+    return here.parent if os.environ.get("PYTEST_XDIST_WORKER") else here
+
+
 @pytest.fixture(scope="session")
 def tiny_base(tmp_path_factory):
-    """A 1-layer random Llama with the embedded model's tokenizer and chat template, saved as an HF dir."""
+    """A 1-layer random Llama with the embedded model's tokenizer and chat template, saved as an HF dir
+    once a run: the first worker to ask makes it, another waits on the lock and reads it (the tokenizer
+    read from the GGUF took ~10 s of CPU in each worker; the tests only read the directory)."""
     pytest.importorskip("transformers")
     pytest.importorskip("peft")
+    from filelock import FileLock
+
+    shared = _run_wide(tmp_path_factory)
+    path = shared / "tiny-base"
+    with FileLock(str(shared / "tiny-base.lock")):
+        done = shared / "tiny-base.complete"  # written last: without it the directory is made (again)
+        if not done.is_file():
+            _make_tiny_base(path)
+            done.write_text("made", encoding="utf-8")
+    return path
+
+
+def _make_tiny_base(path: Path) -> None:
+    import shutil
+
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from s3gym_tui.training.backend import embedded_gguf, quiet
 
+    shutil.rmtree(path, ignore_errors=True)
     gguf = embedded_gguf()
     with quiet():
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
@@ -70,8 +94,6 @@ def tiny_base(tmp_path_factory):
                          num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8192,
                          bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
                          pad_token_id=tokenizer.pad_token_id)
-    path = tmp_path_factory.mktemp("tiny") / "base"
     with quiet():
         LlamaForCausalLM(config).save_pretrained(path)
         tokenizer.save_pretrained(path)
-    return path
