@@ -36,3 +36,10 @@ def test_an_empty_folder_is_one_line(tmp_path):
     result = summarise(tmp_path)
     assert result.returncode == 1
     assert result.stderr.strip().count("\n") == 0 and "S3GYM_TEST_CPU_LOG" in result.stderr
+
+
+def test_a_test_id_with_quotes_is_read_whole(tmp_path):
+    (tmp_path / "cpu-gw0.tsv").write_text('tests/a.py::one["x\t\\"y]\t1.000\t0.000\t1.000\ntests/a.py::two\t1.000\t0.000\t1.000\n')
+    result = summarise(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("2 tests: 2.0 s CPU") and '  tests/a.py::one["x' in result.stdout
