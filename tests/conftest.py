@@ -62,3 +62,20 @@ def pytest_runtest_protocol(item, nextitem):
     os.makedirs(_CPU_LOG, exist_ok=True)
     with open(os.path.join(_CPU_LOG, f"cpu-{worker}.tsv"), "a", encoding="utf-8") as out:
         out.write("%s\t%.3f\t%.3f\t%.3f\n" % row)
+
+
+@pytest.fixture
+def recorded_waits(monkeypatch) -> list[float]:
+    """The delays the engine asks `asyncio.sleep` for (its waits before retries), recorded instead of slept:
+    each call only yields to the loop once (sleep(0), which the list holds too)."""
+    import asyncio
+
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def record(delay, *args):
+        waits.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", record)
+    return waits

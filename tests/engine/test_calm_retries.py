@@ -32,16 +32,8 @@ def test_full_jitter_spreads_delays_over_the_whole_window():
     assert max(capped) <= 30.0 and max(capped) > 25.0
 
 
-def test_calls_that_fail_together_do_not_retry_together(monkeypatch):
+def test_calls_that_fail_together_do_not_retry_together(recorded_waits):
     """Forty calls hit a server error at the same moment: their retries are spread, not one burst."""
-    delays: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def record(delay, *args):
-        delays.append(delay)
-        await real_sleep(0)
-
-    monkeypatch.setattr(llm.asyncio, "sleep", record)
     settings = CallSettings("fault/trust", backoff_base_s=1.0, max_retries=1)
 
     async def many():
@@ -50,7 +42,7 @@ def test_calls_that_fail_together_do_not_retry_together(monkeypatch):
             "faults": ["server_error"], "transient_attempts": 1}) for i in range(40)))
 
     results = asyncio.run(many())
-    waits = [d for d in delays if d > 0]
+    waits = [d for d in recorded_waits if d > 0]
     assert all(r.faults == ("server_error",) for r in results) and len(waits) >= 35
     assert all(d <= 1.0 for d in waits)
     assert len({round(d, 6) for d in waits}) == len(waits)  # no two calls come back at the same moment

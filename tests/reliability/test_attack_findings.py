@@ -158,24 +158,16 @@ def test_a_failed_audit_fails_the_process(tmp_path, capsys):
 # ----------------------------------------------------------------------------- servers
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-5", "1e308", "Wed, 21 Oct 2099 07:28:00 GMT"])
-def test_a_crazy_retry_after_never_stalls_a_run(tmp_path, server, key, value, monkeypatch):
+def test_a_crazy_retry_after_never_stalls_a_run(tmp_path, server, key, value, recorded_waits):
     """Each wait before a retry is bounded: a huge Retry-After by the cap (CallSettings.backoff_cap_s),
     one that is not a sane number (nan, inf, negative, a date) by the engine's own backoff. The
     waits are recorded, not slept (the cap is 30 s)."""
-    waits: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def record(delay, *args):
-        waits.append(delay)
-        await real_sleep(0)
-
-    monkeypatch.setattr(llm.asyncio, "sleep", record)
     server.behave(times=2, status=429, headers={"Retry-After": value})
     store, final = _fake_run(tmp_path / "r.db", server)
     assert final.status == "finished"
     steps = store.episodes.steps(store.episodes.list(final.id)[0].id)
     assert "rate_limit" in (steps[0].fault or "")
-    retry_waits = [w for w in waits if w > 0]  # sleep(0): a yield to the loop, not a wait
+    retry_waits = [w for w in recorded_waits if w > 0]  # sleep(0): a yield to the loop, not a wait
     cap = llm.CallSettings("openai/fake").backoff_cap_s
     if value == "1e308":
         assert retry_waits == [cap, cap]

@@ -72,24 +72,16 @@ def test_all_faults_cycling_on_every_request_in_every_game(tmp_path):
     assert total >= 100
 
 
-def test_rate_limit_honours_retry_after_and_backs_off_without_it(monkeypatch):
-    delays: list[float] = []
-    real_sleep = asyncio.sleep
-
-    async def record(delay, *args):
-        delays.append(delay)
-        await real_sleep(0)
-
-    monkeypatch.setattr(llm.asyncio, "sleep", record)
+def test_rate_limit_honours_retry_after_and_backs_off_without_it(recorded_waits):
     fault.SETTINGS.retry_after_s = 0.37
     settings = CallSettings("fault/trust", backoff_base_s=0.25, max_retries=3)
     results = {}
     for seed, kind in enumerate(("rate_limit", "rate_limit_no_retry_after", "server_error")):
-        delays.clear()
+        recorded_waits.clear()
         ctx = {"task": "act", "game": "trust", "mode": "explore", "seed": seed, "actions": [],
                "faults": [kind], "transient_attempts": 3}
         result = asyncio.run(complete(settings, [{"role": "user", "content": "go"}], ctx))
-        results[kind] = (list(delays), result.faults)
+        results[kind] = (list(recorded_waits), result.faults)
     assert results["rate_limit"] == ([0.37] * 3, ("rate_limit",) * 3)
     for kind, name in (("rate_limit_no_retry_after", "rate_limit"), ("server_error", "server_error")):
         waited, faults = results[kind]  # full jitter: each within 0..base * 2**attempt
