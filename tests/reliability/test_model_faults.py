@@ -11,7 +11,6 @@ from collections import Counter
 import pytest
 
 import s3gym_games as games
-from s3gym_tui.engine import llm
 from s3gym_tui.engine.llm import CallSettings, ModelUnavailable, complete
 from s3gym_tui.engine.play import new_play_session
 from s3gym_tui.engine.runner import ProtocolRunner, call_settings
