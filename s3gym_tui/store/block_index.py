@@ -13,14 +13,14 @@ once (the next prompt replaces its base), and bounded in characters like the sto
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+
+from s3gym_tui.store.text_cache import TextLRU
 
 BLOCK = 32  # the shortest copy looked for after the common prefix (shorter runs stay literal)
 CACHE_CHARS = 8_000_000  # characters of the prompts whose index is kept
 
 _lock = threading.Lock()
-_recent: "OrderedDict[int, tuple[str, dict[str, int]]]" = OrderedDict()  # id(text) -> (text, its index)
-_chars = 0
+_recent = TextLRU(CACHE_CHARS, lambda entry: entry[0])  # id(text) -> (text, its index)
 
 
 def build(text: str, start: int = 0, into: dict[str, int] | None = None) -> dict[str, int]:
@@ -35,12 +35,10 @@ def build(text: str, start: int = 0, into: dict[str, int] | None = None) -> dict
 def take(base: str) -> dict[str, int]:
     """The index of `base`: the one kept for this very text (removed from the cache: the caller
     derives the next prompt's from it), else built now."""
-    global _chars
     with _lock:
         entry = _recent.get(id(base))
         if entry is not None and entry[0] is base:
-            del _recent[id(base)]
-            _chars -= len(base)
+            _recent.pop(id(base))
             return entry[1]
     return build(base)
 
@@ -49,7 +47,6 @@ def keep(text: str, base: str, base_index: dict[str, int], same: int) -> None:
     """Keep the index of `text`, whose first `same` characters are `base`'s: `base_index` (taken,
     so changed in place) without its blocks from the first one that is not wholly in the shared
     part, plus `text`'s blocks from there."""
-    global _chars
     cut = same - same % BLOCK  # blocks before `cut` are the same text at the same place in both
     doomed = []
     for key in reversed(base_index):  # positions only grow in insertion order
@@ -60,19 +57,10 @@ def keep(text: str, base: str, base_index: dict[str, int], same: int) -> None:
         del base_index[key]
     index = build(text, cut, base_index)
     with _lock:
-        old = _recent.pop(id(text), None)
-        if old is not None:
-            _chars -= len(old[0])
-        _recent[id(text)] = (text, index)
-        _chars += len(text)
-        while _chars > CACHE_CHARS and len(_recent) > 1:
-            _, (dropped, _) = _recent.popitem(last=False)
-            _chars -= len(dropped)
+        _recent.put(id(text), (text, index))
 
 
 def clear() -> None:
     """Forget every kept index (tests, and a store that wants its memory back)."""
-    global _chars
     with _lock:
         _recent.clear()
-        _chars = 0

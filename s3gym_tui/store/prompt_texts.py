@@ -9,12 +9,12 @@ replay, the app) goes through step_prompt / prompt_of; SQL tools read the view `
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Optional
 
 from s3gym_tui.models import Step
 from s3gym_tui.secrets import redact_values
 from s3gym_tui.store import stored_prompt
+from s3gym_tui.store.text_cache import TextLRU
 from s3gym_tui.store.stored_prompt import text_key
 from s3gym_tui.store.errors import StoreError
 from s3gym_tui.store.repository import Repository
@@ -75,13 +75,12 @@ class Prompts(Repository):
         for a step without one (a person's move)."""
         return self._full_prompt(step.episode_id, step.index, step.prompt or None)
 
-    def _prompt_cache(self) -> "OrderedDict[tuple[str, int], list]":
+    def _prompt_cache(self) -> TextLRU:
         """(episode id, step index) -> [stored form, full prompt, CRC checked], least recently used
         first. A prompt rebuilt only as the base of another is kept unchecked until asked for."""
         cache = self.__dict__.get("_prompts")
         if cache is None:
-            cache = self.__dict__["_prompts"] = OrderedDict()
-            self.__dict__["_prompt_chars"] = 0
+            cache = self.__dict__["_prompts"] = TextLRU(CACHE_CHARS, lambda entry: entry[1])
         return cache
 
     def _cached(self, episode_id: str, index: int, stored: str, checked: bool = True) -> Optional[str]:
@@ -94,24 +93,16 @@ class Prompts(Repository):
         if checked and not hit[2]:
             p = self._parse(stored, f"the prompt of step {index} of episode {episode_id!r}")
             if stored_prompt.crc(hit[1]) != p.crc:
-                del cache[(episode_id, index)]
+                cache.pop((episode_id, index))
                 return None
             hit[2] = True
-        cache.move_to_end((episode_id, index))
+        cache.touch((episode_id, index))
         return hit[1]
 
     def _remember(self, episode_id: str, index: int, stored: str, text: str, checked: bool = True) -> None:
         if self._db.conn is not None and self._db.conn.in_transaction:
             return  # not committed yet: a rollback must not leave it behind
-        cache = self._prompt_cache()
-        old = cache.pop((episode_id, index), None)
-        if old is not None:
-            self.__dict__["_prompt_chars"] -= len(old[1])
-        cache[(episode_id, index)] = [stored, text, checked]
-        self.__dict__["_prompt_chars"] += len(text)
-        while self.__dict__["_prompt_chars"] > CACHE_CHARS and len(cache) > 1:
-            _, (_, dropped, _) = cache.popitem(last=False)
-            self.__dict__["_prompt_chars"] -= len(dropped)
+        self._prompt_cache().put((episode_id, index), [stored, text, checked])
 
     def _parse(self, stored: str, what: str) -> stored_prompt.StoredPrompt:
         try:

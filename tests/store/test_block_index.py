@@ -48,7 +48,7 @@ def test_an_index_is_kept_for_the_very_text_only_and_within_its_budget(monkeypat
     prompt_delta.diff(text, "abc" * 90)
     assert block_index.take("".join(["abc"] * 100)) == block_index.build(text)  # an equal text, not this one: built
     assert block_index.take(text) is not block_index.take(text)  # taken once: the second is built again
-    monkeypatch.setattr(block_index, "CACHE_CHARS", 1000)
+    monkeypatch.setattr(block_index._recent, "max_chars", 1000)
     texts = [f"{i:04d}" * 200 for i in range(5)]  # 800 characters each
     for t in texts:
         block_index.keep(t, "", {}, 0)
