@@ -16,6 +16,8 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from s3gym_tui.textgate import safe
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -27,6 +29,7 @@ def main() -> None:
         with path.open(encoding="utf-8") as f:
             for line in f:  # a test id may hold quotes or tabs: the three figures are the last three fields
                 nodeid, own, children, wall = line.rstrip("\n").rsplit("\t", 3)
+                nodeid = safe(nodeid, max_chars=None, one_line=True)  # a log is a file: no escape reaches the terminal
                 rows.append((nodeid, float(own), float(children), float(wall)))
     if not rows:
         raise SystemExit(f"no cpu-*.tsv in {args.folder}: run the suite with S3GYM_TEST_CPU_LOG={args.folder}")

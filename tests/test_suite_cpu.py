@@ -43,3 +43,10 @@ def test_a_test_id_with_quotes_is_read_whole(tmp_path):
     result = summarise(tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("2 tests: 2.0 s CPU") and '  tests/a.py::one["x' in result.stdout
+
+
+def test_escape_sequences_in_a_logged_test_id_never_reach_the_terminal(tmp_path):
+    (tmp_path / "cpu-gw0.tsv").write_text("tests/a.py::t[\x1b]52;c;SGk=\x07\x1b[2J\x9b31m\x1b]0;x\x07]\t1.000\t0.000\t1.000\n")
+    result = summarise(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not any(c in result.stdout for c in "\x1b\x07\x9b") and "52;c;SGk=" in result.stdout
