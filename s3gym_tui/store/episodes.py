@@ -28,6 +28,21 @@ _TEXT_STEP_COLS = ("observation", "prompt", "reply", "action", "feedback", "prop
 _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 
 
+def _stored_prompt_candidates(conn: sqlite3.Connection, episode_id: str, index: int) -> set[int]:
+    """The stored steps before `index` with a prompt that stored_prompt.base_index can choose: the
+    latest one and the one STRIDE steps back (its rule looks at no other). Two lookups that stop at
+    their first row, not a scan of every earlier step's prompt (O(n) a step, O(n^2) an episode)."""
+    found = {r[0] for r in conn.execute(
+        'SELECT "index" FROM steps WHERE episode_id = ? AND "index" < ? AND prompt <> \'\' '
+        'ORDER BY "index" DESC LIMIT 1', (episode_id, index))}
+    back = index - stored_prompt.STRIDE
+    if index % stored_prompt.STRIDE == 0 and back >= 0 and back not in found and conn.execute(
+            'SELECT 1 FROM steps WHERE episode_id = ? AND "index" = ? AND prompt <> \'\'',
+            (episode_id, back)).fetchone():
+        found.add(back)
+    return found
+
+
 def episode_from_row(row: Mapping[str, Any]) -> Episode:
     """A stored episodes row as an Episode."""
     return from_row(Episode, row, f"episode {row['id']!r}", {"history_episode_ids": "[]"})
@@ -246,8 +261,7 @@ class Episodes(Repository):
         stored_prompt.base_index among the earlier steps of its episode with a prompt; and the prompt
         as sent (secrets redacted)."""
         earlier = {i for (e, i), p in added.items() if e == step.episode_id and i < step.index and p}
-        earlier |= {r[0] for r in conn.execute('SELECT "index" FROM steps WHERE episode_id = ? AND "index" < ? '
-                                               "AND prompt <> ''", (step.episode_id, step.index))}
+        earlier |= _stored_prompt_candidates(conn, step.episode_id, step.index)
         base_index = stored_prompt.base_index(step.index, sorted(earlier))
         base = None
         if base_index is not None:

@@ -221,3 +221,37 @@ def test_encode_keeps_the_smaller_form_without_encoding_the_whole_when_the_delta
         assert got == expected
         assert (None in dumped) == (len(delta) >= len(text))  # the whole form only when it could be smaller
         assert stored_prompt.apply(json.loads(got)["parts"], base, lambda k: "") == text
+
+
+@pytest.mark.parametrize("how", ["add_step", "add_steps batch", "two batches"])
+def test_each_prompt_is_stored_against_the_base_the_stride_rule_picks(store, run, db_path, how):
+    """The base of every stored prompt is stored_prompt.base_index over ALL earlier steps with a prompt
+    (the store looks up only the latest one and the one STRIDE back): steps without a prompt (a
+    person's moves) are skipped, every STRIDE-th step goes STRIDE back when that step has a prompt."""
+    episode = store.episodes.add_episode(make_episode(run))
+    n = 3 * stored_prompt.STRIDE + 5
+    no_prompt = {3, 9, 2 * stored_prompt.STRIDE, 2 * stored_prompt.STRIDE + 1, 3 * stored_prompt.STRIDE - 1}
+    full = ["" if k in no_prompt else _prompt(k) for k in range(n)]
+    steps = [make_step(episode.id, k, prompt=text) for k, text in enumerate(full)]
+    if how == "add_step":
+        for step in steps:
+            store.episodes.add_step(step)
+    elif how == "add_steps batch":
+        store.episodes.add_steps(steps)
+    else:
+        store.episodes.add_steps(steps[:13])
+        store.episodes.add_steps(steps[13:])
+    conn = sqlite3.connect(db_path)
+    try:
+        stored = dict(conn.execute('SELECT "index", prompt FROM steps WHERE episode_id = ?', (episode.id,)))
+    finally:
+        conn.close()
+    bases = {k: stored_prompt.parse(stored[k]).base for k in range(n) if full[k]}
+    for k, base in bases.items():
+        expected = stored_prompt.base_index(k, [i for i in range(k) if full[i]])
+        # a prompt is stored whole (base None) when that is shorter, never against another base
+        assert base in (expected, None), (k, base, expected)
+    stride = stored_prompt.STRIDE
+    assert bases[stride] == 0  # STRIDE back: step 0 has a prompt
+    assert bases[3 * stride] == 3 * stride - 2  # STRIDE back has none, nor has the step before: the latest
+    assert [Store(db_path, check=False).prompts.step_prompt(episode.id, k) for k in range(n)] == full
