@@ -24,8 +24,10 @@ when it falls back to a fresh interpreter:
   locale (LANG, LC_*) and TZ, and C libraries SSL_CERT_FILE/SSL_CERT_DIR. `spawn` starts a real
   `python -m s3gym_tui` (subprocess.Popen, returned as is) when the request's environment differs from the
   server's in any of those (set or unset, or another value), when its directory differs and import-time
-  code read the directory, when the directory would put a different module first on sys.path than the
-  one the server imported (`python -m` puts the directory first), when one of its std descriptors is a
+  code read the directory, when the sys.path of `python -m` with that directory and PYTHONPATH (the
+  directory, PYTHONPATH's entries, the interpreter's own) would find another file first for a module the
+  server imported, or holds package metadata (entry points, read at import) the server's did not, when one
+  of its std descriptors is a
   terminal (the consoles and stdio buffering were set up for non-terminals), or when S3GYM_TEST_NO_FORK
   is set (in the test process: everything runs fresh, for comparing). `fallback_reason(...)` says why.
 * Every child shares the server's hash seed (PYTHONHASHSEED is decided at start-up), its process group
@@ -168,22 +170,49 @@ def fallback_reason(env: dict, cwd: str, streams=(None, None, None), fork_server
             return f"descriptor {number} is a terminal"
     srv = fork_server or server()
     for key in sorted(srv.import_env | {k for k in env if k.startswith(STARTUP_PREFIXES)}):
-        if env.get(key) != srv.env.get(key):
+        if key != "PYTHONPATH" and env.get(key) != srv.env.get(key):  # PYTHONPATH: checked as sys.path
             return f"{key} differs from the server's (read at start-up or import)"
     real_cwd = os.path.realpath(cwd)
     if srv.hello["cwd_reads"] and real_cwd != os.path.realpath(srv.hello["cwd"]):
         return "the directory differs and import-time code read it: " + srv.hello["cwd_reads"][0]
-    try:
-        entries = os.listdir(real_cwd)
-    except OSError as exc:
-        return f"cannot list the directory: {exc}"
-    modules = srv.hello["modules"]
-    for entry in entries:
-        if entry.endswith((".dist-info", ".egg-info")) and real_cwd not in map(os.path.realpath, srv.hello["sys_path"]):
-            return f"{entry} in the directory: entry points the server did not see"  # read at import
-        name = entry[:-3] if entry.endswith(".py") else entry
-        if name in modules and os.path.realpath(os.path.join(real_cwd, entry)) != os.path.realpath(modules[name]):
-            return f"{entry} in the directory would shadow the imported {name}"
+    path = fresh_path(env, real_cwd, srv)
+    if isinstance(path, str):
+        return path
+    return _shadowed(path, srv)
+
+
+def fresh_path(env: dict, cwd: str, srv: ForkServer):
+    """The sys.path of `python -m s3gym_tui` with this environment and directory (a str: why it is not
+    known): the directory, PYTHONPATH's entries, then the interpreter's own (the server's after its
+    PYTHONPATH)."""
+    entries = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep)] if env.get("PYTHONPATH") else []
+    if any(not entry or not os.path.isabs(entry) for entry in entries):
+        return "PYTHONPATH has an empty or relative entry"
+    return [cwd, *entries, *srv.hello["path_rest"]]
+
+
+def _first_found(name: str, path: list[str]) -> Optional[str]:
+    for entry in path:
+        package = os.path.join(entry, name)
+        if os.path.isfile(os.path.join(package, "__init__.py")):
+            return package
+        if os.path.isfile(package + ".py"):
+            return package + ".py"
+    return None
+
+
+def _shadowed(path: list[str], srv: ForkServer) -> Optional[str]:
+    """Why a module the server imported would not be the one `path` finds first (None: each is), or why
+    the entry points (read at import) could differ."""
+    known = {os.path.realpath(entry) for entry in srv.hello["sys_path"]}
+    for entry in path:
+        if os.path.realpath(entry) not in known and os.path.isdir(entry):
+            if any(name.endswith((".dist-info", ".egg-info")) for name in os.listdir(entry)):
+                return f"{entry} holds package metadata (entry points) the server did not see"
+    for name, location in srv.hello["modules"].items():
+        found = _first_found(name, path)
+        if found is not None and os.path.realpath(found) != os.path.realpath(location):
+            return f"{found} would be imported instead of the server's {name}"
     return None
 
 
@@ -231,8 +260,10 @@ class ForkedProcess:
                 theirs.append(child_end(target, number))
             self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             self._conn.connect(self._server.path)
+            path = fresh_path(env, os.path.realpath(cwd), self._server)
             request = {"args": [str(a) for a in args], "env": env, "cwd": str(cwd),
-                       "new_session": bool(start_new_session)}
+                       "new_session": bool(start_new_session), "pythonpath": path[1:len(path) - len(self._server.hello["path_rest"])],
+                       "path_rest": self._server.hello["path_rest"]}
             socket.send_fds(self._conn, [json.dumps(request).encode()], theirs)
             data, fds, _flags, _addr = socket.recv_fds(self._conn, 1 << 16, 1)
             reply = json.loads(data) if data else {"error": "the fork server closed the connection: "

@@ -119,6 +119,7 @@ def preload() -> dict:
         environ_type.__getitem__, os.getcwd = real_getitem, real_getcwd
         argv_reads = list(_ArgvProbe.reads)
         sys.argv = real_argv
+    pythonpath = [entry for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
     tops = {}
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None)
@@ -128,6 +129,7 @@ def preload() -> dict:
             "atexit_added": atexit._ncallbacks() - callbacks, "threads": _threads(), "modules": tops,
             "heavy": sorted(m for m in ("torch", "transformers", "numpy", "textual") if m in sys.modules),
             "entry_points_read": s3gym_games._installed.cache_info().currsize, "sys_path": list(sys.path),
+            "path_rest": sys.path[1 + len(pythonpath):],  # after this script's folder and PYTHONPATH's entries
             "executable": sys.executable, "pid": os.getpid()}
 
 
@@ -216,8 +218,12 @@ def become(request: dict, fds: list[int], done: int) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    cwd = os.getcwd()
-    sys.path[0] = cwd  # `python -m` puts the working directory first
+    # `python -m`: the working directory, PYTHONPATH's entries, then the rest (tests/cli_fork.py checks that
+    # every module the server imported is the one this path finds first)
+    sys.path[:] = [os.getcwd(), *request["pythonpath"], *request["path_rest"]]
+    import importlib
+
+    importlib.invalidate_caches()
     sys.orig_argv = [sys.executable, "-m", "s3gym_tui", *request["args"]]
     sys.argv = ["-m", *request["args"]]  # runpy puts the __main__.py path first, as `-m` does
     redecide()

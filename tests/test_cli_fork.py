@@ -55,6 +55,27 @@ def test_a_run_stores_the_same_as_a_fresh_interpreters(tmp_path: Path):
         assert [r.status for r in runs_a] == [r.status for r in runs_b] == ["finished"]
         steps = [[(e.phase, e.seed, e.n_steps, e.score) for e in s.episodes.list(r[0].id)] for s, r in ((a, runs_a), (b, runs_b))]
         assert steps[0] == steps[1] and steps[0]
+        run_id = runs_a[0].id
+    for command in (["export", run_id], ["report", run_id], ["runs"], ["audit"]):  # what a finished run shows
+        args = [*command, "--db", str(tmp_path / "a.db")]
+        fresh, forked = _fresh(args, env=ENV, cwd=ROOT), _forked(args, env=ENV, cwd=ROOT)
+        assert (forked.returncode, forked.stdout, forked.stderr) == (fresh.returncode, fresh.stdout, fresh.stderr)
+        assert fresh.stdout
+
+
+def test_a_sweep_stores_the_same_as_a_fresh_interpreters(tmp_path: Path):
+    args = ["sweep", "--games", "trust,nullify", "--pathways", "none", "--models", "scripted", "--episodes", "2",
+            "--eval-every", "2", "--eval-episodes", "1", "--yes"]
+    fresh = _fresh([*args, "--db", str(tmp_path / "a.db")], env=ENV, cwd=ROOT)
+    forked = _forked([*args, "--db", str(tmp_path / "b.db")], env=ENV, cwd=ROOT)
+    assert forked.returncode == fresh.returncode == 0, (fresh.stderr, forked.stderr)
+    stored = []
+    for name in ("a.db", "b.db"):
+        with Store(tmp_path / name) as store:
+            stored.append(sorted((r.config.game, r.config.model, r.status, tuple((e.phase, e.seed, e.n_steps, e.score)
+                                                          for e in store.episodes.list(r.id)))
+                                 for r in store.runs.list_runs()))
+    assert stored[0] == stored[1] and len(stored[0]) == 2
 
 
 @pytest.fixture(scope="module")
@@ -197,8 +218,13 @@ def test_import_time_settings_that_differ_take_a_fresh_interpreter(tmp_path: Pat
         proc = cli_fork.spawn(["--version"], env=env, cwd=ROOT, stdout=subprocess.PIPE, fork_server=own_server)
         assert isinstance(proc, subprocess.Popen) and variable in cli_fork.spawn.last_fallback
         assert proc.communicate(timeout=300)[0].startswith(b"s3gym ")
+    assert cli_fork.fallback_reason({**ENV, "PYTHONPATH": str(ROOT)}, str(tmp_path), fork_server=own_server) is None
     (tmp_path / "litellm").mkdir()  # `python -m` would import this one from the working directory
+    (tmp_path / "litellm" / "__init__.py").write_text("")
     assert "litellm" in cli_fork.fallback_reason(ENV, str(tmp_path), fork_server=own_server)
+    assert "litellm" in cli_fork.fallback_reason({**ENV, "PYTHONPATH": str(tmp_path)}, str(ROOT), fork_server=own_server)
+    (tmp_path / "plugin.dist-info").mkdir()
+    assert "metadata" in cli_fork.fallback_reason({**ENV, "PYTHONPATH": str(tmp_path)}, str(ROOT), fork_server=own_server)
     leader, follower = os.openpty()
     try:
         assert "terminal" in cli_fork.fallback_reason(ENV, str(ROOT), (None, follower, None), own_server)
