@@ -106,7 +106,8 @@ class ForkServer:
             raise RuntimeError(f"the fork server did not start: {self.log_tail()}")
         self.hello = json.loads(data)
         self.cpu_seen = self.hello["cpu"]
-        _add_cpu(self.cpu_seen)  # its start-up: counted by the test that starts it
+        self.counted = 0.0  # what cpu_seconds() holds of this server and its children
+        self.count(self.cpu_seen)  # its start-up: counted by the test that starts it
         self.import_env = {k for k in self.hello["env"]} | {k for k in env if k.startswith(STARTUP_PREFIXES)}
         self.import_env |= set(STARTUP_ENV)
 
@@ -119,15 +120,30 @@ class ForkServer:
     def server_cpu(self, total: float) -> None:
         with _lock:
             delta, self.cpu_seen = max(0.0, total - self.cpu_seen), max(total, self.cpu_seen)
-        _add_cpu(delta)
+        self.count(delta)
+
+    def count(self, seconds: float) -> None:
+        with _lock:
+            self.counted += seconds
+        _add_cpu(seconds)
 
     def close(self) -> None:
+        """Stop the server. Waiting for it adds its CPU and its children's to RUSAGE_CHILDREN, which
+        cpu_seconds() has counted already: taken off it again (what is left is the server's CPU since)."""
+        import resource
+
+        def children() -> float:
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return usage.ru_utime + usage.ru_stime
+
+        before = children()
         self.control.close()
         try:
             self.process.wait(60)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        _add_cpu(-min(children() - before, self.counted))
         self.log.close()
         for name in ("socket", "server.log"):
             try:
@@ -296,7 +312,7 @@ class ForkedProcess:
             raise RuntimeError("the fork server went away: " + self._server.log_tail())
         reply = json.loads(data)
         utime, stime, _maxrss = reply["rusage"]
-        _add_cpu(utime + stime)
+        self._server.count(utime + stime)
         self._server.server_cpu(reply["server_cpu"])
         self.returncode = os.waitstatus_to_exitcode(reply["status"])
         return True
