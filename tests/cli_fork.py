@@ -32,8 +32,11 @@ when it falls back to a fresh interpreter:
   is set (in the test process: everything runs fresh, for comparing). `fallback_reason(...)` says why.
 * Every child shares the server's hash seed (PYTHONHASHSEED is decided at start-up), its process group
   when no new session is asked (the server's own session, not the test process's: a terminal's Ctrl-C
-  reaches the test process only), and an uncaught exception's traceback shows this server's frames
-  instead of runpy's.
+  reaches the test process only), an uncaught exception's traceback shows this server's frames instead
+  of runpy's, every child has imported what the server imported (litellm too, with its four atexit
+  handlers, for a command that would not import it), and what those imports made is frozen (gc.freeze():
+  the children's collections skip it, as they skip nothing a fresh process made since; a garbage cycle
+  among those import-time objects is never freed, memory only).
 
 CPU: the children are the server's, so the test process's RUSAGE_CHILDREN does not see them. Each reaped
 child's rusage (wait4: its own and its descendants'), the server's start-up (counted by the test that
