@@ -1,6 +1,7 @@
 """Shared test set-up: offline litellm, no user config or database leaks into tests, the long tests first."""
 
 import os
+import sys
 
 import pytest
 
@@ -43,7 +44,9 @@ _CPU_LOG = os.environ.get("S3GYM_TEST_CPU_LOG")  # a folder: each worker writes 
 def pytest_runtest_protocol(item, nextitem):
     """With S3GYM_TEST_CPU_LOG set, each test's CPU seconds (its worker's own, and the processes it started
     and waited for) and wall seconds, set-up and tear-down included, one line a test: what a loaded machine
-    does not distort, for finding where the suite's time goes (benchmarks/suite_cpu.py sums it by file)."""
+    does not distort, for finding where the suite's time goes (benchmarks/suite_cpu.py sums it by file).
+    The started processes include the `s3gym` processes tests/cli_fork.py forks from its server (and the
+    server's own CPU), which are not this process's children."""
     if not _CPU_LOG:
         yield
         return
@@ -52,7 +55,11 @@ def pytest_runtest_protocol(item, nextitem):
 
     def cpu(who: int) -> float:
         usage = resource.getrusage(who)
-        return usage.ru_utime + usage.ru_stime
+        seconds = usage.ru_utime + usage.ru_stime
+        if who == resource.RUSAGE_CHILDREN:  # the CLI processes tests/cli_fork.py forked are its server's
+            forked = sys.modules.get("tests.cli_fork")
+            seconds += forked.cpu_seconds() if forked is not None else 0.0
+        return seconds
 
     own, children, wall = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN), time.monotonic()
     yield

@@ -23,6 +23,7 @@ from s3gym_tui.screens.protocol import ProtocolScreen
 from s3gym_tui.screens.run_control import ResumeDialog
 from s3gym_tui.store import Store
 
+from tests import cli_fork
 from tests.engine.helpers import check_run_consistency, run_protocol, trajectory
 from tests.reliability.support import expected_fault, fault_evidence, file_bytes, one_line
 
@@ -229,9 +230,9 @@ async def test_the_app_and_a_headless_run_write_one_database_at_once(tmp_path, s
     with Store(db) as store:
         for run_id, config in configs.items():
             store.runs.create_run(RunConfig(**config), run_id=run_id)
-    headless = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "s3gym_tui", "resume", "cli", "--db", str(db), env=ENV, cwd=str(ROOT),
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    # `python -m s3gym_tui resume cli`, forked from the preloaded CLI (tests/cli_fork.py)
+    headless = cli_fork.spawn(["resume", "cli", "--db", str(db)], env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
     app = S3GymApp(db_path=db, settings=settings)
     async with app.run_test(size=SIZE) as pilot:
         app.open_protocol("ui")
@@ -246,7 +247,7 @@ async def test_the_app_and_a_headless_run_write_one_database_at_once(tmp_path, s
         await wait_until(pilot, lambda: not screen.running and app.store.runs.get_run("ui").status == "finished",
                          limit=300)
         assert child.process.wait(timeout=60) == 0
-        _, stderr = await headless.communicate()
+        _, stderr = await asyncio.to_thread(headless.communicate, None, 300)
         app.open_protocol("cli")  # the app reads the run the other process wrote
         await pilot.pause(0.3)
         assert errors_of(app) == [], errors_of(app)

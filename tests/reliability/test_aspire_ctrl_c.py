@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from s3gym_tui.store import Store
+
+from tests import cli_fork
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "S3GYM_CONFIG": "/nonexistent/s3gym.toml"}
@@ -32,9 +33,9 @@ def _practice_steps(db: Path) -> int:
 
 def test_sigint_mid_practice_then_resume(tmp_path: Path):
     db = tmp_path / "a.db"
-    proc = subprocess.Popen([sys.executable, "-m", "s3gym_tui", "aspire", "--goal-id", "reactive", "--model",
-                             "scripted", "--step-cap", "40", "--db", str(db)], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # `python -m s3gym_tui aspire ...` and `resume`, forked from the preloaded CLI (tests/cli_fork.py)
+    proc = cli_fork.spawn(["aspire", "--goal-id", "reactive", "--model", "scripted", "--step-cap", "40", "--db",
+                           str(db)], cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
         while _practice_steps(db) < 2 and time.monotonic() < deadline and proc.poll() is None:
@@ -51,8 +52,8 @@ def test_sigint_mid_practice_then_resume(tmp_path: Path):
         before = len(store.aspire.aspire_decisions(aid))
     assert proc.returncode == 130, err
     assert f"resume with: s3gym aspire --resume {aid}" in err and "Traceback" not in err
-    done = subprocess.run([sys.executable, "-m", "s3gym_tui", "resume", aid, "--db", str(db)], cwd=ROOT, env=ENV,
-                          capture_output=True, text=True, timeout=600)
+    done = cli_fork.run(["resume", aid, "--db", str(db)], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                        timeout=600)
     assert done.returncode == 0, done.stderr
     with Store(db) as store:
         run = store.aspire.get_aspire_run(aid)

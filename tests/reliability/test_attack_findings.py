@@ -11,7 +11,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from s3gym_tui.engine.runner import ProtocolRunner
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, StoreError
 
+from tests import cli_fork
 from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,9 +88,9 @@ def test_export_onto_the_database_or_its_companions_is_refused(tmp_path, capsys,
 def test_export_of_a_live_run_is_one_consistent_snapshot(tmp_path):
     db = tmp_path / "live.db"
     Store(db).close()
-    proc = subprocess.Popen([sys.executable, "-m", "s3gym_tui", "run", "snake", "-m", "scripted/snake",
-                             "--episodes", "40", "--eval-episodes", "1", "--db", str(db)], cwd=ROOT,
-                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # `python -m s3gym_tui run ...`, forked from the preloaded CLI (tests/cli_fork.py)
+    proc = cli_fork.spawn(["run", "snake", "-m", "scripted/snake", "--episodes", "40", "--eval-episodes", "1",
+                           "--db", str(db)], cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     exports = 0
     try:
         deadline = time.monotonic() + 120

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +16,7 @@ from s3gym_tui.engine.runner import call_settings
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store, audit
 
+from tests import cli_fork
 from tests.engine.helpers import check_run_consistency, run_protocol, trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,8 +116,9 @@ def test_headless_run_with_an_app_like_reader_and_a_human_writer(tmp_path):
     for thread in threads:
         thread.start()
     try:
-        proc = subprocess.run([sys.executable, "-m", "s3gym_tui", "resume", "headless", "--db", str(db)],
-                              env=ENV, cwd=ROOT, capture_output=True, text=True, timeout=600)
+        # `python -m s3gym_tui resume`, forked from the preloaded CLI (tests/cli_fork.py)
+        proc = cli_fork.run(["resume", "headless", "--db", str(db)], env=ENV, cwd=ROOT, capture_output=True,
+                            text=True, timeout=600)
     finally:
         stop.set()
         for thread in threads:

@@ -24,6 +24,7 @@ import s3gym_games as games
 from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 
+from tests import cli_fork
 from tests.engine.helpers import check_run_consistency, run_protocol, trajectory
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -123,15 +124,14 @@ def _steps_stored(path: Path) -> int:
 
 
 def _kill_after_progress(args: list[str], db: Path, more_steps: int, timeout: float = 120) -> tuple[int, int]:
-    """Start `python -m s3gym_tui ARGS`, SIGKILL it once `more_steps` new steps are stored.
-    Returns (steps at the kill, exit code)."""
+    """Start `python -m s3gym_tui ARGS` (forked from the preloaded CLI: tests/cli_fork.py), SIGKILL it
+    once `more_steps` new steps are stored. Returns (steps at the kill, exit code)."""
     start = _steps_stored(db)
-    proc = subprocess.Popen([sys.executable, "-m", "s3gym_tui", *args], env=ENV, cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = cli_fork.spawn(args, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         if _steps_stored(db) >= start + more_steps:
-            os.kill(proc.pid, signal.SIGKILL)
+            proc.kill()
             break
         time.sleep(0.02)
     proc.wait(timeout=60)
@@ -140,7 +140,8 @@ def _kill_after_progress(args: list[str], db: Path, more_steps: int, timeout: fl
 
 def test_the_real_cli_process_killed_twice_then_resumed(tmp_path):
     """`python -m s3gym_tui run ...` killed mid-run, `resume` killed mid-run, `resume` to the end:
-    the same finished run as an uninterrupted one."""
+    the same finished run as an uninterrupted one. The killed processes are forked from the preloaded
+    CLI; the last `resume` is a fresh interpreter (the real entry, end to end)."""
     db = tmp_path / "cli.db"
     args = ["nullify", "-m", "scripted/nullify", "-p", "history", "--episodes", "3", "--eval-every", "2",
             "--eval-episodes", "2", "--db", str(db)]

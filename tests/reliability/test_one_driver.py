@@ -8,7 +8,6 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 from s3gym_tui.store.leases import RunBusy
 
+from tests import cli_fork
 from tests.fake_openai import FakeOpenAI
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,9 +33,9 @@ def slow_server():
     server.stop()
 
 
-def _start(args: list[str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "s3gym_tui", *args], cwd=ROOT, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def _start(args: list[str]):
+    """`python -m s3gym_tui ARGS`, forked from the preloaded CLI (tests/cli_fork.py)."""
+    return cli_fork.spawn(args, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
@@ -79,8 +79,8 @@ def test_second_driver_refused_then_signals_stop_cleanly_and_a_dead_driver_is_ta
         run_id, lease = _wait_for(lambda: _live_lease(db), what="the first driver's lease")
         assert lease.pid == first.pid
         _wait_for(lambda: _steps(db, run_id) > 3, what="some steps")
-        second = subprocess.run([sys.executable, "-m", "s3gym_tui", "resume", run_id, "--db", str(db)],
-                                cwd=ROOT, env=ENV, capture_output=True, text=True, timeout=120)
+        second = cli_fork.run(["resume", run_id, "--db", str(db)], cwd=ROOT, env=ENV, capture_output=True,
+                              text=True, timeout=120)
         assert second.returncode == 2
         lines = second.stderr.strip().splitlines()
         assert len(lines) == 1 and f"is being driven by PID {first.pid}" in lines[0], second.stderr

@@ -12,7 +12,6 @@ import queue
 import re
 import sqlite3
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from s3gym_tui.store import Store
 from s3gym_tui.store.connection import Connection
 from s3gym_tui.store.episodes import Episodes
 
+from tests import cli_fork
 from tests.engine.helpers import check_run_consistency, run_protocol
 from tests.fake_openai import FakeOpenAI
 
@@ -46,7 +46,9 @@ def child_env(**extra: str) -> dict:
 
 
 def s3gym(*args: str) -> list[str]:
-    return [sys.executable, "-m", "s3gym_tui", *map(str, args)]
+    """The arguments of `python -m s3gym_tui ARGS`, which these tests run forked from the preloaded CLI
+    (tests/cli_fork.py: spawn and run are Popen and subprocess.run for it)."""
+    return [str(a) for a in args]
 
 
 def disk_full_after(monkeypatch, steps: int) -> dict:
@@ -74,7 +76,7 @@ def test_plain_progress_lines_reach_a_pipe_while_the_sweep_is_still_running(tmp_
     with FakeOpenAI() as server:
         server.behave(times=4, reply=PLAY)  # x=0's eval episode and exploration episode 0: 2 steps each
         server.behave(hang=True)  # then every call waits for the test
-        proc = subprocess.Popen(
+        proc = cli_fork.spawn(
             s3gym("sweep", "--games", "trust", "--pathways", "none", "--models", "openai/fake", "--api-base",
                   server.base_url, *TINY, "--step-cap", "2", "--max-retries", "0", "--timeout", "300", "--yes",
                   "--db", db),
@@ -271,8 +273,8 @@ def test_export_to_dash_is_stdout(finished, tmp_path, capsys, monkeypatch):
 
 def test_export_into_head_ends_quietly_with_exit_0(finished):
     db, run_id = finished
-    proc = subprocess.Popen(s3gym("export", run_id, "--db", db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=child_env())
+    proc = cli_fork.spawn(s3gym("export", run_id, "--db", db), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=child_env())
     first = proc.stdout.readline()  # `| head -1`: one line, then the reader goes away
     proc.stdout.close()
     err = proc.stderr.read().decode()
@@ -292,7 +294,7 @@ def test_every_command_writing_to_stdout_ends_quietly_when_nobody_reads(finished
     needs_db = args[0] not in ("games", "models")
     command = [a.replace("{run}", run_id) for a in args] + (["--db", str(db)] if needs_db else [])
     try:
-        proc = subprocess.run(s3gym(*command), stdout=write, stderr=subprocess.PIPE, env=child_env(), timeout=120)
+        proc = cli_fork.run(s3gym(*command), stdout=write, stderr=subprocess.PIPE, env=child_env(), timeout=120)
     finally:
         os.close(write)
     assert proc.returncode == 0 and proc.stderr.decode() == ""

@@ -22,6 +22,7 @@ from s3gym_tui.screens.run_control import ResumeDialog
 from s3gym_tui.screens.summaries import SummariesScreen
 from s3gym_tui.store import Store
 
+from tests import cli_fork
 from tests.fake_openai import FakeOpenAI
 from tests.ui.settle import until as _until
 
@@ -37,11 +38,10 @@ def server():
     fake.stop()
 
 
-def headless(db: Path, server: FakeOpenAI, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "s3gym_tui", "run", "trust", "-m", "openai/fake",
-                             "--api-base", server.base_url, "--db", str(db), *extra],
-                            cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+def headless(db: Path, server: FakeOpenAI, *extra: str):
+    """`python -m s3gym_tui run trust ...`, forked from the preloaded CLI (tests/cli_fork.py)."""
+    return cli_fork.spawn(["run", "trust", "-m", "openai/fake", "--api-base", server.base_url, "--db", str(db),
+                           *extra], cwd=ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 async def until(pilot, predicate, timeout: float = 60.0, what: str = "condition"):
