@@ -40,6 +40,11 @@ import signal
 import socket
 import sys
 
+# sys.path[0] as `python -m s3gym_tui` run from the checkout has it (the checkout, not this script's tests/
+# folder): an editable install leaves its package metadata (s3gym.egg-info) there, which the entry points
+# read at import see, so a child started from the checkout finds the same metadata the server did
+sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 MAX_PACKET = 1 << 20  # a request (its environment) fits in one packet
 # The import-time reads of the working directory the child decides again (see redecide), not reported.
 REDECIDED_CWD_READS = ("/rich/__init__.py", "/tempfile.py")
