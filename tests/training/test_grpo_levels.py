@@ -16,6 +16,7 @@ import pytest
 
 import s3gym_games as games
 from s3gym_games.reply import parse_reply
+from s3gym_tui.cli import main
 from s3gym_tui.models import EVAL_SEED_BASE, RunConfig
 from s3gym_tui.store import Store, audit
 
@@ -175,7 +176,7 @@ EPISODE_CLI = ["--warm-start", "0", "--method", "grpo", "--level", "episode", "-
                "--eval-episodes", "1", "--step-cap", "1", "--progress", "plain"]
 
 
-def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_path):
+def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_path, capsys):
     import asyncio
 
     from s3gym_tui.engine.runner import ProtocolRunner
@@ -213,14 +214,15 @@ def test_s3gym_train_level_episode_end_to_end_in_a_subprocess(tiny_base, tmp_pat
         assert [p.step for p in store.trainings.losses(training.id)] == [1, 2]
         assert all("parsed_replies" in p.metrics for p in store.trainings.losses(training.id))
         assert audit(store).ok
-    out = subprocess.run([sys.executable, "-m", "s3gym_tui", "trainings", "--json", "--db", str(db)], cwd=ROOT,
-                         env=env, capture_output=True, text=True, timeout=300)
-    (data,) = json.loads(out.stdout)
+    # read back and refused through the same command line in this process: the training above is the one
+    # that needs a process of its own (two more interpreters only started the CLI again)
+    assert main(["trainings", "--json", "--db", str(db)]) == 0
+    (data,) = json.loads(capsys.readouterr().out)
     assert data["settings"]["recipe"]["level"] == "episode"
     assert data["signal"][0]["parsed_share"] is not None and data["signal"][0]["free_parsed_share"] is not None
-    bad = subprocess.run([sys.executable, "-m", "s3gym_tui", "train", run.id, "--method", "grpo", "--level", "game",
-                          "--db", str(db)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert bad.returncode == 2 and "--level must be 'step' or 'episode' (given game)" in bad.stderr
+    assert main(["train", run.id, "--method", "grpo", "--level", "game", "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert "--level must be 'step' or 'episode' (given game)" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_a_group_split_across_processes_keeps_its_mix_of_constrained_and_free(monkeypatch):

@@ -30,8 +30,11 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     source = store.runs.create_run(RunConfig(model="scripted/trust", game="trust", pathway="none", explore_episodes=3,
                                              eval_every=3, eval_episodes=1))
     source = await ProtocolRunner(store, source, backoff_base_s=0).run_protocol()
+    # gradient checkpointing off: it only trades RAM for a second forward pass in every backward (~30% of this
+    # training's CPU), and its path is the tiny base's (the same Llama code) in every tiny SFT test; the
+    # evaluation under the grammar off: no assertion here reads it (the served call below is constrained)
     options = SftConfig(max_examples=6, eval_episodes=1, step_cap=3, epochs=2, batch_size=1, grad_accum=2,
-                        learning_rate=5e-4)
+                        learning_rate=5e-4, gradient_checkpointing=False, grammar_eval=False)
     outcome = await train_from_run(store, source.id, options)
     run, report = outcome.run, outcome.report
 
@@ -39,6 +42,7 @@ async def test_fine_tune_the_default_base_serve_it_and_evaluate_it(store, tmp_pa
     info = outcome.training
     assert info.base.endswith("smollm2-135m-instruct") and info.examples == 6 and info.epochs == 2
     assert outcome.build.too_long == () and info.settings["length_limit"] == 8192  # nothing cut, nothing dropped
+    assert [r for _, r, _ in store.trainings.training_evals(info.id)] == [run.id]  # one evaluation: as written
     assert info.metrics["peak_rss_mb"] > 0 and info.metrics["tokens_per_s"] > 0
     losses = store.trainings.losses(info.id)
     assert len(losses) == 6
