@@ -6,7 +6,7 @@ The parent imports the app once, then forks one child per life. A child runs the
 (`S3GymApp.run_test`), opens the run's Protocol screen and, when no process drives the run (created,
 or "running" with its driver gone after a kill), presses `r` and confirms: the run is resumed as its
 own process (`s3gym resume`). The parent SIGKILLs the app and the process holding the run's lease once
-`--steps` more steps are stored, plus a random extra delay; the last life follows the run to its end.
+`--steps` to `2 x --steps` more steps are stored (a random number, from --seed); the last life follows the run to its end.
 Prints one JSON line: kills, lives, the final run status and the app's error notifications.
 """
 
@@ -106,7 +106,7 @@ def main() -> None:
     parser.add_argument("db")
     parser.add_argument("run_id")
     parser.add_argument("--kills", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=15, help="new steps before a kill")
+    parser.add_argument("--steps", type=int, default=15, help="new steps before a kill (up to twice as many, at random)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     db, rng = Path(args.db), random.Random(args.seed)
@@ -124,6 +124,9 @@ def main() -> None:
         report.unlink(missing_ok=True)
         start = steps_stored(db)
         kill = kills < args.kills
+        # the kill comes a random number of steps past --steps, not a random time: a fast driver stored 40
+        # steps in the 0.3 s an extra delay took, so two lives could use up a 100-step run before a 2nd kill
+        threshold = start + args.steps + rng.randint(0, args.steps)
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -138,14 +141,12 @@ def main() -> None:
                 traceback.print_exc()
             finally:
                 os._exit(code)
-        extra = rng.uniform(0.0, 0.3)
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
                 break
-            if kill and steps_stored(db) >= start + args.steps:
-                time.sleep(extra)
+            if kill and steps_stored(db) >= threshold:
                 driver = lease_pid(db, args.run_id)
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
