@@ -30,13 +30,13 @@ _SELECT_STEPS = f"SELECT {', '.join(_q(c) for c in _STEP_COLS)} FROM steps"
 
 def _stored_prompt_candidates(conn: sqlite3.Connection, episode_id: str, index: int) -> set[int]:
     """The stored steps before `index` with a prompt that stored_prompt.base_index can choose: the
-    latest one and the one STRIDE steps back (its rule looks at no other). Two lookups that stop at
-    their first row, not a scan of every earlier step's prompt (O(n) a step, O(n^2) an episode)."""
+    latest one and its stride_base (it looks at no other). Two lookups that stop at their first row,
+    not a scan of every earlier step's prompt (O(n) a step, O(n^2) an episode)."""
     found = {r[0] for r in conn.execute(
         'SELECT "index" FROM steps WHERE episode_id = ? AND "index" < ? AND prompt <> \'\' '
         'ORDER BY "index" DESC LIMIT 1', (episode_id, index))}
-    back = index - stored_prompt.STRIDE
-    if index % stored_prompt.STRIDE == 0 and back >= 0 and back not in found and conn.execute(
+    back = stored_prompt.stride_base(index)
+    if back is not None and back not in found and conn.execute(
             'SELECT 1 FROM steps WHERE episode_id = ? AND "index" = ? AND prompt <> \'\'',
             (episode_id, back)).fetchone():
         found.add(back)

@@ -142,6 +142,13 @@ def base_index(index: int, with_prompt: list[int]) -> Optional[int]:
     about index/STRIDE + STRIDE copies. `with_prompt`: the earlier steps with a prompt, in order."""
     if not with_prompt:
         return None
-    if index % STRIDE == 0 and index - STRIDE in with_prompt:
-        return index - STRIDE
+    back = stride_base(index)
+    if back is not None and back in with_prompt:
+        return back
     return with_prompt[-1]
+
+
+def stride_base(index: int) -> Optional[int]:
+    """The step STRIDE back that step `index` is based on when that step has a prompt (every STRIDE-th
+    step; None for the others): with the latest earlier step with a prompt, all base_index can choose."""
+    return index - STRIDE if index % STRIDE == 0 and index >= STRIDE else None
