@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -27,6 +27,7 @@ from s3gym_tui.widgets.candidate_tree import CandidateTree
 from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 
 RUNS_LISTED = 200
 # timeline columns: (key, label, drop order, narrowest when shortened)
@@ -161,7 +162,7 @@ class AspireScreen(LiveScreenMixin, AnalysisScreen):
         after = self.decisions[-1].idx if self.decisions and self.run is not None else -1
         self._read(self.aspire_id, after)
 
-    @work(thread=True, exclusive=True, group="aspire-read", exit_on_error=False)
+    @thread_work(exclusive=True, group="aspire-read")
     def _read(self, aspire_id: Optional[str], after: int) -> None:
         from s3gym_tui.engine.aspire_view import aspire_view
         from s3gym_tui.store.leases import shown_status

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -23,6 +23,7 @@ from s3gym_tui.textgate import safe, safe_text
 from s3gym_tui.widgets.credit_panel import CreditPanel
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 
 CREDIT_GROUP = "credit-compute"
 NO_ITEM = "No PI item aligned with this step's pre-action history: w = 1, the uniform credit."
@@ -307,7 +308,7 @@ class CreditScreen(AnalysisScreen):
             self.computing[episode_id] = self._compute(episode_id, scorer)
         self.refresh_bindings()
 
-    @work(thread=True, group=CREDIT_GROUP, exit_on_error=False)
+    @thread_work(group=CREDIT_GROUP)
     def _compute(self, episode_id: str, scorer: Optional[str]) -> None:
         worker = get_current_worker()
 

@@ -13,7 +13,6 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.table import Table
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
@@ -27,6 +26,7 @@ from s3gym_tui.textgate import safe_markup
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.text_view import LinesView
+from s3gym_tui.widgets.thread_work import thread_work
 
 # (title, module, class): the other screens are listed when their module exists
 SCREENS = [
@@ -210,7 +210,7 @@ class HelpScreen(Screen):
         else:
             self._make_lines(key)
 
-    @work(thread=True, group="help-render", exit_on_error=False)  # each width once; the one shown wins
+    @thread_work(group="help-render")  # each width once; the one shown wins
     def _make_lines(self, key: tuple) -> None:
         lines = help_lines(self.app, key[0])
         self.app.call_from_thread(self._rendered, key, lines)

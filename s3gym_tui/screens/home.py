@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
-from textual import events, on, work
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -24,6 +24,7 @@ from s3gym_tui.widgets.model_picker import ModelPicker, ModelsFound
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.textgate import safe, safe_text
+from s3gym_tui.widgets.thread_work import thread_work
 
 DEFAULT_SEED = {"explore": EXPLORE_SEED_BASE, "eval": EVAL_SEED_BASE}
 RECENT_RUNS = 200
@@ -193,7 +194,7 @@ class HomeScreen(LiveScreenMixin, Screen):
             self.fit_to_size()  # the terminal may have been resized while Home was below others
 
     # ----- models found on this machine (off the UI thread) ---------------------------------
-    @work(thread=True, group="discover-models", exit_on_error=False)
+    @thread_work(group="discover-models")
     def _discover(self, keyed: bool) -> None:
         """Model servers (the usual local ports and those named in the config; quick, no litellm),
         or with `keyed` the providers whose API keys are set (litellm's model lists: a few seconds

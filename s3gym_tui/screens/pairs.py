@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -21,6 +21,7 @@ from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 
 WINNER_CHOICES = [("all pairs", "all"), ("history better", "history"), ("summary better", "summary"),
                   ("ties", "tie")]
@@ -92,7 +93,7 @@ class PairsScreen(LiveScreenMixin, AnalysisScreen):
         self.query_one("#pairs-status", Static).update(Text("finding pairs…", style="italic"))
         self._find_pairs(None if self.winner == "all" else self.winner, self.game)
 
-    @work(thread=True, exclusive=True, group="pairs", exit_on_error=False)
+    @thread_work(exclusive=True, group="pairs")
     def _find_pairs(self, winner: Optional[str], game: Optional[str]) -> None:
         try:
             store = self.app.store.for_thread()

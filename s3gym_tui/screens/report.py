@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -28,6 +28,7 @@ from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
 from s3gym_tui.widgets.verdicts import mark_colour
+from s3gym_tui.widgets.thread_work import thread_work
 
 RUN_LIST_LIMIT = 500
 SETTLE_S = 1.0  # how long the report keeps the table it was opened at in place while its tables settle
@@ -219,7 +220,7 @@ class ReportScreen(LiveScreenMixin, AnalysisScreen):
         self._asked += 1
         self._build_worker(run_ids, self._asked)
 
-    @work(thread=True, exclusive=True, group="report", exit_on_error=False)
+    @thread_work(exclusive=True, group="report")
     def _build_worker(self, run_ids: list[str], generation: int) -> None:
         try:
             store = self.app.store.for_thread()

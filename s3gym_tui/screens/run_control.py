@@ -8,7 +8,7 @@ import os
 from typing import Callable, Optional
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -16,6 +16,7 @@ from textual.widgets import Button, Label, Static
 
 from s3gym_tui.screens.dialogs import ConfirmDialog, DialogScreen
 from s3gym_tui.textgate import safe_text
+from s3gym_tui.widgets.thread_work import thread_work
 
 
 def children(app):
@@ -182,7 +183,7 @@ class ResumeDialog(DialogScreen):
     def on_mount(self) -> None:
         self._estimate()
 
-    @work(thread=True, exclusive=True, group="resume-estimate", exit_on_error=False)
+    @thread_work(exclusive=True, group="resume-estimate")
     def _estimate(self) -> None:
         from s3gym_tui.engine.estimate import estimate_run
 

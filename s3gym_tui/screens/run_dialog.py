@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 from pydantic import ValidationError
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -15,6 +15,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from s3gym_tui.models import RunConfig
 from s3gym_tui.screens.dialogs import DialogScreen
 from s3gym_tui.textgate import safe, safe_text
+from s3gym_tui.widgets.thread_work import thread_work
 
 # (field, label, input type, placeholder / hint)
 FIELDS: tuple[tuple[str, str, str, str], ...] = (
@@ -111,7 +112,7 @@ class RunDialog(DialogScreen):
         self._describe_server(config)
 
     # ----- what the model's server says about itself (off the UI thread) ------------------------
-    @work(thread=True, exclusive=True, group="run-server", exit_on_error=False)
+    @thread_work(exclusive=True, group="run-server")
     def _describe_server(self, config: RunConfig) -> None:
         from s3gym_tui.engine.fitting import fit_config
 
@@ -188,7 +189,7 @@ class RunDialog(DialogScreen):
             self.query_one("#run-estimate", Static).update(Text("estimating…", style="italic"))
             self._estimate(config)
 
-    @work(thread=True, exclusive=True, group="run-estimate", exit_on_error=False)
+    @thread_work(exclusive=True, group="run-estimate")
     def _estimate(self, config: RunConfig) -> None:
         from s3gym_tui.engine.estimate import estimate_run
 

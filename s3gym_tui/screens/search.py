@@ -10,7 +10,7 @@ from typing import Optional
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -24,6 +24,7 @@ from s3gym_tui.store.search import SearchHit, SearchResult
 from s3gym_tui.textgate import safe
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 
 PROGRESS_FROM = 5_000  # steps waiting to be indexed from which the screen shows a progress bar
 LIMIT = 200
@@ -124,7 +125,7 @@ class SearchScreen(AnalysisScreen):
         self._status(Text("searching…", style="italic"))
         self._search(words, filters)
 
-    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    @thread_work(exclusive=True, group="search")
     def _search(self, words: str, filters) -> None:
         from s3gym_tui.engine.finding import find
 

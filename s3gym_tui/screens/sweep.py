@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -20,6 +20,7 @@ from s3gym_tui.widgets.fit_table import FitTable
 from s3gym_tui.widgets.table import DataTable
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 STATUS_STYLE = {"finished": "green", "running": "bold cyan", "stopped": "yellow", "failed": "red",
                 "created": "dim"}
 
@@ -95,7 +96,7 @@ class SweepScreen(LiveScreenMixin, AnalysisScreen):
     def action_refresh(self) -> None:
         self._read(self.sweep_id)
 
-    @work(thread=True, exclusive=True, group="sweep-read", exit_on_error=False)
+    @thread_work(exclusive=True, group="sweep-read")
     def _read(self, sweep_id: Optional[str]) -> None:
         try:
             store = self.app.store.for_thread()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import OptionList, Static
@@ -17,6 +17,7 @@ from s3gym_tui.screens.analysis_common import AnalysisScreen
 from s3gym_tui.textgate import safe_text
 from s3gym_tui.widgets.key_hints import KeyHints
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 
 INTRO = ("The 10-minute demo: where raw history beats compressed rules, and why. A glass-box learner played the "
          "seven games with no experience (none), with its raw History, and with a Summary it wrote itself; its "
@@ -66,7 +67,7 @@ class TourScreen(AnalysisScreen):
         self.query_one("#tour-stops").border_title = "Stops (a number or enter opens one)"
         self._build()
 
-    @work(thread=True, exclusive=True, group="tour", exit_on_error=False)
+    @thread_work(exclusive=True, group="tour")
     def _build(self) -> None:
         from s3gym_tui.engine.demo import read_mark
         from s3gym_tui.engine.tour import demo_tour

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Optional
 
 from rich.text import Text
-from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -27,6 +26,7 @@ from s3gym_tui.textgate import safe_text
 from s3gym_tui.training.device import SCOPE_LABELS, rss_scope
 from s3gym_tui.training.learning_signal import signal_summaries
 from s3gym_tui.widgets.title_bar import TitleBar
+from s3gym_tui.widgets.thread_work import thread_work
 
 KIND_STYLE = {"kept": "bold green", "corrected": "bold yellow", "dropped": "dim"}
 
@@ -108,7 +108,7 @@ class TrainingScreen(LiveScreenMixin, AnalysisScreen):
         """Follow the store: datasets and epoch evaluations of a training driven elsewhere."""
         self._build(self.run_id)
 
-    @work(thread=True, exclusive=True, group="training", exit_on_error=False)
+    @thread_work(exclusive=True, group="training")
     def _build(self, run_id: str) -> None:
         from s3gym_tui.training.view import training_view
 
