@@ -3,6 +3,7 @@ figure is its own (not the process's peak so far), and every stored figure says 
 
 from __future__ import annotations
 
+import mmap
 import sys
 
 import pytest
@@ -10,9 +11,11 @@ import pytest
 from s3gym_tui.training import device
 
 
-def _touch(mb: int) -> bytearray:
-    block = bytearray(mb * 1024 * 1024)
-    for i in range(0, len(block), 4096):
+def _touch(mb: int) -> mmap.mmap:
+    """`mb` MB made resident in an anonymous mapping of its own, returned to the system when closed
+    (a bytearray's memory may stay in malloc's free lists, resident, and count in the next phase)."""
+    block = mmap.mmap(-1, mb * 1024 * 1024)
+    for i in range(0, len(block), mmap.PAGESIZE):
         block[i] = 1
     return block
 
@@ -22,10 +25,10 @@ def test_a_later_phase_reports_its_own_peak_not_the_process_peak_so_far():
     assert device.start_phase_memory()
     block = _touch(160)
     first, scope = device.phase_peak_rss()
-    del block
+    block.close()
     assert scope == device.PHASE_SCOPE
     device.start_phase_memory()
-    _touch(8)
+    _touch(8).close()
     second, scope = device.phase_peak_rss()
     assert scope == device.PHASE_SCOPE and second < first - 100  # the 160 MB of the first phase are not in it
 
