@@ -51,9 +51,10 @@ def test_default_size_run_on_trust(tmp_path, pathway):
     assert report.curve.avg == pytest.approx(sum(by_x.values()) / len(by_x))
 
 
-# The default-size run of every game and pathway (30 exploration episodes, 11 checkpoints x 3 eval
-# episodes, scripted players, check_run_consistency on each) is one sweep now:
-# tests/engine/test_sweep_default.py, which also checks its report against the stored rows.
+# Every game and pathway (scripted players, check_run_consistency on each) is one sweep:
+# tests/engine/test_sweep_default.py (9 exploration episodes, 4 checkpoints x 3 eval episodes, a history
+# budget the longer games exceed), which also checks its report against the stored rows; the default
+# size of a run is test_default_size_run_on_trust's above, and that of the grid its plan there.
 
 
 def test_verifier_rewards_never_reach_the_agent(tmp_path, monkeypatch):

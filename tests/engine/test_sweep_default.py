@@ -1,6 +1,12 @@
-"""The paper's grid at default size with the scripted players: all seven games x three pathways
-(30 exploration episodes, 11 checkpoints x 3 eval episodes each), run as one sweep from the CLI;
-every run consistent, and the sweep's report equal to values recomputed here from the stored rows."""
+"""The paper's grid with the scripted players: all seven games x three pathways run as one sweep from the
+CLI, every run consistent, and the sweep's report equal to values recomputed here from the stored rows.
+
+The grid runs 9 exploration episodes (4 checkpoints x 3 evaluation episodes each: three blocks of
+exploration between checkpoints, the fewest the coupling correlations are defined on) with a history
+budget that the longer games' histories exceed, so the oldest-first cut is taken at the grid's scale as
+well (at the default size, 30 episodes and 11 checkpoints, the same sweep took 234 of the suite's ~2,100
+CPU seconds and checked the same relations). The default size itself is the plan `s3gym sweep` makes
+without size options; its speed is benchmarks/sweep_scripted.py's (`--episodes 30`)."""
 
 from __future__ import annotations
 
@@ -17,7 +23,10 @@ from s3gym_tui.store import Store
 
 from tests.engine.helpers import check_run_consistency
 
-pytestmark = pytest.mark.slow(minutes=8)  # one of the longest: started first (tests/conftest.py)
+pytestmark = pytest.mark.slow(minutes=3)  # one of the longest: started first (tests/conftest.py)
+
+EPISODES, EVERY, EVAL_EPISODES = 9, 3, 3
+HISTORY_BUDGET = 20_000  # tokens: below what 9 episodes of the longer games take
 
 
 def _curve(points: list[tuple[int, float]], eps: float) -> dict:
@@ -67,20 +76,41 @@ def _corr(xs, ys):
         return None
 
 
-def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
+def test_the_default_sweep_plan_is_the_papers_grid(capsys):
+    code = main(["sweep", "--games", "all", "--models", "scripted", "--plan", "--db", "/nonexistent/plan.db"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert f"{len(games.names())} game(s) x 3 pathway(s) x 1 model(s) = {3 * len(games.names())} runs" in out
+    assert "each run: 30 exploration episodes; 3 eval episodes at x = 0..30 every 3 (11 checkpoints); " \
+           "history budget 100,000 tokens" in out
+
+
+def test_a_sweep_of_every_game_and_pathway_matches_its_report(tmp_path, capsys):
     db = tmp_path / "sweep.db"
-    code = main(["sweep", "--games", "all", "--models", "scripted", "--yes", "--db", str(db)])
+    code = main(["sweep", "--games", "all", "--models", "scripted", "--episodes", str(EPISODES), "--eval-every",
+                 str(EVERY), "--eval-episodes", str(EVAL_EPISODES), "--history-budget", str(HISTORY_BUDGET),
+                 "--yes", "--db", str(db)])
     assert code == 0, capsys.readouterr().err
     capsys.readouterr()
+    checkpoints = list(range(0, EPISODES + 1, EVERY))
     with Store(db) as store:
         [sweep] = store.sweeps.list_sweeps()
         runs = store.sweeps.sweep_runs(sweep.id)
         assert sweep.status == "finished" and len(runs) == 21
         assert {(r.config.game, r.config.pathway) for r in runs} == {(g, p) for g in games.names()
                                                                       for p in ("none", "history", "summary")}
+        cut = set()
         for run in runs:
-            assert run.status == "finished" and run.config.explore_episodes == 30
+            assert run.status == "finished" and run.config.explore_episodes == EPISODES
+            assert run.config.checkpoints() == checkpoints
             check_run_consistency(store, run)
+            if run.config.pathway == "history":  # the most recent episodes within the budget, the cut recorded
+                explore = sorted(store.episodes.list(run.id, phase="explore"), key=lambda e: e.index)
+                for e in explore:
+                    assert list(e.history_episode_ids) == [p.id for p in explore[e.history_cut:e.index]]
+                if explore[-1].history_cut:
+                    cut.add(run.config.game)
+        assert len(cut) >= 3, cut  # chess, pvz, snake and tetris exceed it
     code = main(["report", "--sweep", sweep.id, "--json", "--db", str(db)])
     tables = json.loads(capsys.readouterr().out)["tables"]
     assert code == 0
@@ -96,7 +126,7 @@ def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
     curves = {row["run"]: row for row in tables["curves"]["rows"]}
     nabas = {}
     for run_id, (game, pathway) in meta.items():
-        assert [x for x, _ in means[run_id]] == list(range(0, 31, 3))
+        assert [x for x, _ in means[run_id]] == checkpoints
         expected = _curve(means[run_id], games.game_class(game).score_eps("eval"))
         for key, value in expected.items():
             assert curves[run_id][key] == pytest.approx(value, abs=1e-9), (run_id, key)
@@ -133,9 +163,9 @@ def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
         sb, rb = scales[game]
         a_t, g_a, e_t, g_e = [], [], [], []  # corr(A, g) needs A_t; corr(-E, g) needs E_t as well
         ys = dict(means[run_id])
-        for x in range(0, 30, 3):
-            block = [(s, r) for i, s, r in kept if x <= i < x + 3]
-            gain = (ys[x + 3] - ys[x]) / (hi - lo)
+        for x in checkpoints[:-1]:
+            block = [(s, r) for i, s, r in kept if x <= i < x + EVERY]
+            gain = (ys[x + EVERY] - ys[x]) / (hi - lo)
             if block:
                 a_t.append(sum((s > 0) == (r > 0) for s, r in block) / len(block))
                 g_a.append(gain)
@@ -160,5 +190,6 @@ def test_a_default_size_sweep_of_every_game_and_pathway(tmp_path, capsys):
             "WHERE run_id = ? AND author LIKE 'model%'", (run_id,)).fetchone()
         assert (usage[run_id]["calls"], usage[run_id]["tokens_in"], usage[run_id]["tokens_out"]) == \
             (calls + s_calls, t_in + s_in, t_out + s_out)
-        assert usage[run_id]["episodes_done"] == usage[run_id]["episodes_total"] == 30 + 11 * 3
+        assert usage[run_id]["episodes_done"] == usage[run_id]["episodes_total"] == \
+            EPISODES + len(checkpoints) * EVAL_EPISODES
     conn.close()
