@@ -21,7 +21,9 @@ when it falls back to a fresh interpreter:
   LITELLM_LOCAL_MODEL_COST_MAP, its constants; rich reads FORCE_COLOR, NO_COLOR, TTY_*; s3gym_tui's
   providers/local.py reads OMP_NUM_THREADS and LOCAL_WORLD_SIZE; tempfile caches TMPDIR), every
   os.getcwd() and every read of sys.argv. Interpreter start-up adds PYTHON*, HOME (the user site), the
-  locale (LANG, LC_*) and TZ, and C libraries SSL_CERT_FILE/SSL_CERT_DIR. `spawn` starts a real
+  locale (LANG, LC_*) and TZ, and C libraries SSL_CERT_FILE/SSL_CERT_DIR (PYTHONUNBUFFERED set in a
+  request, not in the server's environment, is done in the child: its stdout and stderr are made
+  unbuffered as start-up makes them). `spawn` starts a real
   `python -m s3gym_tui` (subprocess.Popen, returned as is) when the request's environment differs from the
   server's in any of those (set or unset, or another value), when its directory differs and import-time
   code read the directory, when the sys.path of `python -m` with that directory and PYTHONPATH (the
@@ -189,6 +191,8 @@ def fallback_reason(env: dict, cwd: str, streams=(None, None, None), fork_server
             return f"descriptor {number} is a terminal"
     srv = fork_server or server()
     for key in sorted(srv.import_env | {k for k in env if k.startswith(STARTUP_PREFIXES)}):
+        if key == "PYTHONUNBUFFERED" and env.get(key) and not srv.env.get(key):
+            continue  # the child makes its stdout and stderr unbuffered (cli_fork_server.unbuffered)
         if key != "PYTHONPATH" and env.get(key) != srv.env.get(key):  # PYTHONPATH: checked as sys.path
             return f"{key} differs from the server's (read at start-up or import)"
     real_cwd = os.path.realpath(cwd)

@@ -231,9 +231,24 @@ def become(request: dict, fds: list[int], done: int) -> None:
     importlib.invalidate_caches()
     sys.orig_argv = [sys.executable, "-m", "s3gym_tui", *request["args"]]
     sys.argv = ["-m", *request["args"]]  # runpy puts the __main__.py path first, as `-m` does
+    if os.environ.get("PYTHONUNBUFFERED"):
+        unbuffered()
     redecide()
     os.write(done, b"1")
     os.close(done)
+
+
+def unbuffered() -> None:
+    """stdout and stderr as PYTHONUNBUFFERED (or -u) makes them at start-up: text layers written
+    through to the raw descriptors, no buffer between (the server's were made buffered)."""
+    import io
+
+    for name, fd in (("stdout", 1), ("stderr", 2)):
+        old = getattr(sys, name)
+        old.flush()
+        setattr(sys, name, io.TextIOWrapper(io.FileIO(fd, "w", closefd=False), encoding=old.encoding,
+                                            errors=old.errors, line_buffering=False, write_through=True))
+        setattr(sys, f"__{name}__", getattr(sys, name))
 
 
 def redecide() -> None:

@@ -72,6 +72,38 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 @pytest.fixture
+def forked_child_runs(monkeypatch):
+    """The run processes the app starts (engine/detached.py's ChildRuns.start: `python -m s3gym_tui ...`,
+    detached, its output into a log) forked from tests/cli_fork.py's preloaded server instead of paying a
+    fresh interpreter's `import litellm` (~4.4 s of CPU) each: real processes with their own session,
+    descriptors and environment, as there (cli_fork's docstring says what differs; when the request
+    differs in what matters at start-up it starts a fresh interpreter itself). For the UI tests whose
+    subject is what the app does with its runs' processes, not how an OS process looks from outside
+    (tests/engine/test_detached.py reads a child's command line: a fresh interpreter there)."""
+    import subprocess
+
+    from s3gym_tui.engine import detached
+    from tests import cli_fork
+
+    prefix = detached.cli_prefix()
+
+    class _Subprocess:
+        """The subprocess module as engine/detached.py sees it, its Popen routed for `python -m s3gym_tui`."""
+
+        def __getattr__(self, name):
+            return getattr(subprocess, name)
+
+        @staticmethod
+        def Popen(argv, **kwargs):
+            if list(argv[:len(prefix)]) != prefix:
+                return subprocess.Popen(argv, **kwargs)
+            kwargs.pop("close_fds", None)  # a forked child gets its three descriptors and no others
+            return cli_fork.spawn(list(argv[len(prefix):]), **kwargs)
+
+    monkeypatch.setattr(detached, "subprocess", _Subprocess())
+
+
+@pytest.fixture
 def recorded_waits(monkeypatch) -> list[float]:
     """The delays the engine asks `asyncio.sleep` for (its waits before retries), recorded instead of slept:
     each call only yields to the loop once (sleep(0), which the list holds too)."""

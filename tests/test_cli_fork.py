@@ -119,6 +119,25 @@ def test_stdout_to_a_file_and_stderr_to_stdout(tmp_path: Path):
     assert proc.communicate() == (None, None)
 
 
+def test_unbuffered_output_as_the_apps_run_processes_ask_is_forked_with_a_fresh_interpreters_output(tmp_path: Path):
+    """engine/detached.py starts the app's run processes with PYTHONUNBUFFERED=1, stdout to a log file and
+    stderr into it: forked, not a fresh interpreter, with the same output."""
+    env = {**ENV, "PYTHONUNBUFFERED": "1"}
+    logs = []
+    for name, start in (("forked", cli_fork.spawn), ("fresh", None)):
+        with open(tmp_path / f"{name}.log", "wb") as out:
+            if start is None:
+                proc = subprocess.Popen([sys.executable, "-m", "s3gym_tui", "run", "trust", "--no-such-option"],
+                                        env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+            else:
+                proc = start(["run", "trust", "--no-such-option"], env=env, cwd=ROOT, stdout=out,
+                             stderr=subprocess.STDOUT, start_new_session=True)
+                assert cli_fork.spawn.last_fallback is None, cli_fork.spawn.last_fallback
+            assert proc.wait(timeout=300) == 2
+        logs.append((tmp_path / f"{name}.log").read_text())
+    assert logs[0] == logs[1] and logs[0].startswith("error: No such option: --no-such-option")
+
+
 @pytest.fixture
 def slow_server():
     server = FakeOpenAI(delay_s=0.05).start()

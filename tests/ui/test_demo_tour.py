@@ -15,6 +15,8 @@ from s3gym_tui.store import Store
 from tests.ui.demo_tour_data import tour_db, tour_template  # noqa: F401 - fixtures
 from tests.ui.settle import settle, until
 
+pytestmark = pytest.mark.usefixtures("forked_child_runs")  # the app's run processes: tests/conftest.py
+
 
 @pytest.fixture
 def demo_home(monkeypatch, tmp_path):

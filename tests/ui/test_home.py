@@ -17,6 +17,8 @@ from s3gym_tui.store import Store
 from s3gym_tui.widgets.model_picker import ModelPicker
 from tests.ui.settle import settle
 
+pytestmark = pytest.mark.usefixtures("forked_child_runs")  # the app's run processes: tests/conftest.py
+
 
 @pytest.fixture
 def app(demo_db, settings):

@@ -26,6 +26,8 @@ from tests import cli_fork
 from tests.fake_openai import FakeOpenAI
 from tests.ui.settle import until as _until
 
+pytestmark = pytest.mark.usefixtures("forked_child_runs")  # the app's run processes: tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "S3GYM_CONFIG": "/nonexistent/s3gym.toml",
        "OPENAI_API_KEY": "sk-test-not-a-real-key-000"}

@@ -25,6 +25,8 @@ from s3gym_tui.widgets.checkpoint_plot import CurvePlot
 from s3gym_tui.widgets.table import DataTable
 from tests.ui.settle import until as _until
 
+pytestmark = pytest.mark.usefixtures("forked_child_runs")  # the app's run processes: tests/conftest.py
+
 LONG = dict(model="scripted/snake", game="snake", pathway="none", explore_episodes=2000, eval_every=1000,
             eval_episodes=0)  # runs for minutes: only a stop ends it
 

@@ -19,6 +19,8 @@ from tests.fake_openai import FakeOpenAI
 from tests.ui.settle import settle
 from tests.ui.test_home import choose_game
 
+pytestmark = pytest.mark.usefixtures("forked_child_runs")  # the app's run processes: tests/conftest.py
+
 GGUF = "llamafile//home/me/models/SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
