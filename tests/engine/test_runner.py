@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
+import random
 import signal
+import sqlite3
 import subprocess
-import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from s3gym_tui.engine.report import run_report
-from s3gym_tui.engine.runner import ProtocolRunner
-from s3gym_tui.models import RunConfig
 from s3gym_tui.store import Store
 
+from tests import cli_fork
 from tests.engine.helpers import check_run_consistency, run_protocol, trajectory
 
 PATHWAYS = ["none", "history", "summary"]
@@ -119,40 +119,88 @@ def test_fault_injection_run_completes_with_every_fault_recorded(tmp_path):
         assert kind in text, kind
 
 
-_KILL_SCRIPT = """
-import asyncio, sys
-from s3gym_tui.store import Store
-from s3gym_tui.models import RunConfig
-from s3gym_tui.engine.runner import ProtocolRunner
-store = Store(sys.argv[1])
-cfg = RunConfig(model="scripted/snake", game="snake", pathway=sys.argv[3], explore_episodes=6, eval_every=3,
-                eval_episodes=2)
-try:
-    run = store.runs.get_run(sys.argv[2])
-except Exception:
-    run = store.runs.create_run(cfg, run_id=sys.argv[2])
-asyncio.run(ProtocolRunner(store, run, backoff_base_s=0).run_protocol())
-"""
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def _stored(db: Path, sql: str, *params):
+    """One value read from the killed run's database, read-only (None: no file or no table yet)."""
+    if not db.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute(sql, params).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return None if row is None else row[0]
+
+
+def _steps(db: Path) -> int:
+    return _stored(db, "SELECT count(*) FROM steps") or 0
+
+
+def _kill_after(args: list[str], db: Path, more_steps: int, timeout: float = 120.0) -> int:
+    """One life: `s3gym ARGS` (forked from the preloaded CLI, tests/cli_fork.py), SIGKILLed once
+    `more_steps` steps more than at its start are stored. Returns the steps stored after its death;
+    fails if it ended before the kill or stored too little in `timeout` seconds."""
+    start = _steps(db)
+    proc = cli_fork.spawn(args, env=ENV, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + timeout
+    try:
+        while proc.poll() is None and _steps(db) < start + more_steps:
+            assert time.monotonic() < deadline, f"s3gym {args[0]} stored {_steps(db) - start} of {more_steps} " \
+                                                f"steps in {timeout:.0f} s"
+            time.sleep(0.01)
+    finally:
+        proc.kill()  # nothing if it ended already: then the check below fails with its output
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == -signal.SIGKILL, (f"s3gym {args[0]} ended (exit {proc.returncode}) before the kill: "
+                                                f"{err.decode(errors='replace')[-2000:]}")
+    return _steps(db)
 
 
 @pytest.mark.parametrize("pathway", ["history", "summary"])
 def test_kill_9_then_resume_equals_uninterrupted(tmp_path, pathway):
-    reference_store, reference = run_protocol(tmp_path / "ref.db", run_id="r1", model="scripted/snake",
+    """`s3gym run` killed -9 mid-run, then `s3gym resume` killed -9 mid-run three times, then
+    `s3gym resume` to the end: the same run, step for step (prompts, replies, rewards, histories),
+    as an uninterrupted one with the same id and config, and a consistent store. Each life is killed
+    once the store holds 15-40 more steps than at its start (a number fixed per life and pathway, far
+    below the run's 768 steps), not after a sleep, so all four kills land mid-run. The CLI processes
+    are forked from a preloaded one (tests/cli_fork.py: real processes, the CLI's real entry) instead
+    of five fresh interpreters each paying `import litellm`."""
+    db = tmp_path / "killed.db"
+    rng = random.Random(f"kill-9-{pathway}")
+    args = ["-m", "scripted/snake", "-p", pathway, "--episodes", "6", "--eval-every", "3", "--eval-episodes", "2",
+            "--db", str(db)]
+
+    def status(run_id: str):
+        return _stored(db, "SELECT status FROM runs WHERE id = ?", run_id)
+
+    stored = [_kill_after(["run", "snake", *args], db, rng.randint(15, 40))]
+    run_id = _stored(db, "SELECT id FROM runs")
+    assert run_id is not None and _stored(db, "SELECT count(*) FROM runs") == 1
+    kills = int(status(run_id) != "finished")
+    # the uninterrupted reference, with the id `s3gym run` gave (episode ids and prompts hold it)
+    reference_store, reference = run_protocol(tmp_path / "ref.db", run_id=run_id, model="scripted/snake",
                                               game="snake", pathway=pathway, explore_episodes=6, eval_every=3,
                                               eval_episodes=2)
-    path = tmp_path / "killed.db"
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    kills = 0
-    for delay in (4.0, 1.5, 2.5, 3.5):
-        proc = subprocess.Popen([sys.executable, "-c", _KILL_SCRIPT, str(path), "r1", pathway], env=env)
-        time.sleep(delay)
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            kills += 1
-        proc.wait()
-    subprocess.run([sys.executable, "-c", _KILL_SCRIPT, str(path), "r1", pathway], env=env, check=True)
-    assert kills >= 1
-    store = Store(path)
-    assert store.runs.get_run("r1").status == "finished"
-    assert trajectory(store, "r1") == trajectory(reference_store, "r1")
-    check_run_consistency(store, store.runs.get_run("r1"))
+    total = _steps(tmp_path / "ref.db")
+    for _life in range(3):
+        more = rng.randint(15, 40)
+        assert stored[-1] + more < total  # the kill is due before the run's end
+        stored.append(_kill_after(["resume", run_id, "--db", str(db)], db, more))
+        kills += status(run_id) != "finished"
+    # every life died of its SIGKILL (_kill_after checks) with the run unfinished, each storing steps
+    assert kills == 4
+    assert 0 < stored[0] < stored[1] < stored[2] < stored[3] < total
+    done = cli_fork.run(["resume", run_id, "--db", str(db)], env=ENV, cwd=ROOT, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+    store = Store(db)
+    run = store.runs.get_run(run_id)
+    assert run.status == "finished"
+    assert run.config == reference.config  # the CLI made the reference's config
+    assert trajectory(store, run_id) == trajectory(reference_store, run_id)
+    check_run_consistency(store, run)
