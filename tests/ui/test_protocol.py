@@ -94,7 +94,12 @@ async def resume_here(pilot, screen, reaper):
                          what="the resume dialog")
     await until(pilot, lambda: dialog.estimate is not None, what="the estimate of what is left")
     await pilot.press("y")
-    child = await until(pilot, lambda: screen.child, what="the run's process")
+    from s3gym_tui.screens.run_control import children
+
+    # the newest process this app started for the run, ended or not (screen.child is a living one only:
+    # a process that fails at once, as one for an unknown provider does, may have ended already)
+    child = await until(pilot, lambda: next((c for c in reversed(children(pilot.app).children)
+                                             if c.run_id == screen.run_id), None), what="the run's process")
     reaper.append(child.process)
     return child
 
