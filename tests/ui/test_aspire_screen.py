@@ -15,8 +15,6 @@ from s3gym_tui.widgets.candidate_tree import CandidateTree
 from tests.ui.aspire_data import FINISHED, LIVE, build_aspire_db
 from tests.ui.settle import settle, until
 
-pytestmark = pytest.mark.usefixtures("forked_child_runs")  # the app's run processes: tests/conftest.py
-
 
 @pytest.fixture
 def aspire_db(tmp_path):
