@@ -109,9 +109,9 @@ def phase_peak_gpu_mb() -> Optional[float]:
 def peak_rss_mb() -> float:
     """The process's peak resident memory in MB since it started, or since the mark was last reset.
 
-    Linux: VmHWM from /proc/self/status, the very mark clear_refs "5" resets (proc(5)). getrusage's
+    Linux: VmHWM from /proc/self/status, the very mark clear_refs "5" resets (proc(5)); getrusage's
     ru_maxrss is also the larger of it and a process-wide figure the kernel keeps apart, which no reset
-    lowers (a CI run saw a later phase report the same 2,460 MB as the first, the reset having succeeded)."""
+    lowers. Memory freed into malloc's free lists stays resident and counts in the next phase's mark."""
     try:
         with open("/proc/self/status", encoding="ascii") as f:
             for line in f:
